@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"bpfvm"
+	"bpfvm/isa"
+	"bpfvm/loader"
+)
+
+func loadSpec(path string) (*ebpf.CollectionSpec, error) {
+	return loader.LoadCollectionSpec(path)
+}
+
+func sorted(s []string) []string {
+	sort.Strings(s)
+	return s
+}
+
+func runDump(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("dump", stderr)
+	progName := fs.String("p", "", "dump only this program")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErr("want exactly one object file, got %d", len(pos))
+	}
+	spec, err := loadSpec(pos[0])
+	if err != nil {
+		return err
+	}
+	var names []string
+	for name := range spec.Programs {
+		if *progName == "" || name == *progName {
+			names = append(names, name)
+		}
+	}
+	if *progName != "" && len(names) == 0 {
+		return usageErr("no program %q in %s", *progName, pos[0])
+	}
+	sort.Strings(names)
+
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROGRAM\tSECTION\tTYPE\tINSNS")
+	for _, name := range names {
+		p := spec.Programs[name]
+		insns, _, err := bpfvm.EncodeProgram(p)
+		n := "?"
+		if err == nil {
+			n = fmt.Sprint(len(insns))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, p.SectionName, p.Type, n)
+	}
+	tw.Flush()
+	if len(spec.Maps) > 0 {
+		fmt.Fprintln(stdout)
+		fmt.Fprintln(tw, "MAP\tTYPE\tKEY\tVALUE\tMAX_ENTRIES\tFLAGS")
+		var mapNames []string
+		for name := range spec.Maps {
+			mapNames = append(mapNames, name)
+		}
+		for _, name := range sorted(mapNames) {
+			m := spec.Maps[name]
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%#x\n", name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries, m.Flags)
+		}
+		tw.Flush()
+	}
+	for _, name := range names {
+		fmt.Fprintf(stdout, "\n%s:\n", name) // the entry symbol; subprograms print their own
+		if err := disassemble(stdout, spec.Programs[name]); err != nil {
+			return fmt.Errorf("program %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// disassemble prints a program in the kernel's log syntax with the names of
+// functions and, where BTF line info exists, the source lines.
+func disassemble(w io.Writer, p *ebpf.ProgramSpec) error {
+	insns, refs, err := bpfvm.EncodeProgram(p)
+	if err != nil {
+		return err
+	}
+	// Walk the cilium instructions alongside the slots for their metadata.
+	meta := make(map[int]asm.Instruction, len(p.Instructions))
+	iter := p.Instructions.Iterate()
+	for iter.Next() {
+		meta[int(iter.Offset)] = *iter.Ins
+	}
+	var lastSrc string
+	for pc := 0; pc < len(insns); pc++ {
+		ins := insns[pc]
+		if m, ok := meta[pc]; ok {
+			if sym := m.Symbol(); sym != "" && pc != 0 {
+				fmt.Fprintf(w, "%s:\n", sym)
+			}
+			if src := m.Source(); src != nil {
+				if s := strings.TrimSpace(src.String()); s != "" && s != lastSrc {
+					fmt.Fprintf(w, "; %s\n", s)
+					lastSrc = s
+				}
+			}
+		}
+		text := isa.Format(insns, pc, nil)
+		if ins.IsLdImm64() && (ins.Src == isa.Register(isa.PseudoMapFD) || ins.Src == isa.Register(isa.PseudoMapValue)) {
+			if idx := int(ins.Imm); idx >= 0 && idx < len(refs) {
+				text = fmt.Sprintf("r%d = map[%s]", ins.Dst, refs[idx])
+				if ins.Src == isa.Register(isa.PseudoMapValue) {
+					text = fmt.Sprintf("r%d = map[%s] + %d", ins.Dst, refs[idx], uint32(insns[pc+1].Imm))
+				}
+			}
+		}
+		fmt.Fprintf(w, "%5d: (%02x) %s\n", pc, ins.Op, text)
+		if ins.IsLdImm64() {
+			pc++
+		}
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+// Command bpfvm loads, inspects and runs eBPF programs in userspace.
+//
+//	bpfvm dump FILE.o
+//	bpfvm run FILE.o -p PROG [--data FILE | --data-hex HEX] [--repeat N] [--engine E] [--data-out FILE]
+//	bpfvm run --type raw FILE.bin|FILE.s [--data FILE | --data-hex HEX]
+//	bpfvm conformance [--engine E] PATH...
+//	bpfvm plugin [--engine E] [MEMORY-HEX] < PROGRAM-HEX
+//
+// Usage errors exit with status 2.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// errUsage marks errors in how the command was called (exit status 2).
+var errUsage = errors.New("usage")
+
+type command struct {
+	name  string
+	short string
+	run   func(args []string, stdin io.Reader, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"dump", "list the programs and maps of an object and disassemble its programs", runDump},
+		{"run", "run a program on an input packet like bpftool prog run", runRun},
+		{"conformance", "run bpf_conformance .data tests", runConformance},
+		{"plugin", "act as a bpf_conformance plugin: program hex on stdin, memory hex as argument", runPlugin},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run dispatches a command line and returns the exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(args[1:], stdin, stdout, stderr)
+		var exit exitError
+		switch {
+		case err == nil:
+			return 0
+		case errors.As(err, &exit):
+			return int(exit)
+		case errors.Is(err, errUsage):
+			fmt.Fprintf(stderr, "bpfvm %s: %v\n", c.name, err)
+			return 2
+		default:
+			fmt.Fprintf(stderr, "bpfvm %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "bpfvm: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+// exitError ends a command with a status and no further message.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: bpfvm COMMAND [ARGS]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.short)
+	}
+	fmt.Fprintln(w, "\nRun 'bpfvm COMMAND -h' for a command's flags.")
+}
+
+func usageErr(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"bpfvm/isa"
+)
+
+func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"frobnicate"},
+		{"run", "--no-such-flag", "../../examples/xdp_filter/xdp_filter.o"},
+		{"run", "../../examples/xdp_filter/missing.o", "-p", "x"},
+		{"run", "../../examples/xdp_filter/xdp_filter.o", "-p", "no_such_prog"},
+		{"run", "../../examples/xdp_filter/xdp_filter.o"},
+		{"run", "../../examples/xdp_filter/xdp_filter.o", "-p", "xdp_filter", "--engine", "warp"},
+		{"dump"},
+		{"conformance"},
+		{"conformance", "no/such/dir"},
+	} {
+		if code, _, stderr := runCLI(t, "", args...); code != 2 {
+			t.Errorf("bpfvm %s: exit %d, want 2 (stderr %q)", strings.Join(args, " "), code, stderr)
+		}
+	}
+}
+
+func TestRunExample(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", "run", "../../examples/xdp_filter/xdp_filter.o", "-p", "xdp_filter",
+		"--data", "../../examples/xdp_filter/telnet.pkt", "--repeat", "10")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !regexp.MustCompile(`^Return value: 1, duration \(average\): \d+ns\n$`).MatchString(stdout) {
+		t.Fatalf("unexpected output %q", stdout)
+	}
+}
+
+func TestRunRaw(t *testing.T) {
+	dir := t.TempDir()
+	asm := filepath.Join(dir, "prog.s")
+	// Both dialects in one file: r0 = the first 8 bytes of memory + length.
+	src := "ldxdw %r0, [%r1]\nr0 += r2\nexit\n"
+	if err := os.WriteFile(asm, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog, err := isa.Assemble(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "prog.bin")
+	if err := os.WriteFile(bin, isa.EncodeProgram(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{asm, bin} {
+		code, stdout, stderr := runCLI(t, "", "run", "--type", "raw", "--data-hex", "0100000000000000", file)
+		if code != 0 || !strings.HasPrefix(stdout, "Return value: 9, duration (average): ") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", file, code, stdout, stderr)
+		}
+	}
+}
+
+func TestConformanceCommand(t *testing.T) {
+	code, stdout, _ := runCLI(t, "", "conformance", "--engine", "interp", "../../testdata/bpf_conformance")
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if code != 0 || lines[len(lines)-1] != "313 passed, 0 failed" {
+		t.Fatalf("exit %d, output:\n%s", code, stdout)
+	}
+	// A failing test makes the exit status 1 and prints a FAIL line.
+	code, stdout, _ = runCLI(t, "", "conformance", "../../testdata/bpf_conformance/negative/incorrect_return_value_high_bits.data")
+	if code != 1 || !strings.Contains(stdout, "FAIL incorrect_return_value_high_bits") || !strings.HasSuffix(stdout, "0 passed, 1 failed\n") {
+		t.Fatalf("exit %d, output:\n%s", code, stdout)
+	}
+}
+
+func TestPlugin(t *testing.T) {
+	// mov r0, r2 (the memory length); exit
+	code, stdout, stderr := runCLI(t, "bf20000000000000 9500000000000000", "plugin", "00010203")
+	if code != 0 || stdout != "4\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	// A reserved field set: an error on stderr and a non-zero exit.
+	code, _, stderr = runCLI(t, "0700010001000000 9500000000000000", "plugin")
+	if code == 0 || stderr == "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestDump(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", "dump", "../../testdata/subprog.o")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"PROGRAM", "xdp", "call pc", "exit", "; "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("dump output lacks %q:\n%s", want, stdout)
+		}
+	}
+}

@@ -1,0 +1,165 @@
+// Package bpfvm runs eBPF programs in userspace, without a kernel: it loads
+// clang-built objects (or cilium/ebpf CollectionSpecs, e.g. from bpf2go),
+// creates their maps in memory outside the Go heap, and runs programs on an
+// interpreter. Its API follows cilium/ebpf's names and signatures, so that
+// code written against cilium/ebpf switches by changing the import.
+package bpfvm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"bpfvm/isa"
+	"bpfvm/loader"
+)
+
+// CollectionOptions control loading a collection.
+type CollectionOptions struct {
+	Programs ProgramOptions
+	// NumCPU is the number of runners: how many runs proceed at once, and
+	// how many values per-CPU maps keep. Default: GOMAXPROCS.
+	NumCPU int
+}
+
+// Collection is a set of loaded programs and the maps they share.
+type Collection struct {
+	Programs map[string]*Program
+	Maps     map[string]*Map
+	cpus     *cpus
+}
+
+// LoadCollection loads an ELF object file: its maps and every program.
+func LoadCollection(file string) (*Collection, error) {
+	spec, err := loader.LoadCollectionSpec(file)
+	if err != nil {
+		return nil, err
+	}
+	return NewCollection(spec)
+}
+
+// NewCollection creates the maps and programs of a spec.
+func NewCollection(spec *ebpf.CollectionSpec) (*Collection, error) {
+	return NewCollectionWithOptions(spec, CollectionOptions{})
+}
+
+// NewCollectionWithOptions creates the maps and programs of a spec.
+func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collection, err error) {
+	coll := &Collection{Programs: map[string]*Program{}, Maps: map[string]*Map{}, cpus: newCPUs(opts.NumCPU)}
+	defer func() {
+		if err != nil {
+			coll.Close()
+		}
+	}()
+	for _, name := range sortedKeys(spec.Maps) {
+		m, err := newMap(spec.Maps[name], coll.cpus)
+		if err != nil {
+			return nil, err
+		}
+		coll.Maps[name] = m
+	}
+	for _, name := range sortedKeys(spec.Programs) {
+		ps := spec.Programs[name]
+		insns, refs, err := convert(ps)
+		if err != nil {
+			return nil, fmt.Errorf("program %s: %w", name, err)
+		}
+		var progMaps []*Map
+		for _, ref := range refs {
+			m := coll.Maps[ref]
+			if m == nil {
+				return nil, fmt.Errorf("program %s: missing map %s", name, ref)
+			}
+			progMaps = append(progMaps, m)
+		}
+		p, err := newProgram(name, ps.Type, insns, progMaps, coll.cpus, opts.Programs)
+		if err != nil {
+			return nil, err
+		}
+		coll.Programs[name] = p
+	}
+	return coll, nil
+}
+
+// Close waits for runs in progress, then closes every program and map.
+func (c *Collection) Close() {
+	c.cpus.close()
+	for _, p := range c.Programs {
+		p.Close()
+	}
+	for _, m := range c.Maps {
+		m.Close()
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// mapIndex stands in for a map file descriptor while encoding instructions:
+// map loads carry the map's index in the program's map table.
+type mapIndex int
+
+func (i mapIndex) FD() int { return int(i) }
+
+// convert encodes a ProgramSpec's instructions (with its subprograms already
+// appended by cilium/ebpf) into wire instructions. Map references become
+// LD_IMM64 with the map's index in refs as immediate.
+func convert(spec *ebpf.ProgramSpec) ([]isa.Instruction, []string, error) {
+	insns := make(asm.Instructions, len(spec.Instructions))
+	copy(insns, spec.Instructions)
+	var refs []string
+	index := map[string]int{}
+	for i := range insns {
+		ins := &insns[i]
+		if !ins.IsLoadFromMap() {
+			continue
+		}
+		name := ins.Reference()
+		if name == "" {
+			if m := ins.Map(); m != nil {
+				return nil, nil, fmt.Errorf("instruction %d: map loads must reference maps by name", i)
+			}
+			return nil, nil, fmt.Errorf("instruction %d: map load without a map reference", i)
+		}
+		idx, ok := index[name]
+		if !ok {
+			idx = len(refs)
+			index[name] = idx
+			refs = append(refs, name)
+		}
+		if err := ins.AssociateMap(mapIndex(idx)); err != nil {
+			return nil, nil, fmt.Errorf("instruction %d: %w", i, err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := insns.Marshal(&buf, binary.LittleEndian); err != nil {
+		var unsat = asm.ErrUnsatisfiedProgramReference
+		if errors.Is(err, unsat) {
+			return nil, nil, fmt.Errorf("%w (a called function or kfunc is missing)", err)
+		}
+		return nil, nil, err
+	}
+	prog, err := isa.DecodeProgram(buf.Bytes())
+	if err != nil {
+		return nil, nil, err
+	}
+	return prog, refs, nil
+}
+
+// EncodeProgram returns a ProgramSpec's instructions in wire form, with map
+// loads carrying the index of the map in refs (the names of the maps the
+// program references) as their immediate.
+func EncodeProgram(spec *ebpf.ProgramSpec) (insns []isa.Instruction, refs []string, err error) {
+	return convert(spec)
+}

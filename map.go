@@ -1,0 +1,425 @@
+package bpfvm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"reflect"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+
+	"bpfvm/maps"
+	"bpfvm/vm"
+)
+
+// MapUpdateFlags control the behaviour of Map.Update, as in cilium/ebpf.
+type MapUpdateFlags uint64
+
+// Update flags.
+const (
+	UpdateAny     MapUpdateFlags = MapUpdateFlags(maps.UpdateAny)
+	UpdateNoExist MapUpdateFlags = MapUpdateFlags(maps.UpdateNoExist)
+	UpdateExist   MapUpdateFlags = MapUpdateFlags(maps.UpdateExist)
+)
+
+// Map is an eBPF map living in this process. It is safe for concurrent use
+// by Go code and running programs.
+type Map struct {
+	name string
+	m    maps.Map
+	ncpu int
+}
+
+func newMap(spec *ebpf.MapSpec, c *cpus) (*Map, error) {
+	s, err := mapSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	m, err := maps.New(s, maps.Options{NumCPU: len(c.runners), Domain: c.domain})
+	if err != nil {
+		return nil, err
+	}
+	mm := &Map{name: spec.Name, m: m, ncpu: len(c.runners)}
+	for _, kv := range spec.Contents {
+		if err := mm.Update(kv.Key, kv.Value, UpdateAny); err != nil {
+			mm.Close()
+			return nil, fmt.Errorf("map %s: initial contents: %w", spec.Name, err)
+		}
+	}
+	return mm, nil
+}
+
+func mapSpec(spec *ebpf.MapSpec) (maps.Spec, error) {
+	s := maps.Spec{
+		Name:       spec.Name,
+		Type:       maps.Type(spec.Type),
+		KeySize:    spec.KeySize,
+		ValueSize:  spec.ValueSize,
+		MaxEntries: spec.MaxEntries,
+		Flags:      spec.Flags,
+	}
+	if spec.InnerMap != nil {
+		inner, err := mapSpec(spec.InnerMap)
+		if err != nil {
+			return s, err
+		}
+		s.InnerMap = &inner
+	}
+	return s, nil
+}
+
+// Name returns the map's name.
+func (m *Map) Name() string { return m.name }
+
+// KeySize returns the size of a key in bytes.
+func (m *Map) KeySize() uint32 { return m.m.Spec().KeySize }
+
+// ValueSize returns the size of a value in bytes.
+func (m *Map) ValueSize() uint32 { return m.m.Spec().ValueSize }
+
+// MaxEntries returns the capacity of the map.
+func (m *Map) MaxEntries() uint32 { return m.m.Spec().MaxEntries }
+
+// Flags returns the map's flags.
+func (m *Map) Flags() uint32 { return m.m.Spec().Flags }
+
+// Type returns the map's type.
+func (m *Map) Type() ebpf.MapType { return ebpf.MapType(m.m.Spec().Type) }
+
+// ID returns the map's id, which Go code puts into maps of maps.
+func (m *Map) ID() uint32 { return maps.IDOf(m.m) }
+
+func (m *Map) perCPU() bool { return m.m.Spec().Type.PerCPU() }
+
+func (m *Map) key(key any) ([]byte, error) {
+	k, err := marshal(key, int(m.KeySize()))
+	if err != nil {
+		return nil, fmt.Errorf("map %s: key: %w", m.name, err)
+	}
+	return k, nil
+}
+
+func (m *Map) value(value any) ([]byte, error) {
+	var v []byte
+	var err error
+	if m.perCPU() {
+		v, err = marshalPerCPU(value, int(m.ValueSize()), m.ncpu)
+	} else {
+		v, err = marshal(value, int(m.ValueSize()))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("map %s: value: %w", m.name, err)
+	}
+	return v, nil
+}
+
+func (m *Map) decode(b []byte, valueOut any) error {
+	var err error
+	if m.perCPU() {
+		err = unmarshalPerCPU(b, int(m.ValueSize()), m.ncpu, valueOut)
+	} else {
+		err = unmarshal(b, valueOut)
+	}
+	if err != nil {
+		return fmt.Errorf("map %s: value: %w", m.name, err)
+	}
+	return nil
+}
+
+// Lookup copies the value for key into valueOut: a pointer to a fixed-size
+// value or a byte slice; for per-CPU maps a pointer to a slice, which gets
+// one element per CPU.
+func (m *Map) Lookup(key, valueOut any) error {
+	k, err := m.key(key)
+	if err != nil {
+		return err
+	}
+	v := make([]byte, maps.ValueSizeBytes(m.m.Spec(), m.ncpu))
+	if err := m.m.LookupBytes(k, v); err != nil {
+		return fmt.Errorf("map %s: lookup: %w", m.name, err)
+	}
+	return m.decode(v, valueOut)
+}
+
+// LookupAndDelete copies the value for key into valueOut and removes key.
+func (m *Map) LookupAndDelete(key, valueOut any) error {
+	k, err := m.key(key)
+	if err != nil {
+		return err
+	}
+	v := make([]byte, maps.ValueSizeBytes(m.m.Spec(), m.ncpu))
+	if err := m.m.LookupAndDelete(k, v); err != nil {
+		return fmt.Errorf("map %s: lookup and delete: %w", m.name, err)
+	}
+	return m.decode(v, valueOut)
+}
+
+// Put sets the value for key, creating or replacing it.
+func (m *Map) Put(key, value any) error { return m.Update(key, value, UpdateAny) }
+
+// Update sets the value for key according to flags.
+func (m *Map) Update(key, value any, flags MapUpdateFlags) error {
+	k, err := m.key(key)
+	if err != nil {
+		return err
+	}
+	v, err := m.value(value)
+	if err != nil {
+		return err
+	}
+	if err := m.m.UpdateBytes(k, v, uint64(flags)); err != nil {
+		return fmt.Errorf("map %s: update: %w", m.name, err)
+	}
+	return nil
+}
+
+// Delete removes key.
+func (m *Map) Delete(key any) error {
+	k, err := m.key(key)
+	if err != nil {
+		return err
+	}
+	if len(k) == 0 {
+		return fmt.Errorf("map %s: delete: %w", m.name, maps.ErrInvalid)
+	}
+	if err := m.m.Delete(unsafe.Pointer(&k[0])); err != nil {
+		return fmt.Errorf("map %s: delete: %w", m.name, err)
+	}
+	return nil
+}
+
+// NextKey writes the key after key (the first key when key is nil) into
+// nextKeyOut. At the end it returns an error wrapping ErrKeyNotExist.
+func (m *Map) NextKey(key, nextKeyOut any) error {
+	var k []byte
+	if key != nil {
+		var err error
+		if k, err = m.key(key); err != nil {
+			return err
+		}
+	}
+	next := make([]byte, m.KeySize())
+	if err := m.m.NextKey(k, next); err != nil {
+		return fmt.Errorf("map %s: next key: %w", m.name, err)
+	}
+	return unmarshal(next, nextKeyOut)
+}
+
+// Iterate returns an iterator over the map's keys and values.
+func (m *Map) Iterate() *MapIterator { return &MapIterator{m: m} }
+
+// MapIterator iterates a map, as cilium/ebpf's does: keys deleted during
+// iteration may make it restart from the first key, as in the kernel.
+type MapIterator struct {
+	m    *Map
+	prev []byte
+	done bool
+	err  error
+	n    uint32
+}
+
+// Next decodes the next key and value into keyOut and valueOut and reports
+// whether there was one.
+func (it *MapIterator) Next(keyOut, valueOut any) bool {
+	if it.done || it.err != nil {
+		return false
+	}
+	m := it.m
+	for {
+		next := make([]byte, m.KeySize())
+		if err := m.m.NextKey(it.prev, next); err != nil {
+			if errors.Is(err, maps.ErrKeyNotExist) {
+				it.done = true
+			} else {
+				it.err = fmt.Errorf("map %s: next key: %w", m.name, err)
+			}
+			return false
+		}
+		it.prev = next
+		v := make([]byte, maps.ValueSizeBytes(m.m.Spec(), m.ncpu))
+		if err := m.m.LookupBytes(next, v); err != nil {
+			if errors.Is(err, maps.ErrKeyNotExist) {
+				continue // deleted since NextKey
+			}
+			it.err = fmt.Errorf("map %s: lookup: %w", m.name, err)
+			return false
+		}
+		it.n++
+		if it.n > m.MaxEntries()*4+16 {
+			it.err = fmt.Errorf("map %s: iteration aborted: %w", m.name, ErrIterationAborted)
+			return false
+		}
+		if err := unmarshal(next, keyOut); err != nil {
+			it.err = err
+			return false
+		}
+		if err := m.decode(v, valueOut); err != nil {
+			it.err = err
+			return false
+		}
+		return true
+	}
+}
+
+// Err returns the error that stopped the iteration, if any.
+func (it *MapIterator) Err() error { return it.err }
+
+// ErrIterationAborted is returned when iteration cannot finish because keys
+// keep changing, as in cilium/ebpf.
+var ErrIterationAborted = errors.New("iteration aborted")
+
+// Close releases the map's memory.
+func (m *Map) Close() error { return m.m.Close() }
+
+// directValue returns the address of the value of key 0 of a single-value
+// array, the target of LD_IMM64 with PseudoMapValue.
+func directValue(m maps.Map) (uint64, error) {
+	spec := m.Spec()
+	if spec.Type != maps.Array {
+		return 0, fmt.Errorf("direct value access to map %s of type %d: %w", spec.Name, spec.Type, ErrNotSupported)
+	}
+	var key uint32
+	return vm.Addr(m.Lookup(unsafe.Pointer(&key), 0)), nil
+}
+
+// marshal encodes a key or value of exactly size bytes: a byte slice, or a
+// fixed-size value or pointer to one in host byte order, as cilium/ebpf does.
+func marshal(v any, size int) ([]byte, error) {
+	switch v := v.(type) {
+	case []byte:
+		if len(v) != size {
+			return nil, fmt.Errorf("%d bytes, want %d", len(v), size)
+		}
+		return v, nil
+	case nil:
+		return nil, fmt.Errorf("nil value")
+	}
+	var buf bytes.Buffer
+	if err := binary.Write(&buf, binary.NativeEndian, v); err != nil {
+		return nil, fmt.Errorf("encode %T: %w", v, err)
+	}
+	if buf.Len() != size {
+		return nil, fmt.Errorf("%T is %d bytes, want %d", v, buf.Len(), size)
+	}
+	return buf.Bytes(), nil
+}
+
+// marshalPerCPU encodes a slice of ncpu values, each padded to 8 bytes.
+func marshalPerCPU(v any, size, ncpu int) ([]byte, error) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer {
+		rv = rv.Elem()
+	}
+	if rv.Kind() != reflect.Slice {
+		return nil, fmt.Errorf("per-CPU value must be a slice, not %T", v)
+	}
+	if rv.Len() != ncpu {
+		return nil, fmt.Errorf("per-CPU value has %d elements, want %d (one per CPU)", rv.Len(), ncpu)
+	}
+	stride := (size + 7) &^ 7
+	out := make([]byte, stride*ncpu)
+	for i := range ncpu {
+		b, err := marshal(rv.Index(i).Interface(), size)
+		if err != nil {
+			return nil, fmt.Errorf("CPU %d: %w", i, err)
+		}
+		copy(out[i*stride:], b)
+	}
+	return out, nil
+}
+
+// unmarshalPerCPU decodes ncpu padded values into a pointer to a slice.
+func unmarshalPerCPU(b []byte, size, ncpu int, out any) error {
+	rv := reflect.ValueOf(out)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Slice {
+		return fmt.Errorf("per-CPU value: need a pointer to a slice, not %T", out)
+	}
+	sv := rv.Elem()
+	if sv.Len() != ncpu {
+		sv.Set(reflect.MakeSlice(sv.Type(), ncpu, ncpu))
+	}
+	stride := (size + 7) &^ 7
+	for i := range ncpu {
+		elem := sv.Index(i)
+		chunk := b[i*stride : i*stride+size]
+		if elem.Kind() == reflect.Slice && elem.Type().Elem().Kind() == reflect.Uint8 {
+			elem.SetBytes(append([]byte(nil), chunk...))
+			continue
+		}
+		if err := unmarshal(chunk, elem.Addr().Interface()); err != nil {
+			return fmt.Errorf("CPU %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// unmarshal decodes b into out: a byte slice of the same length, or a
+// pointer to a fixed-size value.
+func unmarshal(b []byte, out any) error {
+	switch o := out.(type) {
+	case []byte:
+		if len(o) != len(b) {
+			return fmt.Errorf("%d byte buffer for a %d byte value", len(o), len(b))
+		}
+		copy(o, b)
+		return nil
+	case *[]byte:
+		*o = append((*o)[:0], b...)
+		return nil
+	}
+	if rv := reflect.ValueOf(out); rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("decode into %T: need a non-nil pointer or a byte slice", out)
+	}
+	return binary.Read(bytes.NewReader(b), binary.NativeEndian, out)
+}
+
+// readContext fills the context area from RunOptions.Context.
+func readContext(in any, ctx []byte, size uint64) error {
+	clear(ctx)
+	if in == nil {
+		return nil
+	}
+	if size == 0 {
+		return fmt.Errorf("context: program type takes no context: %w", ErrNotSupported)
+	}
+	b, ok := in.([]byte)
+	if !ok {
+		var err error
+		var buf bytes.Buffer
+		if err = binary.Write(&buf, binary.NativeEndian, in); err != nil {
+			return fmt.Errorf("context: %w", err)
+		}
+		b = buf.Bytes()
+	}
+	if uint64(len(b)) > size {
+		return fmt.Errorf("context of %d bytes, the program type's is %d", len(b), size)
+	}
+	copy(ctx, b)
+	return nil
+}
+
+// writeContext copies the context area to RunOptions.ContextOut.
+func writeContext(out any, ctx []byte) error {
+	if out == nil {
+		return nil
+	}
+	if b, ok := out.([]byte); ok {
+		copy(b, ctx)
+		return nil
+	}
+	n := binary.Size(out)
+	if n < 0 || n > len(ctx) {
+		return fmt.Errorf("context out: %T does not fit a %d byte context", out, len(ctx))
+	}
+	return unmarshal(ctx[:n], out)
+}
+
+// unsafeBytes views off-heap memory as a byte slice.
+func unsafeBytes(addr, n uint64) []byte {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(vm.Ptr(addr)), n)
+}

@@ -1,0 +1,211 @@
+package maps
+
+import (
+	"fmt"
+	"unsafe"
+
+	"bpfvm/vm"
+)
+
+// array is BPF_MAP_TYPE_ARRAY and BPF_MAP_TYPE_PERCPU_ARRAY: max_entries
+// elements in one off-heap block, each value rounded up to 8 bytes as in the
+// kernel; a per-CPU element holds NumCPU values one after the other.
+//
+// Header fields (for inlined lookups): value base, element stride, max
+// entries, value stride within a per-CPU element.
+type array struct {
+	header
+	spec   Spec
+	ncpu   int
+	mem    *vm.Mem
+	base   uint64
+	vsize  uint64 // value size rounded up to 8
+	stride uint64 // bytes per element (all CPUs)
+}
+
+// Header field offsets of arrays, relative to HeaderFields.
+const (
+	ArrayFieldBase       = 0
+	ArrayFieldStride     = 8
+	ArrayFieldMaxEntries = 16
+	ArrayFieldValueSize  = 20
+)
+
+// maxValueSize is the kernel's cap on value sizes (KMALLOC_MAX_SIZE-like).
+const maxValueSize = 1 << 29
+
+func newArray(spec Spec, opts Options) (*array, error) {
+	if spec.KeySize != 4 {
+		return nil, fmt.Errorf("map %s: array key size %d, want 4: %w", spec.Name, spec.KeySize, ErrInvalid)
+	}
+	if spec.ValueSize == 0 || spec.ValueSize > maxValueSize {
+		return nil, fmt.Errorf("map %s: value size %d: %w", spec.Name, spec.ValueSize, ErrInvalid)
+	}
+	a := &array{spec: spec, ncpu: 1, vsize: (uint64(spec.ValueSize) + 7) &^ 7}
+	if spec.Type.PerCPU() {
+		a.ncpu = opts.NumCPU
+	}
+	a.stride = a.vsize * uint64(a.ncpu)
+	size := a.stride * uint64(spec.MaxEntries)
+	if size > 1<<32 {
+		return nil, fmt.Errorf("map %s: %d bytes of values: %w", spec.Name, size, ErrFull)
+	}
+	mem, err := vm.Alloc(int(size))
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
+	}
+	a.mem, a.base = mem, mem.Addr()
+	if err := a.header.init(a); err != nil {
+		mem.Free()
+		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
+	}
+	*(*uint64)(a.field(ArrayFieldBase)) = a.base
+	*(*uint64)(a.field(ArrayFieldStride)) = a.stride
+	*(*uint32)(a.field(ArrayFieldMaxEntries)) = spec.MaxEntries
+	*(*uint32)(a.field(ArrayFieldValueSize)) = uint32(a.vsize)
+	return a, nil
+}
+
+func (a *array) Spec() Spec { return a.spec }
+
+func (a *array) Memory() []vm.Region {
+	return []vm.Region{{Start: a.base, End: a.base + a.stride*uint64(a.spec.MaxEntries), Writable: a.spec.Flags&FlagRdonlyProg == 0}}
+}
+
+// elem returns the address of element i's value for cpu, or 0.
+func (a *array) elem(i uint32, cpu int) uint64 {
+	if i >= a.spec.MaxEntries {
+		return 0
+	}
+	return a.base + uint64(i)*a.stride + uint64(cpu)*a.vsize
+}
+
+func (a *array) Lookup(key unsafe.Pointer, cpu int) unsafe.Pointer {
+	addr := a.elem(*(*uint32)(key), cpu)
+	if addr == 0 {
+		return nil
+	}
+	return vm.Ptr(addr)
+}
+
+func checkFlags(flags uint64) error {
+	if flags&^UpdateLock > UpdateExist {
+		return fmt.Errorf("update flags %#x: %w", flags, ErrInvalid)
+	}
+	return nil
+}
+
+// update validates an update of element i, as the kernel's array does: every
+// element exists, so NOEXIST always fails.
+func (a *array) update(i uint32, flags uint64) error {
+	if err := checkFlags(flags); err != nil {
+		return err
+	}
+	if i >= a.spec.MaxEntries {
+		return ErrFull
+	}
+	if flags&^UpdateLock == UpdateNoExist {
+		return ErrKeyExist
+	}
+	return nil
+}
+
+func (a *array) Update(key, value unsafe.Pointer, flags uint64, cpu int) error {
+	i := *(*uint32)(key)
+	if err := a.update(i, flags); err != nil {
+		return err
+	}
+	copyMem(a.elem(i, cpu), value, a.spec.ValueSize)
+	return nil
+}
+
+func (a *array) Delete(unsafe.Pointer) error { return ErrInvalid }
+
+func (a *array) LookupBytes(key, value []byte) error {
+	i, err := a.key(key)
+	if err != nil {
+		return err
+	}
+	if i >= a.spec.MaxEntries {
+		return ErrKeyNotExist
+	}
+	if len(value) != ValueSizeBytes(a.spec, a.ncpu) {
+		return fmt.Errorf("value of %d bytes, want %d: %w", len(value), ValueSizeBytes(a.spec, a.ncpu), ErrInvalid)
+	}
+	if !a.spec.Type.PerCPU() {
+		copy(value, bytesAt(a.elem(i, 0), uint64(a.spec.ValueSize)))
+		return nil
+	}
+	copy(value, bytesAt(a.elem(i, 0), a.stride))
+	return nil
+}
+
+func (a *array) UpdateBytes(key, value []byte, flags uint64) error {
+	i, err := a.key(key)
+	if err != nil {
+		return err
+	}
+	if err := a.update(i, flags); err != nil {
+		return err
+	}
+	if len(value) != ValueSizeBytes(a.spec, a.ncpu) {
+		return fmt.Errorf("value of %d bytes, want %d: %w", len(value), ValueSizeBytes(a.spec, a.ncpu), ErrInvalid)
+	}
+	if !a.spec.Type.PerCPU() {
+		copy(bytesAt(a.elem(i, 0), uint64(a.spec.ValueSize)), value)
+		return nil
+	}
+	for cpu := range a.ncpu {
+		src := value[uint64(cpu)*a.vsize:][:a.spec.ValueSize]
+		copy(bytesAt(a.elem(i, cpu), uint64(a.spec.ValueSize)), src)
+	}
+	return nil
+}
+
+func (a *array) LookupAndDelete(key, value []byte) error { return ErrNotSupported }
+
+func (a *array) NextKey(key, next []byte) error {
+	if len(next) != 4 {
+		return fmt.Errorf("key of %d bytes, want 4: %w", len(next), ErrInvalid)
+	}
+	var i uint32
+	if key != nil {
+		k, err := a.key(key)
+		if err != nil {
+			return err
+		}
+		if k < a.spec.MaxEntries {
+			i = k + 1
+		}
+	}
+	if i >= a.spec.MaxEntries {
+		return ErrKeyNotExist
+	}
+	*(*uint32)(unsafe.Pointer(&next[0])) = i
+	return nil
+}
+
+func (a *array) key(key []byte) (uint32, error) {
+	if len(key) != 4 {
+		return 0, fmt.Errorf("key of %d bytes, want 4: %w", len(key), ErrInvalid)
+	}
+	return *(*uint32)(unsafe.Pointer(&key[0])), nil
+}
+
+func (a *array) Close() error {
+	err := a.mem.Free()
+	if err2 := a.header.release(); err == nil {
+		err = err2
+	}
+	return err
+}
+
+// bytesAt views n bytes of off-heap memory at addr.
+func bytesAt(addr, n uint64) []byte {
+	return unsafe.Slice((*byte)(vm.Ptr(addr)), n)
+}
+
+// copyMem copies n bytes from src to the off-heap address dst.
+func copyMem(dst uint64, src unsafe.Pointer, n uint32) {
+	copy(bytesAt(dst, uint64(n)), unsafe.Slice((*byte)(src), n))
+}

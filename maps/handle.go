@@ -1,0 +1,112 @@
+package maps
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"bpfvm/vm"
+)
+
+// Header layout: the off-heap block a handle points at.
+const (
+	hdrRef    = 0  // *ref: the Go side of the map
+	hdrCookie = 8  // handle ^ cookieMagic, to reject forged handles cheaply
+	hdrID     = 16 // uint32 map id
+	// HeaderFields is where type-specific fields start; native code reads
+	// them to inline lookups (e.g. an array's value base and element size).
+	HeaderFields = 24
+	headerSize   = 64
+)
+
+const cookieMagic = 0x6270_6676_6d5f_6d61 // "bpfvm_ma"
+
+// ref is the Go object a header points to. The map keeps it alive.
+type ref struct{ m Map }
+
+// header is embedded in every map: its handle and id.
+type header struct {
+	mem *vm.Mem
+	r   *ref
+	id  uint32
+}
+
+// The live-map table is the one piece of process-wide state in bpfvm, the
+// counterpart of the kernel's map IDR: ids name maps across collections (the
+// values of maps of maps, as file descriptors do in the kernel), and checked
+// mode uses it to reject forged handles.
+var (
+	liveMaps sync.Map // uint64 handle -> Map
+	mapIDs   sync.Map // uint32 id -> Map
+	lastID   atomic.Uint32
+)
+
+// initHeader allocates the header of m and registers m.
+func (h *header) init(m Map) error {
+	mem, err := vm.Alloc(headerSize)
+	if err != nil {
+		return err
+	}
+	h.mem, h.r, h.id = mem, &ref{m: m}, lastID.Add(1)
+	addr := mem.Addr()
+	*(*unsafe.Pointer)(vm.Ptr(addr + hdrRef)) = unsafe.Pointer(h.r)
+	*(*uint64)(vm.Ptr(addr + hdrCookie)) = addr ^ cookieMagic
+	*(*uint32)(vm.Ptr(addr + hdrID)) = h.id
+	liveMaps.Store(addr, m)
+	mapIDs.Store(h.id, m)
+	return nil
+}
+
+// Handle returns the map's handle.
+func (h *header) Handle() uint64 { return h.mem.Addr() }
+
+// ID returns the map's id.
+func (h *header) ID() uint32 { return h.id }
+
+// field returns a pointer to a type-specific header field at off.
+func (h *header) field(off uintptr) unsafe.Pointer {
+	return vm.Ptr(h.mem.Addr() + HeaderFields + uint64(off))
+}
+
+// release unregisters the map and frees its header.
+func (h *header) release() error {
+	if h.mem == nil {
+		return nil
+	}
+	liveMaps.Delete(h.mem.Addr())
+	mapIDs.Delete(h.id)
+	err := h.mem.Free()
+	h.mem = nil
+	return err
+}
+
+// FromHandle returns the map a handle names. With checked set the handle
+// may be any value (it comes from an unverified program) and unknown values
+// give an error; otherwise it must be a live handle, as the verifier proves.
+func FromHandle(handle uint64, checked bool) (Map, error) {
+	if checked {
+		m, ok := liveMaps.Load(handle)
+		if !ok {
+			return nil, fmt.Errorf("%#x is not a map: %w", handle, ErrInvalid)
+		}
+		return m.(Map), nil
+	}
+	r := (*ref)(*(*unsafe.Pointer)(vm.Ptr(handle + hdrRef)))
+	return r.m, nil
+}
+
+// ByID returns the live map with the given id.
+func ByID(id uint32) (Map, bool) {
+	m, ok := mapIDs.Load(id)
+	if !ok {
+		return nil, false
+	}
+	return m.(Map), true
+}
+
+// IDOf returns a map's id, as the kernel's map ids and bpfvm's maps-of-maps
+// values use it.
+func IDOf(m Map) uint32 {
+	return *(*uint32)(vm.Ptr(m.Handle() + hdrID))
+}

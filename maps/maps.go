@@ -1,0 +1,161 @@
+// Package maps implements eBPF maps in memory outside the Go heap, so that
+// interpreted and native programs can hold raw pointers to keys and values.
+//
+// Every map has a handle: the address of a small off-heap header, standing
+// where the kernel has a struct bpf_map pointer (the result of LD_IMM64 with a
+// map pseudo source, or of a lookup in a map of maps). FromHandle turns it
+// back into the Map.
+//
+// Each map has two faces. Programs (through helpers) use raw pointers and
+// their runner's CPU number; lookups take no lock. Go code uses byte slices,
+// with per-CPU values as all CPUs' values concatenated, each rounded up to 8
+// bytes as in the kernel's syscall interface.
+package maps
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"bpfvm/vm"
+)
+
+// Errors returned by map operations, matching the kernel's errno values.
+var (
+	ErrKeyNotExist  = errors.New("key does not exist")      // ENOENT
+	ErrKeyExist     = errors.New("key already exists")      // EEXIST
+	ErrFull         = errors.New("map is full")             // E2BIG
+	ErrNoSpace      = errors.New("no space left")           // ENOSPC
+	ErrInvalid      = errors.New("invalid argument")        // EINVAL
+	ErrNotSupported = errors.New("operation not supported") // EOPNOTSUPP
+	ErrBusy         = errors.New("resource busy")           // EBUSY
+)
+
+// Update flags, as in the kernel's BPF_ANY, BPF_NOEXIST and BPF_EXIST.
+const (
+	UpdateAny     uint64 = 0
+	UpdateNoExist uint64 = 1
+	UpdateExist   uint64 = 2
+	UpdateLock    uint64 = 4 // BPF_F_LOCK
+)
+
+// Map flags, as in the kernel's BPF_F_*.
+const (
+	FlagNoPrealloc  uint32 = 1 << 0  // BPF_F_NO_PREALLOC
+	FlagNoCommonLRU uint32 = 1 << 1  // BPF_F_NO_COMMON_LRU
+	FlagRdonly      uint32 = 1 << 3  // BPF_F_RDONLY (syscall side)
+	FlagWronly      uint32 = 1 << 4  // BPF_F_WRONLY (syscall side)
+	FlagRdonlyProg  uint32 = 1 << 7  // BPF_F_RDONLY_PROG
+	FlagWronlyProg  uint32 = 1 << 8  // BPF_F_WRONLY_PROG
+	FlagMmapable    uint32 = 1 << 10 // BPF_F_MMAPABLE
+)
+
+// Type is a map type, numbered as the kernel's enum bpf_map_type.
+type Type uint32
+
+// Map types.
+const (
+	Hash          Type = 1
+	Array         Type = 2
+	ProgArray     Type = 3
+	PerCPUHash    Type = 5
+	PerCPUArray   Type = 6
+	LRUHash       Type = 9
+	LRUPerCPUHash Type = 10
+	ArrayOfMaps   Type = 12
+	HashOfMaps    Type = 13
+	Queue         Type = 22
+	Stack         Type = 23
+	RingBuf       Type = 27
+)
+
+// PerCPU reports whether maps of this type keep one value per CPU.
+func (t Type) PerCPU() bool {
+	return t == PerCPUHash || t == PerCPUArray || t == LRUPerCPUHash
+}
+
+// Spec describes a map to create.
+type Spec struct {
+	Name       string
+	Type       Type
+	KeySize    uint32
+	ValueSize  uint32
+	MaxEntries uint32
+	Flags      uint32
+	// InnerMap describes the maps a map of maps holds.
+	InnerMap *Spec
+}
+
+// Options are the runtime facts a map is created with.
+type Options struct {
+	// NumCPU is the number of runners: per-CPU maps keep this many values
+	// per key. At least 1.
+	NumCPU int
+	// Domain defers reuse of memory that running programs may still see.
+	Domain *Domain
+}
+
+// Map is an eBPF map.
+type Map interface {
+	Spec() Spec
+	// Handle is the value a program holds for this map.
+	Handle() uint64
+
+	// Lookup returns a pointer to the value of key for CPU cpu, or nil. The
+	// pointer stays valid until the calling run leaves the map's Domain.
+	// For maps of maps it returns the inner map's handle.
+	Lookup(key unsafe.Pointer, cpu int) unsafe.Pointer
+	// Update sets the value of key from a program (per-CPU maps: the cpu
+	// slot only).
+	Update(key, value unsafe.Pointer, flags uint64, cpu int) error
+	// Delete removes key.
+	Delete(key unsafe.Pointer) error
+
+	// LookupBytes copies the value of key into value (per-CPU maps: every
+	// CPU's value, each rounded up to 8 bytes).
+	LookupBytes(key, value []byte) error
+	// UpdateBytes sets the value of key from Go (per-CPU maps: every CPU).
+	UpdateBytes(key, value []byte, flags uint64) error
+	// LookupAndDelete copies the value of key into value and removes key.
+	LookupAndDelete(key, value []byte) error
+	// NextKey writes the key after key (the first key when key is nil) to
+	// next, or returns ErrKeyNotExist at the end.
+	NextKey(key, next []byte) error
+
+	// Memory returns the off-heap spans programs may access, for checked-mode
+	// access validation.
+	Memory() []vm.Region
+	Close() error
+}
+
+// QueueStack is implemented by queue and stack maps (and by nothing else): the
+// push, pop and peek helpers.
+type QueueStack interface {
+	Push(value unsafe.Pointer, flags uint64) error
+	Pop(value unsafe.Pointer) error
+	Peek(value unsafe.Pointer) error
+}
+
+// ValueSizeBytes returns the size of a value as Go code reads and writes it:
+// for per-CPU maps, numCPU values each rounded up to 8 bytes.
+func ValueSizeBytes(s Spec, numCPU int) int {
+	if s.Type.PerCPU() {
+		return int((s.ValueSize+7)&^7) * numCPU
+	}
+	return int(s.ValueSize)
+}
+
+// New creates a map from a spec.
+func New(spec Spec, opts Options) (Map, error) {
+	if opts.NumCPU < 1 {
+		opts.NumCPU = 1
+	}
+	if spec.MaxEntries == 0 && spec.Type != RingBuf {
+		return nil, fmt.Errorf("map %s: max_entries is zero: %w", spec.Name, ErrInvalid)
+	}
+	switch spec.Type {
+	case Array, PerCPUArray:
+		return newArray(spec, opts)
+	}
+	return nil, fmt.Errorf("map %s: type %d: %w", spec.Name, spec.Type, ErrNotSupported)
+}

@@ -1,0 +1,344 @@
+package bpfvm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"bpfvm/interp"
+	"bpfvm/isa"
+	"bpfvm/vm"
+)
+
+// Errors returned by this package.
+var (
+	// ErrNotSupported is returned for program types, map types and features
+	// bpfvm does not implement.
+	ErrNotSupported = errors.New("not supported")
+	// ErrClosed is returned when using a closed program or map.
+	ErrClosed = errors.New("use of closed object")
+)
+
+// Engine selects how a program runs.
+type Engine int
+
+// Engines.
+const (
+	// EngineDefault picks the fastest engine available for the program.
+	EngineDefault Engine = iota
+	// EngineInterpreter runs the program on the interpreter.
+	EngineInterpreter
+)
+
+func (e Engine) String() string {
+	switch e {
+	case EngineDefault:
+		return "default"
+	case EngineInterpreter:
+		return "interp"
+	}
+	return fmt.Sprintf("Engine(%d)", int(e))
+}
+
+// ParseEngine parses an engine name as the CLI's --engine flag takes it.
+func ParseEngine(s string) (Engine, error) {
+	switch s {
+	case "", "default":
+		return EngineDefault, nil
+	case "interp", "interpreter":
+		return EngineInterpreter, nil
+	}
+	return 0, fmt.Errorf("engine %q: %w", s, ErrNotSupported)
+}
+
+// ProgramOptions control how programs are loaded and run.
+type ProgramOptions struct {
+	// Engine selects the execution engine.
+	Engine Engine
+	// Budget limits the instructions one run may execute (0: no limit). A
+	// run over budget fails with vm.ErrBudget.
+	Budget uint64
+	// Helpers overrides or adds helpers by id.
+	Helpers map[int32]vm.Helper
+}
+
+// Program is a loaded eBPF program. It is safe for concurrent use.
+type Program struct {
+	name   string
+	typ    ebpf.ProgramType
+	pt     *progType
+	insns  []isa.Instruction // as loaded, map references by index into maps
+	maps   []*Map
+	engine *interp.Program
+	opts   ProgramOptions
+
+	regions []vm.Region // map value memory, for checked accesses
+	cpus    *cpus
+	ownCPUs bool // a standalone program closes its runners
+}
+
+// RunOptions mirror cilium/ebpf's RunOptions for BPF_PROG_TEST_RUN.
+type RunOptions struct {
+	// Data is the input packet (or, for programs of unspecified type, the
+	// memory R1 points at; R2 holds its length).
+	Data []byte
+	// DataOut receives the packet after the run. Optional.
+	DataOut []byte
+	// Context is the input context structure, as bytes or a pointer to a
+	// fixed-size value. Optional.
+	Context any
+	// ContextOut receives the context after the run. Optional.
+	ContextOut any
+	// Repeat runs the program this many times (at least once).
+	Repeat uint32
+	// RunContext cancels the run (for now: waiting for a free runner).
+	// Optional. (Context is the program's context, as in cilium/ebpf.)
+	RunContext context.Context
+}
+
+// Result is what Execute returns about a run.
+type Result struct {
+	// R0 is the full 64-bit value of R0 at exit.
+	R0 uint64
+	// Duration is the mean time per run.
+	Duration time.Duration
+	// DataSize is the size of the output packet.
+	DataSize int
+}
+
+// NewProgram loads a single program that references no maps.
+func NewProgram(spec *ebpf.ProgramSpec) (*Program, error) {
+	return NewProgramWithOptions(spec, ProgramOptions{})
+}
+
+// NewProgramWithOptions loads a single program that references no maps.
+func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Program, error) {
+	insns, refs, err := convert(spec)
+	if err != nil {
+		return nil, fmt.Errorf("program %s: %w", spec.Name, err)
+	}
+	if len(refs) > 0 {
+		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, refs[0])
+	}
+	return newProgram(spec.Name, spec.Type, insns, nil, nil, opts)
+}
+
+// NewRawProgram loads instructions of the given type without an ELF object,
+// e.g. assembled text or a conformance test. Map references are not allowed.
+func NewRawProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, opts ProgramOptions) (*Program, error) {
+	return newProgram(name, typ, insns, nil, nil, opts)
+}
+
+func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps []*Map, c *cpus, opts ProgramOptions) (*Program, error) {
+	pt, err := typeOf(typ)
+	if err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
+	if opts.Engine != EngineDefault && opts.Engine != EngineInterpreter {
+		return nil, fmt.Errorf("program %s: engine %s: %w", name, opts.Engine, ErrNotSupported)
+	}
+	p := &Program{name: name, typ: typ, pt: pt, insns: insns, maps: maps, opts: opts, cpus: c}
+	if c == nil {
+		p.cpus, p.ownCPUs = newCPUs(0), true
+	}
+	if err := isa.Validate(insns); err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
+	resolved, err := p.resolve()
+	if err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
+	p.engine, err = interp.New(resolved, p.helper)
+	if err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
+	for _, m := range maps {
+		p.regions = append(p.regions, m.m.Memory()...)
+	}
+	return p, nil
+}
+
+// resolve replaces map references (LD_IMM64 with a map pseudo source and
+// the map's index in p.maps as immediate) with map handles and value
+// addresses, as the kernel does after verification.
+func (p *Program) resolve() ([]isa.Instruction, error) {
+	out := make([]isa.Instruction, len(p.insns))
+	copy(out, p.insns)
+	for i := 0; i < len(out); i++ {
+		ins := out[i]
+		if !ins.IsLdImm64() {
+			continue
+		}
+		src := uint8(ins.Src)
+		if src != isa.PseudoMapFD && src != isa.PseudoMapValue {
+			if src != 0 && src != isa.PseudoFunc {
+				return nil, fmt.Errorf("insn %d: ld_imm64 pseudo source %d: %w", i, src, ErrNotSupported)
+			}
+			i++
+			continue
+		}
+		idx := int(ins.Imm)
+		if idx < 0 || idx >= len(p.maps) {
+			return nil, fmt.Errorf("insn %d: map index %d out of range", i, idx)
+		}
+		m := p.maps[idx].m
+		var v uint64
+		if src == isa.PseudoMapFD {
+			v = m.Handle()
+		} else {
+			off := uint64(uint32(out[i+1].Imm))
+			spec := m.Spec()
+			if off >= uint64(spec.ValueSize) {
+				return nil, fmt.Errorf("insn %d: offset %d outside value of map %s", i, off, spec.Name)
+			}
+			base, err := directValue(m)
+			if err != nil {
+				return nil, fmt.Errorf("insn %d: %w", i, err)
+			}
+			v = base + off
+		}
+		pair := isa.LdImm64(ins.Dst, 0, v)
+		out[i], out[i+1] = pair[0], pair[1]
+		i++
+	}
+	return out, nil
+}
+
+// Name returns the program's name.
+func (p *Program) Name() string { return p.name }
+
+// Type returns the program's type.
+func (p *Program) Type() ebpf.ProgramType { return p.typ }
+
+// Instructions returns the program as loaded (map references by index).
+func (p *Program) Instructions() []isa.Instruction { return p.insns }
+
+// Maps returns the maps the program references, in the order of the indices
+// its map loads use.
+func (p *Program) Maps() []*Map { return p.maps }
+
+// Close releases the program. Runs in progress finish first.
+func (p *Program) Close() error {
+	if p.ownCPUs {
+		p.cpus.close()
+	}
+	return nil
+}
+
+// Run runs the program like BPF_PROG_TEST_RUN and returns the low 32 bits of
+// R0, as the kernel does.
+func (p *Program) Run(opts *RunOptions) (uint32, error) {
+	res, err := p.Execute(opts)
+	return uint32(res.R0), err
+}
+
+// Test runs the program once on in and returns its result and output packet.
+func (p *Program) Test(in []byte) (uint32, []byte, error) {
+	out := make([]byte, len(in)+headroom+tailroom)
+	res, err := p.Execute(&RunOptions{Data: in, DataOut: out})
+	if err != nil {
+		return 0, nil, err
+	}
+	return uint32(res.R0), out[:res.DataSize], nil
+}
+
+// Benchmark runs the program repeat times on in and returns its result and
+// the mean duration of one run.
+func (p *Program) Benchmark(in []byte, repeat int, reset func()) (uint32, time.Duration, error) {
+	if repeat < 0 || repeat > 1<<32-1 {
+		return 0, 0, fmt.Errorf("repeat %d out of range", repeat)
+	}
+	if reset != nil {
+		reset()
+	}
+	res, err := p.Execute(&RunOptions{Data: in, Repeat: uint32(repeat)})
+	return uint32(res.R0), res.Duration, err
+}
+
+// Execute runs the program and reports the full result.
+func (p *Program) Execute(opts *RunOptions) (Result, error) {
+	if opts == nil {
+		opts = &RunOptions{}
+	}
+	pt := p.pt
+	if len(opts.Data) > maxPacket {
+		return Result{}, fmt.Errorf("run %s: %d bytes of data, at most %d", p.name, len(opts.Data), maxPacket)
+	}
+	if len(opts.Data) < pt.minData {
+		return Result{}, fmt.Errorf("run %s: %d bytes of data, the %s program type needs at least %d", p.name, len(opts.Data), pt.name, pt.minData)
+	}
+	r, err := p.cpus.acquire(opts.RunContext)
+	if err != nil {
+		return Result{}, fmt.Errorf("run %s: %w", p.name, err)
+	}
+	defer p.cpus.release(r)
+	if err := r.memory(ctxArea + headroom + len(opts.Data) + tailroom); err != nil {
+		return Result{}, fmt.Errorf("run %s: %w", p.name, err)
+	}
+	r.prog = p
+
+	buf := r.buf.Bytes()
+	base := r.buf.Addr()
+	ctx := buf[:ctxArea]
+	if err := readContext(opts.Context, ctx, pt.ctxSize); err != nil {
+		return Result{}, fmt.Errorf("run %s: %w", p.name, err)
+	}
+	repeat := max(opts.Repeat, 1)
+	var res Result
+	start := time.Now()
+	for range repeat {
+		pkt := buf[ctxArea+headroom : ctxArea+headroom+len(opts.Data)]
+		copy(pkt, opts.Data)
+		r.pkt = packetState{
+			meta: base + ctxArea + headroom,
+			data: base + ctxArea + headroom,
+			end:  base + ctxArea + headroom + uint64(len(pkt)),
+		}
+		if pt.setup != nil {
+			pt.setup(ctx, pkt)
+		}
+		env := &r.env
+		*env = vm.Env{
+			Checked: true,
+			Regions: p.regions,
+			Stack:   vm.Region{Start: r.stack.Addr(), End: r.stack.Addr() + vm.MaxFrames*vm.StackSize, Writable: true},
+			CPU:     r.cpu,
+			Value:   r,
+		}
+		pktRegion := vm.Region{Start: r.pkt.data, End: r.pkt.end, Writable: true}
+		env.Packet = pktRegion
+		r.regions = append(append(r.regions[:0], pktRegion), p.regions...)
+		env.Regions = r.regions
+		var r1, r2 uint64
+		if pt.ctxSize == 0 {
+			r1, r2 = r.pkt.data, uint64(len(pkt))
+			if len(pkt) == 0 {
+				r1 = 0
+			}
+		} else {
+			env.Ctx = vm.Region{Start: base, End: base + pt.ctxSize, Writable: true}
+			env.CtxAccess = pt.ctxAccess
+			r1 = base
+		}
+		res.R0, err = p.engine.Run(env, r1, r2, p.opts.Budget)
+		if err != nil {
+			return Result{}, fmt.Errorf("run %s: %w", p.name, err)
+		}
+	}
+	res.Duration = time.Since(start) / time.Duration(repeat)
+	res.DataSize = int(r.pkt.end - r.pkt.data)
+	if opts.DataOut != nil {
+		out := unsafeBytes(r.pkt.data, r.pkt.end-r.pkt.data)
+		if len(opts.DataOut) < len(out) {
+			return res, fmt.Errorf("run %s: output packet of %d bytes does not fit DataOut of %d", p.name, len(out), len(opts.DataOut))
+		}
+		copy(opts.DataOut, out)
+	}
+	if err := writeContext(opts.ContextOut, ctx[:pt.ctxSize]); err != nil {
+		return res, fmt.Errorf("run %s: %w", p.name, err)
+	}
+	return res, nil
+}

@@ -1,0 +1,164 @@
+// Package vm holds what the execution engines share: off-heap memory, the
+// per-run environment that helpers see, memory regions for checked access,
+// and the errors a run can end with.
+package vm
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+// Limits of the execution model, as in the kernel.
+const (
+	StackSize = 512 // bytes of stack per frame
+	MaxFrames = 8   // bpf-to-bpf call depth, including the entry frame
+)
+
+// Errors a run can end with.
+var (
+	// ErrMemory is a load, store or helper argument outside the memory the
+	// run may touch (checked mode only).
+	ErrMemory = errors.New("invalid memory access")
+	// ErrBudget means the run executed more instructions than allowed.
+	ErrBudget = errors.New("instruction budget exhausted")
+	// ErrCallDepth means bpf-to-bpf calls nested deeper than MaxFrames.
+	ErrCallDepth = errors.New("call depth exceeded")
+	// ErrHelper means a call to a helper the program has no implementation of.
+	ErrHelper = errors.New("unknown helper")
+)
+
+// RunError is an error that stopped a run, naming the instruction.
+type RunError struct {
+	PC  int // slot index of the instruction
+	Err error
+}
+
+func (e *RunError) Error() string { return fmt.Sprintf("insn %d: %v", e.PC, e.Err) }
+func (e *RunError) Unwrap() error { return e.Err }
+
+// MemoryError describes a rejected access; it wraps ErrMemory.
+type MemoryError struct {
+	Addr  uint64
+	Size  uint64
+	Write bool
+}
+
+func (e *MemoryError) Error() string {
+	kind := "read"
+	if e.Write {
+		kind = "write"
+	}
+	return fmt.Sprintf("%v: %s of %d bytes at %#x", ErrMemory, kind, e.Size, e.Addr)
+}
+func (e *MemoryError) Unwrap() error { return ErrMemory }
+
+// Region is a span [Start, End) of memory a program may access.
+type Region struct {
+	Start, End uint64
+	Writable   bool
+}
+
+func (r Region) contains(addr, size uint64) bool {
+	return addr >= r.Start && addr <= r.End && size <= r.End-addr
+}
+
+// CtxAccess emulates loads and stores to a context structure whose layout the
+// program sees differently from how it is stored (e.g. 32-bit data pointers
+// in struct xdp_md). off is relative to the start of the context. It returns
+// the loaded value; for stores it receives the value and returns 0.
+type CtxAccess func(e *Env, off, size uint64, write bool, val uint64) (uint64, error)
+
+// Helper is a host function a program calls with arguments in R1-R5; its
+// result goes to R0. A non-nil error stops the run.
+type Helper func(e *Env, r1, r2, r3, r4, r5 uint64) (uint64, error)
+
+// Env is the state of one run that helpers and checked accesses see.
+type Env struct {
+	// Checked enables validation of every access against Regions.
+	Checked bool
+	// Regions the run may access besides its stack (context, packet, map values).
+	Regions []Region
+	// Ctx is the context region; CtxAccess, when set, emulates accesses to it.
+	Ctx       Region
+	CtxAccess CtxAccess
+	// Packet is the packet data that LD_ABS and LD_IND read.
+	Packet Region
+	// Stack is the span of all frames' stacks.
+	Stack Region
+	// CPU is the runner id, what bpf_get_smp_processor_id returns.
+	CPU int
+	// Value is free for the program type and helpers to keep run state in.
+	Value any
+}
+
+// Check validates an access of size bytes at addr. It is what checked mode
+// does for every load and store, and what helpers do for pointer arguments.
+func (e *Env) Check(addr, size uint64, write bool) error {
+	if !e.Checked {
+		return nil
+	}
+	if e.Stack.contains(addr, size) {
+		return nil
+	}
+	for _, r := range e.Regions {
+		if r.contains(addr, size) && (r.Writable || !write) {
+			return nil
+		}
+	}
+	return &MemoryError{Addr: addr, Size: size, Write: write}
+}
+
+// Bytes returns the size bytes at addr as a slice after checking the access.
+func (e *Env) Bytes(addr, size uint64, write bool) ([]byte, error) {
+	if size == 0 {
+		return nil, nil
+	}
+	if err := e.Check(addr, size, write); err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*byte)(Ptr(addr)), size), nil
+}
+
+// Load performs a checked load of size bytes (1, 2, 4 or 8) at addr.
+func (e *Env) Load(addr, size uint64) (uint64, error) {
+	if e.CtxAccess != nil && e.Ctx.contains(addr, size) {
+		return e.CtxAccess(e, addr-e.Ctx.Start, size, false, 0)
+	}
+	if err := e.Check(addr, size, false); err != nil {
+		return 0, err
+	}
+	p := Ptr(addr)
+	switch size {
+	case 1:
+		return uint64(*(*uint8)(p)), nil
+	case 2:
+		return uint64(*(*uint16)(p)), nil
+	case 4:
+		return uint64(*(*uint32)(p)), nil
+	}
+	return *(*uint64)(p), nil
+}
+
+// Store performs a checked store of the low size bytes of v at addr.
+func (e *Env) Store(addr, size, v uint64) error {
+	if e.CtxAccess != nil && e.Ctx.contains(addr, size) {
+		_, err := e.CtxAccess(e, addr-e.Ctx.Start, size, true, v)
+		return err
+	}
+	if err := e.Check(addr, size, true); err != nil {
+		return err
+	}
+	p := Ptr(addr)
+	switch size {
+	case 1:
+		*(*uint8)(p) = uint8(v)
+	case 2:
+		*(*uint16)(p) = uint16(v)
+	case 4:
+		*(*uint32)(p) = uint32(v)
+	default:
+		*(*uint64)(p) = v
+	}
+	return nil
+}
