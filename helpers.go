@@ -1,6 +1,12 @@
 package bpfvm
 
 import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"bpfvm/isa"
+	"bpfvm/maps"
 	"bpfvm/vm"
 )
 
@@ -10,10 +16,122 @@ func (p *Program) helper(id int32) vm.Helper {
 	if h, ok := p.opts.Helpers[id]; ok {
 		return h
 	}
-	return builtinHelper(id)
+	return builtinHelpers[id]
 }
 
-// builtinHelper returns bpfvm's implementation of a kernel helper.
-func builtinHelper(id int32) vm.Helper {
-	return nil
+// builtinHelpers are bpfvm's implementations of kernel helpers, by id.
+var builtinHelpers = map[int32]vm.Helper{}
+
+// register adds a built-in helper by its kernel name; it panics on a name
+// the kernel does not have, which tests catch at init.
+func register(name string, h vm.Helper) {
+	id, ok := isa.HelperID(name)
+	if !ok {
+		panic("unknown helper " + name)
+	}
+	builtinHelpers[id] = h
+}
+
+func init() {
+	register("bpf_map_lookup_elem", helperMapLookup)
+	register("bpf_map_update_elem", helperMapUpdate)
+	register("bpf_map_delete_elem", helperMapDelete)
+}
+
+// Kernel errno values that helpers return negated.
+const (
+	enoent     = 2
+	e2big      = 7
+	eagain     = 11
+	ebusy      = 16
+	eexist     = 17
+	einval     = 22
+	enospc     = 28
+	eopnotsupp = 95
+)
+
+// errno converts a map error to the negative errno a helper returns.
+func errno(err error) uint64 {
+	var e int64
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, maps.ErrKeyNotExist):
+		e = enoent
+	case errors.Is(err, maps.ErrKeyExist):
+		e = eexist
+	case errors.Is(err, maps.ErrFull):
+		e = e2big
+	case errors.Is(err, maps.ErrNoSpace):
+		e = enospc
+	case errors.Is(err, maps.ErrBusy):
+		e = ebusy
+	case errors.Is(err, maps.ErrNotSupported):
+		e = eopnotsupp
+	default:
+		e = einval
+	}
+	return uint64(-e)
+}
+
+// runnerOf returns the runner of the run a helper is called from.
+func runnerOf(e *vm.Env) *runner { return e.Value.(*runner) }
+
+// mapArg resolves a map handle argument. In checked mode the handle comes
+// from an unverified program and is validated.
+func mapArg(e *vm.Env, handle uint64) (maps.Map, error) {
+	m, err := maps.FromHandle(handle, e.Checked)
+	if err != nil {
+		return nil, fmt.Errorf("%w: map argument: %v", vm.ErrMemory, err)
+	}
+	return m, nil
+}
+
+// memArg returns a pointer to n bytes at addr after checking the access.
+func memArg(e *vm.Env, addr uint64, n uint32, write bool) (unsafe.Pointer, error) {
+	if err := e.Check(addr, uint64(n), write); err != nil {
+		return nil, err
+	}
+	return vm.Ptr(addr), nil
+}
+
+func helperMapLookup(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
+	m, err := mapArg(e, r1)
+	if err != nil {
+		return 0, err
+	}
+	key, err := memArg(e, r2, m.Spec().KeySize, false)
+	if err != nil {
+		return 0, err
+	}
+	return vm.Addr(m.Lookup(key, e.CPU)), nil
+}
+
+func helperMapUpdate(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
+	m, err := mapArg(e, r1)
+	if err != nil {
+		return 0, err
+	}
+	spec := m.Spec()
+	key, err := memArg(e, r2, spec.KeySize, false)
+	if err != nil {
+		return 0, err
+	}
+	value, err := memArg(e, r3, spec.ValueSize, false)
+	if err != nil {
+		return 0, err
+	}
+	return errno(m.Update(key, value, r4, e.CPU)), nil
+}
+
+func helperMapDelete(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
+	m, err := mapArg(e, r1)
+	if err != nil {
+		return 0, err
+	}
+	key, err := memArg(e, r2, m.Spec().KeySize, false)
+	if err != nil {
+		return 0, err
+	}
+	return errno(m.Delete(key)), nil
 }

@@ -107,6 +107,22 @@ type Result struct {
 	Duration time.Duration
 	// DataSize is the size of the output packet.
 	DataSize int
+	// Redirect records a bpf_redirect or bpf_redirect_map call of the last
+	// run, whose return value then says XDP_REDIRECT or TC_ACT_REDIRECT.
+	Redirect Redirect
+}
+
+// Redirect is the target a program chose with bpf_redirect or
+// bpf_redirect_map.
+type Redirect struct {
+	// Map is the map of bpf_redirect_map, nil for bpf_redirect.
+	Map *Map
+	// Key is the map key, or for bpf_redirect the interface index.
+	Key uint64
+	// Flags are the helper's flags argument.
+	Flags uint64
+	// Valid is set when a redirect helper was called.
+	Valid bool
 }
 
 // NewProgram loads a single program that references no maps.
@@ -293,9 +309,11 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 		pkt := buf[ctxArea+headroom : ctxArea+headroom+len(opts.Data)]
 		copy(pkt, opts.Data)
 		r.pkt = packetState{
-			meta: base + ctxArea + headroom,
-			data: base + ctxArea + headroom,
-			end:  base + ctxArea + headroom + uint64(len(pkt)),
+			start: base + ctxArea,
+			meta:  base + ctxArea + headroom,
+			data:  base + ctxArea + headroom,
+			end:   base + ctxArea + headroom + uint64(len(pkt)),
+			limit: base + ctxArea + headroom + uint64(len(pkt)) + tailroom,
 		}
 		if pt.setup != nil {
 			pt.setup(ctx, pkt)
@@ -308,10 +326,10 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 			CPU:     r.cpu,
 			Value:   r,
 		}
-		pktRegion := vm.Region{Start: r.pkt.data, End: r.pkt.end, Writable: true}
-		env.Packet = pktRegion
-		r.regions = append(append(r.regions[:0], pktRegion), p.regions...)
+		r.regions = append(append(r.regions[:0], vm.Region{}), p.regions...)
 		env.Regions = r.regions
+		r.setPacket(r.pkt)
+		r.redirect = Redirect{}
 		var r1, r2 uint64
 		if pt.ctxSize == 0 {
 			r1, r2 = r.pkt.data, uint64(len(pkt))
@@ -329,6 +347,7 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 		}
 	}
 	res.Duration = time.Since(start) / time.Duration(repeat)
+	res.Redirect = r.redirect
 	res.DataSize = int(r.pkt.end - r.pkt.data)
 	if opts.DataOut != nil {
 		out := unsafeBytes(r.pkt.data, r.pkt.end-r.pkt.data)

@@ -99,9 +99,11 @@ func typeOf(t ebpf.ProgramType) (*progType, error) {
 	return nil, fmt.Errorf("program type %s: %w", t, ErrNotSupported)
 }
 
-// packetState is what a run's context emulation needs to know.
+// packetState locates the packet in a runner's buffer: start <= meta <=
+// data <= end <= limit, where [start, meta) is free headroom and
+// [end, limit) free tailroom.
 type packetState struct {
-	meta, data, end uint64
+	start, meta, data, end, limit uint64
 }
 
 // ctxAccess emulates loads of pointer fields; other fields are plain memory

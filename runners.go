@@ -28,10 +28,20 @@ type runner struct {
 	cpu     int
 	stack   *vm.Mem
 	buf     *vm.Mem
-	env     vm.Env
-	pkt     packetState
-	regions []vm.Region
-	prog    *Program // the program running, for helpers
+	env      vm.Env
+	pkt      packetState
+	regions  []vm.Region // regions[0] is the packet
+	prog     *Program    // the program running, for helpers
+	redirect Redirect
+}
+
+// setPacket moves the packet boundaries (after bpf_xdp_adjust_head and
+// friends) and updates what checked accesses and LD_ABS may touch.
+func (r *runner) setPacket(p packetState) {
+	r.pkt = p
+	reg := vm.Region{Start: p.meta, End: p.end, Writable: true}
+	r.regions[0] = reg
+	r.env.Packet = vm.Region{Start: p.data, End: p.end, Writable: true}
 }
 
 func newCPUs(n int) *cpus {

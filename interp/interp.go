@@ -88,9 +88,9 @@ type frame struct {
 // maxLoops is the per-run may_goto budget of the kernel's BPF_MAX_LOOPS.
 const maxLoops = 1 << 23
 
-// Run runs the program with R1 and R2 set as given. env.Stack must span at
-// least vm.MaxFrames*vm.StackSize bytes; budget, when not zero, limits the
-// number of instructions executed.
+// Run runs the program with R1 and R2 set as given. env.Stack should span
+// vm.MaxFrames*vm.StackSize bytes (less limits the call depth); budget, when
+// not zero, limits the number of instructions executed.
 func (p *Program) Run(env *vm.Env, r1, r2 uint64, budget uint64) (uint64, error) {
 	return p.run(env, 0, r1, r2, budget)
 }
@@ -100,8 +100,10 @@ func (p *Program) Run(env *vm.Env, r1, r2 uint64, budget uint64) (uint64, error)
 var errExit = errors.New("exit")
 
 func (p *Program) run(env *vm.Env, entry int, r1, r2 uint64, budget uint64) (ret uint64, err error) {
-	if env.Stack.End-env.Stack.Start < vm.MaxFrames*vm.StackSize {
-		return 0, fmt.Errorf("stack of %d bytes, want %d", env.Stack.End-env.Stack.Start, vm.MaxFrames*vm.StackSize)
+	// A tail-called program gets what is left below its caller's frames.
+	maxDepth := int(min((env.Stack.End-env.Stack.Start)/vm.StackSize, vm.MaxFrames))
+	if maxDepth < 1 {
+		return 0, &vm.RunError{PC: entry, Err: vm.ErrCallDepth}
 	}
 	if budget == 0 {
 		budget = ^uint64(0)
@@ -577,7 +579,27 @@ func (p *Program) run(env *vm.Env, entry int, r1, r2 uint64, budget uint64) (ret
 			h := p.helpers[in.imm]
 			v, err := h(env, r[1], r[2], r[3], r[4], r[5])
 			if err != nil {
-				return fail(err)
+				tc, ok := err.(*vm.TailCall)
+				if !ok {
+					return fail(err)
+				}
+				// The target replaces the current function: it runs on this
+				// frame's stack space and its result is this function's.
+				saved := env.Stack
+				env.Stack.End = r[10]
+				v, err = tc.Target.Run(env, r[1], 0, max(budget-min(n, budget), 1))
+				env.Stack = saved
+				if err != nil {
+					return 0, err
+				}
+				if depth == 0 {
+					return v, nil
+				}
+				depth--
+				f := &frames[depth]
+				pc, r[6], r[7], r[8], r[9], r[10] = f.ret, f.r6, f.r7, f.r8, f.r9, f.fp
+				r[0] = v
+				break
 			}
 			r[0] = v
 		case opCallX:
@@ -605,7 +627,7 @@ func (p *Program) run(env *vm.Env, entry int, r1, r2 uint64, budget uint64) (ret
 			if in.op == opCallLocal {
 				scratch = uint64(pc + int(in.off))
 			}
-			if depth+1 >= vm.MaxFrames {
+			if depth+1 >= maxDepth {
 				return fail(vm.ErrCallDepth)
 			}
 			if n > budget {

@@ -1,3 +1,5 @@
+//go:build ignore
+
 // btf_maps.c tests BTF-defined maps in SEC(".maps"): an array, a hash and a
 // per-CPU array, looked up with null checks and updated atomically.
 //

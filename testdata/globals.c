@@ -1,3 +1,5 @@
+//go:build ignore
+
 // globals.c tests global variables in .data, .rodata and .bss, which loaders
 // turn into single-entry array maps.
 //

@@ -1,3 +1,5 @@
+//go:build ignore
+
 // invalid_legacy_maps.c is malformed on purpose: its SEC("maps") entries are
 // 12 bytes, too short for a struct bpf_map_def (20 bytes) or a
 // struct bpf_elf_map (36 bytes). Loaders must reject it with an error naming

@@ -1,3 +1,5 @@
+//go:build ignore
+
 // jhash.c is a CPU-heavy benchmark: a Jenkins lookup3-style hash (written for
 // this corpus from the published algorithm) over the first 1 KiB of the
 // packet, using bounded loops over 12-byte blocks.

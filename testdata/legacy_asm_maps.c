@@ -1,3 +1,5 @@
+//go:build ignore
+
 // legacy_asm_maps.c tests legacy map definitions whose ELF symbols carry no
 // size or type (st_size 0, STT_NOTYPE), as objects from old toolchains and
 // hand-written assembly have them. Loaders must derive the entry size from

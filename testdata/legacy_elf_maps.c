@@ -1,3 +1,5 @@
+//go:build ignore
+
 // legacy_elf_maps.c tests maps declared with iproute2's struct bpf_elf_map
 // (9 x u32, 36 bytes) in SEC("maps"), as objects built for
 // `tc filter add ... bpf obj x.o sec classifier` have them, with the tc

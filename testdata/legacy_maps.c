@@ -1,3 +1,5 @@
+//go:build ignore
+
 // legacy_maps.c tests maps declared the pre-BTF way: struct bpf_map_def
 // entries in SEC("maps"), as older cilium and suricata objects have them.
 //

@@ -1,3 +1,5 @@
+//go:build ignore
+
 // legacy_padded_maps.c tests legacy map definitions longer than the 20-byte
 // struct bpf_map_def: the 28-byte layout of the kernel's old samples/bpf
 // loader, which adds inner_map_idx and numa_node. Loaders accept the extra

@@ -1,3 +1,5 @@
+//go:build ignore
+
 // subprog.c tests BPF-to-BPF calls: an XDP program that calls static and
 // global __noinline subprograms, with a nested call chain and a stack buffer
 // handed to a callee by pointer.

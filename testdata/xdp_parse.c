@@ -1,3 +1,5 @@
+//go:build ignore
+
 // xdp_parse.c is a realistic XDP parser without maps: Ethernet, up to two
 // VLAN tags (802.1Q / 802.1ad), IPv4 (with options) or IPv6 (no extension
 // headers), then TCP or UDP, each step bounds-checked against data_end.

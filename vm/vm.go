@@ -90,6 +90,8 @@ type Env struct {
 	CPU int
 	// Value is free for the program type and helpers to keep run state in.
 	Value any
+	// TailCalls counts the tail calls made so far in this run.
+	TailCalls int
 }
 
 // Check validates an access of size bytes at addr. It is what checked mode
@@ -162,3 +164,22 @@ func (e *Env) Store(addr, size, v uint64) error {
 	}
 	return nil
 }
+
+// Program is a program an engine can run: what a tail call jumps to.
+type Program interface {
+	Run(e *Env, r1, r2, budget uint64) (uint64, error)
+}
+
+// MaxTailCalls is the kernel's MAX_TAIL_CALL_CNT: tail calls one run may make.
+const MaxTailCalls = 33
+
+// TailCall is returned as an error by the bpf_tail_call helper when the call
+// is to happen: the engine abandons the current function and runs Target in
+// its place, on the same stack space, with the same context in R1. When the
+// helper cannot call (no program at the index, or the limit is reached) it
+// returns normally and the program continues.
+type TailCall struct {
+	Target Program
+}
+
+func (t *TailCall) Error() string { return "tail call" }
