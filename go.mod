@@ -3,6 +3,6 @@ module bpfvm
 go 1.26.0
 
 require (
-	github.com/cilium/ebpf v0.22.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	github.com/cilium/ebpf v0.22.0
+	golang.org/x/sys v0.50.0
 )

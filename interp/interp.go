@@ -92,14 +92,32 @@ const maxLoops = 1 << 23
 // vm.MaxFrames*vm.StackSize bytes (less limits the call depth); budget, when
 // not zero, limits the number of instructions executed.
 func (p *Program) Run(env *vm.Env, r1, r2 uint64, budget uint64) (uint64, error) {
-	return p.run(env, 0, r1, r2, budget)
+	return p.runWith(env, 0, [5]uint64{r1, r2}, budget)
+}
+
+// Call runs the subprogram named by fn (a FuncValue, as bpf_loop and
+// bpf_for_each_map_elem receive their callbacks) with arguments r1-r5 and
+// returns its R0. It is meant for helpers: the callback runs on the stack
+// below the frame of the function that called the helper (env.FP).
+func (p *Program) Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint64, error) {
+	if fn&^0xffff_ffff != funcTag || fn&0xffff_ffff >= uint64(len(p.code)) {
+		return 0, fmt.Errorf("%w: callback %#x is not a function", vm.ErrMemory, fn)
+	}
+	saved, fp := env.Stack, env.FP
+	if env.FP < env.Stack.Start+vm.StackSize {
+		return 0, vm.ErrCallDepth
+	}
+	env.Stack.End = env.FP - vm.StackSize
+	v, err := p.runWith(env, int(fn&0xffff_ffff), [5]uint64{r1, r2, r3, r4, r5}, 0)
+	env.Stack, env.FP = saved, fp
+	return v, err
 }
 
 // errExit carries a program exit out of LD_ABS/LD_IND bounds failures, which
 // end the program with R0 = 0 as in the kernel.
 var errExit = errors.New("exit")
 
-func (p *Program) run(env *vm.Env, entry int, r1, r2 uint64, budget uint64) (ret uint64, err error) {
+func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64) (ret uint64, err error) {
 	// A tail-called program gets what is left below its caller's frames.
 	maxDepth := int(min((env.Stack.End-env.Stack.Start)/vm.StackSize, vm.MaxFrames))
 	if maxDepth < 1 {
@@ -119,7 +137,7 @@ func (p *Program) run(env *vm.Env, entry int, r1, r2 uint64, budget uint64) (ret
 		loops   uint64 = maxLoops
 		scratch uint64
 	)
-	r[1], r[2] = r1, r2
+	r[1], r[2], r[3], r[4], r[5] = args[0], args[1], args[2], args[3], args[4]
 	r[10] = env.Stack.End
 	fail := func(e error) (uint64, error) {
 		if e == errExit {
@@ -577,6 +595,7 @@ func (p *Program) run(env *vm.Env, entry int, r1, r2 uint64, budget uint64) (ret
 		// Calls.
 		case opCall:
 			h := p.helpers[in.imm]
+			env.FP = r[10]
 			v, err := h(env, r[1], r[2], r[3], r[4], r[5])
 			if err != nil {
 				tc, ok := err.(*vm.TailCall)

@@ -92,6 +92,9 @@ type Env struct {
 	Value any
 	// TailCalls counts the tail calls made so far in this run.
 	TailCalls int
+	// FP is the frame pointer (R10) of the function calling a helper; a
+	// callback the helper runs gets the stack below that frame.
+	FP uint64
 }
 
 // Check validates an access of size bytes at addr. It is what checked mode
