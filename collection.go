@@ -17,6 +17,7 @@ import (
 
 	"bpfvm/isa"
 	"bpfvm/loader"
+	"bpfvm/progtype"
 )
 
 // CollectionOptions control loading a collection.
@@ -25,6 +26,9 @@ type CollectionOptions struct {
 	// NumCPU is the number of runners: how many runs proceed at once, and
 	// how many values per-CPU maps keep. Default: GOMAXPROCS.
 	NumCPU int
+	// Types gives programs host-defined types, by program name or by ELF
+	// section name (e.g. SEC("myapp/filter") for a type the kernel lacks).
+	Types map[string]*progtype.Type
 }
 
 // Collection is a set of loaded programs and the maps they share.
@@ -77,7 +81,13 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 			}
 			progMaps = append(progMaps, m)
 		}
-		p, err := newProgram(name, ps.Type, insns, progMaps, coll.cpus, opts.Programs)
+		popts := opts.Programs
+		if t := opts.Types[name]; t != nil {
+			popts.Type = t
+		} else if t := opts.Types[ps.SectionName]; t != nil {
+			popts.Type = t
+		}
+		p, err := newProgram(name, ps.Type, insns, progMaps, coll.cpus, popts)
 		if err != nil {
 			return nil, err
 		}

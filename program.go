@@ -10,8 +10,13 @@ import (
 
 	"bpfvm/interp"
 	"bpfvm/isa"
+	"bpfvm/progtype"
 	"bpfvm/vm"
 )
+
+// ethHeader is the size of an Ethernet header, which socket filters do not
+// see.
+const ethHeader = 14
 
 // Errors returned by this package.
 var (
@@ -61,15 +66,17 @@ type ProgramOptions struct {
 	// Budget limits the instructions one run may execute (0: no limit). A
 	// run over budget fails with vm.ErrBudget.
 	Budget uint64
-	// Helpers overrides or adds helpers by id.
+	// Helpers overrides or adds helpers by id: host helpers for embedding.
 	Helpers map[int32]vm.Helper
+	// Type overrides the program type, e.g. with a host-defined context.
+	Type *progtype.Type
 }
 
 // Program is a loaded eBPF program. It is safe for concurrent use.
 type Program struct {
 	name   string
 	typ    ebpf.ProgramType
-	pt     *progType
+	pt     *progtype.Type
 	insns  []isa.Instruction // as loaded, map references by index into maps
 	maps   []*Map
 	engine *interp.Program
@@ -149,8 +156,18 @@ func NewRawProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, o
 }
 
 func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps []*Map, c *cpus, opts ProgramOptions) (*Program, error) {
-	pt, err := typeOf(typ)
-	if err != nil {
+	pt := opts.Type
+	if pt != nil {
+		if err := pt.Validate(); err != nil {
+			return nil, fmt.Errorf("program %s: %w", name, err)
+		}
+	} else {
+		var err error
+		if pt, err = typeOf(typ); err != nil {
+			return nil, fmt.Errorf("program %s: %w", name, err)
+		}
+	}
+	if err := checkHelpers(insns, pt); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
 	if opts.Engine != EngineDefault && opts.Engine != EngineInterpreter {
@@ -175,6 +192,19 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 		p.regions = append(p.regions, m.m.Memory()...)
 	}
 	return p, nil
+}
+
+// checkHelpers rejects calls to helpers the program type does not allow.
+func checkHelpers(insns []isa.Instruction, pt *progtype.Type) error {
+	if pt.Helpers == nil {
+		return nil
+	}
+	for i, ins := range insns {
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && !pt.Helpers(ins.Imm) {
+			return fmt.Errorf("insn %d: program of type %s may not call helper %s#%d", i, pt.Name, isa.HelperName(ins.Imm), ins.Imm)
+		}
+	}
+	return nil
 }
 
 // resolve replaces map references (LD_IMM64 with a map pseudo source and
@@ -283,8 +313,8 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 	if len(opts.Data) > maxPacket {
 		return Result{}, fmt.Errorf("run %s: %d bytes of data, at most %d", p.name, len(opts.Data), maxPacket)
 	}
-	if len(opts.Data) < pt.minData {
-		return Result{}, fmt.Errorf("run %s: %d bytes of data, the %s program type needs at least %d", p.name, len(opts.Data), pt.name, pt.minData)
+	if len(opts.Data) < pt.MinData {
+		return Result{}, fmt.Errorf("run %s: %d bytes of data, the %s program type needs at least %d", p.name, len(opts.Data), pt.Name, pt.MinData)
 	}
 	r, err := p.cpus.acquire(opts.RunContext)
 	if err != nil {
@@ -299,24 +329,29 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 	buf := r.buf.Bytes()
 	base := r.buf.Addr()
 	ctx := buf[:ctxArea]
-	if err := readContext(opts.Context, ctx, pt.ctxSize); err != nil {
+	if err := readContext(opts.Context, ctx, uint64(pt.ContextSize)); err != nil {
 		return Result{}, fmt.Errorf("run %s: %w", p.name, err)
 	}
 	repeat := max(opts.Repeat, 1)
 	var res Result
 	start := time.Now()
 	for range repeat {
-		pkt := buf[ctxArea+headroom : ctxArea+headroom+len(opts.Data)]
-		copy(pkt, opts.Data)
+		frame := buf[ctxArea+headroom : ctxArea+headroom+len(opts.Data)]
+		copy(frame, opts.Data)
+		pkt := frame
+		if pt.NetworkHeader {
+			pkt = frame[ethHeader:]
+		}
+		pktStart := base + ctxArea + headroom + uint64(len(frame)-len(pkt))
 		r.pkt = packetState{
 			start: base + ctxArea,
-			meta:  base + ctxArea + headroom,
-			data:  base + ctxArea + headroom,
-			end:   base + ctxArea + headroom + uint64(len(pkt)),
-			limit: base + ctxArea + headroom + uint64(len(pkt)) + tailroom,
+			meta:  pktStart,
+			data:  pktStart,
+			end:   pktStart + uint64(len(pkt)),
+			limit: pktStart + uint64(len(pkt)) + tailroom,
 		}
-		if pt.setup != nil {
-			pt.setup(ctx, pkt)
+		if pt.Setup != nil {
+			pt.Setup(ctx, frame, pkt)
 		}
 		env := &r.env
 		*env = vm.Env{
@@ -331,14 +366,14 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 		r.setPacket(r.pkt)
 		r.redirect = Redirect{}
 		var r1, r2 uint64
-		if pt.ctxSize == 0 {
+		if pt.ContextSize == 0 {
 			r1, r2 = r.pkt.data, uint64(len(pkt))
 			if len(pkt) == 0 {
 				r1 = 0
 			}
 		} else {
-			env.Ctx = vm.Region{Start: base, End: base + pt.ctxSize, Writable: true}
-			env.CtxAccess = pt.ctxAccess
+			env.Ctx = vm.Region{Start: base, End: base + uint64(pt.ContextSize), Writable: true}
+			env.CtxAccess = ctxAccess
 			r1 = base
 		}
 		res.R0, err = p.engine.Run(env, r1, r2, p.opts.Budget)
@@ -356,7 +391,7 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 		}
 		copy(opts.DataOut, out)
 	}
-	if err := writeContext(opts.ContextOut, ctx[:pt.ctxSize]); err != nil {
+	if err := writeContext(opts.ContextOut, ctx[:pt.ContextSize]); err != nil {
 		return res, fmt.Errorf("run %s: %w", p.name, err)
 	}
 	return res, nil

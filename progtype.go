@@ -1,11 +1,11 @@
 package bpfvm
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/cilium/ebpf"
 
+	"bpfvm/progtype"
 	"bpfvm/vm"
 )
 
@@ -19,82 +19,19 @@ const (
 	maxPacket = 1 << 20
 )
 
-// progType describes how a program type sees its input: how the context is
-// laid out and which of its fields hold pointers the program sees as 32-bit
-// values (emulated in checked mode, rewritten after verification).
-type progType struct {
-	name string
-	// ctxSize is the size of the context structure (0: R1 points at the data
-	// and R2 holds its length, as in the conformance suite).
-	ctxSize uint64
-	// pointers maps context offsets to the packet pointer they load.
-	pointers map[uint64]packetPointer
-	// minData is the smallest input the kernel's test run accepts.
-	minData int
-	// setup fills the context from the packet before a run.
-	setup func(ctx []byte, pkt []byte)
-}
-
-type packetPointer int
-
-const (
-	ptrData packetPointer = iota
-	ptrDataEnd
-	ptrDataMeta
-)
-
-// struct xdp_md offsets.
-const (
-	xdpData     = 0
-	xdpDataEnd  = 4
-	xdpDataMeta = 8
-)
-
-// struct __sk_buff offsets used by the test-run emulation.
-const (
-	skbLen      = 0
-	skbProtocol = 16
-	skbData     = 76
-	skbDataEnd  = 80
-	skbDataMeta = 140
-	skbWireLen  = 160
-	skbSize     = 192
-)
-
-var (
-	rawType = &progType{name: "raw"}
-	xdpType = &progType{
-		name:    "xdp",
-		ctxSize: 24,
-		pointers: map[uint64]packetPointer{
-			xdpData: ptrData, xdpDataEnd: ptrDataEnd, xdpDataMeta: ptrDataMeta,
-		},
-		minData: 14,
-	}
-	skbType = &progType{
-		name:    "skb",
-		ctxSize: skbSize,
-		pointers: map[uint64]packetPointer{
-			skbData: ptrData, skbDataEnd: ptrDataEnd, skbDataMeta: ptrDataMeta,
-		},
-		minData: 14,
-		setup: func(ctx, pkt []byte) {
-			binary.LittleEndian.PutUint32(ctx[skbLen:], uint32(len(pkt)))
-			binary.LittleEndian.PutUint32(ctx[skbWireLen:], uint32(len(pkt)))
-			// skb->protocol is the Ethernet type in network byte order.
-			ctx[skbProtocol], ctx[skbProtocol+1] = pkt[12], pkt[13]
-		},
-	}
-)
-
-func typeOf(t ebpf.ProgramType) (*progType, error) {
+// typeOf returns the description of a kernel program type bpfvm runs.
+func typeOf(t ebpf.ProgramType) (*progtype.Type, error) {
 	switch t {
 	case ebpf.UnspecifiedProgram:
-		return rawType, nil
+		return progtype.Raw, nil
 	case ebpf.XDP:
-		return xdpType, nil
-	case ebpf.SocketFilter, ebpf.SchedCLS, ebpf.SchedACT:
-		return skbType, nil
+		return progtype.XDP, nil
+	case ebpf.SocketFilter:
+		return progtype.SocketFilter, nil
+	case ebpf.SchedCLS:
+		return progtype.SchedCLS, nil
+	case ebpf.SchedACT:
+		return progtype.SchedACT, nil
 	}
 	return nil, fmt.Errorf("program type %s: %w", t, ErrNotSupported)
 }
@@ -106,25 +43,23 @@ type packetState struct {
 	start, meta, data, end, limit uint64
 }
 
-// ctxAccess emulates loads of pointer fields; other fields are plain memory
-// in the context area.
-func (pt *progType) ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, error) {
-	st := e.Value.(*runner)
-	if which, ok := pt.pointers[off]; ok {
-		if write || size != 4 && size != 8 {
-			return 0, &vm.MemoryError{Addr: e.Ctx.Start + off, Size: size, Write: write}
-		}
-		switch which {
-		case ptrData:
-			return st.pkt.data, nil
-		case ptrDataEnd:
-			return st.pkt.end, nil
-		default:
-			return st.pkt.meta, nil
-		}
+// ctxAccess emulates context accesses in checked mode: it enforces the
+// type's field rules and turns loads of packet pointer fields into the
+// run's 64-bit packet addresses, as the kernel's context rewrite does.
+func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, error) {
+	r := e.Value.(*runner)
+	pt := r.prog.pt
+	f, err := pt.Access(uint32(off), uint32(size), write)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", vm.ErrMemory, err)
 	}
-	if off+size > pt.ctxSize {
-		return 0, &vm.MemoryError{Addr: e.Ctx.Start + off, Size: size, Write: write}
+	switch f.Kind {
+	case progtype.PacketData:
+		return r.pkt.data, nil
+	case progtype.PacketEnd:
+		return r.pkt.end, nil
+	case progtype.PacketMeta:
+		return r.pkt.meta, nil
 	}
 	p := vm.Ptr(e.Ctx.Start + off)
 	if write {
