@@ -72,10 +72,14 @@ func (a *array) Memory() []vm.Region {
 	return []vm.Region{{Start: a.base, End: a.base + a.stride*uint64(a.spec.MaxEntries), Writable: a.spec.Flags&FlagRdonlyProg == 0}}
 }
 
-// elem returns the address of element i's value for cpu, or 0.
+// elem returns the address of element i's value for cpu, or 0. Maps that
+// are not per-CPU have one value whatever the runner.
 func (a *array) elem(i uint32, cpu int) uint64 {
 	if i >= a.spec.MaxEntries {
 		return 0
+	}
+	if a.ncpu == 1 {
+		cpu = 0
 	}
 	return a.base + uint64(i)*a.stride + uint64(cpu)*a.vsize
 }
@@ -88,8 +92,10 @@ func (a *array) Lookup(key unsafe.Pointer, cpu int) unsafe.Pointer {
 	return vm.Ptr(addr)
 }
 
+// checkFlags rejects unknown flags and, as the kernel does for values
+// without a bpf_spin_lock (bpfvm has none), BPF_F_LOCK.
 func checkFlags(flags uint64) error {
-	if flags&^UpdateLock > UpdateExist {
+	if flags > UpdateExist {
 		return fmt.Errorf("update flags %#x: %w", flags, ErrInvalid)
 	}
 	return nil

@@ -29,6 +29,9 @@ var (
 	ErrInvalid      = errors.New("invalid argument")        // EINVAL
 	ErrNotSupported = errors.New("operation not supported") // EOPNOTSUPP
 	ErrBusy         = errors.New("resource busy")           // EBUSY
+	// ErrAgain is a ring buffer without room for a record: try again once
+	// the consumer has caught up.
+	ErrAgain = errors.New("resource temporarily unavailable") // EAGAIN
 )
 
 // Update flags, as in the kernel's BPF_ANY, BPF_NOEXIST and BPF_EXIST.
@@ -43,11 +46,19 @@ const (
 const (
 	FlagNoPrealloc  uint32 = 1 << 0  // BPF_F_NO_PREALLOC
 	FlagNoCommonLRU uint32 = 1 << 1  // BPF_F_NO_COMMON_LRU
+	FlagNumaNode    uint32 = 1 << 2  // BPF_F_NUMA_NODE (accepted, ignored)
 	FlagRdonly      uint32 = 1 << 3  // BPF_F_RDONLY (syscall side)
 	FlagWronly      uint32 = 1 << 4  // BPF_F_WRONLY (syscall side)
+	FlagZeroSeed    uint32 = 1 << 6  // BPF_F_ZERO_SEED: hash maps hash with seed 0
 	FlagRdonlyProg  uint32 = 1 << 7  // BPF_F_RDONLY_PROG
 	FlagWronlyProg  uint32 = 1 << 8  // BPF_F_WRONLY_PROG
 	FlagMmapable    uint32 = 1 << 10 // BPF_F_MMAPABLE
+	// FlagPreserveElems is BPF_F_PRESERVE_ELEMS, for perf event arrays
+	// only.
+	FlagPreserveElems uint32 = 1 << 11
+	// FlagInnerMap is BPF_F_INNER_MAP: an array used as a map-of-maps
+	// template lets inner arrays have any max_entries.
+	FlagInnerMap uint32 = 1 << 12
 )
 
 // Type is a map type, numbered as the kernel's enum bpf_map_type.
@@ -153,9 +164,24 @@ func New(spec Spec, opts Options) (Map, error) {
 	if spec.MaxEntries == 0 && spec.Type != RingBuf {
 		return nil, fmt.Errorf("map %s: max_entries is zero: %w", spec.Name, ErrInvalid)
 	}
+	if err := validate(spec); err != nil {
+		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
+	}
 	switch spec.Type {
 	case Array, PerCPUArray:
 		return newArray(spec, opts)
+	case Hash, PerCPUHash, LRUHash, LRUPerCPUHash:
+		return newHash(spec, opts)
+	case Queue, Stack:
+		return newQueue(spec, opts)
+	case RingBuf:
+		return newRingBuf(spec, opts)
+	case ProgArray:
+		return newProgArray(spec, opts)
+	case ArrayOfMaps:
+		return newArrayOfMaps(spec, opts)
+	case HashOfMaps:
+		return newHashOfMaps(spec, opts)
 	}
 	return nil, fmt.Errorf("map %s: type %d: %w", spec.Name, spec.Type, ErrNotSupported)
 }

@@ -1,0 +1,528 @@
+package maps
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"bpfvm/vm"
+)
+
+// hashMap is BPF_MAP_TYPE_HASH and PERCPU_HASH, and with lru set LRU_HASH
+// and LRU_PERCPU_HASH (eviction is in lru.go).
+//
+// Buckets are a power of two (at least max_entries) of 8-byte heads, each
+// the address of the first element of a chain or 0. Elements come from a
+// preallocated off-heap pool; an element is
+//
+//	next  uint64  address of the next element in the chain, 0 at the end
+//	hash  uint32  hash of the key
+//	ref   uint32  LRU maps: set by lookups from programs
+//	key   KeySize bytes, padded to 8
+//	value ValueSize bytes padded to 8; per-CPU maps: NumCPU of them
+//
+// Programs look keys up without a lock: atomic loads of the head and next
+// links, then a compare of hash and key. Writers hold the bucket's lock.
+// A published element never changes key or (except per-CPU updates from
+// programs, which the kernel also does in place) value: an update links a
+// new element in place of the old one, so readers see the old value or the
+// new one, never a mix. Unlinked elements are retired and reused only once
+// the Domain says no run can still see them (see pool).
+//
+// Elements are always preallocated; FlagNoPrealloc is accepted and changes
+// nothing. The pool keeps some elements beyond max_entries so that a key
+// can be replaced while its old element awaits reclamation (the kernel's
+// per-CPU extra elements serve the same purpose).
+type hashMap struct {
+	header
+	spec    Spec
+	ncpu    int // values per element
+	lru     bool
+	keySize uint64
+	valOff  uint64 // offset of the value in an element
+	vsize   uint64 // value size rounded up to 8: the per-CPU stride
+	seed    uint64
+	mask    uint32
+	max     int64
+
+	bmem    *vm.Mem
+	buckets uint64
+	locks   []sync.Mutex // one per bucket
+	count   atomic.Int64 // linked elements, plus insertions under way
+	elems   pool
+	clock   clock
+
+	// unlinked, when set, hears of every element unlinked from the table
+	// (replaced, deleted or evicted) before it is retired, under its bucket
+	// lock: hash of maps uses it to drop its reference to the inner map.
+	unlinked func(e uint64)
+}
+
+// Header field offsets of hash maps, relative to HeaderFields: what native
+// code needs to inline a lookup.
+const (
+	HashFieldBuckets     = 0  // uint64: address of the bucket heads
+	HashFieldMask        = 8  // uint32: number of buckets - 1
+	HashFieldKeySize     = 12 // uint32
+	HashFieldSeed        = 16 // uint64: seed of the hash function (hashfunc.go)
+	HashFieldValueOffset = 24 // uint32: offset of the value in an element
+	HashFieldValueSize   = 28 // uint32: value size rounded up to 8, the per-CPU stride
+	HashFieldLRU         = 32 // uint32: 1 if lookups must set HashElemRef
+)
+
+// Element layout of hash maps.
+const (
+	HashElemNext = 0  // uint64: next element in the bucket, 0 at the end
+	HashElemHash = 8  // uint32: hash of the key
+	HashElemRef  = 12 // uint32: LRU referenced mark, set to 1 by lookups
+	HashElemKey  = 16 // the key
+)
+
+// hashReserve is how many elements beyond max_entries a hash map keeps for
+// updates that replace an element while the old one awaits reclamation.
+func hashReserve(maxEntries uint32, ncpu int) uint32 {
+	return max(64, min(maxEntries, 4096)) + uint32(4*ncpu)
+}
+
+func newHash(spec Spec, opts Options) (*hashMap, error) {
+	m, err := newHashMap(spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.header.init(m); err != nil {
+		m.free()
+		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
+	}
+	m.fillHeader()
+	return m, nil
+}
+
+// newHashMap builds the table without registering it, for hash of maps to
+// wrap.
+func newHashMap(spec Spec, opts Options) (*hashMap, error) {
+	m := &hashMap{
+		spec:    spec,
+		ncpu:    1,
+		lru:     spec.Type == LRUHash || spec.Type == LRUPerCPUHash,
+		keySize: uint64(spec.KeySize),
+		vsize:   (uint64(spec.ValueSize) + 7) &^ 7,
+	}
+	if spec.Type.PerCPU() {
+		m.ncpu = opts.NumCPU
+	}
+	if m.lru && spec.Flags&FlagNoCommonLRU != 0 {
+		// The kernel's per-CPU LRU lists split max_entries evenly among
+		// CPUs, rounding it up to a multiple of their number.
+		n := uint32(opts.NumCPU)
+		if r := (spec.MaxEntries + n - 1) / n * n; r >= spec.MaxEntries {
+			m.spec.MaxEntries = r
+		} else {
+			m.spec.MaxEntries = spec.MaxEntries / n * n
+		}
+	}
+	m.max = int64(m.spec.MaxEntries)
+	m.valOff = HashElemKey + (m.keySize+7)&^7
+	elemSize := m.valOff + m.vsize*uint64(m.ncpu)
+
+	nb := uint64(1)
+	for nb < uint64(m.spec.MaxEntries) {
+		nb <<= 1
+	}
+	m.mask = uint32(nb - 1)
+	if spec.Flags&FlagZeroSeed == 0 {
+		var b [8]byte
+		rand.Read(b[:])
+		m.seed = binary.LittleEndian.Uint64(b[:])
+	}
+
+	n := m.spec.MaxEntries + hashReserve(m.spec.MaxEntries, opts.NumCPU)
+	if err := m.elems.init(elemSize, n, opts.Domain); err != nil {
+		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
+	}
+	// Poisoning keeps the next link so a reader that (wrongly) still walks
+	// a reused element does not crash before the test notices.
+	m.elems.poisonFrom = HashElemKey
+	bmem, err := vm.Alloc(int(nb * 8))
+	if err != nil {
+		m.elems.close()
+		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
+	}
+	m.bmem, m.buckets = bmem, bmem.Addr()
+	m.locks = make([]sync.Mutex, nb)
+	return m, nil
+}
+
+func (m *hashMap) fillHeader() {
+	*(*uint64)(m.field(HashFieldBuckets)) = m.buckets
+	*(*uint32)(m.field(HashFieldMask)) = m.mask
+	*(*uint32)(m.field(HashFieldKeySize)) = uint32(m.keySize)
+	*(*uint64)(m.field(HashFieldSeed)) = m.seed
+	*(*uint32)(m.field(HashFieldValueOffset)) = uint32(m.valOff)
+	*(*uint32)(m.field(HashFieldValueSize)) = uint32(m.vsize)
+	if m.lru {
+		*(*uint32)(m.field(HashFieldLRU)) = 1
+	}
+}
+
+func (m *hashMap) Spec() Spec { return m.spec }
+
+func (m *hashMap) Memory() []vm.Region {
+	start, end := m.elems.region()
+	return []vm.Region{{Start: start, End: end, Writable: m.spec.Flags&FlagRdonlyProg == 0}}
+}
+
+// load and store access the 64-bit links of the table.
+func load(addr uint64) uint64     { return atomic.LoadUint64((*uint64)(vm.Ptr(addr))) }
+func store(addr uint64, v uint64) { atomic.StoreUint64((*uint64)(vm.Ptr(addr)), v) }
+
+func (m *hashMap) bucket(hash uint32) uint64 { return m.buckets + uint64(hash&m.mask)*8 }
+func (m *hashMap) key(e uint64) []byte       { return bytesAt(e+HashElemKey, m.keySize) }
+
+// find returns the element holding key in the chain starting at link (a
+// bucket head) and the address of the link pointing at it, or 0s. Without
+// the bucket lock it is the lock-free lookup.
+func (m *hashMap) find(link uint64, hash uint32, key []byte) (prev, e uint64) {
+	for e = load(link); e != 0; link, e = e, load(e+HashElemNext) {
+		if *(*uint32)(vm.Ptr(e + HashElemHash)) == hash && bytes.Equal(m.key(e), key) {
+			return link, e
+		}
+	}
+	return 0, 0
+}
+
+// lookup is the lock-free lookup of programs.
+func (m *hashMap) lookup(key []byte) uint64 {
+	hash := hashKey(m.seed, key)
+	_, e := m.find(m.bucket(hash), hash, key)
+	if e != 0 && m.lru {
+		// A plain check first keeps hot elements' lines shared.
+		ref := (*uint32)(vm.Ptr(e + HashElemRef))
+		if atomic.LoadUint32(ref) == 0 {
+			atomic.StoreUint32(ref, 1)
+		}
+	}
+	return e
+}
+
+// progKey views a key in program memory.
+func (m *hashMap) progKey(key unsafe.Pointer) []byte {
+	return unsafe.Slice((*byte)(key), m.keySize)
+}
+
+func (m *hashMap) Lookup(key unsafe.Pointer, cpu int) unsafe.Pointer {
+	e := m.lookup(m.progKey(key))
+	if e == 0 {
+		return nil
+	}
+	if m.ncpu == 1 {
+		return vm.Ptr(e + m.valOff)
+	}
+	return vm.Ptr(e + m.valOff + uint64(cpu)*m.vsize)
+}
+
+// valueSrc is where an update's value comes from.
+type valueSrc struct {
+	prog unsafe.Pointer // program side: one value of ValueSize bytes
+	cpu  int            // program side: whose value it is (per-CPU maps)
+	b    []byte         // Go side: the whole value (per-CPU: every CPU's)
+}
+
+// fill writes the value of a new element.
+func (m *hashMap) fill(e uint64, v valueSrc) {
+	dst := e + m.valOff
+	switch {
+	case v.prog == nil:
+		copy(bytesAt(dst, uint64(len(v.b))), v.b)
+	case m.ncpu == 1:
+		copyMem(dst, v.prog, m.spec.ValueSize)
+	default:
+		clear(bytesAt(dst, m.vsize*uint64(m.ncpu)))
+		copyMem(dst+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
+	}
+}
+
+func checkHashFlags(flags uint64) error {
+	if flags > UpdateExist {
+		// BPF_F_LOCK needs a bpf_spin_lock in the value, which bpfvm's
+		// maps do not have.
+		return fmt.Errorf("update flags %#x: %w", flags, ErrInvalid)
+	}
+	return nil
+}
+
+// update sets the value of key. Go callers (goSide) may wait for memory;
+// programs get ErrBusy instead, since a run waiting for reclamation could
+// wait for itself.
+func (m *hashMap) update(key []byte, v valueSrc, flags uint64, goSide bool) error {
+	if err := checkHashFlags(flags); err != nil {
+		return err
+	}
+	hash := hashKey(m.seed, key)
+	b := hash & m.mask
+	head := m.bucket(hash)
+	if v.prog != nil && m.ncpu > 1 {
+		// Per-CPU updates from programs write the CPU's value of an
+		// existing element in place, as the kernel does.
+		m.locks[b].Lock()
+		_, old := m.find(head, hash, key)
+		if old != 0 {
+			err := checkExists(true, flags)
+			if err == nil {
+				copyMem(old+m.valOff+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
+			}
+			m.locks[b].Unlock()
+			return err
+		}
+		m.locks[b].Unlock()
+	}
+	// Allocate and fill outside the lock: the pool may need to wait, and
+	// eviction takes other buckets' locks.
+	e := m.elems.get()
+	if e != 0 {
+		m.prepare(e, hash, key, v)
+	}
+	for {
+		m.locks[b].Lock()
+		prev, old := m.find(head, hash, key)
+		err := checkExists(old != 0, flags)
+		switch {
+		case err != nil:
+		case old != 0 && v.prog != nil && m.ncpu > 1:
+			// Inserted by someone else since the check above.
+			copyMem(old+m.valOff+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
+		case old == 0 && !m.reserve():
+			if !m.lru {
+				err = fmt.Errorf("%d entries: %w", m.max, ErrFull)
+				break
+			}
+			m.locks[b].Unlock()
+			if !m.evict() {
+				m.elems.putIf(e)
+				return fmt.Errorf("%d entries, none evictable: %w", m.max, ErrFull)
+			}
+			continue
+		case e == 0:
+			// The update is valid but there is no free element: wait
+			// for one outside the lock (Go side), then start over.
+			if old == 0 {
+				m.count.Add(-1)
+			}
+			m.locks[b].Unlock()
+			if !goSide {
+				return fmt.Errorf("no free element: %w", ErrBusy)
+			}
+			if e, err = m.elems.getWait(); err != nil {
+				return err
+			}
+			m.prepare(e, hash, key, v)
+			continue
+		case old != 0:
+			if m.lru {
+				// A replaced element keeps its place in the LRU order.
+				atomic.StoreUint32((*uint32)(vm.Ptr(e+HashElemRef)), 1)
+			}
+			store(e+HashElemNext, load(old+HashElemNext))
+			store(prev, e)
+			m.unlink(old)
+			e = 0
+		default:
+			store(e+HashElemNext, load(head))
+			store(head, e)
+			e = 0
+		}
+		m.locks[b].Unlock()
+		m.elems.putIf(e) // not linked: reusable at once
+		return err
+	}
+}
+
+// checkExists applies the update flags to whether the key exists.
+func checkExists(exists bool, flags uint64) error {
+	switch {
+	case exists && flags == UpdateNoExist:
+		return ErrKeyExist
+	case !exists && flags == UpdateExist:
+		return ErrKeyNotExist
+	}
+	return nil
+}
+
+// reserve counts an element about to be inserted, or reports false when
+// the map is full. The count never exceeds max_entries, even transiently.
+func (m *hashMap) reserve() bool {
+	for {
+		n := m.count.Load()
+		if n >= m.max {
+			return false
+		}
+		if m.count.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// prepare writes everything but the link of a new element.
+func (m *hashMap) prepare(e uint64, hash uint32, key []byte, v valueSrc) {
+	store(e+HashElemNext, 0)
+	atomic.StoreUint32((*uint32)(vm.Ptr(e+HashElemHash)), hash)
+	atomic.StoreUint32((*uint32)(vm.Ptr(e+HashElemRef)), 0)
+	copy(m.key(e), key)
+	m.fill(e, v)
+}
+
+// unlink retires an element just unlinked; the caller holds its bucket lock.
+func (m *hashMap) unlink(e uint64) {
+	if m.unlinked != nil {
+		m.unlinked(e)
+	}
+	m.elems.retire(e)
+}
+
+// remove deletes key, first copying its value to out when out is not nil.
+func (m *hashMap) remove(key, out []byte) error {
+	hash := hashKey(m.seed, key)
+	b := hash & m.mask
+	m.locks[b].Lock()
+	defer m.locks[b].Unlock()
+	prev, e := m.find(m.bucket(hash), hash, key)
+	if e == 0 {
+		return ErrKeyNotExist
+	}
+	if out != nil {
+		copy(out, bytesAt(e+m.valOff, uint64(len(out))))
+	}
+	store(prev, load(e+HashElemNext))
+	m.count.Add(-1)
+	m.unlink(e)
+	return nil
+}
+
+func (m *hashMap) Update(key, value unsafe.Pointer, flags uint64, cpu int) error {
+	return m.update(m.progKey(key), valueSrc{prog: value, cpu: cpu}, flags, false)
+}
+
+func (m *hashMap) Delete(key unsafe.Pointer) error {
+	return m.remove(m.progKey(key), nil)
+}
+
+// checkKey validates the length of a key from Go.
+func (m *hashMap) checkKey(key []byte) error {
+	if uint64(len(key)) != m.keySize {
+		return fmt.Errorf("key of %d bytes, want %d: %w", len(key), m.keySize, ErrInvalid)
+	}
+	return nil
+}
+
+// checkValue validates the length of a value from Go.
+func (m *hashMap) checkValue(value []byte) error {
+	if want := ValueSizeBytes(m.spec, m.ncpu); len(value) != want {
+		return fmt.Errorf("value of %d bytes, want %d: %w", len(value), want, ErrInvalid)
+	}
+	return nil
+}
+
+func (m *hashMap) LookupBytes(key, value []byte) error {
+	if err := m.checkKey(key); err != nil {
+		return err
+	}
+	if err := m.checkValue(value); err != nil {
+		return err
+	}
+	// Go callers are not inside a Domain run: the bucket lock keeps the
+	// element from being retired while it is copied.
+	hash := hashKey(m.seed, key)
+	b := hash & m.mask
+	m.locks[b].Lock()
+	defer m.locks[b].Unlock()
+	_, e := m.find(m.bucket(hash), hash, key)
+	if e == 0 {
+		return ErrKeyNotExist
+	}
+	copy(value, bytesAt(e+m.valOff, uint64(len(value))))
+	return nil
+}
+
+func (m *hashMap) UpdateBytes(key, value []byte, flags uint64) error {
+	if err := m.checkKey(key); err != nil {
+		return err
+	}
+	if err := m.checkValue(value); err != nil {
+		return err
+	}
+	return m.update(key, valueSrc{b: value}, flags, true)
+}
+
+func (m *hashMap) LookupAndDelete(key, value []byte) error {
+	if err := m.checkKey(key); err != nil {
+		return err
+	}
+	if err := m.checkValue(value); err != nil {
+		return err
+	}
+	return m.remove(key, value)
+}
+
+// NextKey walks buckets in order and each chain from its head. A key that is
+// not in the map restarts the walk at the first key, as in the kernel.
+func (m *hashMap) NextKey(key, next []byte) error {
+	if err := m.checkKey(next); err != nil {
+		return err
+	}
+	var start uint64
+	if key != nil {
+		if err := m.checkKey(key); err != nil {
+			return err
+		}
+		hash := hashKey(m.seed, key)
+		b := hash & m.mask
+		m.locks[b].Lock()
+		if _, e := m.find(m.bucket(hash), hash, key); e != 0 {
+			if n := load(e + HashElemNext); n != 0 {
+				copy(next, m.key(n))
+				m.locks[b].Unlock()
+				return nil
+			}
+			start = uint64(b) + 1
+		}
+		m.locks[b].Unlock()
+	}
+	for b := start; b <= uint64(m.mask); b++ {
+		if load(m.buckets+b*8) == 0 {
+			continue
+		}
+		m.locks[b].Lock()
+		if e := load(m.buckets + b*8); e != 0 {
+			copy(next, m.key(e))
+			m.locks[b].Unlock()
+			return nil
+		}
+		m.locks[b].Unlock()
+	}
+	return ErrKeyNotExist
+}
+
+// len returns the number of keys.
+func (m *hashMap) len() int { return int(m.count.Load()) }
+
+func (m *hashMap) free() error {
+	err := m.elems.close()
+	if m.bmem != nil {
+		if err2 := m.bmem.Free(); err == nil {
+			err = err2
+		}
+		m.bmem = nil
+	}
+	return err
+}
+
+func (m *hashMap) Close() error {
+	err := m.free()
+	if err2 := m.header.release(); err == nil {
+		err = err2
+	}
+	return err
+}

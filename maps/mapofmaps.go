@@ -1,0 +1,354 @@
+package maps
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"bpfvm/vm"
+)
+
+// Maps of maps hold other maps: Go code stores an inner map by its id (IDOf,
+// where the kernel takes a file descriptor) and reads the id back; programs
+// look up the inner map's handle. The inner map must match the template
+// Spec.InnerMap (checkInner).
+
+// innerRefs keeps Go references to the inner maps an outer map holds. A
+// reference unlinked by an update or delete is dropped only once the Domain
+// says that no run can still use the handle it looked up, like the memory
+// of a hash element.
+type innerRefs struct {
+	d       *Domain
+	mu      sync.Mutex
+	held    map[uint64]*innerRef // by handle
+	pending []pendingRef         // in tag order
+}
+
+type innerRef struct {
+	m Map
+	n int // slots holding it, plus releases pending
+}
+
+type pendingRef struct {
+	handle uint64
+	tag    uint64
+}
+
+// resolve finds the inner map with id and checks it against the template.
+func resolveInner(tmpl *Spec, value []byte) (Map, uint32, error) {
+	if len(value) != 4 {
+		return nil, 0, fmt.Errorf("value of %d bytes, want 4 (a map id): %w", len(value), ErrInvalid)
+	}
+	id := binary.NativeEndian.Uint32(value)
+	m, ok := ByID(id)
+	if !ok {
+		return nil, 0, fmt.Errorf("no map with id %d: %w", id, ErrInvalid)
+	}
+	if err := checkInner(tmpl, m); err != nil {
+		return nil, 0, err
+	}
+	return m, id, nil
+}
+
+// hold takes a reference to m for a slot about to store it.
+func (r *innerRefs) hold(m Map) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held == nil {
+		r.held = make(map[uint64]*innerRef)
+	}
+	h := m.Handle()
+	ref := r.held[h]
+	if ref == nil {
+		ref = &innerRef{m: m}
+		r.held[h] = ref
+	}
+	ref.n++
+}
+
+// drop releases a reference at once: its slot was never published.
+func (r *innerRefs) drop(handle uint64) {
+	r.mu.Lock()
+	r.dropLocked(handle)
+	r.mu.Unlock()
+}
+
+func (r *innerRefs) dropLocked(handle uint64) {
+	if ref := r.held[handle]; ref != nil {
+		if ref.n--; ref.n <= 0 {
+			delete(r.held, handle)
+		}
+	}
+}
+
+// release drops the reference of a slot just emptied, once no run can see
+// it, and drops earlier releases that have become safe.
+func (r *innerRefs) release(handle uint64) {
+	r.mu.Lock()
+	r.pending = append(r.pending, pendingRef{handle: handle, tag: r.d.Retire()})
+	r.collectLocked()
+	r.mu.Unlock()
+}
+
+func (r *innerRefs) collectLocked() {
+	k := 0
+	for k < len(r.pending) && r.d.Safe(r.pending[k].tag) {
+		r.dropLocked(r.pending[k].handle)
+		k++
+	}
+	r.pending = append(r.pending[:0], r.pending[k:]...)
+}
+
+// count returns how many inner maps are referenced, for tests.
+func (r *innerRefs) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.collectLocked()
+	return len(r.held)
+}
+
+func (r *innerRefs) clear() {
+	r.mu.Lock()
+	r.held, r.pending = nil, nil
+	r.mu.Unlock()
+}
+
+// arrayOfMaps is BPF_MAP_TYPE_ARRAY_OF_MAPS: max_entries off-heap uint64
+// slots holding inner map handles, 0 when empty, so native code can inline
+// a lookup as one bounds check and one load.
+type arrayOfMaps struct {
+	header
+	spec Spec
+	mem  *vm.Mem
+	base uint64
+
+	mu   sync.Mutex // Go-side writers
+	ids  []uint32
+	refs innerRefs
+}
+
+// Header field offsets of arrays of maps, relative to HeaderFields.
+const (
+	ArrayOfMapsFieldBase       = 0 // uint64: address of the handle slots
+	ArrayOfMapsFieldMaxEntries = 8 // uint32
+)
+
+func newArrayOfMaps(spec Spec, opts Options) (*arrayOfMaps, error) {
+	mem, err := vm.Alloc(int(spec.MaxEntries) * 8)
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
+	}
+	a := &arrayOfMaps{spec: spec, mem: mem, base: mem.Addr(), ids: make([]uint32, spec.MaxEntries)}
+	a.refs.d = opts.Domain
+	if err := a.header.init(a); err != nil {
+		mem.Free()
+		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
+	}
+	*(*uint64)(a.field(ArrayOfMapsFieldBase)) = a.base
+	*(*uint32)(a.field(ArrayOfMapsFieldMaxEntries)) = spec.MaxEntries
+	return a, nil
+}
+
+func (a *arrayOfMaps) Spec() Spec { return a.spec }
+
+// Memory is empty: programs get inner map handles, not pointers into the
+// outer map.
+func (a *arrayOfMaps) Memory() []vm.Region { return nil }
+
+func (a *arrayOfMaps) slot(i uint32) *uint64 { return (*uint64)(vm.Ptr(a.base + uint64(i)*8)) }
+
+// Lookup returns the inner map's handle as a pointer, or nil.
+func (a *arrayOfMaps) Lookup(key unsafe.Pointer, cpu int) unsafe.Pointer {
+	i := *(*uint32)(key)
+	if i >= a.spec.MaxEntries {
+		return nil
+	}
+	if h := atomic.LoadUint64(a.slot(i)); h != 0 {
+		return vm.Ptr(h)
+	}
+	return nil
+}
+
+func (a *arrayOfMaps) Update(unsafe.Pointer, unsafe.Pointer, uint64, int) error {
+	return fmt.Errorf("update of an array_of_maps from a program: %w", ErrNotSupported)
+}
+
+// Delete empties a slot: ErrFull (E2BIG) out of range, ErrKeyNotExist when
+// already empty, as the kernel.
+func (a *arrayOfMaps) Delete(key unsafe.Pointer) error {
+	i := *(*uint32)(key)
+	if i >= a.spec.MaxEntries {
+		return fmt.Errorf("index %d of %d: %w", i, a.spec.MaxEntries, ErrFull)
+	}
+	a.mu.Lock()
+	old := atomic.SwapUint64(a.slot(i), 0)
+	a.ids[i] = 0
+	a.mu.Unlock()
+	if old == 0 {
+		return ErrKeyNotExist
+	}
+	a.refs.release(old)
+	return nil
+}
+
+// LookupBytes writes the inner map's id.
+func (a *arrayOfMaps) LookupBytes(key, value []byte) error {
+	i, err := index4(key)
+	if err != nil {
+		return err
+	}
+	if len(value) != 4 {
+		return fmt.Errorf("value of %d bytes, want 4: %w", len(value), ErrInvalid)
+	}
+	if i >= a.spec.MaxEntries {
+		return ErrKeyNotExist
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if atomic.LoadUint64(a.slot(i)) == 0 {
+		return ErrKeyNotExist
+	}
+	binary.NativeEndian.PutUint32(value, a.ids[i])
+	return nil
+}
+
+// UpdateBytes stores the inner map whose id is value. Only UpdateAny is
+// allowed, as for the kernel's fd arrays.
+func (a *arrayOfMaps) UpdateBytes(key, value []byte, flags uint64) error {
+	i, err := index4(key)
+	if err != nil {
+		return err
+	}
+	if flags != UpdateAny {
+		return fmt.Errorf("update flags %#x: %w", flags, ErrInvalid)
+	}
+	if i >= a.spec.MaxEntries {
+		return fmt.Errorf("index %d of %d: %w", i, a.spec.MaxEntries, ErrFull)
+	}
+	m, id, err := resolveInner(a.spec.InnerMap, value)
+	if err != nil {
+		return err
+	}
+	a.refs.hold(m)
+	a.mu.Lock()
+	old := atomic.SwapUint64(a.slot(i), m.Handle())
+	a.ids[i] = id
+	a.mu.Unlock()
+	if old != 0 {
+		a.refs.release(old)
+	}
+	return nil
+}
+
+func (a *arrayOfMaps) LookupAndDelete(key, value []byte) error {
+	return fmt.Errorf("lookup and delete in an array_of_maps: %w", ErrNotSupported)
+}
+
+func (a *arrayOfMaps) NextKey(key, next []byte) error {
+	return arrayNextKey(a.spec.MaxEntries, key, next)
+}
+
+func (a *arrayOfMaps) Close() error {
+	a.refs.clear()
+	err := a.mem.Free()
+	if err2 := a.header.release(); err == nil {
+		err = err2
+	}
+	return err
+}
+
+// hashOfMaps is BPF_MAP_TYPE_HASH_OF_MAPS: a hash map whose 16-byte values
+// hold the inner map's handle (first, for inlined lookups) and id.
+type hashOfMaps struct {
+	*hashMap
+	outer Spec
+	refs  innerRefs
+}
+
+// hashOfMapsValue is the size of the values the table stores.
+const hashOfMapsValue = 16
+
+func newHashOfMaps(spec Spec, opts Options) (*hashOfMaps, error) {
+	inner := Spec{Name: spec.Name, Type: Hash, KeySize: spec.KeySize, ValueSize: hashOfMapsValue, MaxEntries: spec.MaxEntries, Flags: spec.Flags}
+	hm, err := newHashMap(inner, opts)
+	if err != nil {
+		return nil, err
+	}
+	h := &hashOfMaps{hashMap: hm, outer: spec}
+	h.refs.d = opts.Domain
+	hm.unlinked = func(e uint64) { h.refs.release(load(e + hm.valOff)) }
+	if err := hm.header.init(h); err != nil {
+		hm.free()
+		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
+	}
+	hm.fillHeader()
+	return h, nil
+}
+
+func (h *hashOfMaps) Spec() Spec { return h.outer }
+
+// Memory is empty: programs get inner map handles, not pointers into the
+// outer map.
+func (h *hashOfMaps) Memory() []vm.Region { return nil }
+
+// Lookup returns the inner map's handle as a pointer, or nil.
+func (h *hashOfMaps) Lookup(key unsafe.Pointer, cpu int) unsafe.Pointer {
+	e := h.lookup(h.progKey(key))
+	if e == 0 {
+		return nil
+	}
+	return vm.Ptr(load(e + h.valOff))
+}
+
+func (h *hashOfMaps) Update(unsafe.Pointer, unsafe.Pointer, uint64, int) error {
+	return fmt.Errorf("update of a hash_of_maps from a program: %w", ErrNotSupported)
+}
+
+// LookupBytes writes the inner map's id.
+func (h *hashOfMaps) LookupBytes(key, value []byte) error {
+	if len(value) != 4 {
+		return fmt.Errorf("value of %d bytes, want 4: %w", len(value), ErrInvalid)
+	}
+	var v [hashOfMapsValue]byte
+	if err := h.hashMap.LookupBytes(key, v[:]); err != nil {
+		return err
+	}
+	copy(value, v[8:12])
+	return nil
+}
+
+// UpdateBytes stores the inner map whose id is value, with the flags of hash
+// maps.
+func (h *hashOfMaps) UpdateBytes(key, value []byte, flags uint64) error {
+	if err := h.checkKey(key); err != nil {
+		return err
+	}
+	if err := checkHashFlags(flags); err != nil {
+		return err
+	}
+	m, id, err := resolveInner(h.outer.InnerMap, value)
+	if err != nil {
+		return err
+	}
+	var v [hashOfMapsValue]byte
+	binary.NativeEndian.PutUint64(v[:], m.Handle())
+	binary.NativeEndian.PutUint32(v[8:], id)
+	h.refs.hold(m)
+	if err := h.update(key, valueSrc{b: v[:]}, flags, true); err != nil {
+		h.refs.drop(m.Handle())
+		return err
+	}
+	return nil
+}
+
+func (h *hashOfMaps) LookupAndDelete(key, value []byte) error {
+	return fmt.Errorf("lookup and delete in a hash_of_maps: %w", ErrNotSupported)
+}
+
+func (h *hashOfMaps) Close() error {
+	err := h.hashMap.Close()
+	h.refs.clear()
+	return err
+}

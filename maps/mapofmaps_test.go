@@ -1,0 +1,137 @@
+package maps
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+	"unsafe"
+)
+
+func TestMapOfMapsTemplate(t *testing.T) {
+	arr := Spec{Type: Array, KeySize: 4, ValueSize: 8, MaxEntries: 4}
+	hash := Spec{Type: Hash, KeySize: 4, ValueSize: 8, MaxEntries: 4}
+	with := func(s Spec, f func(*Spec)) Spec { f(&s); return s }
+	tests := []struct {
+		name  string
+		tmpl  Spec
+		inner Spec
+		err   error
+	}{
+		{"array same", arr, arr, nil},
+		{"array other max_entries", arr, with(arr, func(s *Spec) { s.MaxEntries = 8 }), ErrInvalid},
+		{"array inner_map flag", with(arr, func(s *Spec) { s.Flags = FlagInnerMap }), with(arr, func(s *Spec) { s.MaxEntries = 8; s.Flags = FlagInnerMap }), nil},
+		{"array other value size", arr, with(arr, func(s *Spec) { s.ValueSize = 4 }), ErrInvalid},
+		{"array other flags", arr, with(arr, func(s *Spec) { s.Flags = FlagRdonlyProg }), ErrInvalid},
+		{"hash other max_entries", hash, with(hash, func(s *Spec) { s.MaxEntries = 8 }), nil},
+		{"hash other key size", hash, with(hash, func(s *Spec) { s.KeySize = 8 }), ErrInvalid},
+		{"other type", arr, with(arr, func(s *Spec) { s.Type = PerCPUArray }), ErrInvalid},
+		{"hash for array", arr, hash, ErrInvalid},
+	}
+	for _, outer := range []Type{ArrayOfMaps, HashOfMaps} {
+		for _, tt := range tests {
+			t.Run(typeName(outer)+" "+tt.name, func(t *testing.T) {
+				tmpl := tt.tmpl
+				m := newTestMap(t, Spec{Name: "outer", Type: outer, KeySize: 4, ValueSize: 4, MaxEntries: 4, InnerMap: &tmpl}, Options{})
+				in := newTestMap(t, tt.inner, Options{})
+				err := m.UpdateBytes(u32(1), u32(IDOf(in)), UpdateAny)
+				if sentinel(err) != tt.err {
+					t.Fatalf("update: %v, want %v", err, tt.err)
+				}
+				// A failed update leaves the map unchanged.
+				if err != nil {
+					if err := m.LookupBytes(u32(1), make([]byte, 4)); !errors.Is(err, ErrKeyNotExist) {
+						t.Errorf("lookup after failed update: %v", err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestMapOfMaps(t *testing.T) {
+	inner := Spec{Type: Array, KeySize: 4, ValueSize: 8, MaxEntries: 2}
+	for _, outer := range []Type{ArrayOfMaps, HashOfMaps} {
+		t.Run(typeName(outer), func(t *testing.T) {
+			d := NewDomain(1)
+			m := newTestMap(t, Spec{Name: "outer", Type: outer, KeySize: 4, ValueSize: 4, MaxEntries: 4, InnerMap: &inner}, Options{Domain: d})
+			a := newTestMap(t, inner, Options{})
+			b := newTestMap(t, inner, Options{})
+			key := uint32(2)
+			if m.Lookup(unsafe.Pointer(&key), 0) != nil {
+				t.Fatal("lookup of an empty slot")
+			}
+			if err := m.UpdateBytes(u32(key), u32(IDOf(a)), UpdateAny); err != nil {
+				t.Fatal(err)
+			}
+			// Programs get the inner map's handle, Go its id.
+			p := m.Lookup(unsafe.Pointer(&key), 0)
+			if uint64(uintptr(p)) != a.Handle() {
+				t.Errorf("program lookup %p, want handle %#x", p, a.Handle())
+			}
+			if got, _ := FromHandle(uint64(uintptr(p)), true); got != a {
+				t.Error("handle does not lead back to the inner map")
+			}
+			id := make([]byte, 4)
+			if err := m.LookupBytes(u32(key), id); err != nil || binary.NativeEndian.Uint32(id) != IDOf(a) {
+				t.Errorf("Go lookup: %v %v", id, err)
+			}
+			if err := m.UpdateBytes(u32(key), u32(0xffffff), UpdateAny); !errors.Is(err, ErrInvalid) {
+				t.Errorf("update with an unknown id: %v", err)
+			}
+			if err := m.Update(unsafe.Pointer(&key), unsafe.Pointer(&key), 0, 0); !errors.Is(err, ErrNotSupported) {
+				t.Errorf("program update: %v", err)
+			}
+			if err := m.LookupAndDelete(u32(key), id); !errors.Is(err, ErrNotSupported) {
+				t.Errorf("lookup and delete: %v", err)
+			}
+			refs := func() *innerRefs {
+				if outer == ArrayOfMaps {
+					return &m.(*arrayOfMaps).refs
+				}
+				return &m.(*hashOfMaps).refs
+			}()
+			// While a run may hold a's handle, replacing it keeps a
+			// referenced; after the run the reference goes.
+			d.Enter(0)
+			if err := m.UpdateBytes(u32(key), u32(IDOf(b)), UpdateAny); err != nil {
+				t.Fatal(err)
+			}
+			if n := refs.count(); n != 2 {
+				t.Errorf("%d inner maps referenced during a run, want 2", n)
+			}
+			d.Exit(0)
+			if n := refs.count(); n != 1 {
+				t.Errorf("%d inner maps referenced after the run, want 1", n)
+			}
+			if err := m.Delete(unsafe.Pointer(&key)); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Delete(unsafe.Pointer(&key)); !errors.Is(err, ErrKeyNotExist) {
+				t.Errorf("second delete: %v", err)
+			}
+			if n := refs.count(); n != 0 {
+				t.Errorf("%d inner maps referenced when empty", n)
+			}
+		})
+	}
+}
+
+func TestArrayOfMapsErrors(t *testing.T) {
+	inner := Spec{Type: Hash, KeySize: 4, ValueSize: 4, MaxEntries: 2}
+	m := newTestMap(t, Spec{Type: ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: 2, InnerMap: &inner}, Options{})
+	in := newTestMap(t, inner, Options{})
+	id := u32(IDOf(in))
+	for name, tt := range map[string]struct {
+		err, want error
+	}{
+		"index out of range":  {m.UpdateBytes(u32(2), id, UpdateAny), ErrFull},
+		"NOEXIST":             {m.UpdateBytes(u32(0), id, UpdateNoExist), ErrInvalid},
+		"lookup out of range": {m.LookupBytes(u32(2), make([]byte, 4)), ErrKeyNotExist},
+		"delete out of range": {m.Delete(unsafe.Pointer(&[]uint32{5}[0])), ErrFull},
+		"next key":            {m.NextKey(u32(1), make([]byte, 4)), ErrKeyNotExist},
+	} {
+		if !errors.Is(tt.err, tt.want) {
+			t.Errorf("%s: %v, want %v", name, tt.err, tt.want)
+		}
+	}
+}
