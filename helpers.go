@@ -36,6 +36,46 @@ func init() {
 	register("bpf_map_lookup_elem", helperMapLookup)
 	register("bpf_map_update_elem", helperMapUpdate)
 	register("bpf_map_delete_elem", helperMapDelete)
+	register("bpf_map_push_elem", helperMapPush)
+	register("bpf_map_pop_elem", helperMapPop)
+	register("bpf_map_peek_elem", helperMapPeek)
+	register("bpf_for_each_map_elem", helperForEachMapElem)
+	register("bpf_loop", helperLoop)
+	register("bpf_tail_call", helperTailCall)
+
+	register("bpf_ringbuf_output", helperRingbufOutput)
+	register("bpf_ringbuf_reserve", helperRingbufReserve)
+	register("bpf_ringbuf_submit", helperRingbufSubmit)
+	register("bpf_ringbuf_discard", helperRingbufDiscard)
+	register("bpf_ringbuf_query", helperRingbufQuery)
+
+	register("bpf_ktime_get_ns", helperKtimeGetNS)
+	register("bpf_ktime_get_boot_ns", helperKtimeGetBootNS)
+	register("bpf_ktime_get_coarse_ns", helperKtimeGetCoarseNS)
+	register("bpf_jiffies64", helperJiffies64)
+	register("bpf_get_prandom_u32", helperGetPrandomU32)
+	register("bpf_get_smp_processor_id", helperGetSMPProcessorID)
+	register("bpf_get_numa_node_id", helperGetNumaNodeID)
+	register("bpf_get_current_pid_tgid", helperGetCurrentPidTgid)
+	register("bpf_get_current_uid_gid", helperGetCurrentUidGid)
+	register("bpf_get_current_comm", helperGetCurrentComm)
+
+	register("bpf_trace_printk", helperTracePrintk)
+	register("bpf_trace_vprintk", helperTraceVprintk)
+	register("bpf_snprintf", helperSnprintf)
+	register("bpf_strtol", helperStrtol)
+	register("bpf_strtoul", helperStrtoul)
+
+	register("bpf_skb_load_bytes", helperSkbLoadBytes)
+	register("bpf_skb_store_bytes", helperSkbStoreBytes)
+	register("bpf_l3_csum_replace", helperL3CsumReplace)
+	register("bpf_l4_csum_replace", helperL4CsumReplace)
+	register("bpf_csum_diff", helperCsumDiff)
+	register("bpf_xdp_adjust_head", helperXDPAdjustHead)
+	register("bpf_xdp_adjust_tail", helperXDPAdjustTail)
+	register("bpf_xdp_adjust_meta", helperXDPAdjustMeta)
+	register("bpf_redirect", helperRedirect)
+	register("bpf_redirect_map", helperRedirectMap)
 }
 
 // Kernel errno values that helpers return negated.
@@ -80,6 +120,17 @@ func runnerOf(e *vm.Env) *runner { return e.Value.(*runner) }
 // mapArg resolves a map handle argument. In checked mode the handle comes
 // from an unverified program and is validated.
 func mapArg(e *vm.Env, handle uint64) (maps.Map, error) {
+	if e.Checked {
+		// Most handles are the program's own maps: check those without
+		// the process-wide table.
+		if r, ok := e.Value.(*runner); ok && r.prog != nil {
+			for _, m := range r.prog.maps {
+				if m.m.Handle() == handle {
+					return m.m, nil
+				}
+			}
+		}
+	}
 	m, err := maps.FromHandle(handle, e.Checked)
 	if err != nil {
 		return nil, fmt.Errorf("%w: map argument: %v", vm.ErrMemory, err)

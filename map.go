@@ -295,6 +295,21 @@ func marshal(v any, size int) ([]byte, error) {
 		return v, nil
 	case nil:
 		return nil, fmt.Errorf("nil value")
+	case *Program:
+		// A prog_array holds programs by id, as the kernel's holds them
+		// by file descriptor on the syscall side.
+		if size != 4 {
+			return nil, fmt.Errorf("program as a %d byte value, want 4", size)
+		}
+		return binary.NativeEndian.AppendUint32(nil, v.ID()), nil
+	}
+	// Fast paths for the common key and value types; binary.Write's
+	// reflection costs more than the map operation itself.
+	if b, ok := marshalInt(v); ok {
+		if len(b) != size {
+			return nil, fmt.Errorf("%T is %d bytes, want %d", v, len(b), size)
+		}
+		return b, nil
 	}
 	var buf bytes.Buffer
 	if err := binary.Write(&buf, binary.NativeEndian, v); err != nil {
@@ -369,10 +384,71 @@ func unmarshal(b []byte, out any) error {
 		*o = append((*o)[:0], b...)
 		return nil
 	}
+	if ok, err := unmarshalInt(b, out); ok {
+		return err
+	}
 	if rv := reflect.ValueOf(out); rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("decode into %T: need a non-nil pointer or a byte slice", out)
 	}
 	return binary.Read(bytes.NewReader(b), binary.NativeEndian, out)
+}
+
+func marshalInt(v any) ([]byte, bool) {
+	e := binary.NativeEndian
+	switch v := v.(type) {
+	case uint32:
+		return e.AppendUint32(nil, v), true
+	case int32:
+		return e.AppendUint32(nil, uint32(v)), true
+	case uint64:
+		return e.AppendUint64(nil, v), true
+	case int64:
+		return e.AppendUint64(nil, uint64(v)), true
+	case uint16:
+		return e.AppendUint16(nil, v), true
+	case uint8:
+		return []byte{v}, true
+	case *uint32:
+		return e.AppendUint32(nil, *v), true
+	case *uint64:
+		return e.AppendUint64(nil, *v), true
+	}
+	return nil, false
+}
+
+func unmarshalInt(b []byte, out any) (bool, error) {
+	e := binary.NativeEndian
+	size := 0
+	switch out.(type) {
+	case *uint8:
+		size = 1
+	case *uint16:
+		size = 2
+	case *uint32, *int32:
+		size = 4
+	case *uint64, *int64:
+		size = 8
+	default:
+		return false, nil
+	}
+	if len(b) != size {
+		return true, fmt.Errorf("decode %d bytes into %T", len(b), out)
+	}
+	switch o := out.(type) {
+	case *uint8:
+		*o = b[0]
+	case *uint16:
+		*o = e.Uint16(b)
+	case *uint32:
+		*o = e.Uint32(b)
+	case *int32:
+		*o = int32(e.Uint32(b))
+	case *uint64:
+		*o = e.Uint64(b)
+	case *int64:
+		*o = int64(e.Uint64(b))
+	}
+	return true, nil
 }
 
 // readContext fills the context area from RunOptions.Context.
