@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -70,6 +71,15 @@ type ProgramOptions struct {
 	Helpers map[int32]vm.Helper
 	// Type overrides the program type, e.g. with a host-defined context.
 	Type *progtype.Type
+	// Output receives the messages of bpf_trace_printk and
+	// bpf_trace_vprintk, one Write per message, formatted as lines of the
+	// kernel's trace_pipe: "bpf_trace_printk: " and the message, ending in
+	// a newline. Writes from concurrent runs are serialized. Nil discards
+	// the messages.
+	Output io.Writer
+	// Task is what the bpf_get_current_* helpers report. Nil reports the
+	// host process and the OS thread of the run.
+	Task *Task
 }
 
 // Program is a loaded eBPF program. It is safe for concurrent use.
@@ -85,6 +95,9 @@ type Program struct {
 	regions []vm.Region // map value memory, for checked accesses
 	cpus    *cpus
 	ownCPUs bool // a standalone program closes its runners
+
+	id   uint32      // in the live-program table (helpers_tailcall.go)
+	tail vm.TailCall // what bpf_tail_call returns to jump here
 }
 
 // RunOptions mirror cilium/ebpf's RunOptions for BPF_PROG_TEST_RUN.
@@ -191,6 +204,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	for _, m := range maps {
 		p.regions = append(p.regions, m.m.Memory()...)
 	}
+	p.register()
 	return p, nil
 }
 
@@ -268,6 +282,7 @@ func (p *Program) Maps() []*Map { return p.maps }
 
 // Close releases the program. Runs in progress finish first.
 func (p *Program) Close() error {
+	p.unregister()
 	if p.ownCPUs {
 		p.cpus.close()
 	}
@@ -365,6 +380,7 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 		env.Regions = r.regions
 		r.setPacket(r.pkt)
 		r.redirect = Redirect{}
+		r.beginRun()
 		var r1, r2 uint64
 		if pt.ContextSize == 0 {
 			r1, r2 = r.pkt.data, uint64(len(pkt))
@@ -377,15 +393,21 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 			r1 = base
 		}
 		res.R0, err = p.engine.Run(env, r1, r2, p.opts.Budget)
+		r.endRun()
 		if err != nil {
 			return Result{}, fmt.Errorf("run %s: %w", p.name, err)
 		}
 	}
 	res.Duration = time.Since(start) / time.Duration(repeat)
 	res.Redirect = r.redirect
-	res.DataSize = int(r.pkt.end - r.pkt.data)
+	// The kernel's XDP test run returns the metadata in front of the packet.
+	outStart := r.pkt.data
+	if p.typ == ebpf.XDP {
+		outStart = r.pkt.meta
+	}
+	res.DataSize = int(r.pkt.end - outStart)
 	if opts.DataOut != nil {
-		out := unsafeBytes(r.pkt.data, r.pkt.end-r.pkt.data)
+		out := unsafeBytes(outStart, r.pkt.end-outStart)
 		if len(opts.DataOut) < len(out) {
 			return res, fmt.Errorf("run %s: output packet of %d bytes does not fit DataOut of %d", p.name, len(out), len(opts.DataOut))
 		}

@@ -25,14 +25,15 @@ type cpus struct {
 
 // runner holds the off-heap memory of the runs on one CPU.
 type runner struct {
-	cpu     int
-	stack   *vm.Mem
-	buf     *vm.Mem
+	cpu      int
+	stack    *vm.Mem
+	buf      *vm.Mem
 	env      vm.Env
 	pkt      packetState
 	regions  []vm.Region // regions[0] is the packet
 	prog     *Program    // the program running, for helpers
 	redirect Redirect
+	hs       helperState // helpers' per-runner state (helpers_state.go)
 }
 
 // setPacket moves the packet boundaries (after bpf_xdp_adjust_head and
@@ -123,5 +124,6 @@ func (c *cpus) drain() {
 			r.buf.Free()
 			r.buf = nil
 		}
+		r.freeHelperState()
 	}
 }

@@ -1,0 +1,108 @@
+package bpfvm
+
+import (
+	"errors"
+
+	"bpfvm/maps"
+	"bpfvm/vm"
+)
+
+// maxLoops is the kernel's BPF_MAX_LOOPS: the most iterations bpf_loop runs.
+const maxLoops = 1 << 23
+
+// helperLoop is bpf_loop(nr_loops, callback, ctx, flags): it calls
+// callback(index, ctx) for index 0 to nr_loops-1 until the callback returns
+// non-zero, and returns the number of calls. flags must be 0 (-EINVAL);
+// more than 1<<23 loops give -E2BIG.
+func helperLoop(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
+	n := uint32(r1)
+	if r4 != 0 {
+		return neg(einval), nil
+	}
+	if n > maxLoops {
+		return neg(e2big), nil
+	}
+	r := runnerOf(e)
+	for i := range uint64(n) {
+		ret, err := r.callback(e, r2, i, r3, 0, 0, 0, vm.Region{})
+		if err != nil {
+			return 0, err
+		}
+		if ret != 0 {
+			return i + 1, nil
+		}
+	}
+	return uint64(n), nil
+}
+
+// helperForEachMapElem is bpf_for_each_map_elem(map, callback, ctx, flags):
+// it calls callback(map, key, value, ctx) for each element of an array or
+// hash map (per-CPU maps: the runner's value) until the callback returns
+// non-zero, and returns the number of calls. flags must be 0.
+//
+// Keys are copied to a per-runner scratch area that the callback may read.
+// Hash maps are walked with NextKey; as in the kernel, a callback deleting
+// elements does not stop the walk, but it may then visit some elements
+// twice (never more than max_entries calls in all).
+func helperForEachMapElem(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
+	m, err := mapArg(e, r1)
+	if err != nil {
+		return 0, err
+	}
+	if r4 != 0 {
+		return neg(einval), nil
+	}
+	spec := m.Spec()
+	if spec.KeySize == 0 || spec.KeySize > scratchKeyMax {
+		return neg(einval), nil
+	}
+	switch spec.Type {
+	case maps.Array, maps.PerCPUArray, maps.Hash, maps.PerCPUHash, maps.LRUHash, maps.LRUPerCPUHash:
+	default:
+		return neg(einval), nil
+	}
+	r := runnerOf(e)
+	cur, next, ok := r.scratchSlots()
+	if !ok {
+		return neg(ebusy), nil
+	}
+	defer func() { r.hs.scratchDepth-- }()
+	keyRegion := vm.Region{Start: cur, End: cur + uint64(spec.KeySize)}
+	curKey := unsafeBytes(cur, uint64(spec.KeySize))
+	nextKey := unsafeBytes(next, uint64(spec.KeySize))
+	handle := m.Handle()
+
+	var n uint64
+	visit := func() (stop bool, err error) {
+		value := m.Lookup(vm.Ptr(cur), e.CPU)
+		if value == nil {
+			return false, nil // deleted meanwhile
+		}
+		ret, err := r.callback(e, r2, handle, cur, vm.Addr(value), r3, 0, keyRegion)
+		n++
+		return ret != 0 || err != nil, err
+	}
+	if spec.Type == maps.Array || spec.Type == maps.PerCPUArray {
+		for i := range spec.MaxEntries {
+			*(*uint32)(vm.Ptr(cur)) = i
+			if stop, err := visit(); stop {
+				return n, err
+			}
+		}
+		return n, nil
+	}
+	// Fetch the next key before the callback runs, so that the callback
+	// may delete the element it is given.
+	err = m.NextKey(nil, nextKey)
+	for err == nil && n < uint64(spec.MaxEntries) {
+		copy(curKey, nextKey)
+		err = m.NextKey(curKey, nextKey)
+		if stop, cerr := visit(); stop {
+			return n, cerr
+		}
+	}
+	if err != nil && !errors.Is(err, maps.ErrKeyNotExist) {
+		return 0, err
+	}
+	return n, nil
+}

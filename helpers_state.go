@@ -1,0 +1,148 @@
+package bpfvm
+
+import (
+	"math/rand/v2"
+	"unsafe"
+
+	"bpfvm/vm"
+)
+
+// helperState is what helpers keep per runner between calls: it belongs to
+// one runner, so helpers that use it take no locks.
+type helperState struct {
+	rng    rand.PCG
+	seeded bool
+
+	// scratch holds the keys bpf_for_each_map_elem hands to its callback,
+	// one slot pair per nesting level (callbacks can nest).
+	scratch      *vm.Mem
+	scratchDepth int
+
+	// reserved are the ring buffer samples of the run not yet submitted or
+	// discarded.
+	reserved []reservation
+
+	// tailSaves keep the caller's regions across a tail call, one slice per
+	// tail-call depth, reused from run to run.
+	tailSaves [][]vm.Region
+
+	// key is a small key buffer for map lookups helpers make themselves
+	// (bpf_redirect_map), kept here so that the lookup does not allocate.
+	key uint64
+	// line is the output line of bpf_trace_printk, reused.
+	line []byte
+}
+
+// Scratch layout: scratchLevels nesting levels of two key slots each.
+const (
+	scratchKeyMax = 512 // the kernel's largest key (MAX_BPF_STACK)
+	scratchLevels = vm.MaxFrames
+	scratchSize   = scratchLevels * 2 * scratchKeyMax
+)
+
+// beginRun prepares the runner's helper state for a run on a fresh packet.
+// The headroom is zeroed, as in the kernel's test run (whose buffer is
+// freshly allocated), so that bytes bpf_xdp_adjust_head or
+// bpf_xdp_adjust_meta expose never leak from an earlier run.
+func (r *runner) beginRun() {
+	clear(unsafeBytes(r.pkt.start, r.pkt.meta-r.pkt.start))
+	r.hs.scratchDepth = 0
+}
+
+// endRun releases what a run left behind: ring buffer samples reserved and
+// never submitted are discarded so that consumers do not stall on them
+// (the verifier rules such programs out in the kernel).
+func (r *runner) endRun() {
+	for _, res := range r.hs.reserved {
+		res.ring.Commit(vm.Ptr(res.addr), true)
+	}
+	r.hs.reserved = r.hs.reserved[:0]
+}
+
+// freeHelperState frees the runner's off-heap helper memory.
+func (r *runner) freeHelperState() {
+	if r.hs.scratch != nil {
+		r.hs.scratch.Free()
+		r.hs.scratch = nil
+	}
+}
+
+// addRegion lets the rest of the run access reg (in checked mode).
+func (r *runner) addRegion(e *vm.Env, reg vm.Region) {
+	r.regions = append(r.regions, reg)
+	e.Regions = r.regions
+}
+
+// removeRegion undoes addRegion. It removes the last region equal to reg,
+// keeping the order of the others (regions[0] is the packet).
+func (r *runner) removeRegion(e *vm.Env, reg vm.Region) {
+	for i := len(r.regions) - 1; i > 0; i-- {
+		if r.regions[i] == reg {
+			r.regions = append(r.regions[:i], r.regions[i+1:]...)
+			break
+		}
+	}
+	e.Regions = r.regions
+}
+
+// callback runs the subprogram fn of the running program (bpf_loop,
+// bpf_for_each_map_elem) with arguments a1-a5. extra, when not empty, is
+// a region the callback may access besides the run's.
+//
+// The callback runs on the stack below the calling function's frame; the
+// calling frames above stay accessible, as the context argument of these
+// helpers points into them.
+func (r *runner) callback(e *vm.Env, fn, a1, a2, a3, a4, a5 uint64, extra vm.Region) (uint64, error) {
+	frames := vm.Region{Start: e.FP - vm.StackSize, End: e.Stack.End, Writable: true}
+	r.addRegion(e, frames)
+	if extra.End > extra.Start {
+		r.addRegion(e, extra)
+	}
+	v, err := r.prog.engine.Call(e, fn, a1, a2, a3, a4, a5)
+	if extra.End > extra.Start {
+		r.removeRegion(e, extra)
+	}
+	r.removeRegion(e, frames)
+	return v, err
+}
+
+// scratchSlots returns two key slots for the current nesting level and
+// enters the next level; leave with r.hs.scratchDepth--.
+func (r *runner) scratchSlots() (cur, next uint64, ok bool) {
+	if r.hs.scratch == nil {
+		m, err := vm.Alloc(scratchSize)
+		if err != nil {
+			return 0, 0, false
+		}
+		r.hs.scratch = m
+	}
+	d := r.hs.scratchDepth
+	if d >= scratchLevels {
+		return 0, 0, false
+	}
+	r.hs.scratchDepth++
+	base := r.hs.scratch.Addr() + uint64(d)*2*scratchKeyMax
+	return base, base + scratchKeyMax, true
+}
+
+// random returns the next value of the runner's generator, seeded on first
+// use from the process-wide source.
+func (r *runner) random() uint32 {
+	if !r.hs.seeded {
+		r.hs.rng.Seed(rand.Uint64(), rand.Uint64())
+		r.hs.seeded = true
+	}
+	return uint32(r.hs.rng.Uint64() >> 32)
+}
+
+// keyPtr returns a pointer to the runner's small key buffer, holding v in
+// host byte order over size bytes (4 or 8).
+func (r *runner) keyPtr(v uint64, size uint32) unsafe.Pointer {
+	k := unsafe.Pointer(&r.hs.key)
+	if size == 4 {
+		*(*uint32)(k) = uint32(v)
+	} else {
+		r.hs.key = v
+	}
+	return k
+}
