@@ -12,6 +12,7 @@ import (
 	"bpfvm/interp"
 	"bpfvm/isa"
 	"bpfvm/progtype"
+	"bpfvm/verifier"
 	"bpfvm/vm"
 )
 
@@ -80,6 +81,19 @@ type ProgramOptions struct {
 	// Task is what the bpf_get_current_* helpers report. Nil reports the
 	// host process and the OS thread of the run.
 	Task *Task
+
+	// NoVerify skips verification: for trusted code the verifier cannot
+	// prove safe. Such programs run in checked mode, where every memory
+	// access is validated at run time. Programs without a context
+	// (unspecified type, as in the conformance suite) always run so.
+	NoVerify bool
+	// HelperProtos gives the verifier the prototypes of host helpers.
+	HelperProtos map[int32]*verifier.Proto
+	// LogLevel and LogSize control the verifier log (see verifier.Options).
+	LogLevel int
+	LogSize  int
+	// Unprivileged verifies with the rules for loads without CAP_BPF.
+	Unprivileged bool
 }
 
 // Program is a loaded eBPF program. It is safe for concurrent use.
@@ -93,8 +107,14 @@ type Program struct {
 	opts   ProgramOptions
 
 	regions []vm.Region // map value memory, for checked accesses
-	cpus    *cpus
-	ownCPUs bool // a standalone program closes its runners
+
+	// VerifierLog is the verifier's log (with ProgramOptions.LogLevel > 0).
+	VerifierLog string
+	verified    bool
+	stats       verifier.Stats
+	shadow      uint64 // offset of the 64-bit packet pointers in the context area
+	cpus        *cpus
+	ownCPUs     bool // a standalone program closes its runners
 
 	id   uint32      // in the live-program table (helpers_tailcall.go)
 	tail vm.TailCall // what bpf_tail_call returns to jump here
@@ -191,6 +211,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 		p.cpus, p.ownCPUs = newCPUs(0), true
 	}
 	if err := isa.Validate(insns); err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
+	if err := p.verify(); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
 	resolved, err := p.resolve()
@@ -336,6 +359,7 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 		return Result{}, fmt.Errorf("run %s: %w", p.name, err)
 	}
 	defer p.cpus.release(r)
+	ctxArea := p.contextArea()
 	if err := r.memory(ctxArea + headroom + len(opts.Data) + tailroom); err != nil {
 		return Result{}, fmt.Errorf("run %s: %w", p.name, err)
 	}
@@ -357,9 +381,9 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 		if pt.NetworkHeader {
 			pkt = frame[ethHeader:]
 		}
-		pktStart := base + ctxArea + headroom + uint64(len(frame)-len(pkt))
+		pktStart := base + uint64(ctxArea+headroom+len(frame)-len(pkt))
 		r.pkt = packetState{
-			start: base + ctxArea,
+			start: base + uint64(ctxArea),
 			meta:  pktStart,
 			data:  pktStart,
 			end:   pktStart + uint64(len(pkt)),
@@ -370,7 +394,7 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 		}
 		env := &r.env
 		*env = vm.Env{
-			Checked: true,
+			Checked: !p.verified,
 			Regions: p.regions,
 			Stack:   vm.Region{Start: r.stack.Addr(), End: r.stack.Addr() + vm.MaxFrames*vm.StackSize, Writable: true},
 			CPU:     r.cpu,
@@ -389,7 +413,9 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 			}
 		} else {
 			env.Ctx = vm.Region{Start: base, End: base + uint64(pt.ContextSize), Writable: true}
-			env.CtxAccess = ctxAccess
+			if !p.verified {
+				env.CtxAccess = ctxAccess
+			}
 			r1 = base
 		}
 		res.R0, err = p.engine.Run(env, r1, r2, p.opts.Budget)

@@ -13,7 +13,6 @@ import (
 // then the packet, then tailroom. The headroom matches the kernel's
 // XDP_PACKET_HEADROOM so that bpf_xdp_adjust_head can grow the packet.
 const (
-	ctxArea   = 256
 	headroom  = 256
 	tailroom  = 256
 	maxPacket = 1 << 20

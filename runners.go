@@ -43,6 +43,14 @@ func (r *runner) setPacket(p packetState) {
 	reg := vm.Region{Start: p.meta, End: p.end, Writable: true}
 	r.regions[0] = reg
 	r.env.Packet = vm.Region{Start: p.data, End: p.end, Writable: true}
+	if r.prog != nil && r.prog.verified {
+		// Verified programs load the packet pointers from the shadow
+		// slots (see rewriteContext).
+		shadow := r.buf.Addr() + r.prog.shadowOffset()
+		*(*uint64)(vm.Ptr(shadow + shadowData)) = p.data
+		*(*uint64)(vm.Ptr(shadow + shadowEnd)) = p.end
+		*(*uint64)(vm.Ptr(shadow + shadowMeta)) = p.meta
+	}
 }
 
 func newCPUs(n int) *cpus {

@@ -19,6 +19,7 @@ import (
 	"bpfvm"
 	"bpfvm/loader"
 	"bpfvm/progtype"
+	"bpfvm/verifier"
 	"bpfvm/vm"
 )
 
@@ -61,9 +62,16 @@ func run(w io.Writer) error {
 		return 0, nil
 	}
 	coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{
-		Programs: bpfvm.ProgramOptions{Helpers: map[int32]vm.Helper{10000: audit}},
-		Types:    map[string]*progtype.Type{"host/policy": requestType},
-		NumCPU:   1,
+		Programs: bpfvm.ProgramOptions{
+			Helpers: map[int32]vm.Helper{10000: audit},
+			// The verifier checks calls against the helper's prototype.
+			HelperProtos: map[int32]*verifier.Proto{10000: {
+				Name: "host_audit",
+				Args: [5]verifier.ArgType{verifier.ArgScalar, verifier.ArgScalar},
+			}},
+		},
+		Types:  map[string]*progtype.Type{"host/policy": requestType},
+		NumCPU: 1,
 	})
 	if err != nil {
 		return err

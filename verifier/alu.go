@@ -1,0 +1,258 @@
+package verifier
+
+import (
+	"bpfvm/isa"
+)
+
+// maxVarOff bounds pointer offsets (the kernel's BPF_MAX_VAR_OFF).
+const maxVarOff = 1 << 29
+
+func unknownScalar() Reg { return Reg{Type: ScalarValue, Scalar: Unknown()} }
+
+func constScalar(v uint64) Reg { return Reg{Type: ScalarValue, Scalar: Const(v)} }
+
+// readReg checks that register r may be read.
+func (v *verifier) readReg(pc int, r isa.Register) (*Reg, error) {
+	reg := &v.cur.cur().Regs[r]
+	if reg.Type == NotInit {
+		return nil, v.errorf(pc, "R%d !read_ok", r)
+	}
+	return reg, nil
+}
+
+// isPointerLeak reports whether reg is a pointer an unprivileged program
+// must not turn into a scalar.
+func (v *verifier) isPointerLeak(reg *Reg) bool {
+	return v.opts.Unprivileged && reg.Type.IsPointer()
+}
+
+// aluOpString is the operator as the kernel's messages print it.
+var aluOpString = map[uint8]string{
+	isa.ALUAdd: "+=", isa.ALUSub: "-=", isa.ALUMul: "*=", isa.ALUDiv: "/=", isa.ALUOr: "|=",
+	isa.ALUAnd: "&=", isa.ALULsh: "<<=", isa.ALURsh: ">>=", isa.ALUNeg: "neg", isa.ALUMod: "%=",
+	isa.ALUXor: "^=", isa.ALUMov: "=", isa.ALUArsh: "s>>=", isa.ALUEnd: "endian",
+}
+
+func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
+	f := v.cur.cur()
+	op := ins.Op & 0xf0
+	is64 := ins.Class() == isa.ClassALU64
+	x := ins.Op&isa.SrcX != 0
+	dst := &f.Regs[ins.Dst]
+
+	switch op {
+	case isa.ALUNeg, isa.ALUEnd:
+		if _, err := v.readReg(pc, ins.Dst); err != nil {
+			return err
+		}
+		if dst.Type != ScalarValue {
+			if v.opts.Unprivileged {
+				return v.errorf(pc, "R%d pointer arithmetic prohibited", ins.Dst)
+			}
+			*dst = unknownScalar()
+		}
+		switch {
+		case op == isa.ALUNeg:
+			dst.Scalar.ALU(isa.ALUNeg, Const(0), is64, false)
+		case !is64 && !x: // to little endian
+			dst.Scalar.ToLE(int(ins.Imm))
+		default: // to big endian, or bswap
+			dst.Scalar.Bswap(int(ins.Imm))
+		}
+		dst.ID = 0
+		return nil
+	case isa.ALUMov:
+		return v.checkMov(pc, ins, is64, x)
+	}
+
+	if _, err := v.readReg(pc, ins.Dst); err != nil {
+		return err
+	}
+	var src Reg
+	if x {
+		s, err := v.readReg(pc, ins.Src)
+		if err != nil {
+			return err
+		}
+		src = *s
+	} else {
+		if (op == isa.ALUDiv || op == isa.ALUMod) && ins.Imm == 0 {
+			return v.errorf(pc, "div by zero")
+		}
+		width := int32(32)
+		if is64 {
+			width = 64
+		}
+		if (op == isa.ALULsh || op == isa.ALURsh || op == isa.ALUArsh) && (ins.Imm < 0 || ins.Imm >= width) {
+			return v.errorf(pc, "invalid shift %d", ins.Imm)
+		}
+		src = constScalar(uint64(int64(ins.Imm)))
+		if !is64 {
+			src.Scalar = Const(uint64(uint32(ins.Imm)))
+		}
+	}
+
+	if dst.Type.IsPointer() || src.Type.IsPointer() {
+		return v.pointerALU(pc, ins, dst, &src, op, is64, x)
+	}
+	signed := (op == isa.ALUDiv || op == isa.ALUMod) && ins.Off == 1
+	dst.Scalar.ALU(op, src.Scalar, is64, signed)
+	dst.ID = 0
+	dst.Precise = false
+	return nil
+}
+
+func (v *verifier) checkMov(pc int, ins isa.Instruction, is64, x bool) error {
+	f := v.cur.cur()
+	dst := &f.Regs[ins.Dst]
+	if !x {
+		if is64 {
+			*dst = constScalar(uint64(int64(ins.Imm)))
+		} else {
+			*dst = constScalar(uint64(uint32(ins.Imm)))
+		}
+		return nil
+	}
+	src, err := v.readReg(pc, ins.Src)
+	if err != nil {
+		return err
+	}
+	if ins.Off != 0 { // movsx
+		if src.Type != ScalarValue {
+			if v.opts.Unprivileged {
+				return v.errorf(pc, "R%d sign-extension part of pointer", ins.Src)
+			}
+			*dst = unknownScalar()
+			return nil
+		}
+		s := src.Scalar
+		s.MovSX(int(ins.Off)/8, is64)
+		*dst = Reg{Type: ScalarValue, Scalar: s}
+		return nil
+	}
+	if is64 {
+		if src.Type == ScalarValue && src.ID == 0 && !src.IsConst() {
+			// Link the copies so that a bound learned on one applies to
+			// the other (the kernel's find_equal_scalars).
+			src.ID = v.newID()
+		}
+		*dst = *src
+		return nil
+	}
+	if src.Type != ScalarValue {
+		if v.opts.Unprivileged {
+			return v.errorf(pc, "R%d partial copy of pointer", ins.Src)
+		}
+		*dst = unknownScalar()
+		dst.Scalar.Truncate(4)
+		return nil
+	}
+	s := src.Scalar
+	s.Truncate(4)
+	*dst = Reg{Type: ScalarValue, Scalar: s}
+	return nil
+}
+
+// pointerALU handles arithmetic where dst or src is a pointer, the kernel's
+// adjust_ptr_min_max_vals.
+func (v *verifier) pointerALU(pc int, ins isa.Instruction, dst, src *Reg, op uint8, is64, x bool) error {
+	opStr := aluOpString[op]
+	if !is64 {
+		return v.errorf(pc, "R%d 32-bit pointer arithmetic prohibited", ins.Dst)
+	}
+	if dst.Type.IsPointer() && src.Type.IsPointer() {
+		if op == isa.ALUSub && !v.opts.Unprivileged {
+			*dst = unknownScalar()
+			return nil
+		}
+		return v.errorf(pc, "R%d pointer %s pointer prohibited", ins.Dst, opStr)
+	}
+	ptr, off := dst, src
+	if src.Type.IsPointer() {
+		if op == isa.ALUSub {
+			return v.errorf(pc, "R%d tried to subtract pointer from scalar", ins.Dst)
+		}
+		ptr, off = src, dst
+	}
+	switch op {
+	case isa.ALUAdd, isa.ALUSub:
+	case isa.ALUAnd, isa.ALUOr, isa.ALUXor:
+		if v.opts.Unprivileged || ptr == dst {
+			return v.errorf(pc, "R%d bitwise operator %s on pointer prohibited", ins.Dst, opStr)
+		}
+		*dst = unknownScalar()
+		return nil
+	default:
+		if v.opts.Unprivileged || ptr == dst {
+			return v.errorf(pc, "R%d pointer arithmetic with %s operator prohibited", ins.Dst, opStr)
+		}
+		*dst = unknownScalar()
+		return nil
+	}
+	if ptr.maybeNull() {
+		return v.errorf(pc, "R%d pointer arithmetic on %s prohibited, null-check it first", ins.Dst, regTypeString(ptr))
+	}
+	switch ptr.Type {
+	case ConstPtrToMap, PtrToPacketEnd, PtrToFunc:
+		return v.errorf(pc, "R%d pointer arithmetic on %s prohibited", ins.Dst, ptr.Type)
+	}
+	name := ptrKindName(ptr.Type)
+	s := off.Scalar
+	if s.IsConst() {
+		c := int64(s.Const())
+		if c >= maxVarOff || c <= -maxVarOff {
+			return v.errorf(pc, "math between %s pointer and %d is not allowed", name, c)
+		}
+	} else {
+		if s.Smin == minInt64 {
+			return v.errorf(pc, "math between %s pointer and register with unbounded min value is not allowed", name)
+		}
+		if s.Smin >= maxVarOff || s.Smin <= -maxVarOff {
+			return v.errorf(pc, "value %d makes %s pointer be out of bounds", s.Smin, name)
+		}
+	}
+	res := *ptr
+	if s.IsConst() {
+		c := int64(s.Const())
+		if op == isa.ALUSub {
+			c = -c
+		}
+		newOff := int64(ptr.Off) + c
+		if newOff >= maxVarOff || newOff <= -maxVarOff {
+			return v.errorf(pc, "R%d pointer offset %d is not allowed", ins.Dst, newOff)
+		}
+		res.Off = int32(newOff)
+	} else {
+		if ptr.Type == PtrToCtx && v.opts.Unprivileged {
+			return v.errorf(pc, "R%d variable ctx access prohibited", ins.Dst)
+		}
+		res.Scalar.ALU(op, s, true, false)
+		if res.Scalar.Smin <= -maxVarOff || res.Scalar.Smin >= maxVarOff {
+			return v.errorf(pc, "value %d makes %s pointer be out of bounds", res.Scalar.Smin, name)
+		}
+		if res.Type.isPacket() {
+			// Something unknown was added: the proven range no longer
+			// applies to this pointer.
+			res.ID = v.newID()
+			res.Range = 0
+		}
+	}
+	*dst = res
+	return nil
+}
+
+// ptrKindName names pointer types in "math between ... pointer" messages.
+func ptrKindName(t RegType) string {
+	switch t {
+	case PtrToPacket, PtrToPacketMeta:
+		return "pkt"
+	case PtrToStack:
+		return "fp"
+	}
+	return t.String()
+}
+
+const (
+	minInt64 = -1 << 63
+	maxInt64 = 1<<63 - 1
+)

@@ -1,0 +1,447 @@
+package verifier
+
+import (
+	"fmt"
+	"slices"
+
+	"bpfvm/isa"
+)
+
+// releaseRef drops an acquired reference.
+func (st *State) releaseRef(id uint32) bool {
+	for i, r := range st.Refs {
+		if r.ID == id {
+			st.Refs = slices.Delete(st.Refs, i, i+1)
+			// Every copy of the released pointer becomes unusable.
+			st.forEachReg(func(reg *Reg) {
+				if reg.RefID == id {
+					*reg = unknownScalar()
+				}
+			})
+			return true
+		}
+	}
+	return false
+}
+
+func (v *verifier) proto(id int32) *Proto {
+	if v.opts.Helpers != nil {
+		return v.opts.Helpers(id)
+	}
+	return BuiltinProto(id)
+}
+
+func (v *verifier) checkHelperCall(pc int, id int32) error {
+	p := v.proto(id)
+	name := isa.HelperName(id)
+	if name == "" {
+		name = "unknown"
+	}
+	if p == nil {
+		return v.errorf(pc, "invalid func %s#%d", name, id)
+	}
+	if p.Name != "" {
+		name = p.Name
+	}
+	if v.pt.Helpers != nil && !v.pt.Helpers(id) {
+		return v.errorf(pc, "program of this type cannot use helper %s#%d", name, id)
+	}
+	f := v.cur.cur()
+	var (
+		m          *MapInfo
+		memReg     = -1 // register of the last memory argument
+		memUninit  bool
+		allocSize  uint64
+		releaseRef uint32
+		callback   = -1
+	)
+	for i, at := range p.Args {
+		regno := isa.Register(i + 1)
+		if at == ArgNone {
+			break
+		}
+		reg, err := v.readReg(pc, regno)
+		if err != nil {
+			return err
+		}
+		switch at {
+		case ArgAnything:
+			if reg.Type.IsPointer() && v.opts.Unprivileged {
+				return v.errorf(pc, "R%d leaks addr into helper function", regno)
+			}
+		case ArgScalar:
+			if reg.Type != ScalarValue {
+				return v.errorf(pc, "R%d type=%s expected=scalar", regno, regTypeString(reg))
+			}
+		case ArgConstMapPtr:
+			if reg.Type != ConstPtrToMap || reg.maybeNull() {
+				return v.errorf(pc, "R%d type=%s expected=map_ptr", regno, regTypeString(reg))
+			}
+			m = reg.Map
+			if p.MapTypes != nil && !slices.Contains(p.MapTypes, m.Spec.Type) {
+				return v.errorf(pc, "cannot pass map_type %d into func %s#%d", m.Spec.Type, name, id)
+			}
+			aux := &v.aux[pc]
+			if aux.Map != nil && aux.Map != m {
+				aux.MapConflict = true
+			}
+			aux.Map = m
+		case ArgMapKey, ArgMapValue, ArgUninitMapValue:
+			if m == nil {
+				return v.errorf(pc, "invalid map_ptr to access map->key")
+			}
+			size := m.Spec.KeySize
+			if at != ArgMapKey {
+				size = m.Spec.ValueSize
+			}
+			if err := v.checkHelperMem(pc, regno, reg, int(size), at == ArgUninitMapValue, false); err != nil {
+				return err
+			}
+			if at == ArgMapKey {
+				v.noteConstKey(pc, reg, int(size))
+			}
+		case ArgMem, ArgUninitMem, ArgPtrToLong, ArgConstStr:
+			memReg, memUninit = i+1, at == ArgUninitMem
+			if at == ArgPtrToLong {
+				if err := v.checkHelperMem(pc, regno, reg, 8, true, false); err != nil {
+					return err
+				}
+			}
+			if at == ArgConstStr {
+				if reg.Type != PtrToMapValue || reg.Map.Spec.Flags&0x80 == 0 {
+					return v.errorf(pc, "R%d does not point to a readonly map'", regno)
+				}
+			}
+		case ArgConstSize, ArgConstSizeOrZero:
+			if reg.Type != ScalarValue {
+				return v.errorf(pc, "R%d type=%s expected=scalar", regno, regTypeString(reg))
+			}
+			if reg.Smin < 0 {
+				return v.errorf(pc, "R%d min value is negative, either use unsigned or 'var &= const'", regno)
+			}
+			if reg.Umin == 0 && at == ArgConstSize {
+				return v.errorf(pc, "R%d invalid zero-sized read: u64=[%d,%d]", regno, reg.Umin, reg.Umax)
+			}
+			if reg.Umax >= maxVarOff {
+				return v.errorf(pc, "R%d unbounded memory access, use 'var &= const' or 'if (var < const)'", regno)
+			}
+			if memReg < 0 {
+				return v.errorf(pc, "R%d size argument without a memory argument", regno)
+			}
+			if reg.Umax > 0 {
+				ptr := &f.Regs[memReg]
+				if err := v.checkHelperMem(pc, isa.Register(memReg), ptr, int(reg.Umax), memUninit, reg.Umin == 0); err != nil {
+					return err
+				}
+			}
+		case ArgConstAllocSize:
+			if reg.Type != ScalarValue || !reg.IsConst() {
+				return v.errorf(pc, "R%d is not a known constant'", regno)
+			}
+			allocSize = reg.Const()
+		case ArgCtx:
+			if reg.Type != PtrToCtx {
+				return v.errorf(pc, "R%d type=%s expected=ctx", regno, regTypeString(reg))
+			}
+			if reg.Off != 0 || !reg.IsConst() || reg.Const() != 0 {
+				return v.errorf(pc, "dereference of modified ctx ptr R%d off=%d disallowed", regno, reg.Off)
+			}
+		case ArgCallback:
+			if reg.Type != PtrToFunc {
+				return v.errorf(pc, "R%d type=%s expected=func", regno, regTypeString(reg))
+			}
+			callback = reg.Subprog
+		case ArgRingbufMem:
+			if reg.Type != PtrToMem || reg.Flags&Ringbuf == 0 || reg.maybeNull() {
+				return v.errorf(pc, "R%d type=%s expected=ringbuf_mem", regno, regTypeString(reg))
+			}
+			if reg.Off != 0 || !reg.IsConst() || reg.Const() != 0 {
+				return v.errorf(pc, "R%d must have zero offset when passed to release func", regno)
+			}
+			releaseRef = reg.RefID
+		}
+	}
+	if callback >= 0 {
+		return v.enterCallback(pc, name, callback, m)
+	}
+	if releaseRef != 0 && !v.cur.releaseRef(releaseRef) {
+		return v.errorf(pc, "R1 must be referenced when passed to release function")
+	}
+	if packetHelpers[name] {
+		// The packet may have moved: every packet pointer is stale.
+		v.cur.forEachReg(func(r *Reg) {
+			if r.Type == PtrToPacket || r.Type == PtrToPacketEnd || r.Type == PtrToPacketMeta {
+				*r = unknownScalar()
+			}
+		})
+	}
+	for r := isa.R1; r <= isa.R5; r++ {
+		f.Regs[r] = Reg{Type: NotInit}
+	}
+	r0 := &f.Regs[0]
+	switch p.Ret {
+	case RetInteger:
+		*r0 = unknownScalar()
+	case RetVoid:
+		*r0 = Reg{Type: NotInit}
+	case RetMapValueOrNull:
+		if m.Spec.Type == 12 || m.Spec.Type == 13 { // maps of maps: the inner map
+			inner := &MapInfo{Name: m.Name + ".inner", Index: -1}
+			if m.Spec.InnerMap != nil {
+				inner.Spec = *m.Spec.InnerMap
+			}
+			*r0 = Reg{Type: ConstPtrToMap, Flags: MaybeNull, Map: inner, ID: v.newID(), Scalar: Const(0)}
+		} else {
+			*r0 = Reg{Type: PtrToMapValue, Flags: MaybeNull, Map: m, ID: v.newID(), Scalar: Const(0)}
+		}
+	case RetRingbufMemOrNull:
+		if allocSize == 0 || allocSize > uint64(m.Spec.MaxEntries) {
+			return v.errorf(pc, "R2 invalid ringbuf reservation size %d", allocSize)
+		}
+		ref := v.newID()
+		v.cur.Refs = append(v.cur.Refs, Ref{ID: ref, Insn: pc})
+		*r0 = Reg{Type: PtrToMem, Flags: MaybeNull | Ringbuf, MemSize: uint32(allocSize), ID: v.newID(), RefID: ref, Scalar: Const(0)}
+	}
+	return nil
+}
+
+// enterCallback verifies a helper that calls back into the program (bpf_loop,
+// bpf_for_each_map_elem) as a loop: the helper may return at once, or call
+// the callback and come back to decide again. The state after the helper
+// returns is queued; the current state enters the callback. When the
+// callback exits, verification resumes at the helper call, where pruning
+// against the earlier visit ends the loop once the callback changes
+// nothing more.
+func (v *verifier) enterCallback(pc int, name string, sub int, m *MapInfo) error {
+	st := v.cur
+	caller := st.cur()
+	after := st.clone()
+	af := after.cur()
+	for r := isa.R1; r <= isa.R5; r++ {
+		af.Regs[r] = Reg{Type: NotInit}
+	}
+	af.Regs[0] = unknownScalar()
+	if err := v.push(after, pc, pc+1); err != nil {
+		return err
+	}
+	if len(st.Frames) >= MaxCallFrames {
+		return v.errorf(pc, "the call stack of %d frames is too deep !", len(st.Frames)+1)
+	}
+	callee := &Frame{CallSite: pc, Subprog: sub, Number: len(st.Frames), Callback: true}
+	for r := isa.R1; r <= isa.R5; r++ {
+		callee.Regs[r] = Reg{Type: NotInit}
+	}
+	switch name {
+	case "bpf_loop":
+		// callback(u64 index, void *ctx)
+		callee.Regs[1] = unknownScalar()
+		callee.Regs[2] = caller.Regs[3]
+	case "bpf_for_each_map_elem":
+		// callback(map, key, value, ctx)
+		callee.Regs[1] = Reg{Type: ConstPtrToMap, Map: m, Scalar: Const(0)}
+		callee.Regs[2] = Reg{Type: PtrToMapKey, Map: m, Scalar: Const(0)}
+		callee.Regs[3] = Reg{Type: PtrToMapValue, Map: m, Scalar: Const(0)}
+		callee.Regs[4] = caller.Regs[3]
+	default:
+		return v.errorf(pc, "callbacks of %s are not supported", name)
+	}
+	callee.Regs[10] = Reg{Type: PtrToStack, Frame: uint8(callee.Number), Scalar: Const(0)}
+	st.Frames = append(st.Frames, callee)
+	v.pc = v.subs[sub].Start
+	return nil
+}
+
+// checkHelperMem checks that a helper may read (or, uninit, write) size
+// bytes at reg; zeroOK allows a NULL-free zero-sized access.
+func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int, uninit, zeroOK bool) error {
+	switch reg.Type {
+	case PtrToStack:
+		s := reg.Scalar
+		f := v.cur.Frames[reg.Frame]
+		lo := int64(reg.Off) + s.Smin
+		hi := int64(reg.Off) + s.Smax + int64(size)
+		if lo < -MaxStack || hi > 0 {
+			return v.errorf(pc, "invalid indirect access to stack R%d off=%d size=%d", regno, int64(reg.Off)+s.Smin, size)
+		}
+		if !s.IsConst() && v.opts.Unprivileged {
+			return v.errorf(pc, "R%d variable stack access prohibited for !root", regno)
+		}
+		v.noteStackDepth(f, int(-lo))
+		return v.stackInitialized(pc, int(regno), f, int(lo), int(hi-lo), uninit)
+	case PtrToMapValue, PtrToMapKey, PtrToPacket, PtrToPacketMeta, PtrToMem:
+		a := access{pc: pc, reg: regno, size: size, write: uninit}
+		if uninit {
+			unk := unknownScalar()
+			a.val = &unk
+		}
+		if size == 0 {
+			return nil
+		}
+		// The access covers size bytes: check it as one wide access.
+		_, err := v.checkWideAccess(reg, a)
+		return err
+	}
+	if zeroOK && reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
+		return nil
+	}
+	return v.errorf(pc, "R%d type=%s expected=fp, pkt, pkt_meta, map_key, map_value, mem", regno, regTypeString(reg))
+}
+
+// checkWideAccess checks an access of any size to non-stack memory.
+func (v *verifier) checkWideAccess(ptr *Reg, a access) (Reg, error) {
+	if ptr.maybeNull() {
+		return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
+	}
+	switch ptr.Type {
+	case PtrToMapValue:
+		return v.mapValueAccess(ptr, a)
+	case PtrToMapKey:
+		return Reg{}, v.boundsCheck(ptr, a, int64(ptr.Map.Spec.KeySize), "map key")
+	case PtrToPacket, PtrToPacketMeta:
+		return v.packetAccess(ptr, a)
+	case PtrToMem:
+		if a.write && ptr.Flags&Rdonly != 0 {
+			return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))
+		}
+		return Reg{}, v.boundsCheck(ptr, a, int64(ptr.MemSize), "mem")
+	}
+	return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
+}
+
+// noteConstKey records a map lookup's key when it is a constant on the
+// stack, for the rewrite's inlining of array lookups.
+func (v *verifier) noteConstKey(pc int, reg *Reg, size int) {
+	aux := &v.aux[pc]
+	if reg.Type != PtrToStack || !reg.IsConst() || size != 4 {
+		aux.HasConstKey = false
+		return
+	}
+	f := v.cur.Frames[reg.Frame]
+	off := int(reg.Off) + int(reg.Const())
+	if off%8 != 0 {
+		aux.HasConstKey = false
+		return
+	}
+	s := f.slot(off)
+	if !s.spilled() || s.Spilled.Type != ScalarValue || !s.Spilled.IsConst() {
+		aux.HasConstKey = false
+		return
+	}
+	k := s.Spilled.Const()
+	if aux.Seen && aux.HasConstKey && aux.ConstKey != k {
+		aux.HasConstKey = false
+		return
+	}
+	aux.ConstKey, aux.HasConstKey = k, true
+}
+
+// checkLocalCall enters a bpf-to-bpf call: a new frame whose R1-R5 are the
+// caller's and whose R10 points at its own stack.
+func (v *verifier) checkLocalCall(pc, target int) error {
+	st := v.cur
+	if len(st.Frames) >= MaxCallFrames {
+		return v.errorf(pc, "the call stack of %d frames is too deep !", len(st.Frames)+1)
+	}
+	sub := subprogAt(v.subs, target)
+	for _, f := range st.Frames {
+		if f.Subprog == sub {
+			return v.errorf(pc, "recursive call from insn %d to %d", pc, target)
+		}
+	}
+	caller := st.cur()
+	callee := &Frame{CallSite: pc, Subprog: sub, Number: len(st.Frames)}
+	for r := isa.R1; r <= isa.R5; r++ {
+		callee.Regs[r] = caller.Regs[r]
+	}
+	callee.Regs[10] = Reg{Type: PtrToStack, Frame: uint8(callee.Number), Scalar: Const(0)}
+	st.Frames = append(st.Frames, callee)
+	// The caller's argument registers are clobbered by the call.
+	for r := isa.R1; r <= isa.R5; r++ {
+		caller.Regs[r] = Reg{Type: NotInit}
+	}
+	v.log.printf("caller:\n %s\ncallee:\n %s\n", frameString(caller), frameString(callee))
+	v.pc = target
+	return nil
+}
+
+// checkStackDepth enforces the combined stack limit over every call chain,
+// each frame rounded up to 32 bytes as the kernel does.
+func (v *verifier) checkStackDepth() error {
+	depth := func(sub int) int { return (max(v.subs[sub].StackDepth, 1) + 31) &^ 31 }
+	var walk func(sub, total, frames int) error
+	walk = func(sub, total, frames int) error {
+		total += depth(sub)
+		if total > MaxStack {
+			return v.errorf(v.subs[sub].Start, "combined stack size of %d calls is %d. Too large", frames, total)
+		}
+		s := v.subs[sub]
+		for pc := s.Start; pc < s.End; pc++ {
+			if ins := v.insns[pc]; ins.IsLocalCall() {
+				if err := walk(subprogAt(v.subs, pc+1+int(ins.Imm)), total, frames+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for i, s := range v.subs {
+		if i == 0 || s.Callback {
+			if err := walk(i, 0, 1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (v *verifier) checkExit(pc int) (bool, error) {
+	st := v.cur
+	f := st.cur()
+	r0 := &f.Regs[0]
+	if r0.Type == NotInit {
+		return false, v.errorf(pc, "R0 !read_ok")
+	}
+	if f.Callback {
+		if r0.Type != ScalarValue {
+			return false, v.errorf(pc, "At callback return the register R0 is not a known value (%s)", regTypeString(r0))
+		}
+		if r0.Smin < 0 || r0.Smax > 1 {
+			return false, v.errorf(pc, "At callback return the register R0 has %s should have been in [0, 1]", r0.Scalar)
+		}
+		// Back to the helper call, which may call the callback again.
+		st.Frames = st.Frames[:len(st.Frames)-1]
+		st.callbackIter++
+		v.pc = f.CallSite
+		return false, nil
+	}
+	if len(st.Frames) > 1 {
+		if r0.Type == PtrToStack && int(r0.Frame) == f.Number {
+			return false, v.errorf(pc, "cannot return stack pointer to the caller")
+		}
+		if v.opts.Unprivileged && r0.Type.IsPointer() {
+			return false, v.errorf(pc, "R0 leaks addr as return value")
+		}
+		st.Frames = st.Frames[:len(st.Frames)-1]
+		caller := st.cur()
+		caller.Regs[0] = *r0
+		v.log.printf("returning from callee:\n %s\nto caller at %d:\n %s\n", frameString(f), f.CallSite+1, frameString(caller))
+		v.pc = f.CallSite + 1
+		return false, nil
+	}
+	if v.opts.Unprivileged && r0.Type.IsPointer() {
+		return false, v.errorf(pc, "R0 leaks addr as return value")
+	}
+	if len(st.Refs) > 0 {
+		r := st.Refs[0]
+		return false, v.errorf(pc, "Unreleased reference id=%d alloc_insn=%d", r.ID, r.Insn)
+	}
+	if v.pt.ReturnMax > v.pt.ReturnMin {
+		if r0.Type != ScalarValue {
+			return false, v.errorf(pc, "At program exit the register R0 is not a known value (%s)", regTypeString(r0))
+		}
+		if r0.Smin < v.pt.ReturnMin || r0.Smax > v.pt.ReturnMax {
+			return false, v.errorf(pc, "At program exit the register R0 has %s should have been in [%d, %d]", fmt.Sprint(r0.Scalar), v.pt.ReturnMin, v.pt.ReturnMax)
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,104 @@
+package verifier
+
+import (
+	"bpfvm/isa"
+)
+
+// explore walks every path of the program depth first, the kernel's
+// do_check: it follows the current state, pushes the other side of each
+// undecided branch, and pops a pending branch when a path exits.
+func (v *verifier) explore() error {
+	v.pc = 0
+	v.log.printf("%d: %s\n", 0, v.stateString(v.cur, true))
+	for {
+		v.stats.Processed++
+		if v.stats.Processed > MaxProcessed {
+			return v.errorf(v.pc, "BPF program is too large. Processed %d insn", v.stats.Processed)
+		}
+		pc := v.pc
+		ins := v.insns[pc]
+		var done bool
+		pruned, err := v.prune(pc)
+		if err != nil {
+			return err
+		}
+		if pruned {
+			if v.log.level > 0 {
+				v.log.printf("%d: safe\n", pc)
+			}
+			done = true
+		} else {
+			v.aux[pc].Seen = true
+			if v.log.level > 0 {
+				v.log.insn(pc, v.insns)
+			}
+			var err error
+			if done, err = v.step(pc, ins); err != nil {
+				return err
+			}
+		}
+		if v.log.level > 1 && !done {
+			v.log.printf("%s\n", v.stateString(v.cur, false))
+		}
+		if !done {
+			continue
+		}
+		// The path ended: continue with a pending branch.
+		v.pathDone()
+		if len(v.pending) == 0 {
+			return nil
+		}
+		p := v.pending[len(v.pending)-1]
+		v.pending = v.pending[:len(v.pending)-1]
+		v.cur, v.pc = p.st, p.pc
+		if v.log.level > 0 {
+			v.log.printf("from %d to %d: %s\n", p.from, p.pc, v.stateString(v.cur, false))
+		}
+	}
+}
+
+// push queues the state st to be explored from pc later.
+func (v *verifier) push(st *State, from, pc int) error {
+	if len(v.pending) >= maxPending {
+		return v.errorf(from, "The sequence of %d jumps is too complex.", len(v.pending))
+	}
+	if st.parent != nil {
+		st.parent.branches++
+	}
+	v.pending = append(v.pending, pending{st: st, pc: pc, from: from})
+	if len(v.pending) > v.stats.PendingBranchPeak {
+		v.stats.PendingBranchPeak = len(v.pending)
+	}
+	return nil
+}
+
+// step verifies one instruction and moves v.pc. done is set when the path
+// ended (exit from the entry function).
+func (v *verifier) step(pc int, ins isa.Instruction) (done bool, err error) {
+	switch ins.Class() {
+	case isa.ClassALU, isa.ClassALU64:
+		err = v.checkALU(pc, ins)
+		v.pc = pc + 1
+	case isa.ClassLDX:
+		err = v.checkLoad(pc, ins)
+		v.pc = pc + 1
+	case isa.ClassST, isa.ClassSTX:
+		if ins.Op&0xe0 == isa.ModeATOMIC {
+			err = v.checkAtomic(pc, ins)
+		} else {
+			err = v.checkStore(pc, ins)
+		}
+		v.pc = pc + 1
+	case isa.ClassLD:
+		if ins.IsLdImm64() {
+			err = v.checkLdImm(pc, ins)
+			v.pc = pc + 2
+		} else {
+			err = v.checkLdAbs(pc, ins)
+			v.pc = pc + 1
+		}
+	case isa.ClassJMP, isa.ClassJMP32:
+		return v.checkJump(pc, ins)
+	}
+	return false, err
+}

@@ -1,0 +1,284 @@
+package verifier
+
+import (
+	"bpfvm/isa"
+)
+
+func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {
+	op := ins.Op & 0xf0
+	switch {
+	case ins.Op == isa.OpJA || ins.Op == isa.OpJA32:
+		v.pc, _ = ins.JumpTarget(pc)
+		return false, nil
+	case ins.Op == isa.OpExit:
+		return v.checkExit(pc)
+	case ins.Op == isa.OpCall:
+		switch uint8(ins.Src) {
+		case isa.CallHelper:
+			v.pc = pc + 1 // a helper with a callback moves on into it
+			return false, v.checkHelperCall(pc, ins.Imm)
+		case isa.CallLocal:
+			return false, v.checkLocalCall(pc, pc+1+int(ins.Imm))
+		}
+		return false, v.errorf(pc, "calling kernel function %d is not supported", ins.Imm)
+	case ins.Op == isa.OpCallX:
+		return false, v.errorf(pc, "callx is not supported")
+	case ins.Op == isa.OpMayGoto:
+		// Both outcomes are possible: the loop budget may or may not be
+		// exhausted.
+		target, _ := ins.JumpTarget(pc)
+		if err := v.push(v.cur.clone(), pc, target); err != nil {
+			return false, err
+		}
+		v.pc = pc + 1
+		return false, nil
+	}
+	return false, v.checkCondJump(pc, ins, op)
+}
+
+// checkCondJump explores a conditional jump: when the outcome is known only
+// that side is followed, otherwise the taken side is queued and both sides
+// learn what the comparison tells about the operands.
+func (v *verifier) checkCondJump(pc int, ins isa.Instruction, op uint8) error {
+	is32 := ins.Class() == isa.ClassJMP32
+	x := ins.Op&isa.SrcX != 0
+	target, _ := ins.JumpTarget(pc)
+	dst, err := v.readReg(pc, ins.Dst)
+	if err != nil {
+		return err
+	}
+	var src Reg
+	if x {
+		s, err := v.readReg(pc, ins.Src)
+		if err != nil {
+			return err
+		}
+		src = *s
+	} else {
+		src = constScalar(uint64(int64(ins.Imm)))
+		if is32 {
+			src.Scalar = Const(uint64(uint32(ins.Imm)))
+		}
+	}
+
+	taken := v.branchTaken(op, dst, &src, is32)
+	if taken == 1 {
+		v.pc = target
+		return nil
+	}
+	if taken == 0 {
+		v.pc = pc + 1
+		return nil
+	}
+	if (dst.Type.IsPointer() || src.Type.IsPointer()) && v.opts.Unprivileged && !v.allowedPtrCompare(dst, &src, op, x) {
+		return v.errorf(pc, "R%d pointer comparison prohibited", ins.Dst)
+	}
+
+	other := v.cur.clone()
+	// Refine both sides: this (fall-through) and other (taken).
+	thisOK := v.refine(v.cur, pc, ins, op, is32, x, false)
+	otherOK := v.refine(other, pc, ins, op, is32, x, true)
+	switch {
+	case thisOK && otherOK:
+		if err := v.push(other, pc, target); err != nil {
+			return err
+		}
+		v.pc = pc + 1
+	case otherOK:
+		v.cur = other
+		v.pc = target
+	default:
+		// The fall-through is the only possibility (or neither, which a
+		// sound domain never produces; keep the fall-through).
+		v.pc = pc + 1
+	}
+	return nil
+}
+
+// allowedPtrCompare: unprivileged programs may compare pointers only in a
+// null check or against the packet end.
+func (v *verifier) allowedPtrCompare(dst, src *Reg, op uint8, x bool) bool {
+	if dst.maybeNull() && src.Type == ScalarValue && src.IsConst() && src.Const() == 0 && (op == isa.JumpEQ || op == isa.JumpNE) {
+		return true
+	}
+	return x && pktPair(dst.Type, src.Type) != 0
+}
+
+// branchTaken decides a comparison when it can: 1 always taken, 0 never,
+// -1 unknown.
+func (v *verifier) branchTaken(op uint8, dst, src *Reg, is32 bool) int {
+	if dst.Type == ScalarValue && src.Type == ScalarValue {
+		return BranchTaken(op, dst.Scalar, src.Scalar, is32)
+	}
+	// A pointer that cannot be NULL compared with 0.
+	ptr, other := dst, src
+	if !ptr.Type.IsPointer() {
+		ptr, other = src, dst
+	}
+	if ptr.Type.IsPointer() && !ptr.maybeNull() && other.Type == ScalarValue && other.IsConst() && other.Const() == 0 && !is32 {
+		switch op {
+		case isa.JumpEQ:
+			return 0
+		case isa.JumpNE:
+			return 1
+		}
+	}
+	return -1
+}
+
+// refine narrows state st for one outcome of a comparison and reports
+// whether that outcome is possible.
+func (v *verifier) refine(st *State, pc int, ins isa.Instruction, op uint8, is32, x, taken bool) bool {
+	f := st.cur()
+	dst := &f.Regs[ins.Dst]
+	var src *Reg
+	var imm Reg
+	if x {
+		src = &f.Regs[ins.Src]
+	} else {
+		imm = constScalar(uint64(int64(ins.Imm)))
+		if is32 {
+			imm.Scalar = Const(uint64(uint32(ins.Imm)))
+		}
+		src = &imm
+	}
+	switch {
+	case dst.Type == ScalarValue && src.Type == ScalarValue:
+		Refine(op, &dst.Scalar, &src.Scalar, is32, taken)
+		if !dst.Scalar.Valid() || !src.Scalar.Valid() {
+			return false
+		}
+		v.propagateScalar(st, dst)
+		if x {
+			v.propagateScalar(st, src)
+		}
+	case dst.maybeNull() || src.maybeNull():
+		v.nullCheck(st, dst, src, op, taken)
+	case !is32 && x:
+		v.packetCompare(st, dst, src, op, taken)
+	}
+	return true
+}
+
+// propagateScalar copies what was learned about r to every register and
+// spilled slot holding the same value (the kernel's find_equal_scalars).
+func (v *verifier) propagateScalar(st *State, r *Reg) {
+	if r.ID == 0 {
+		return
+	}
+	id, s := r.ID, r.Scalar
+	st.forEachReg(func(o *Reg) {
+		if o.Type == ScalarValue && o.ID == id {
+			o.Scalar = s
+		}
+	})
+}
+
+// forEachReg calls fn for every register and spilled register of st.
+func (st *State) forEachReg(fn func(*Reg)) {
+	for _, f := range st.Frames {
+		for i := range f.Regs {
+			fn(&f.Regs[i])
+		}
+		for i := range f.Stack {
+			if f.Stack[i].spilled() {
+				fn(&f.Stack[i].Spilled)
+			}
+		}
+	}
+}
+
+// nullCheck applies `if ptr == 0` / `if ptr != 0` to every register that
+// shares the pointer's id (the kernel's mark_ptr_or_null_regs).
+func (v *verifier) nullCheck(st *State, dst, src *Reg, op uint8, taken bool) {
+	ptr, other := dst, src
+	if !ptr.maybeNull() {
+		ptr, other = src, dst
+	}
+	if other.Type != ScalarValue || !other.IsConst() || other.Const() != 0 || (op != isa.JumpEQ && op != isa.JumpNE) {
+		return
+	}
+	isNull := (op == isa.JumpEQ) == taken
+	id, ref := ptr.ID, ptr.RefID
+	st.forEachReg(func(r *Reg) {
+		if r.ID != id || !r.maybeNull() {
+			return
+		}
+		if isNull {
+			*r = constScalar(0)
+			return
+		}
+		r.Flags &^= MaybeNull
+	})
+	if isNull && ref != 0 {
+		st.releaseRef(ref)
+	}
+}
+
+// pktPair classifies a comparison of packet pointers: 1 when dst is the
+// pointer being checked (pkt vs pkt_end, or meta vs pkt), 2 when src is,
+// 0 when the pair is not a packet bounds check.
+func pktPair(dst, src RegType) int {
+	switch {
+	case dst == PtrToPacket && src == PtrToPacketEnd, dst == PtrToPacketMeta && src == PtrToPacket:
+		return 1
+	case dst == PtrToPacketEnd && src == PtrToPacket, dst == PtrToPacket && src == PtrToPacketMeta:
+		return 2
+	}
+	return 0
+}
+
+// packetCompare grants packet ranges from `pkt + N <op> pkt_end` checks
+// (the kernel's try_match_pkt_pointers and find_good_pkt_pointers).
+func (v *verifier) packetCompare(st *State, dst, src *Reg, op uint8, taken bool) {
+	which := pktPair(dst.Type, src.Type)
+	if which == 0 {
+		return
+	}
+	ptr := dst
+	if which == 2 {
+		ptr = src
+	}
+	// For each operator: in which branch the pointer is known in bounds,
+	// and whether the bound is strict ("<", giving one byte more).
+	var goodWhenTaken, open bool
+	switch {
+	case op == isa.JumpGT && which == 1: // pkt' > end: fall-through good
+		goodWhenTaken, open = false, false
+	case op == isa.JumpGT && which == 2: // end > pkt': taken good
+		goodWhenTaken, open = true, true
+	case op == isa.JumpLT && which == 1: // pkt' < end
+		goodWhenTaken, open = true, true
+	case op == isa.JumpLT && which == 2: // end < pkt'
+		goodWhenTaken, open = false, false
+	case op == isa.JumpGE && which == 1: // pkt' >= end
+		goodWhenTaken, open = false, true
+	case op == isa.JumpGE && which == 2: // end >= pkt'
+		goodWhenTaken, open = true, false
+	case op == isa.JumpLE && which == 1: // pkt' <= end
+		goodWhenTaken, open = true, false
+	case op == isa.JumpLE && which == 2: // end <= pkt'
+		goodWhenTaken, open = false, true
+	default:
+		return
+	}
+	if taken != goodWhenTaken {
+		return
+	}
+	if ptr.Off < 0 || (ptr.Off == 0 && open) || ptr.Umax > maxPacketOff || ptr.Umax+uint64(ptr.Off) > maxPacketOff {
+		return
+	}
+	newRange := ptr.Off
+	if open {
+		newRange++
+	}
+	typ, id := ptr.Type, ptr.ID
+	st.forEachReg(func(r *Reg) {
+		if r.Type == typ && r.ID == id && r.Range < newRange {
+			r.Range = newRange
+		}
+	})
+}
+
+// maxPacketOff is the largest packet offset the verifier reasons about.
+const maxPacketOff = 0xffff

@@ -1,0 +1,143 @@
+package verifier
+
+import (
+	"fmt"
+	"strings"
+
+	"bpfvm/isa"
+)
+
+// logger collects the verifier log within a size limit.
+type logger struct {
+	level     int
+	limit     int
+	b         strings.Builder
+	truncated bool
+}
+
+func (l *logger) printf(format string, args ...any) {
+	if l.level == 0 || l.truncated {
+		return
+	}
+	s := fmt.Sprintf(format, args...)
+	if l.limit > 0 && l.b.Len()+len(s) > l.limit {
+		l.b.WriteString(s[:l.limit-l.b.Len()])
+		l.truncated = true
+		return
+	}
+	l.b.WriteString(s)
+}
+
+// String returns the log so far.
+func (l *logger) String() string { return l.b.String() }
+
+// insn logs an instruction in the kernel's "pc: (op) text" form.
+func (l *logger) insn(pc int, insns []isa.Instruction) {
+	l.printf("%d: (%02x) %s\n", pc, insns[pc].Op, isa.Format(insns, pc, nil))
+}
+
+// regTypeString names a register's type with its flags, as the kernel's
+// reg_type_str.
+func regTypeString(r *Reg) string {
+	name := r.Type.String()
+	switch {
+	case r.Type == PtrToMem && r.Flags&Ringbuf != 0:
+		name = "ringbuf_mem"
+	case r.Type == PtrToMem && r.Flags&Rdonly != 0:
+		name = "rdonly_mem"
+	}
+	if r.maybeNull() {
+		name += "_or_null"
+	}
+	return name
+}
+
+// regString prints a register's value in the kernel's log syntax.
+func regString(r *Reg) string {
+	switch r.Type {
+	case NotInit:
+		return "?"
+	case ScalarValue:
+		return r.Scalar.String()
+	case PtrToStack:
+		if r.IsConst() {
+			return fmt.Sprintf("fp%d", int64(r.Off)+int64(r.Const()))
+		}
+	}
+	var parts []string
+	if r.ID != 0 {
+		parts = append(parts, fmt.Sprintf("id=%d", r.ID))
+	}
+	if r.RefID != 0 {
+		parts = append(parts, fmt.Sprintf("ref_obj_id=%d", r.RefID))
+	}
+	if r.Off != 0 || r.Type.isPacket() && r.Off != 0 {
+		parts = append(parts, fmt.Sprintf("off=%d", r.Off))
+	}
+	if r.Type.isPacket() {
+		parts = append(parts, fmt.Sprintf("r=%d", r.Range))
+	}
+	if r.Map != nil {
+		parts = append(parts, fmt.Sprintf("map=%s,ks=%d,vs=%d", r.Map.Name, r.Map.Spec.KeySize, r.Map.Spec.ValueSize))
+	}
+	if r.Type == PtrToMem {
+		parts = append(parts, fmt.Sprintf("sz=%d", r.MemSize))
+	}
+	if !r.IsConst() {
+		// The variable part of the offset, without the "scalar(...)" frame.
+		s := r.Scalar.String()
+		s = strings.TrimSuffix(strings.TrimPrefix(s, "scalar("), ")")
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return regTypeString(r) + "(" + strings.Join(parts, ",") + ")"
+}
+
+// frameString prints a frame's initialised registers and stack.
+func frameString(f *Frame) string {
+	var parts []string
+	for i := range f.Regs {
+		if f.Regs[i].Type != NotInit {
+			parts = append(parts, fmt.Sprintf("R%d=%s", i, regString(&f.Regs[i])))
+		}
+	}
+	for i := range f.Stack {
+		s := &f.Stack[i]
+		if s.Types == [8]uint8{} {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("fp%d=%s", -8*(i+1), slotString(s)))
+	}
+	return strings.Join(parts, " ")
+}
+
+// stateString prints the current frame's state; with frames > 0 each frame
+// is prefixed with its number as the kernel does for calls.
+func (v *verifier) stateString(st *State, _ bool) string {
+	if len(st.Frames) == 1 {
+		return frameString(st.Frames[0])
+	}
+	var b strings.Builder
+	for i, f := range st.Frames {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "frame%d: %s", i, frameString(f))
+	}
+	return b.String()
+}
+
+// logStats prints the statistics lines of log level 4.
+func (v *verifier) logStats() {
+	var depths []string
+	for _, d := range v.stats.StackDepth {
+		depths = append(depths, fmt.Sprint(d))
+	}
+	l := &v.log
+	l.level = max(l.level, 1)
+	l.printf("verification time %d usec\n", v.stats.Duration.Microseconds())
+	l.printf("stack depth %s\n", strings.Join(depths, "+"))
+	l.printf("processed %d insns (limit %d) max_states_per_insn %d total_states %d peak_states %d mark_read %d\n",
+		v.stats.Processed, MaxProcessed, v.stats.MaxStatesPerInsn, v.stats.TotalStates, v.stats.PeakStates, v.stats.MarkRead)
+}

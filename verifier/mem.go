@@ -1,0 +1,380 @@
+package verifier
+
+import (
+	"bpfvm/isa"
+	"bpfvm/maps"
+	"bpfvm/progtype"
+)
+
+// access is one memory access being checked.
+type access struct {
+	pc    int
+	reg   isa.Register // the pointer register
+	off   int32        // instruction offset
+	size  int
+	write bool
+	// val is the register being stored (nil for loads and immediates);
+	// imm is set for stores of an immediate.
+	val *Reg
+	imm *int64
+}
+
+func (v *verifier) checkLoad(pc int, ins isa.Instruction) error {
+	ptr, err := v.readReg(pc, ins.Src)
+	if err != nil {
+		return err
+	}
+	a := access{pc: pc, reg: ins.Src, off: int32(ins.Off), size: isa.SizeBytes(ins.Op)}
+	res, err := v.checkMemAccess(ptr, a)
+	if err != nil {
+		return err
+	}
+	if ins.Op&0xe0 == isa.ModeMEMSX && res.Type == ScalarValue {
+		res.Scalar.SignExtendLoad(a.size)
+	}
+	v.cur.cur().Regs[ins.Dst] = res
+	return nil
+}
+
+func (v *verifier) checkStore(pc int, ins isa.Instruction) error {
+	ptr, err := v.readReg(pc, ins.Dst)
+	if err != nil {
+		return err
+	}
+	a := access{pc: pc, reg: ins.Dst, off: int32(ins.Off), size: isa.SizeBytes(ins.Op), write: true}
+	if ins.Class() == isa.ClassSTX {
+		val, err := v.readReg(pc, ins.Src)
+		if err != nil {
+			return err
+		}
+		c := *val
+		a.val = &c
+	} else {
+		imm := int64(ins.Imm)
+		a.imm = &imm
+	}
+	_, err = v.checkMemAccess(ptr, a)
+	return err
+}
+
+func (v *verifier) checkAtomic(pc int, ins isa.Instruction) error {
+	size := isa.SizeBytes(ins.Op)
+	switch ins.Imm {
+	case isa.AtomicLoadAcquire:
+		ptr, err := v.readReg(pc, ins.Src)
+		if err != nil {
+			return err
+		}
+		res, err := v.checkMemAccess(ptr, access{pc: pc, reg: ins.Src, off: int32(ins.Off), size: size})
+		if err != nil {
+			return err
+		}
+		v.cur.cur().Regs[ins.Dst] = res
+		return nil
+	case isa.AtomicStoreRelease:
+		return v.checkStore(pc, isa.Instruction{Op: isa.ClassSTX | isa.ModeMEM | ins.Op&0x18, Dst: ins.Dst, Src: ins.Src, Off: ins.Off})
+	}
+	src, err := v.readReg(pc, ins.Src)
+	if err != nil {
+		return err
+	}
+	if ins.Imm == isa.AtomicCmpXchg {
+		if _, err := v.readReg(pc, isa.R0); err != nil {
+			return err
+		}
+		if v.cur.cur().Regs[0].Type.IsPointer() && v.opts.Unprivileged {
+			return v.errorf(pc, "R0 leaks addr into mem")
+		}
+	}
+	if src.Type.IsPointer() && v.opts.Unprivileged {
+		return v.errorf(pc, "R%d leaks addr into mem", ins.Src)
+	}
+	ptr, err := v.readReg(pc, ins.Dst)
+	if err != nil {
+		return err
+	}
+	switch ptr.Type {
+	case PtrToCtx, PtrToPacket, PtrToPacketMeta:
+		return v.errorf(pc, "BPF_ATOMIC stores into R%d %s is not allowed", ins.Dst, ptr.Type)
+	}
+	if err := v.checkAlign(pc, ptr, int32(ins.Off), size, true); err != nil {
+		return err
+	}
+	// An atomic is a read and a write of the same memory.
+	a := access{pc: pc, reg: ins.Dst, off: int32(ins.Off), size: size}
+	loaded, err := v.checkMemAccess(ptr, a)
+	if err != nil {
+		return err
+	}
+	unk := unknownScalar()
+	a.write, a.val = true, &unk
+	if _, err := v.checkMemAccess(ptr, a); err != nil {
+		return err
+	}
+	if loaded.Type != ScalarValue {
+		loaded = unknownScalar()
+	}
+	loaded.Scalar.Truncate(size)
+	f := v.cur.cur()
+	switch {
+	case ins.Imm == isa.AtomicCmpXchg:
+		f.Regs[0] = loaded
+	case ins.Imm&isa.AtomicFetch != 0:
+		f.Regs[ins.Src] = loaded
+	}
+	return nil
+}
+
+// checkMemAccess checks a load or store through ptr and returns what a load
+// yields, the kernel's check_mem_access.
+func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
+	aux := &v.aux[a.pc]
+	if aux.PtrType == NotInit {
+		aux.PtrType = ptr.Type
+	} else if aux.PtrType != ptr.Type && !(ptr.Type.IsPointer() && aux.PtrType.IsPointer() && (ptr.Type == PtrToCtx) == (aux.PtrType == PtrToCtx)) {
+		// The rewrite converts context accesses; an instruction that
+		// reaches the context on one path and other memory on another
+		// cannot be converted.
+		return Reg{}, v.errorf(a.pc, "same insn cannot be used with different pointers")
+	}
+	if ptr.maybeNull() {
+		return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
+	}
+	if a.write && a.val != nil && a.val.Type.IsPointer() && v.opts.Unprivileged && ptr.Type != PtrToStack {
+		return Reg{}, v.errorf(a.pc, "R%d leaks addr into %s", a.reg, ptr.Type)
+	}
+	if err := v.checkAlign(a.pc, ptr, a.off, a.size, false); err != nil {
+		return Reg{}, err
+	}
+	switch ptr.Type {
+	case PtrToStack:
+		return v.stackAccess(ptr, a)
+	case PtrToMapValue:
+		return v.mapValueAccess(ptr, a)
+	case PtrToMapKey:
+		if a.write {
+			return Reg{}, v.errorf(a.pc, "write to change key R%d not allowed", a.reg)
+		}
+		if err := v.boundsCheck(ptr, a, int64(ptr.Map.Spec.KeySize), "map key"); err != nil {
+			return Reg{}, err
+		}
+		return v.loadedScalar(a.size), nil
+	case PtrToCtx:
+		return v.ctxAccess(ptr, a)
+	case PtrToPacket, PtrToPacketMeta:
+		return v.packetAccess(ptr, a)
+	case PtrToMem:
+		if a.write && ptr.Flags&Rdonly != 0 {
+			return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))
+		}
+		if err := v.boundsCheck(ptr, a, int64(ptr.MemSize), "mem"); err != nil {
+			return Reg{}, err
+		}
+		return v.loadedScalar(a.size), nil
+	case ScalarValue:
+		return Reg{}, v.errorf(a.pc, "R%d invalid mem access 'scalar'", a.reg)
+	}
+	return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
+}
+
+// loadedScalar is what a load of size bytes from plain memory yields.
+func (v *verifier) loadedScalar(size int) Reg {
+	r := unknownScalar()
+	r.Scalar.Truncate(size)
+	return r
+}
+
+// boundsCheck checks [off, off+size) of a pointer with a variable offset
+// against [0, limit), the kernel's check_mem_region_access.
+func (v *verifier) boundsCheck(ptr *Reg, a access, limit int64, what string) error {
+	s := ptr.Scalar
+	if s.Smin < 0 && (ptr.Type == PtrToMapValue || ptr.Type == PtrToMem || ptr.Type == PtrToMapKey) {
+		return v.errorf(a.pc, "R%d min value is negative, either use unsigned index or do a if (index >=0) check.", a.reg)
+	}
+	lo := int64(ptr.Off) + int64(a.off) + s.Smin
+	if lo < 0 {
+		if s.IsConst() {
+			return v.errorf(a.pc, "invalid access to %s, value_size=%d off=%d size=%d", what, limit, int64(ptr.Off)+int64(a.off)+s.Smin, a.size)
+		}
+		return v.errorf(a.pc, "R%d min value is outside of the allowed memory range", a.reg)
+	}
+	if s.Umax >= maxVarOff {
+		return v.errorf(a.pc, "R%d unbounded memory access, make sure to bounds check any such access", a.reg)
+	}
+	hi := int64(ptr.Off) + int64(a.off) + int64(s.Umax) + int64(a.size)
+	if hi > limit {
+		if s.IsConst() {
+			return v.errorf(a.pc, "invalid access to %s, value_size=%d off=%d size=%d", what, limit, int64(ptr.Off)+int64(a.off)+s.Smin, a.size)
+		}
+		return v.errorf(a.pc, "R%d max value is outside of the allowed memory range", a.reg)
+	}
+	return nil
+}
+
+func (v *verifier) mapValueAccess(ptr *Reg, a access) (Reg, error) {
+	m := ptr.Map
+	if a.write && m.Spec.Flags&maps.FlagRdonlyProg != 0 {
+		return Reg{}, v.errorf(a.pc, "write into map forbidden, value_size=%d off=%d size=%d", m.Spec.ValueSize, int64(ptr.Off)+int64(a.off), a.size)
+	}
+	if !a.write && m.Spec.Flags&maps.FlagWronlyProg != 0 {
+		return Reg{}, v.errorf(a.pc, "read from map forbidden, value_size=%d off=%d size=%d", m.Spec.ValueSize, int64(ptr.Off)+int64(a.off), a.size)
+	}
+	if err := v.boundsCheck(ptr, a, int64(m.Spec.ValueSize), "map value"); err != nil {
+		return Reg{}, err
+	}
+	if a.write && a.val != nil && a.val.Type.IsPointer() && v.opts.Unprivileged {
+		return Reg{}, v.errorf(a.pc, "R%d leaks addr into map", a.reg)
+	}
+	return v.loadedScalar(a.size), nil
+}
+
+func (v *verifier) packetAccess(ptr *Reg, a access) (Reg, error) {
+	s := ptr.Scalar
+	if s.Smin < 0 {
+		return Reg{}, v.errorf(a.pc, "R%d min value is negative, either use unsigned index or do a if (index >=0) check.", a.reg)
+	}
+	// The range was proven for pointers sharing this one's variable part
+	// (the same id), so only the fixed offset counts.
+	off := int64(ptr.Off) + int64(a.off)
+	if off < 0 || off+int64(a.size) > int64(ptr.Range) {
+		return Reg{}, v.errorf(a.pc, "invalid access to packet, off=%d size=%d, R%d(id=%d,off=%d,r=%d)", off, a.size, a.reg, ptr.ID, ptr.Off, ptr.Range)
+	}
+	if a.write && a.val != nil && a.val.Type.IsPointer() && v.opts.Unprivileged {
+		return Reg{}, v.errorf(a.pc, "R%d leaks addr into packet", a.reg)
+	}
+	return v.loadedScalar(a.size), nil
+}
+
+// ctxAccess checks a context access against the program type's fields and
+// gives loads of packet pointer fields their pointer types.
+func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
+	if !ptr.Scalar.IsConst() || ptr.Scalar.Const() != 0 {
+		return Reg{}, v.errorf(a.pc, "variable ctx access var_off=%s disallowed", ptr.Scalar.Var)
+	}
+	off := int64(ptr.Off) + int64(a.off)
+	if ptr.Off != 0 {
+		return Reg{}, v.errorf(a.pc, "dereference of modified ctx ptr R%d off=%d disallowed", a.reg, ptr.Off)
+	}
+	if off < 0 || off >= int64(v.pt.ContextSize) {
+		return Reg{}, v.errorf(a.pc, "invalid bpf_context access off=%d size=%d", off, a.size)
+	}
+	if a.write && a.val != nil && a.val.Type.IsPointer() {
+		return Reg{}, v.errorf(a.pc, "R%d leaks addr into ctx", a.reg)
+	}
+	f, err := v.pt.Access(uint32(off), uint32(a.size), a.write)
+	if err != nil {
+		return Reg{}, v.errorf(a.pc, "%v", err)
+	}
+	aux := &v.aux[a.pc]
+	if aux.Ctx != nil && aux.Ctx != f {
+		return Reg{}, v.errorf(a.pc, "same insn cannot be used with different pointers")
+	}
+	aux.Ctx = f
+	switch f.Kind {
+	case progtype.PacketData:
+		return Reg{Type: PtrToPacket, Scalar: Const(0)}, nil
+	case progtype.PacketMeta:
+		return Reg{Type: PtrToPacketMeta, Scalar: Const(0)}, nil
+	case progtype.PacketEnd:
+		return Reg{Type: PtrToPacketEnd, Scalar: Const(0)}, nil
+	}
+	return v.loadedScalar(a.size), nil
+}
+
+// checkAlign enforces alignment: always for atomics and for pointers into
+// the stack (the kernel checks stack alignment strictly for spills), and
+// for every access in strict mode.
+func (v *verifier) checkAlign(pc int, ptr *Reg, off int32, size int, atomic bool) error {
+	if !v.opts.StrictAlignment && !atomic {
+		return nil
+	}
+	if size == 1 {
+		return nil
+	}
+	base := int64(ptr.Off) + int64(off)
+	if ptr.Type.isPacket() && !atomic {
+		base += 2 // NET_IP_ALIGN: the IP header is 4-byte aligned
+	}
+	if !ptr.Scalar.IsConst() {
+		// Variable offsets must keep the alignment.
+		if ptr.Scalar.Var.Value&uint64(size-1) != 0 || ptr.Scalar.Var.Mask&uint64(size-1) != 0 {
+			return v.errorf(pc, "misaligned access off %s+%d size %d", ptr.Scalar.Var, base, size)
+		}
+	} else {
+		base += int64(ptr.Scalar.Const())
+	}
+	if base%int64(size) != 0 {
+		return v.errorf(pc, "misaligned %s access off %d size %d", alignName(ptr.Type), base, size)
+	}
+	return nil
+}
+
+func alignName(t RegType) string {
+	switch t {
+	case PtrToStack:
+		return "stack"
+	case PtrToPacket, PtrToPacketMeta:
+		return "packet"
+	case PtrToMapValue:
+		return "value"
+	case PtrToCtx:
+		return "context"
+	}
+	return t.String()
+}
+
+// checkLdImm handles LD_IMM64: constants, map pointers, map value
+// addresses and function pointers.
+func (v *verifier) checkLdImm(pc int, ins isa.Instruction) error {
+	f := v.cur.cur()
+	dst := &f.Regs[ins.Dst]
+	hi := v.insns[pc+1]
+	switch uint8(ins.Src) {
+	case 0:
+		*dst = constScalar(isa.Imm64(ins, hi))
+	case isa.PseudoMapFD, isa.PseudoMapIdx:
+		*dst = Reg{Type: ConstPtrToMap, Map: &v.opts.Maps[ins.Imm], Scalar: Const(0)}
+	case isa.PseudoMapValue, isa.PseudoMapIdxValue:
+		m := &v.opts.Maps[ins.Imm]
+		off := uint32(hi.Imm)
+		if off >= m.Spec.ValueSize {
+			return v.errorf(pc, "invalid access to map value pointer, value_size=%d off=%d", m.Spec.ValueSize, off)
+		}
+		if m.Spec.Type != maps.Array || m.Spec.MaxEntries != 1 {
+			return v.errorf(pc, "map direct value access is only supported for single-entry arrays")
+		}
+		*dst = Reg{Type: PtrToMapValue, Map: m, Off: int32(off), Scalar: Const(0)}
+	case isa.PseudoFunc:
+		target := pc + 1 + int(ins.Imm)
+		*dst = Reg{Type: PtrToFunc, Subprog: subprogAt(v.subs, target), Scalar: Const(0)}
+	default:
+		return v.errorf(pc, "unrecognized bpf_ld_imm64 insn")
+	}
+	return nil
+}
+
+// checkLdAbs handles the legacy packet loads LD_ABS and LD_IND: only for
+// socket filters and tc programs, with R6 holding the context; they clobber
+// R1-R5 and leave the value in R0.
+func (v *verifier) checkLdAbs(pc int, ins isa.Instruction) error {
+	if v.pt != progtype.SocketFilter && v.pt != progtype.SchedCLS && v.pt != progtype.SchedACT {
+		return v.errorf(pc, "BPF_LD_[ABS|IND] instructions not allowed for this program type")
+	}
+	f := v.cur.cur()
+	if f.Regs[6].Type != PtrToCtx {
+		return v.errorf(pc, "at the time of BPF_LD_ABS|IND R6 != pointer to skb")
+	}
+	if ins.Op&0xe0 == isa.ModeIND {
+		if _, err := v.readReg(pc, ins.Src); err != nil {
+			return err
+		}
+	}
+	if len(v.cur.Refs) > 0 {
+		return v.errorf(pc, "BPF_LD_[ABS|IND] cannot be mixed with socket references")
+	}
+	for r := isa.R1; r <= isa.R5; r++ {
+		f.Regs[r] = Reg{Type: NotInit}
+	}
+	f.Regs[0] = v.loadedScalar(isa.SizeBytes(ins.Op))
+	return nil
+}

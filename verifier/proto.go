@@ -1,0 +1,138 @@
+package verifier
+
+import (
+	"bpfvm/isa"
+	"bpfvm/maps"
+)
+
+// ArgType says what a helper expects in an argument register, as the
+// kernel's enum bpf_arg_type.
+type ArgType uint8
+
+// Argument types.
+const (
+	ArgNone ArgType = iota
+	// ArgAnything is any initialised value.
+	ArgAnything
+	// ArgScalar is any scalar (no pointers).
+	ArgScalar
+	// ArgConstMapPtr is a map pointer loaded with LD_IMM64.
+	ArgConstMapPtr
+	// ArgMapKey points at key_size readable bytes of the map argument.
+	ArgMapKey
+	// ArgMapValue points at value_size readable bytes of the map argument.
+	ArgMapValue
+	// ArgUninitMapValue points at value_size writable bytes.
+	ArgUninitMapValue
+	// ArgMem points at readable memory whose size is the next argument.
+	ArgMem
+	// ArgUninitMem points at writable memory whose size is the next argument.
+	ArgUninitMem
+	// ArgConstSize is the size of the preceding memory argument, > 0.
+	ArgConstSize
+	// ArgConstSizeOrZero is a size that may be zero.
+	ArgConstSizeOrZero
+	// ArgConstAllocSize is a constant allocation size (ringbuf reserve).
+	ArgConstAllocSize
+	// ArgCtx is the program's context pointer.
+	ArgCtx
+	// ArgCallback is a function loaded with LD_IMM64 PseudoFunc.
+	ArgCallback
+	// ArgRingbufMem is memory from bpf_ringbuf_reserve, released by the call.
+	ArgRingbufMem
+	// ArgConstStr points at a NUL-terminated string in a read-only map.
+	ArgConstStr
+	// ArgPtrToLong points at 8 writable bytes (strtol results).
+	ArgPtrToLong
+)
+
+// RetType says what a helper returns in R0.
+type RetType uint8
+
+// Return types.
+const (
+	RetInteger RetType = iota
+	RetVoid
+	RetMapValueOrNull
+	RetRingbufMemOrNull
+)
+
+// Proto is a helper prototype.
+type Proto struct {
+	Name string
+	Args [5]ArgType
+	Ret  RetType
+	// MapTypes lists the map types the map argument may have (nil: any).
+	MapTypes []maps.Type
+	// TailCall marks bpf_tail_call.
+	TailCall bool
+}
+
+var (
+	lookupMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash, maps.ArrayOfMaps, maps.HashOfMaps}
+	updateMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash}
+	deleteMaps = updateMaps
+	queueMaps  = []maps.Type{maps.Queue, maps.Stack}
+)
+
+// builtinProtos are the prototypes of the helpers bpfvm implements.
+var builtinProtos = map[string]Proto{
+	"bpf_map_lookup_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, Ret: RetMapValueOrNull, MapTypes: lookupMaps},
+	"bpf_map_update_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey, ArgMapValue, ArgAnything}, MapTypes: updateMaps},
+	"bpf_map_delete_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, MapTypes: deleteMaps},
+	"bpf_map_push_elem":        {Args: [5]ArgType{ArgConstMapPtr, ArgMapValue, ArgAnything}, MapTypes: queueMaps},
+	"bpf_map_pop_elem":         {Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}, MapTypes: queueMaps},
+	"bpf_map_peek_elem":        {Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}, MapTypes: queueMaps},
+	"bpf_ktime_get_ns":         {},
+	"bpf_ktime_get_boot_ns":    {},
+	"bpf_ktime_get_coarse_ns":  {},
+	"bpf_jiffies64":            {},
+	"bpf_get_prandom_u32":      {},
+	"bpf_get_smp_processor_id": {},
+	"bpf_get_numa_node_id":     {},
+	"bpf_get_current_pid_tgid": {},
+	"bpf_get_current_uid_gid":  {},
+	"bpf_get_current_comm":     {Args: [5]ArgType{ArgUninitMem, ArgConstSize}},
+	"bpf_trace_printk":         {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgAnything, ArgAnything}},
+	"bpf_trace_vprintk":        {Args: [5]ArgType{ArgMem, ArgConstSize, ArgMem, ArgConstSizeOrZero}},
+	"bpf_snprintf":             {Args: [5]ArgType{ArgUninitMem, ArgConstSizeOrZero, ArgConstStr, ArgMem, ArgConstSizeOrZero}},
+	"bpf_tail_call":            {Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything}, Ret: RetVoid, MapTypes: []maps.Type{maps.ProgArray}, TailCall: true},
+	"bpf_ringbuf_output":       {Args: [5]ArgType{ArgConstMapPtr, ArgMem, ArgConstSizeOrZero, ArgAnything}, MapTypes: []maps.Type{maps.RingBuf}},
+	"bpf_ringbuf_reserve":      {Args: [5]ArgType{ArgConstMapPtr, ArgConstAllocSize, ArgAnything}, Ret: RetRingbufMemOrNull, MapTypes: []maps.Type{maps.RingBuf}},
+	"bpf_ringbuf_submit":       {Args: [5]ArgType{ArgRingbufMem, ArgAnything}, Ret: RetVoid},
+	"bpf_ringbuf_discard":      {Args: [5]ArgType{ArgRingbufMem, ArgAnything}, Ret: RetVoid},
+	"bpf_ringbuf_query":        {Args: [5]ArgType{ArgConstMapPtr, ArgAnything}, MapTypes: []maps.Type{maps.RingBuf}},
+	"bpf_skb_load_bytes":       {Args: [5]ArgType{ArgCtx, ArgAnything, ArgUninitMem, ArgConstSize}},
+	"bpf_skb_store_bytes":      {Args: [5]ArgType{ArgCtx, ArgAnything, ArgMem, ArgConstSize, ArgAnything}},
+	"bpf_l3_csum_replace":      {Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything, ArgAnything, ArgAnything}},
+	"bpf_l4_csum_replace":      {Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything, ArgAnything, ArgAnything}},
+	"bpf_csum_diff":            {Args: [5]ArgType{ArgMem, ArgConstSizeOrZero, ArgMem, ArgConstSizeOrZero, ArgAnything}},
+	"bpf_xdp_adjust_head":      {Args: [5]ArgType{ArgCtx, ArgAnything}},
+	"bpf_xdp_adjust_tail":      {Args: [5]ArgType{ArgCtx, ArgAnything}},
+	"bpf_xdp_adjust_meta":      {Args: [5]ArgType{ArgCtx, ArgAnything}},
+	"bpf_redirect":             {Args: [5]ArgType{ArgAnything, ArgAnything}},
+	"bpf_redirect_map":         {Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}},
+	"bpf_loop":                 {Args: [5]ArgType{ArgAnything, ArgCallback, ArgAnything, ArgAnything}},
+	"bpf_for_each_map_elem":    {Args: [5]ArgType{ArgConstMapPtr, ArgCallback, ArgAnything, ArgAnything}},
+	"bpf_strtol":               {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}},
+	"bpf_strtoul":              {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}},
+}
+
+// packetHelpers change the packet: every packet pointer is invalid after
+// calling them (the kernel's bpf_helper_changes_pkt_data).
+var packetHelpers = map[string]bool{
+	"bpf_skb_store_bytes": true, "bpf_l3_csum_replace": true, "bpf_l4_csum_replace": true,
+	"bpf_xdp_adjust_head": true, "bpf_xdp_adjust_tail": true, "bpf_xdp_adjust_meta": true,
+}
+
+// BuiltinProto returns the prototype of a kernel helper bpfvm implements,
+// or nil.
+func BuiltinProto(id int32) *Proto {
+	name := isa.HelperName(id)
+	p, ok := builtinProtos[name]
+	if !ok {
+		return nil
+	}
+	p.Name = name
+	return &p
+}

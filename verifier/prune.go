@@ -1,0 +1,269 @@
+package verifier
+
+import (
+	"bpfvm/isa"
+)
+
+// State pruning: at prune points (jump targets, the instructions after
+// conditional jumps, call returns) the verifier remembers the states it
+// explored. A later state that every remembered one covers (each value it
+// can hold, the remembered state could hold too) needs no exploration: the
+// remembered state's paths, which are or will be fully explored, include
+// all of its paths. Without back-edges a state cannot reach its own prune
+// point again, so remembered states whose exploration is still in progress
+// are sound to compare against.
+
+// findPrunePoints marks where states are remembered.
+func findPrunePoints(insns []isa.Instruction) []bool {
+	pp := make([]bool, len(insns))
+	for pc := 0; pc < len(insns); pc++ {
+		ins := insns[pc]
+		if t, ok := ins.JumpTarget(pc); ok {
+			pp[t] = true
+			if ins.Op != isa.OpJA && ins.Op != isa.OpJA32 && pc+1 < len(insns) {
+				pp[pc+1] = true
+			}
+		}
+		if ins.IsLocalCall() && pc+1 < len(insns) {
+			pp[pc+1] = true
+		}
+		if ins.IsLdImm64() {
+			pc++
+		}
+	}
+	return pp
+}
+
+// explored is a state remembered at a prune point.
+type explored struct {
+	st   *State
+	hit  int
+	miss int
+	// branches counts the paths from this state still being explored;
+	// while it is not zero, a state arriving at the same instruction
+	// descends from this one: it went around a loop.
+	branches int
+	parent   *explored
+}
+
+// pathDone accounts for the end of the current path in its ancestors.
+func (v *verifier) pathDone() {
+	for p := v.cur.parent; p != nil; p = p.parent {
+		p.branches--
+		if p.branches > 0 {
+			break
+		}
+	}
+}
+
+// maxStatesPerInsn bounds remembered states per instruction; the kernel
+// applies 64 to unprivileged programs.
+const maxStatesPerInsnUnpriv = 64
+
+// prune reports whether the current state at pc is covered by a remembered
+// one; if not, it remembers a copy.
+func (v *verifier) prune(pc int) (bool, error) {
+	if !v.prunePoints[pc] {
+		return false, nil
+	}
+	list := v.explored[pc]
+	for _, e := range list {
+		if e.branches > 0 {
+			// An ancestor: the current state went around a loop.
+			if v.callbackSites[pc] || e.st.callbackIter != v.cur.callbackIter {
+				// A callback's caller re-entered: the callback loop
+				// converged when nothing new can happen, or is made to
+				// converge by forgetting the scalars that keep changing.
+				if v.statesEqual(e.st, v.cur) {
+					e.hit++
+					return true, nil
+				}
+				if v.callbackSites[pc] {
+					widen(e.st, v.cur)
+				}
+				continue
+			}
+			if v.statesEqual(e.st, v.cur) && v.statesEqual(v.cur, e.st) {
+				return false, v.errorf(pc, "infinite loop detected at insn %d", pc)
+			}
+			continue
+		}
+		if v.statesEqual(e.st, v.cur) {
+			e.hit++
+			return true, nil
+		}
+		e.miss++
+	}
+	if v.opts.Unprivileged && len(list) >= maxStatesPerInsnUnpriv {
+		return false, nil
+	}
+	e := &explored{st: v.cur.clone(), branches: 1, parent: v.cur.parent}
+	v.cur.parent = e
+	v.explored[pc] = append(list, e)
+	v.states++
+	v.stats.TotalStates++
+	v.stats.PeakStates = max(v.stats.PeakStates, v.states)
+	v.stats.MaxStatesPerInsn = max(v.stats.MaxStatesPerInsn, len(v.explored[pc]))
+	return false, nil
+}
+
+// widen makes every scalar of cur that old does not cover unknown, so that
+// a callback loop reaches a state its ancestor covers in a few rounds.
+func widen(old, cur *State) {
+	if len(old.Frames) != len(cur.Frames) {
+		return
+	}
+	for i, of := range old.Frames {
+		cf := cur.Frames[i]
+		for r := range cf.Regs {
+			o, c := &of.Regs[r], &cf.Regs[r]
+			if c.Type == ScalarValue && o.Type == ScalarValue && !c.Scalar.In(o.Scalar) {
+				c.Scalar, c.ID = Unknown(), 0
+			}
+		}
+		for j := range cf.Stack {
+			cs := &cf.Stack[j]
+			if !cs.spilled() || cs.Spilled.Type != ScalarValue {
+				continue
+			}
+			if j < len(of.Stack) && of.Stack[j].spilled() && of.Stack[j].Spilled.Type == ScalarValue && cs.Spilled.Scalar.In(of.Stack[j].Spilled.Scalar) {
+				continue
+			}
+			cs.Spilled.Scalar, cs.Spilled.ID = Unknown(), 0
+		}
+	}
+}
+
+// idMap checks that ids correspond one to one between two states.
+type idMap struct {
+	old, cur []uint32
+}
+
+func (m *idMap) check(old, cur uint32) bool {
+	if old == 0 && cur == 0 {
+		return true
+	}
+	for i, o := range m.old {
+		if o == old {
+			return m.cur[i] == cur
+		}
+		if m.cur[i] == cur {
+			return false
+		}
+	}
+	m.old = append(m.old, old)
+	m.cur = append(m.cur, cur)
+	return true
+}
+
+// statesEqual reports whether old covers cur.
+func (v *verifier) statesEqual(old, cur *State) bool {
+	if len(old.Frames) != len(cur.Frames) || len(old.Refs) != len(cur.Refs) {
+		return false
+	}
+	var ids idMap
+	for i, of := range old.Frames {
+		cf := cur.Frames[i]
+		if of.CallSite != cf.CallSite || of.Subprog != cf.Subprog {
+			return false
+		}
+		for r := range of.Regs {
+			if !regsafe(&of.Regs[r], &cf.Regs[r], &ids) {
+				return false
+			}
+		}
+		if !v.stacksafe(of, cf, &ids) {
+			return false
+		}
+	}
+	for i := range old.Refs {
+		if !ids.check(old.Refs[i].ID, cur.Refs[i].ID) {
+			return false
+		}
+	}
+	return true
+}
+
+// regsafe reports whether old covers cur for one register (the kernel's
+// regsafe, with every scalar treated as precise until precision tracking
+// lands).
+func regsafe(old, cur *Reg, ids *idMap) bool {
+	if old.Type == NotInit {
+		// Nothing reads it on old's paths: any value is fine.
+		return true
+	}
+	if old.Type != cur.Type || old.Flags != cur.Flags {
+		return false
+	}
+	switch old.Type {
+	case ScalarValue:
+		if !cur.Scalar.In(old.Scalar) {
+			return false
+		}
+		// Linked scalars: bounds learned on one apply to the others, so
+		// the links must correspond.
+		if old.ID != 0 && !ids.check(old.ID, cur.ID) {
+			return false
+		}
+		return true
+	case PtrToPacket, PtrToPacketMeta:
+		if cur.Range < old.Range || old.Off != cur.Off {
+			return false
+		}
+	default:
+		if old.Off != cur.Off || old.Map != cur.Map || old.MemSize != cur.MemSize || old.Frame != cur.Frame || old.Subprog != cur.Subprog {
+			return false
+		}
+	}
+	if !cur.Scalar.In(old.Scalar) {
+		return false
+	}
+	return ids.check(old.ID, cur.ID) && ids.check(old.RefID, cur.RefID)
+}
+
+// stacksafe compares the stacks of two frames.
+func (v *verifier) stacksafe(old, cur *Frame, ids *idMap) bool {
+	for i := range old.Stack {
+		os := &old.Stack[i]
+		var cs *Slot
+		if i < len(cur.Stack) {
+			cs = &cur.Stack[i]
+		} else {
+			cs = &Slot{}
+		}
+		if os.spilled() {
+			if !cs.spilled() || !regsafe(&os.Spilled, &cs.Spilled, ids) {
+				return false
+			}
+			continue
+		}
+		for b, t := range os.Types {
+			ct := cs.Types[b]
+			switch t {
+			case StackInvalid:
+				// Unprivileged paths never read such bytes. Privileged
+				// ones read them as unknown scalars, which covers any
+				// scalar but not a pointer.
+				if !v.opts.Unprivileged && ct == StackSpill && cs.Spilled.Type != ScalarValue {
+					return false
+				}
+			case StackMisc:
+				if ct == StackInvalid {
+					return false
+				}
+				if ct == StackSpill && cs.Spilled.Type != ScalarValue {
+					return false
+				}
+			case StackZero:
+				if ct != StackZero && !(ct == StackSpill && cs.Spilled.Type == ScalarValue && cs.Spilled.IsConst() && cs.Spilled.Const() == 0) {
+					return false
+				}
+			case StackSpill:
+				// A partially overwritten spill was made misc; a lone
+				// spill byte cannot occur.
+				return false
+			}
+		}
+	}
+	return true
+}

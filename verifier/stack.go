@@ -1,0 +1,196 @@
+package verifier
+
+import (
+	"fmt"
+)
+
+// stackAccess checks a load or store through a stack pointer and updates
+// the stack's byte marks (the kernel's check_stack_read/write).
+func (v *verifier) stackAccess(ptr *Reg, a access) (Reg, error) {
+	f := v.cur.Frames[ptr.Frame]
+	s := ptr.Scalar
+	lo := int64(ptr.Off) + int64(a.off) + s.Smin
+	hi := int64(ptr.Off) + int64(a.off) + s.Smax + int64(a.size)
+	if lo < -MaxStack || hi > 0 || s.Smin < -MaxStack || s.Smax > MaxStack {
+		dir := " read from"
+		if a.write {
+			dir = " write to"
+		}
+		if s.IsConst() {
+			return Reg{}, v.errorf(a.pc, "invalid%s stack R%d off=%d size=%d", dir, a.reg, lo, a.size)
+		}
+		return Reg{}, v.errorf(a.pc, "invalid variable-offset%s stack R%d var_off=%s off=%d size=%d", dir, a.reg, s.Var, int64(ptr.Off)+int64(a.off), a.size)
+	}
+	v.noteStackDepth(f, int(-lo))
+	if !s.IsConst() {
+		return v.stackVarAccess(f, ptr, a, int(lo), int(hi))
+	}
+	off := int(lo)
+	if a.write {
+		return Reg{}, v.stackWrite(f, a, off)
+	}
+	return v.stackRead(f, a, off)
+}
+
+// noteStackDepth records how deep a function's stack goes.
+func (v *verifier) noteStackDepth(f *Frame, depth int) {
+	depth = (depth + 7) &^ 7
+	if s := &v.subs[f.Subprog]; depth > s.StackDepth {
+		s.StackDepth = depth
+	}
+}
+
+// stackByte returns the slot and byte index of fp+off.
+func stackByte(f *Frame, off int) (*Slot, int) {
+	s := f.slot(off)
+	return s, (off%8 + 8) % 8
+}
+
+func (v *verifier) stackWrite(f *Frame, a access, off int) error {
+	slot, first := stackByte(f, off)
+	// A full, aligned 8-byte store of a register spills it.
+	if a.size == 8 && first == 0 && a.val != nil {
+		slot.Spilled = *a.val
+		for i := range slot.Types {
+			slot.Types[i] = StackSpill
+		}
+		return nil
+	}
+	zero := (a.imm != nil && *a.imm == 0) || (a.val != nil && a.val.Type == ScalarValue && a.val.IsConst() && a.val.Const() == 0)
+	if a.val != nil && a.val.Type.IsPointer() {
+		if v.opts.Unprivileged {
+			return v.errorf(a.pc, "attempt to corrupt spilled pointer on stack")
+		}
+		zero = false
+	}
+	mark := StackMisc
+	if zero {
+		mark = StackZero
+	}
+	for i := 0; i < a.size; i++ {
+		s, b := stackByte(f, off+i)
+		if s.spilled() {
+			// Part of a spilled register is overwritten: the rest of it
+			// is no longer a register, just bytes.
+			if s.Spilled.Type.IsPointer() && v.opts.Unprivileged {
+				return v.errorf(a.pc, "attempt to corrupt spilled pointer on stack")
+			}
+			for j := range s.Types {
+				s.Types[j] = StackMisc
+			}
+			s.Spilled = Reg{}
+		}
+		s.Types[b] = mark
+	}
+	return nil
+}
+
+func (v *verifier) stackRead(f *Frame, a access, off int) (Reg, error) {
+	slot, first := stackByte(f, off)
+	if slot.spilled() {
+		if a.size == 8 && first == 0 {
+			return slot.Spilled, nil
+		}
+		if slot.Spilled.Type.IsPointer() {
+			return Reg{}, v.errorf(a.pc, "invalid size of register fill")
+		}
+		return v.loadedScalar(a.size), nil
+	}
+	allZero := true
+	for i := 0; i < a.size; i++ {
+		s, b := stackByte(f, off+i)
+		switch s.Types[b] {
+		case StackInvalid:
+			// Privileged programs may read stack they never wrote
+			// (the kernel's allow_uninit_stack): the value is unknown.
+			if v.opts.Unprivileged {
+				return Reg{}, v.errorf(a.pc, "invalid read from stack off %d+%d size %d", off, i, a.size)
+			}
+			allZero = false
+		case StackSpill:
+			if s.Spilled.Type.IsPointer() {
+				return Reg{}, v.errorf(a.pc, "invalid size of register fill")
+			}
+			allZero = false
+		case StackMisc:
+			allZero = false
+		}
+	}
+	if allZero {
+		return constScalar(0), nil
+	}
+	return v.loadedScalar(a.size), nil
+}
+
+// stackVarAccess handles accesses at a variable stack offset: reads need
+// every byte in the range initialised, writes make every byte unknown.
+func (v *verifier) stackVarAccess(f *Frame, ptr *Reg, a access, lo, hi int) (Reg, error) {
+	if v.opts.Unprivileged {
+		return Reg{}, v.errorf(a.pc, "R%d variable stack access prohibited for !root, var_off=%s off=%d", a.reg, ptr.Scalar.Var, ptr.Off+a.off)
+	}
+	if a.write {
+		if a.val != nil && a.val.Type.IsPointer() {
+			return Reg{}, v.errorf(a.pc, "spilled ptr in range of var-offset stack write; insn %d", a.pc)
+		}
+		for off := lo; off < hi; off++ {
+			s, b := stackByte(f, off)
+			if s.spilled() {
+				for j := range s.Types {
+					s.Types[j] = StackMisc
+				}
+				s.Spilled = Reg{}
+			}
+			if s.Types[b] != StackZero || a.imm == nil || *a.imm != 0 {
+				s.Types[b] = StackMisc
+			}
+		}
+		return Reg{}, nil
+	}
+	for off := lo; off < hi; off++ {
+		s, b := stackByte(f, off)
+		if s.Types[b] == StackInvalid && v.opts.Unprivileged {
+			return Reg{}, v.errorf(a.pc, "invalid variable-offset read from stack R%d var_off=%s off=%d size=%d", a.reg, ptr.Scalar.Var, ptr.Off+a.off, a.size)
+		}
+	}
+	return v.loadedScalar(a.size), nil
+}
+
+// stackInitialized checks that [off, off+size) of a frame was written, for
+// helper arguments that read memory.
+func (v *verifier) stackInitialized(pc int, regno int, f *Frame, off, size int, uninitOK bool) error {
+	for i := 0; i < size; i++ {
+		s, b := stackByte(f, off+i)
+		if uninitOK {
+			if s.spilled() && s.Spilled.Type.IsPointer() && v.opts.Unprivileged {
+				return v.errorf(pc, "R%d indirect write to spilled pointer", regno)
+			}
+			// The helper writes the memory: it becomes unknown bytes.
+			if s.spilled() {
+				for j := range s.Types {
+					s.Types[j] = StackMisc
+				}
+				s.Spilled = Reg{}
+			}
+			s.Types[b] = StackMisc
+			continue
+		}
+		if s.Types[b] == StackInvalid && v.opts.Unprivileged {
+			return v.errorf(pc, "invalid read from stack R%d off %d+%d size %d", regno, off, i, size)
+		}
+		if s.spilled() && s.Spilled.Type.IsPointer() && v.opts.Unprivileged {
+			return v.errorf(pc, "R%d leaks addr into helper function", regno)
+		}
+	}
+	return nil
+}
+
+func slotString(s *Slot) string {
+	if s.spilled() {
+		return regString(&s.Spilled)
+	}
+	b := make([]byte, 8)
+	for i, t := range s.Types {
+		b[7-i] = "?rm0"[t]
+	}
+	return fmt.Sprint(string(b))
+}

@@ -1,0 +1,271 @@
+package verifier
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"bpfvm/isa"
+	"bpfvm/progtype"
+)
+
+// Limits, as in the kernel.
+const (
+	// MaxProcessed is BPF_COMPLEXITY_LIMIT_INSNS: instructions processed
+	// over all paths.
+	MaxProcessed = 1_000_000
+	// MaxUnprivInsns is the program size limit for unprivileged loads.
+	MaxUnprivInsns = 4096
+	// MaxStack is the stack of all frames of a call chain together.
+	MaxStack = 512
+	// MaxCallFrames is the depth of bpf-to-bpf calls.
+	MaxCallFrames = 8
+	// maxPending bounds the branches waiting to be explored
+	// (BPF_COMPLEXITY_LIMIT_JMP_SEQ).
+	maxPending = 8192
+)
+
+// ErrRejected is wrapped by every verification failure.
+var ErrRejected = errors.New("program rejected by the verifier")
+
+// Error is a verification failure at an instruction.
+type Error struct {
+	Insn int
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap makes every Error an ErrRejected.
+func (e *Error) Unwrap() error { return ErrRejected }
+
+// Options control verification.
+type Options struct {
+	// Type is the program type; nil is progtype.Raw.
+	Type *progtype.Type
+	// Maps describes the maps by the index map loads carry.
+	Maps []MapInfo
+	// Helpers returns the prototype of a helper, or nil if the program may
+	// not call it. Nil uses the built-in prototypes.
+	Helpers func(id int32) *Proto
+	// Unprivileged applies the rules for loads without CAP_BPF: no pointer
+	// leaks, no pointer comparisons, smaller limits.
+	Unprivileged bool
+	// StrictAlignment requires naturally aligned accesses everywhere.
+	StrictAlignment bool
+	// LogLevel: 0 none, 1 instructions and states at branches, 2 the state
+	// after every instruction; bit 2 (4) adds statistics.
+	LogLevel int
+	// LogSize caps the log in bytes (0: unlimited). A log that would exceed
+	// it makes verification fail with ErrLogTruncated, like the kernel's
+	// ENOSPC.
+	LogSize int
+}
+
+// ErrLogTruncated is returned when the log did not fit Options.LogSize.
+var ErrLogTruncated = errors.New("verifier log truncated")
+
+// Stats describe the cost of a verification, as the kernel reports them.
+type Stats struct {
+	Duration          time.Duration
+	Processed         int   // instructions processed over all paths
+	TotalStates       int   // states remembered for pruning
+	PeakStates        int   // most states remembered at once
+	MaxStatesPerInsn  int   // most states remembered at one instruction
+	MarkRead          int   // read marks propagated
+	StackDepth        []int // per function, bytes
+	HistoryAllocs     int   // jump-history allocations
+	HistoryEntries    int   // jump-history entries recorded
+	HistoryPeak       int   // most jump-history entries held at once
+	PeakMemory        int64 // bytes of verifier state at the peak
+	PendingBranchPeak int   // most branches waiting at once
+}
+
+// InsnAux holds what verification learned about one instruction, for the
+// rewrite that follows (the kernel's bpf_insn_aux_data).
+type InsnAux struct {
+	// Seen is set for instructions verification reached.
+	Seen bool
+	// PtrType is the pointer type a load or store went through (the same
+	// on every path, or the access is rejected).
+	PtrType RegType
+	// Ctx is the context field a load or store accessed.
+	Ctx *progtype.Field
+	// Map is the map a helper call at this instruction used on every path,
+	// or nil when paths disagree or it is unknown (for inlining lookups).
+	Map *MapInfo
+	// MapConflict is set when paths called with different maps.
+	MapConflict bool
+	// ConstKey is the constant key of a map lookup when every path agrees.
+	ConstKey    uint64
+	HasConstKey bool
+}
+
+// Result is the outcome of a successful verification.
+type Result struct {
+	Log   string
+	Stats Stats
+	Aux   []InsnAux
+}
+
+// Verify checks that insns is safe to run. Map loads are LD_IMM64 with a map
+// pseudo source and the map's index in opts.Maps as immediate. On failure
+// the error is an *Error (wrapping ErrRejected) and the log so far is in the
+// returned Result.
+func Verify(insns []isa.Instruction, opts Options) (*Result, error) {
+	start := time.Now()
+	v := newVerifier(insns, opts)
+	err := v.run()
+	v.stats.Duration = time.Since(start)
+	if opts.LogLevel&4 != 0 {
+		v.logStats()
+	}
+	res := &Result{Log: v.log.String(), Stats: v.stats, Aux: v.aux}
+	if err == nil && v.log.truncated {
+		err = ErrLogTruncated
+	}
+	return res, err
+}
+
+// verifier is the state of one verification.
+type verifier struct {
+	insns []isa.Instruction
+	opts  Options
+	pt    *progtype.Type
+	subs  []subprog
+	aux   []InsnAux
+	log   logger
+	stats Stats
+
+	cur     *State
+	pc      int
+	pending []pending
+	nextID  uint32
+
+	prunePoints   []bool
+	callbackSites []bool // helper calls that take a callback
+	explored      [][]*explored
+	states        int // remembered states alive
+}
+
+// pending is a branch waiting to be explored.
+type pending struct {
+	st   *State
+	pc   int
+	from int
+}
+
+func newVerifier(insns []isa.Instruction, opts Options) *verifier {
+	pt := opts.Type
+	if pt == nil {
+		pt = progtype.Raw
+	}
+	v := &verifier{insns: insns, opts: opts, pt: pt, aux: make([]InsnAux, len(insns))}
+	v.log = logger{level: opts.LogLevel & 3, limit: opts.LogSize}
+	return v
+}
+
+func (v *verifier) errorf(pc int, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	v.log.printf("%s\n", msg)
+	return &Error{Insn: pc, Msg: msg}
+}
+
+func (v *verifier) newID() uint32 {
+	v.nextID++
+	return v.nextID
+}
+
+func (v *verifier) run() error {
+	if err := isa.Validate(v.insns); err != nil {
+		var ie *isa.InstructionError
+		if errors.As(err, &ie) {
+			return v.errorf(ie.Index, "%v", ie.Err)
+		}
+		return v.errorf(0, "%v", err)
+	}
+	if v.opts.Unprivileged && len(v.insns) > MaxUnprivInsns {
+		return v.errorf(0, "program of %d instructions is too large (limit %d for unprivileged programs)", len(v.insns), MaxUnprivInsns)
+	}
+	v.subs = findSubprogs(v.insns)
+	if err := checkCFG(v.insns, v.subs, true); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return v.errorf(e.Insn, "%s", e.Msg)
+		}
+		return err
+	}
+	if err := v.checkLdImm64(); err != nil {
+		return err
+	}
+	v.cur = v.initialState()
+	v.prunePoints = findPrunePoints(v.insns)
+	v.callbackSites = make([]bool, len(v.insns))
+	for pc, ins := range v.insns {
+		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {
+			continue
+		}
+		if p := v.proto(ins.Imm); p != nil && slices.Contains(p.Args[:], ArgCallback) {
+			v.callbackSites[pc] = true
+			v.prunePoints[pc] = true
+			if pc+1 < len(v.insns) {
+				v.prunePoints[pc+1] = true
+			}
+		}
+	}
+	v.explored = make([][]*explored, len(v.insns))
+	v.stats.StackDepth = make([]int, len(v.subs))
+	err := v.explore()
+	if err == nil {
+		err = v.checkStackDepth()
+	}
+	for i, s := range v.subs {
+		v.stats.StackDepth[i] = s.StackDepth
+	}
+	return err
+}
+
+// initialState is the state at program entry: R1 holds the context (or,
+// for programs without one, the input pointer and R2 its length), R10 the
+// frame pointer.
+func (v *verifier) initialState() *State {
+	f := &Frame{CallSite: -1}
+	for i := range f.Regs {
+		f.Regs[i] = Reg{Type: NotInit}
+	}
+	if v.pt.ContextSize > 0 {
+		f.Regs[1] = Reg{Type: PtrToCtx}
+	} else {
+		// Without a context R1 points at input memory of R2 bytes; R2 is
+		// unknown, so accesses through R1 need bounds proven against it,
+		// which only the checked interpreter can do. Model R1 as memory of
+		// size 0 so that programs must not dereference it unverified.
+		f.Regs[1] = Reg{Type: PtrToMem}
+		f.Regs[2] = unknownScalar()
+	}
+	f.Regs[1].Scalar = Const(0)
+	f.Regs[10] = Reg{Type: PtrToStack, Scalar: Const(0)}
+	return &State{Frames: []*Frame{f}}
+}
+
+// checkLdImm64 checks the pseudo sources of LD_IMM64 instructions.
+func (v *verifier) checkLdImm64() error {
+	for pc := 0; pc < len(v.insns); pc++ {
+		ins := v.insns[pc]
+		if !ins.IsLdImm64() {
+			continue
+		}
+		switch uint8(ins.Src) {
+		case 0, isa.PseudoFunc:
+		case isa.PseudoMapFD, isa.PseudoMapValue, isa.PseudoMapIdx, isa.PseudoMapIdxValue:
+			if ins.Imm < 0 || int(ins.Imm) >= len(v.opts.Maps) {
+				return v.errorf(pc, "fd %d is not pointing to valid bpf_map", ins.Imm)
+			}
+		default:
+			return v.errorf(pc, "unrecognized bpf_ld_imm64 insn")
+		}
+		pc++
+	}
+	return nil
+}

@@ -1,0 +1,215 @@
+package verifier_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/rlimit"
+
+	"bpfvm/isa"
+	"bpfvm/maps"
+	"bpfvm/progtype"
+	"bpfvm/verifier"
+)
+
+// vcase is a program with its expected verdict. Maps are referenced from
+// the assembly as `rN = map[idx:I]`... written as LD_IMM64 with PseudoMapFD
+// and the map's index.
+type vcase struct {
+	name   string
+	typ    ebpf.ProgramType
+	maps   []maps.Spec
+	asm    string
+	err    string // "" accepts; otherwise a substring of the error
+	unpriv bool
+	// noKernel skips the kernel comparison (e.g. our message differs on
+	// purpose, or the kernel needs BTF we do not give it).
+	noKernel bool
+}
+
+var arrayMap = maps.Spec{Name: "arr", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4}
+var hashMap = maps.Spec{Name: "hash", Type: maps.Hash, KeySize: 8, ValueSize: 16, MaxEntries: 16}
+
+func progType(t ebpf.ProgramType) *progtype.Type {
+	switch t {
+	case ebpf.XDP:
+		return progtype.XDP
+	case ebpf.SocketFilter:
+		return progtype.SocketFilter
+	case ebpf.SchedCLS:
+		return progtype.SchedCLS
+	}
+	return progtype.Raw
+}
+
+func runCases(t *testing.T, cases []vcase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			insns, err := isa.Assemble(c.asm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var infos []verifier.MapInfo
+			for i, m := range c.maps {
+				infos = append(infos, verifier.MapInfo{Name: m.Name, Spec: m, Index: i})
+			}
+			typ := c.typ
+			if typ == ebpf.UnspecifiedProgram {
+				typ = ebpf.XDP
+			}
+			res, err := verifier.Verify(insns, verifier.Options{Type: progType(typ), Maps: infos, Unprivileged: c.unpriv, LogLevel: 2})
+			switch {
+			case c.err == "" && err != nil:
+				t.Errorf("rejected: %v\n%s", err, res.Log)
+			case c.err != "" && err == nil:
+				t.Errorf("accepted, want error %q\n%s", c.err, res.Log)
+			case c.err != "" && !strings.Contains(err.Error(), c.err):
+				t.Errorf("error %q, want %q\n%s", err, c.err, res.Log)
+			case err != nil && !errors.Is(err, verifier.ErrRejected):
+				t.Errorf("error %v does not wrap ErrRejected", err)
+			}
+			if !c.unpriv && !c.noKernel {
+				kernelVerdict(t, typ, c.maps, insns, err)
+			}
+		})
+	}
+}
+
+// kernelVerdict loads the program into the running kernel and compares its
+// verdict with ours; it skips where bpf() is not permitted.
+func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, insns []isa.Instruction, ours error) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		return
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return
+	}
+	var fds []int
+	for _, s := range specs {
+		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.MapType(s.Type), KeySize: s.KeySize, ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Flags: s.Flags})
+		if err != nil {
+			t.Logf("kernel map: %v", err)
+			return
+		}
+		defer m.Close()
+		fds = append(fds, m.FD())
+	}
+	patched := append([]isa.Instruction(nil), insns...)
+	for i := range patched {
+		if patched[i].IsLdImm64() && (patched[i].Src == isa.Register(isa.PseudoMapFD) || patched[i].Src == isa.Register(isa.PseudoMapValue)) {
+			patched[i].Imm = int32(fds[patched[i].Imm])
+		}
+	}
+	kinsns, err := asm.AppendInstructions(nil, bytes.NewReader(isa.EncodeProgram(patched)), binary.LittleEndian, "linux")
+	if err != nil {
+		t.Fatalf("unmarshal for the kernel: %v", err)
+	}
+	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, Instructions: kinsns, License: "GPL"},
+		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 20})
+	if kerr == nil {
+		p.Close()
+	}
+	if errors.Is(kerr, os.ErrPermission) {
+		return
+	}
+	if (kerr == nil) != (ours == nil) {
+		var ve *ebpf.VerifierError
+		log := ""
+		if errors.As(kerr, &ve) {
+			log = strings.Join(ve.Log, "\n")
+		}
+		t.Errorf("kernel verdict differs: kernel %v, bpfvm %v\nkernel log:\n%s", kerr, ours, log)
+	}
+}
+
+func TestControlFlow(t *testing.T) {
+	runCases(t, []vcase{
+		{name: "exit with r0", asm: "r0 = 0\nexit"},
+		{name: "r0 not init", asm: "exit", err: "R0 !read_ok"},
+		{name: "unreachable", asm: "r0 = 0\nexit\nr0 = 1\nexit", err: "unreachable insn 2"},
+		{name: "bounded loop", asm: "r0 = 0\nl: r0 += 1\nif r0 < 10 goto l\nexit"},
+		{name: "infinite loop", asm: "r0 = 0\nl: r0 += 0\nif r0 < 10 goto l\nexit", err: "infinite loop detected at insn 1"},
+		{name: "dead branch pruned", asm: "r0 = 0\nif r0 == 1 goto bad\nexit\nbad: r0 = *(u64 *)(r0 +0)\nexit"},
+		{name: "uninit read", asm: "r0 = r5\nexit", err: "R5 !read_ok"},
+		{name: "write r10", asm: "r10 = 0\nr0 = 0\nexit", err: "frame pointer is read only"},
+	})
+}
+
+func TestStack(t *testing.T) {
+	runCases(t, []vcase{
+		{name: "spill fill", asm: "r1 = 42\n*(u64 *)(r10 -8) = r1\nr0 = *(u64 *)(r10 -8)\nexit"},
+		{name: "uninit stack read", asm: "r0 = *(u64 *)(r10 -8)\nexit"},
+		{name: "uninit stack read unpriv", asm: "r0 = *(u64 *)(r10 -8)\nr0 = 0\nexit", err: "invalid read from stack off -8+0 size 8", unpriv: true},
+		{name: "stack out of bounds", asm: "r1 = 0\n*(u64 *)(r10 -520) = r1\nr0 = 0\nexit", err: "invalid write to stack R10 off=-520 size=8"},
+		{name: "stack above fp", asm: "r1 = 0\n*(u64 *)(r10 +0) = r1\nr0 = 0\nexit", err: "invalid write to stack R10 off=0 size=8"},
+		{name: "zero store then read", asm: "*(u32 *)(r10 -4) = 0\nr0 = *(u32 *)(r10 -4)\nexit"},
+		{name: "partial init unpriv", asm: "*(u32 *)(r10 -8) = 0\nr0 = *(u64 *)(r10 -8)\nr0 = 0\nexit", err: "invalid read from stack off -8+4 size 8", unpriv: true},
+		{name: "pointer spill", asm: "*(u64 *)(r10 -8) = r1\nr2 = *(u64 *)(r10 -8)\nr0 = *(u32 *)(r2 +0)\nexit"},
+	})
+}
+
+func TestPacket(t *testing.T) {
+	load := "r2 = *(u32 *)(r1 +0)\nr3 = *(u32 *)(r1 +4)\n"
+	runCases(t, []vcase{
+		{name: "checked", asm: load + "r4 = r2\nr4 += 14\nif r4 > r3 goto out\nr0 = *(u16 *)(r2 +12)\nexit\nout: r0 = 2\nexit"},
+		{name: "unchecked", asm: load + "r0 = *(u16 *)(r2 +12)\nexit", err: "invalid access to packet, off=12 size=2, R2(id=0,off=0,r=0)"},
+		{name: "beyond check", asm: load + "r4 = r2\nr4 += 14\nif r4 > r3 goto out\nr0 = *(u16 *)(r2 +13)\nexit\nout: r0 = 2\nexit", err: "invalid access to packet, off=13 size=2"},
+		{name: "checked other side", asm: load + "r4 = r2\nr4 += 14\nif r3 >= r4 goto ok\nr0 = 2\nexit\nok: r0 = *(u16 *)(r2 +12)\nexit"},
+		{name: "strict lt", asm: load + "r4 = r2\nr4 += 14\nif r4 < r3 goto ok\nr0 = 2\nexit\nok: r0 = *(u8 *)(r2 +14)\nexit"},
+		{name: "unbounded add", asm: load + "r5 = *(u32 *)(r1 +12)\nr2 += r5\nr0 = 0\nexit"},
+		{name: "unbounded signed add", asm: load + "r5 = *(u64 *)(r10 -8)\nr2 += r5\nr0 = 0\nexit", err: "math between pkt pointer and register with unbounded min value is not allowed"},
+		{name: "pkt_end arithmetic", asm: load + "r3 += 1\nr0 = 0\nexit", err: "R3 pointer arithmetic on pkt_end prohibited"},
+	})
+}
+
+func TestContext(t *testing.T) {
+	runCases(t, []vcase{
+		{name: "xdp read ifindex", asm: "r0 = *(u32 *)(r1 +12)\nexit"},
+		{name: "xdp write data", asm: "r2 = 0\n*(u32 *)(r1 +0) = r2\nr0 = 0\nexit", err: "invalid bpf_context access off=0 size=4"},
+		{name: "xdp out of ctx", asm: "r0 = *(u32 *)(r1 +64)\nexit", err: "invalid bpf_context access off=64 size=4"},
+		{name: "tc write mark", typ: ebpf.SchedCLS, asm: "r2 = 7\n*(u32 *)(r1 +8) = r2\nr0 = 0\nexit"},
+		{name: "socket filter no data", typ: ebpf.SocketFilter, asm: "r0 = *(u32 *)(r1 +76)\nexit", err: "invalid bpf_context access off=76 size=4"},
+		{name: "modified ctx", asm: "r1 += 4\nr0 = *(u32 *)(r1 +0)\nexit", err: "dereference of modified ctx ptr R1 off=4 disallowed"},
+	})
+}
+
+func TestMapValues(t *testing.T) {
+	lookup := "*(u32 *)(r10 -4) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\n"
+	runCases(t, []vcase{
+		{name: "null checked", maps: []maps.Spec{hashMap}, asm: "*(u64 *)(r10 -8) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -8\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto out\nr0 = *(u64 *)(r0 +8)\nout: r0 = 0\nexit"},
+		{name: "not null checked", maps: []maps.Spec{hashMap}, asm: "*(u64 *)(r10 -8) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -8\ncall bpf_map_lookup_elem#1\nr0 = *(u64 *)(r0 +8)\nr0 = 0\nexit", err: "R0 invalid mem access 'map_value_or_null'"},
+		{name: "value out of bounds", maps: []maps.Spec{hashMap}, asm: "*(u64 *)(r10 -8) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -8\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto out\nr0 = *(u64 *)(r0 +16)\nout: r0 = 0\nexit", err: "invalid access to map value, value_size=16 off=16 size=8"},
+		{name: "key uninit unpriv", unpriv: true, maps: []maps.Spec{hashMap}, asm: "r1 = map[fd:0] ll\nr2 = r10\nr2 += -8\ncall bpf_map_lookup_elem#1\nr0 = 0\nexit", err: "invalid read from stack R2 off -8+0 size 8"},
+		{name: "variable index bounded", maps: []maps.Spec{arrayMap}, asm: lookup + "if r0 == 0 goto out\nr1 = *(u32 *)(r0 +0)\nr1 &= 7\nr0 += r1\nr0 = *(u8 *)(r0 +0)\nout: r0 = 0\nexit"},
+		{name: "variable index unbounded", maps: []maps.Spec{arrayMap}, asm: lookup + "if r0 == 0 goto out\nr1 = *(u32 *)(r0 +0)\nr0 += r1\nr0 = *(u8 *)(r0 +0)\nout: r0 = 0\nexit", err: "R0 unbounded memory access, make sure to bounds check any such access"},
+		{name: "map ptr arithmetic", maps: []maps.Spec{arrayMap}, asm: "r1 = map[fd:0] ll\nr1 += 8\nr0 = 0\nexit", err: "R1 pointer arithmetic on map_ptr prohibited"},
+	})
+}
+
+func TestCalls(t *testing.T) {
+	runCases(t, []vcase{
+		{name: "bpf2bpf", asm: "r1 = 1\ncall f\nexit\nf: r0 = r1\nr0 += 1\nexit"},
+		{name: "callee stack", asm: "call f\nexit\nf: r1 = 0\n*(u64 *)(r10 -8) = r1\nr0 = *(u64 *)(r10 -8)\nexit"},
+		{name: "r1 clobbered", asm: "r1 = 1\ncall f\nr0 = r1\nexit\nf: r0 = 0\nexit", err: "R1 !read_ok"},
+		{name: "unknown helper", asm: "call 100000\nr0 = 0\nexit", err: "invalid func unknown#100000", noKernel: true},
+		{name: "helper clobbers", asm: "r1 = 1\ncall bpf_ktime_get_ns#5\nr0 = r1\nexit", err: "R1 !read_ok"},
+	})
+}
+
+func TestALU(t *testing.T) {
+	runCases(t, []vcase{
+		{name: "div by zero imm", asm: "r0 = 1\nr0 /= 0\nexit", err: "div by zero"},
+		{name: "bad shift", asm: "r0 = 1\nr0 <<= 64\nexit", err: "invalid shift 64"},
+		{name: "pointer bitwise", asm: "r1 &= 1\nr0 = 0\nexit", err: "R1 bitwise operator &= on pointer prohibited"},
+		{name: "32-bit pointer arithmetic", asm: "w1 += 1\nr0 = 0\nexit", err: "R1 32-bit pointer arithmetic prohibited"},
+		{name: "pointer leak unpriv", asm: "r0 = r1\nexit", err: "R0 leaks addr as return value", unpriv: true},
+	})
+}

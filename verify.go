@@ -1,0 +1,148 @@
+package bpfvm
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"bpfvm/isa"
+	"bpfvm/progtype"
+	"bpfvm/verifier"
+	"bpfvm/vm"
+)
+
+// helperName names a helper in errors: "bpf_map_lookup_elem#1" or "#99999".
+func helperName(id int32) string {
+	if name := isa.HelperName(id); name != "" {
+		return fmt.Sprintf("%s#%d", name, id)
+	}
+	return fmt.Sprintf("#%d", id)
+}
+
+// VerifierError is a program the verifier rejected, with its log, like
+// cilium/ebpf's.
+type VerifierError struct {
+	// Err wraps verifier.ErrRejected and names the instruction.
+	Err error
+	Log string
+}
+
+func (e *VerifierError) Error() string {
+	msg := "load program: " + e.Err.Error()
+	if hint := "(set ProgramOptions.NoVerify to run it unverified in checked mode)"; !strings.Contains(msg, "NoVerify") {
+		msg += " " + hint
+	}
+	return msg
+}
+
+func (e *VerifierError) Unwrap() error { return e.Err }
+
+// Stats returns the cost of verifying the program.
+func (p *Program) Stats() verifier.Stats { return p.stats }
+
+// Verified reports whether the program passed the verifier and runs with
+// unchecked memory accesses.
+func (p *Program) Verified() bool { return p.verified }
+
+// proto returns the prototype the verifier uses for a helper id.
+func (p *Program) proto(id int32) *verifier.Proto {
+	if pr, ok := p.opts.HelperProtos[id]; ok {
+		return pr
+	}
+	if _, ok := p.opts.Helpers[id]; ok {
+		return nil // a host helper without a prototype cannot be verified
+	}
+	if builtinHelpers[id] == nil {
+		return nil
+	}
+	return verifier.BuiltinProto(id)
+}
+
+// verify runs the verifier unless the options or the program type say not
+// to, and rewrites context accesses for unchecked execution.
+func (p *Program) verify() error {
+	if p.opts.NoVerify || p.pt.ContextSize == 0 {
+		return nil
+	}
+	// A helper bpfvm lacks is a load error of its own, before the verifier
+	// would call it an invalid function.
+	for pc, ins := range p.insns {
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && p.helper(ins.Imm) == nil {
+			return fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, helperName(ins.Imm))
+		}
+	}
+	infos := make([]verifier.MapInfo, len(p.maps))
+	for i, m := range p.maps {
+		infos[i] = verifier.MapInfo{Name: m.name, Spec: m.m.Spec(), Index: i}
+	}
+	res, err := verifier.Verify(p.insns, verifier.Options{
+		Type:         p.pt,
+		Maps:         infos,
+		Helpers:      p.proto,
+		Unprivileged: p.opts.Unprivileged,
+		LogLevel:     p.opts.LogLevel,
+		LogSize:      p.opts.LogSize,
+	})
+	if res != nil {
+		p.VerifierLog, p.stats = res.Log, res.Stats
+	}
+	if err != nil {
+		if errors.Is(err, verifier.ErrRejected) {
+			return &VerifierError{Err: err, Log: res.Log}
+		}
+		return err
+	}
+	p.verified = true
+	p.insns = rewriteContext(p.insns, res.Aux, p.shadowOffset())
+	return nil
+}
+
+// shadowOffset is where, in the context area, the runner keeps the 64-bit
+// packet pointers that verified programs load in place of the context's
+// 32-bit data, data_end and data_meta fields.
+func (p *Program) shadowOffset() uint64 {
+	return (uint64(p.pt.ContextSize) + 7) &^ 7
+}
+
+// contextArea is the size of the context area at the start of a run's
+// buffer: the context and the shadow slots, at least 256 bytes.
+func (p *Program) contextArea() int {
+	return max(256, int(p.shadowOffset()+shadowSize+63)&^63)
+}
+
+// Shadow slots, relative to the shadow offset.
+const (
+	shadowData = 0
+	shadowEnd  = 8
+	shadowMeta = 16
+	shadowSize = 24
+)
+
+// rewriteContext turns loads of packet pointer fields, which the verifier
+// proved go to the context, into 64-bit loads of the shadow slots: the
+// kernel's convert_ctx_access for the fields whose stored form differs from
+// what the program sees. Each rewrite is one instruction for one, so jump
+// offsets and aux data stay aligned.
+func rewriteContext(insns []isa.Instruction, aux []verifier.InsnAux, shadow uint64) []isa.Instruction {
+	out := append([]isa.Instruction(nil), insns...)
+	for pc := range out {
+		f := aux[pc].Ctx
+		if f == nil || f.Kind == progtype.Scalar {
+			continue
+		}
+		var slot uint64
+		switch f.Kind {
+		case progtype.PacketData:
+			slot = shadowData
+		case progtype.PacketEnd:
+			slot = shadowEnd
+		case progtype.PacketMeta:
+			slot = shadowMeta
+		}
+		ins := out[pc]
+		out[pc] = isa.Instruction{Op: isa.ClassLDX | isa.ModeMEM | isa.SizeDW, Dst: ins.Dst, Src: ins.Src, Off: int16(shadow + slot)}
+	}
+	return out
+}
+
+func (e *VerifierError) String() string { return fmt.Sprintf("%v\n%s", e.Err, e.Log) }
