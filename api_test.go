@@ -9,6 +9,7 @@ import (
 	"bpfvm"
 	"bpfvm/isa"
 	"bpfvm/maps"
+	"bpfvm/verifier"
 )
 
 func TestBadMapSpecs(t *testing.T) {
@@ -128,7 +129,10 @@ func TestRunBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := bpfvm.NewRawProgram("wild", ebpf.XDP, wild, bpfvm.ProgramOptions{})
+	if _, err := bpfvm.NewRawProgram("wild", ebpf.XDP, wild, bpfvm.ProgramOptions{}); !errors.Is(err, verifier.ErrRejected) {
+		t.Fatalf("wild load: got %v, want the verifier to reject it", err)
+	}
+	w, err := bpfvm.NewRawProgram("wild", ebpf.XDP, wild, bpfvm.ProgramOptions{NoVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
