@@ -93,6 +93,27 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 		}
 		coll.Programs[name] = p
 	}
+	// Initial contents naming maps (maps of maps) or programs (program
+	// arrays), as cilium/ebpf gives them, once both exist.
+	for _, name := range sortedKeys(spec.Maps) {
+		for _, kv := range spec.Maps[name].Contents {
+			ref, ok := kv.Value.(string)
+			if !ok {
+				continue
+			}
+			var value any
+			if m := coll.Maps[ref]; m != nil && spec.Maps[name].Type != ebpf.ProgramArray {
+				value = m
+			} else if p := coll.Programs[ref]; p != nil {
+				value = p
+			} else {
+				return nil, fmt.Errorf("map %s: initial contents: no map or program %q", name, ref)
+			}
+			if err := coll.Maps[name].Update(kv.Key, value, UpdateAny); err != nil {
+				return nil, fmt.Errorf("map %s: initial contents: %w", name, err)
+			}
+		}
+	}
 	return coll, nil
 }
 

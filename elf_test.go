@@ -217,3 +217,19 @@ func kernelProgram(t *testing.T, file, name string) *ebpf.Program {
 	t.Cleanup(coll.Close)
 	return coll.Programs[name]
 }
+
+// Legacy iproute2 maps of maps are filled with their inner maps by name.
+func TestLegacyMapInMap(t *testing.T) {
+	coll, err := bpfvm.LoadCollection("testdata/legacy_elf_maps.o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coll.Close()
+	var id uint32
+	if err := coll.Maps["map_in_map"].Lookup(uint32(0), &id); err != nil {
+		t.Fatal(err)
+	}
+	if want := coll.Maps["class_map"].ID(); id != want {
+		t.Errorf("map_in_map[0] = map %d, want class_map (%d)", id, want)
+	}
+}

@@ -43,6 +43,9 @@ func newMap(spec *ebpf.MapSpec, c *cpus) (*Map, error) {
 	}
 	mm := &Map{name: spec.Name, m: m, ncpu: len(c.runners)}
 	for _, kv := range spec.Contents {
+		if _, ok := kv.Value.(string); ok {
+			continue // a map or program by name: filled in by the collection
+		}
 		if err := mm.Update(kv.Key, kv.Value, UpdateAny); err != nil {
 			mm.Close()
 			return nil, fmt.Errorf("map %s: initial contents: %w", spec.Name, err)
@@ -295,6 +298,13 @@ func marshal(v any, size int) ([]byte, error) {
 		return v, nil
 	case nil:
 		return nil, fmt.Errorf("nil value")
+	case *Map:
+		// Maps of maps hold maps by id, as the kernel's hold them by file
+		// descriptor on the syscall side.
+		if size != 4 {
+			return nil, fmt.Errorf("map as a %d byte value, want 4", size)
+		}
+		return binary.NativeEndian.AppendUint32(nil, v.ID()), nil
 	case *Program:
 		// A prog_array holds programs by id, as the kernel's holds them
 		// by file descriptor on the syscall side.
