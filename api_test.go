@@ -143,3 +143,28 @@ func TestRunBadInput(t *testing.T) {
 		t.Fatalf("wild load: got %v, want an error", err)
 	}
 }
+
+// Socket filters see the packet from the network header, but a test run
+// returns the whole frame, as the kernel's does.
+func TestSocketFilterDataOut(t *testing.T) {
+	insns, err := isa.Assemble("r0 = 0\nexit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := bpfvm.NewRawProgram("sf", ebpf.SocketFilter, insns, bpfvm.ProgramOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	in := make([]byte, 64)
+	for i := range in {
+		in[i] = byte(i)
+	}
+	_, out, err := p.Test(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != string(in) {
+		t.Errorf("output %d bytes, want the 64-byte frame back", len(out))
+	}
+}

@@ -14,22 +14,35 @@ import (
 	"bpfvm/loader"
 )
 
-// loadHelpers loads a helpers_*.o test object into bpfvm, and into the
-// kernel as an oracle where bpf() is permitted (kern is nil otherwise).
-func loadHelpers(t *testing.T, file string, opts bpfvm.CollectionOptions) (vm *bpfvm.Collection, kern *ebpf.Collection) {
-	t.Helper()
-	return loadVM(t, file, opts), kernelCollection(t, file)
+// modes runs f in both execution modes: unverified, where checked mode
+// validates every access at run time (noVerify), and verified. Helpers
+// behave the same in both; the verified mode is skipped for programs the
+// verifier does not accept (yet).
+func modes(t *testing.T, f func(t *testing.T, noVerify bool)) {
+	t.Run("checked", func(t *testing.T) { f(t, true) })
+	t.Run("verified", func(t *testing.T) { f(t, false) })
 }
 
-// loadVM loads a test object into bpfvm only.
-func loadVM(t *testing.T, file string, opts bpfvm.CollectionOptions) *bpfvm.Collection {
+// loadHelpers loads a helpers_*.o test object into bpfvm, and into the
+// kernel as an oracle where bpf() is permitted (kern is nil otherwise).
+func loadHelpers(t *testing.T, noVerify bool, file string, opts bpfvm.CollectionOptions) (vm *bpfvm.Collection, kern *ebpf.Collection) {
+	t.Helper()
+	return loadVM(t, noVerify, file, opts), kernelCollection(t, file)
+}
+
+// loadVM loads a test object into bpfvm only, verified unless noVerify.
+func loadVM(t *testing.T, noVerify bool, file string, opts bpfvm.CollectionOptions) *bpfvm.Collection {
 	t.Helper()
 	spec, err := loader.LoadCollectionSpec(file)
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.Programs.NoVerify = noVerify
 	vm, err := bpfvm.NewCollectionWithOptions(spec, opts)
 	if err != nil {
+		if !noVerify {
+			t.Skipf("not verified: %v", err)
+		}
 		t.Fatal(err)
 	}
 	t.Cleanup(vm.Close)

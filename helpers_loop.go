@@ -23,8 +23,10 @@ func helperLoop(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 		return neg(e2big), nil
 	}
 	r := runnerOf(e)
+	frames := r.enterCallbacks(e, vm.Region{})
+	defer r.leaveCallbacks(e, frames, vm.Region{})
 	for i := range uint64(n) {
-		ret, err := r.callback(e, r2, i, r3, 0, 0, 0, vm.Region{})
+		ret, err := r.callback(e, r2, i, r3, 0, 0, 0)
 		if err != nil {
 			return 0, err
 		}
@@ -67,7 +69,10 @@ func helperForEachMapElem(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 		return neg(ebusy), nil
 	}
 	defer func() { r.hs.scratchDepth-- }()
-	keyRegion := vm.Region{Start: cur, End: cur + uint64(spec.KeySize)}
+	// The callback may read the key, not write it.
+	key := vm.Region{Start: cur, End: cur + uint64(spec.KeySize)}
+	frames := r.enterCallbacks(e, key)
+	defer r.leaveCallbacks(e, frames, key)
 	curKey := unsafeBytes(cur, uint64(spec.KeySize))
 	nextKey := unsafeBytes(next, uint64(spec.KeySize))
 	handle := m.Handle()
@@ -78,7 +83,7 @@ func helperForEachMapElem(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 		if value == nil {
 			return false, nil // deleted meanwhile
 		}
-		ret, err := r.callback(e, r2, handle, cur, vm.Addr(value), r3, 0, keyRegion)
+		ret, err := r.callback(e, r2, handle, cur, vm.Addr(value), r3, 0)
 		n++
 		return ret != 0 || err != nil, err
 	}
@@ -93,8 +98,10 @@ func helperForEachMapElem(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 	}
 	// Fetch the next key before the callback runs, so that the callback
 	// may delete the element it is given.
+	// NextKey restarts from the first key after a deleted one: bound the
+	// walk even if elements keep disappearing under it.
 	err = m.NextKey(nil, nextKey)
-	for err == nil && n < uint64(spec.MaxEntries) {
+	for steps := uint64(0); err == nil && n < uint64(spec.MaxEntries) && steps < 4*uint64(spec.MaxEntries)+16; steps++ {
 		copy(curKey, nextKey)
 		err = m.NextKey(curKey, nextKey)
 		if stop, cerr := visit(); stop {

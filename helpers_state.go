@@ -43,9 +43,10 @@ const (
 // beginRun prepares the runner's helper state for a run on a fresh packet.
 // The headroom is zeroed, as in the kernel's test run (whose buffer is
 // freshly allocated), so that bytes bpf_xdp_adjust_head or
-// bpf_xdp_adjust_meta expose never leak from an earlier run.
+// bpf_xdp_adjust_meta expose never leak from an earlier run. (A socket
+// filter's packet starts after the Ethernet header, which stays.)
 func (r *runner) beginRun() {
-	clear(unsafeBytes(r.pkt.start, r.pkt.meta-r.pkt.start))
+	clear(unsafeBytes(r.pkt.start, min(r.pkt.meta, r.pkt.start+headroom)-r.pkt.start))
 	r.hs.scratchDepth = 0
 }
 
@@ -85,25 +86,33 @@ func (r *runner) removeRegion(e *vm.Env, reg vm.Region) {
 	e.Regions = r.regions
 }
 
-// callback runs the subprogram fn of the running program (bpf_loop,
-// bpf_for_each_map_elem) with arguments a1-a5. extra, when not empty, is
-// a region the callback may access besides the run's.
-//
-// The callback runs on the stack below the calling function's frame; the
-// calling frames above stay accessible, as the context argument of these
-// helpers points into them.
-func (r *runner) callback(e *vm.Env, fn, a1, a2, a3, a4, a5 uint64, extra vm.Region) (uint64, error) {
-	frames := vm.Region{Start: e.FP - vm.StackSize, End: e.Stack.End, Writable: true}
+// enterCallbacks prepares calls of callbacks (bpf_loop,
+// bpf_for_each_map_elem) from the helper running: a callback runs on the
+// stack below the calling function's frame, and the calling frames above
+// stay accessible, as the helpers' context argument points into them.
+// extra, when not empty, is more memory the callbacks may access. It
+// returns the calling frames' region, to pass to leaveCallbacks with extra.
+func (r *runner) enterCallbacks(e *vm.Env, extra vm.Region) (frames vm.Region) {
+	frames = vm.Region{Start: e.FP - vm.StackSize, End: e.Stack.End, Writable: true}
 	r.addRegion(e, frames)
 	if extra.End > extra.Start {
 		r.addRegion(e, extra)
 	}
-	v, err := r.prog.engine.Call(e, fn, a1, a2, a3, a4, a5)
+	return frames
+}
+
+// leaveCallbacks undoes enterCallbacks.
+func (r *runner) leaveCallbacks(e *vm.Env, frames, extra vm.Region) {
 	if extra.End > extra.Start {
 		r.removeRegion(e, extra)
 	}
 	r.removeRegion(e, frames)
-	return v, err
+}
+
+// callback runs the subprogram fn of the running program with arguments
+// a1-a5, between enterCallbacks and leaveCallbacks.
+func (r *runner) callback(e *vm.Env, fn, a1, a2, a3, a4, a5 uint64) (uint64, error) {
+	return r.prog.engine.Call(e, fn, a1, a2, a3, a4, a5)
 }
 
 // scratchSlots returns two key slots for the current nesting level and

@@ -104,7 +104,20 @@ func (t *tailTarget) Run(e *vm.Env, r1, r2, budget uint64) (uint64, error) {
 	r.regions = append(r.regions[:1], t.p.regions...)
 	e.Regions = r.regions
 	r.prog = t.p
+	// The target runs in its own mode: verified programs unchecked, with
+	// their context loads rewritten to read the packet pointers from
+	// shadow slots, which setPacket fills.
+	checked, ctxAccessFn := e.Checked, e.CtxAccess
+	e.Checked = !t.p.verified
+	if e.CtxAccess != nil || caller.verified {
+		e.CtxAccess = nil
+		if e.Checked {
+			e.CtxAccess = ctxAccess
+		}
+	}
+	r.setPacket(r.pkt)
 	v, err := t.p.engine.Run(e, r1, r2, budget)
+	e.Checked, e.CtxAccess = checked, ctxAccessFn
 	r.prog = caller
 	r.regions = append(r.regions[:0], saved...)
 	e.Regions = r.regions

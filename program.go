@@ -428,8 +428,13 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 	res.Redirect = r.redirect
 	// The kernel's XDP test run returns the metadata in front of the packet.
 	outStart := r.pkt.data
-	if p.typ == ebpf.XDP {
+	switch {
+	case p.typ == ebpf.XDP:
 		outStart = r.pkt.meta
+	case pt.NetworkHeader:
+		// Socket filters saw the packet from the network header, but the
+		// kernel's test run returns the whole frame.
+		outStart -= ethHeader
 	}
 	res.DataSize = int(r.pkt.end - outStart)
 	if opts.DataOut != nil {

@@ -77,6 +77,17 @@ int tc_redirect(struct __sk_buff *skb)
 	return bpf_redirect(skb->cb[0], skb->cb[1]);
 }
 
+// sock_load: bpf_skb_load_bytes(skb, cb[0], &v, 4) in a socket filter,
+// whose packet starts at the network header; returns v, or the error.
+SEC("socket")
+int sock_load(struct __sk_buff *skb)
+{
+	__u32 v = 0;
+	long ret = bpf_skb_load_bytes(skb, skb->cb[0], &v, sizeof(v));
+
+	return ret ? ret : v;
+}
+
 struct xdp_args {
 	__s32 a, b, c;
 };

@@ -4,6 +4,8 @@
 //	bpfvm run FILE.o -p PROG [--data FILE | --data-hex HEX] [--repeat N] [--engine E] [--data-out FILE]
 //	bpfvm run --type raw FILE.bin|FILE.s [--data FILE | --data-hex HEX]
 //	bpfvm verify [-l LEVEL] [-p PROG] [--type T] [--unpriv] FILE
+//	bpfvm veristat [-e FIELDS] [-s SORT] [-n N] [-o table|csv] [--kernel] FILES...
+//	bpfvm veristat -C base.csv new.csv
 //	bpfvm conformance [--engine E] PATH...
 //	bpfvm plugin [--engine E] [MEMORY-HEX] < PROGRAM-HEX
 //
@@ -31,6 +33,7 @@ func commands() []command {
 		{"dump", "list the programs and maps of an object and disassemble its programs", runDump},
 		{"run", "run a program on an input packet like bpftool prog run", runRun},
 		{"verify", "verify programs and print verdicts and verifier logs", runVerify},
+		{"veristat", "verifier statistics per program, like the kernel's veristat", runVeristat},
 		{"conformance", "run bpf_conformance .data tests", runConformance},
 		{"plugin", "act as a bpf_conformance plugin: program hex on stdin, memory hex as argument", runPlugin},
 	}
