@@ -168,3 +168,50 @@ func TestSocketFilterDataOut(t *testing.T) {
 		t.Errorf("output %d bytes, want the 64-byte frame back", len(out))
 	}
 }
+
+func TestMapBatch(t *testing.T) {
+	for _, typ := range []ebpf.MapType{ebpf.Hash, ebpf.Array} {
+		t.Run(typ.String(), func(t *testing.T) {
+			coll, err := bpfvm.NewCollection(&ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{
+				"m": {Name: "m", Type: typ, KeySize: 4, ValueSize: 8, MaxEntries: 10},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer coll.Close()
+			m := coll.Maps["m"]
+			keys := []uint32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+			vals := []uint64{10, 11, 12, 13, 14, 15, 16, 17, 18, 19}
+			if n, err := m.BatchUpdate(keys, vals, nil); err != nil || n != 10 {
+				t.Fatalf("BatchUpdate: %d, %v", n, err)
+			}
+			var cursor bpfvm.MapBatchCursor
+			got := map[uint32]uint64{}
+			ko, vo := make([]uint32, 4), make([]uint64, 4)
+			for {
+				n, err := m.BatchLookup(&cursor, ko, vo, nil)
+				for i := range n {
+					got[ko[i]] = vo[i]
+				}
+				if errors.Is(err, maps.ErrKeyNotExist) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(got) != 10 || got[3] != 13 {
+				t.Errorf("BatchLookup gave %v", got)
+			}
+			if typ == ebpf.Hash {
+				if n, err := m.BatchDelete(keys[:5], nil); err != nil || n != 5 {
+					t.Fatalf("BatchDelete: %d, %v", n, err)
+				}
+				var v uint64
+				if err := m.Lookup(uint32(2), &v); !errors.Is(err, maps.ErrKeyNotExist) {
+					t.Errorf("key 2 still present after BatchDelete: %v", err)
+				}
+			}
+		})
+	}
+}
