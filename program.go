@@ -134,7 +134,8 @@ type RunOptions struct {
 	ContextOut any
 	// Repeat runs the program this many times (at least once).
 	Repeat uint32
-	// RunContext cancels the run (for now: waiting for a free runner).
+	// RunContext cancels the run: waiting for a free runner, and the run
+	// itself, which stops with the context's error soon after it is done.
 	// Optional. (Context is the program's context, as in cilium/ebpf.)
 	RunContext context.Context
 }
@@ -399,6 +400,7 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 			Stack:   vm.Region{Start: r.stack.Addr(), End: r.stack.Addr() + vm.MaxFrames*vm.StackSize, Writable: true},
 			CPU:     r.cpu,
 			Value:   r,
+			Context: opts.RunContext,
 		}
 		r.regions = append(append(r.regions[:0], vm.Region{}), p.regions...)
 		env.Regions = r.regions

@@ -113,6 +113,27 @@ func (p *Program) Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint6
 	return v, err
 }
 
+// cancelSlice is how many instructions run between checks of the run's
+// context: about 0.2 ms on the interpreter.
+const cancelSlice = 1 << 16
+
+// checkLimits is the slow path of the budget check: the budget itself, and
+// the run's context when it can be cancelled.
+func checkLimits(env *vm.Env, n, budget uint64, limit *uint64) error {
+	if n > budget {
+		return vm.ErrBudget
+	}
+	if env.Context != nil {
+		select {
+		case <-env.Context.Done():
+			return env.Context.Err()
+		default:
+		}
+	}
+	*limit = min(budget, n+cancelSlice)
+	return nil
+}
+
 // errExit carries a program exit out of LD_ABS/LD_IND bounds failures, which
 // end the program with R0 = 0 as in the kernel.
 var errExit = errors.New("exit")
@@ -125,6 +146,13 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 	}
 	if budget == 0 {
 		budget = ^uint64(0)
+	}
+	// limit is where the next slow check happens: the budget, or sooner
+	// when the run can be cancelled, so that cancellation is noticed within
+	// a slice of instructions.
+	limit := budget
+	if env.Context != nil && env.Context.Done() != nil {
+		limit = min(budget, cancelSlice)
 	}
 	code := p.code
 	checked := env.Checked
@@ -404,8 +432,10 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		// budget, so that is where the budget is checked.
 		case opJA:
 			pc += int(in.off)
-			if in.off < 0 && n > budget {
-				return fail(vm.ErrBudget)
+			if in.off < 0 && n > limit {
+				if err := checkLimits(env, n, budget, &limit); err != nil {
+					return fail(err)
+				}
 			}
 		case opJeqK:
 			if r[in.dst] == uint64(in.imm) {
@@ -649,8 +679,10 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			if depth+1 >= maxDepth {
 				return fail(vm.ErrCallDepth)
 			}
-			if n > budget {
-				return fail(vm.ErrBudget)
+			if n > limit {
+				if err := checkLimits(env, n, budget, &limit); err != nil {
+					return fail(err)
+				}
 			}
 			frames[depth] = frame{ret: pc, r6: r[6], r7: r[7], r8: r[8], r9: r[9], fp: r[10]}
 			depth++

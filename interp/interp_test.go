@@ -1,8 +1,10 @@
 package interp
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"bpfvm/isa"
 	"bpfvm/vm"
@@ -254,5 +256,25 @@ func TestNoAllocationPerRun(t *testing.T) {
 	allocs := testing.AllocsPerRun(10, func() { p.Run(env, 0, 0, 0) })
 	if allocs != 0 {
 		t.Fatalf("%v allocations per run, want 0", allocs)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	// An endless loop stops with the context's error.
+	p, err := New([]isa.Instruction{{Op: isa.OpJA, Off: -1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _ := testEnv(t, true, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	env.Context = ctx
+	start := time.Now()
+	_, err = p.Run(env, 0, 0, 0)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("stopped after %v", d)
 	}
 }

@@ -4,6 +4,7 @@
 package vm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"unsafe"
@@ -95,6 +96,10 @@ type Env struct {
 	// FP is the frame pointer (R10) of the function calling a helper; a
 	// callback the helper runs gets the stack below that frame.
 	FP uint64
+	// Context, when it can be cancelled, stops the run with its error
+	// soon after it is done (engines check it every few thousand
+	// instructions, at backward jumps and calls).
+	Context context.Context
 }
 
 // Check validates an access of size bytes at addr. It is what checked mode
