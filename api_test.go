@@ -215,3 +215,23 @@ func TestMapBatch(t *testing.T) {
 		})
 	}
 }
+
+// A verifier log that does not fit the starting buffer is retried with a
+// larger one, so it comes back whole.
+func TestVerifierLogGrows(t *testing.T) {
+	insns, err := isa.Assemble("r0 = 0\nr1 = 1\nr2 = 2\nr3 = 3\nr0 += r1\nr0 += r2\nr0 += r3\nexit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := bpfvm.NewRawProgram("p", ebpf.XDP, insns, bpfvm.ProgramOptions{LogLevel: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := bpfvm.NewRawProgram("p", ebpf.XDP, insns, bpfvm.ProgramOptions{LogLevel: 2, LogSize: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small.VerifierLog != full.VerifierLog || len(full.VerifierLog) <= 16 {
+		t.Errorf("log with a 16-byte start: %d bytes, want the whole %d", len(small.VerifierLog), len(full.VerifierLog))
+	}
+}

@@ -89,7 +89,10 @@ type ProgramOptions struct {
 	NoVerify bool
 	// HelperProtos gives the verifier the prototypes of host helpers.
 	HelperProtos map[int32]*verifier.Proto
-	// LogLevel and LogSize control the verifier log (see verifier.Options).
+	// LogLevel selects the verifier log (see verifier.Options). LogSize is
+	// the log buffer to start with (0: unlimited); when the log does not
+	// fit, the buffer is doubled and the program verified again, as
+	// cilium/ebpf does with the kernel.
 	LogLevel int
 	LogSize  int
 	// Unprivileged verifies with the rules for loads without CAP_BPF.

@@ -37,6 +37,9 @@ func (e *VerifierError) Error() string {
 
 func (e *VerifierError) Unwrap() error { return e.Err }
 
+// maxLogSize caps the verifier log buffer the retries grow to.
+const maxLogSize = 1 << 30
+
 // Stats returns the cost of verifying the program.
 func (p *Program) Stats() verifier.Stats { return p.stats }
 
@@ -75,14 +78,21 @@ func (p *Program) verify() error {
 	for i, m := range p.maps {
 		infos[i] = verifier.MapInfo{Name: m.name, Spec: m.m.Spec(), Index: i}
 	}
-	res, err := verifier.Verify(p.insns, verifier.Options{
+	vopts := verifier.Options{
 		Type:         p.pt,
 		Maps:         infos,
 		Helpers:      p.proto,
 		Unprivileged: p.opts.Unprivileged,
 		LogLevel:     p.opts.LogLevel,
 		LogSize:      p.opts.LogSize,
-	})
+	}
+	res, err := verifier.Verify(p.insns, vopts)
+	// A log that did not fit: double the buffer and verify again, as
+	// libbpf and cilium/ebpf do with the kernel's ENOSPC.
+	for errors.Is(err, verifier.ErrLogTruncated) && vopts.LogSize < maxLogSize {
+		vopts.LogSize *= 2
+		res, err = verifier.Verify(p.insns, vopts)
+	}
 	if res != nil {
 		p.VerifierLog, p.stats = res.Log, res.Stats
 	}
