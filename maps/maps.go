@@ -182,6 +182,8 @@ func New(spec Spec, opts Options) (Map, error) {
 		return newArrayOfMaps(spec, opts)
 	case HashOfMaps:
 		return newHashOfMaps(spec, opts)
+	case DevMap, CPUMap, XSKMap, DevMapHash:
+		return newRedirectMap(spec, opts)
 	}
 	return nil, fmt.Errorf("map %s: type %d: %w", spec.Name, spec.Type, ErrNotSupported)
 }

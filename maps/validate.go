@@ -247,6 +247,14 @@ func typeName(t Type) string {
 		return "stack"
 	case RingBuf:
 		return "ringbuf"
+	case DevMap:
+		return "devmap"
+	case CPUMap:
+		return "cpumap"
+	case XSKMap:
+		return "xskmap"
+	case DevMapHash:
+		return "devmap_hash"
 	}
 	return fmt.Sprintf("type %d", uint32(t))
 }

@@ -43,7 +43,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	if p.Name != "" {
 		name = p.Name
 	}
-	if v.pt.Helpers != nil && !v.pt.Helpers(id) {
+	if v.pt.Helpers != nil && !v.pt.Helpers(id) || p.ProgTypes != nil && !slices.Contains(p.ProgTypes, v.pt.Name) {
 		return v.errorf(pc, "program of this type cannot use helper %s#%d", name, id)
 	}
 	f := v.cur.cur()

@@ -66,6 +66,9 @@ type Proto struct {
 	MapTypes []maps.Type
 	// TailCall marks bpf_tail_call.
 	TailCall bool
+	// ProgTypes lists the program types that may call the helper, by
+	// progtype name (nil: any).
+	ProgTypes []string
 }
 
 var (
@@ -111,7 +114,7 @@ var builtinProtos = map[string]Proto{
 	"bpf_xdp_adjust_tail":      {Args: [5]ArgType{ArgCtx, ArgAnything}},
 	"bpf_xdp_adjust_meta":      {Args: [5]ArgType{ArgCtx, ArgAnything}},
 	"bpf_redirect":             {Args: [5]ArgType{ArgAnything, ArgAnything}},
-	"bpf_redirect_map":         {Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}},
+	"bpf_redirect_map":         {Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}, MapTypes: []maps.Type{maps.DevMap, maps.DevMapHash, maps.CPUMap, maps.XSKMap}, ProgTypes: []string{"xdp"}},
 	"bpf_loop":                 {Args: [5]ArgType{ArgAnything, ArgCallback, ArgAnything, ArgAnything}},
 	"bpf_for_each_map_elem":    {Args: [5]ArgType{ArgConstMapPtr, ArgCallback, ArgAnything, ArgAnything}},
 	"bpf_strtol":               {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}},

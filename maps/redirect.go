@@ -1,0 +1,43 @@
+package maps
+
+import "fmt"
+
+// Redirect map types, the targets of bpf_redirect_map.
+const (
+	DevMap     Type = 14
+	CPUMap     Type = 16
+	XSKMap     Type = 17
+	DevMapHash Type = 25
+)
+
+// Redirect maps hold interface indexes (devmap), CPU numbers (cpumap) or
+// socket slots (xskmap) that bpf_redirect_map records as the run's redirect
+// target. bpfvm has no network devices, so they are stored as plain values:
+// devmap, cpumap and xskmap as arrays, devmap_hash as a hash, with the
+// kernel's key and value sizes.
+func newRedirectMap(spec Spec, opts Options) (Map, error) {
+	if spec.KeySize != 4 {
+		return nil, fmt.Errorf("%s key size %d, want 4: %w", typeName(spec.Type), spec.KeySize, ErrInvalid)
+	}
+	if spec.ValueSize != 4 && spec.ValueSize != 8 {
+		return nil, fmt.Errorf("%s value size %d, want 4 or 8: %w", typeName(spec.Type), spec.ValueSize, ErrInvalid)
+	}
+	backing := spec
+	backing.Type = Array
+	if spec.Type == DevMapHash {
+		backing.Type = Hash
+	}
+	m, err := New(backing, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &redirectMap{Map: m, spec: spec}, nil
+}
+
+// redirectMap is an array or hash that reports its redirect map type.
+type redirectMap struct {
+	Map
+	spec Spec
+}
+
+func (r *redirectMap) Spec() Spec { return r.spec }
