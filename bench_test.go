@@ -97,9 +97,17 @@ func BenchmarkMapPerf(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer coll.Close()
+	noInline, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{NoInline: true}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer noInline.Close()
 	for k := uint32(0); k < 64; k++ {
 		for _, m := range []string{"perf_array", "perf_hash"} {
 			if err := coll.Maps[m].Put(k, uint64(k+1)); err != nil {
+				b.Fatal(err)
+			}
+			if err := noInline.Maps[m].Put(k, uint64(k+1)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -128,6 +136,13 @@ func BenchmarkMapPerf(b *testing.B) {
 			if err != nil || ret != 2080 {
 				b.Fatalf("returned %d, %v; want 2080", ret, err)
 			}
+			benchmarkRuns(b, func(n int) (time.Duration, error) {
+				_, d, err := p.Benchmark(pkt, n, nil)
+				return d, err
+			})
+		})
+		b.Run(name+"/bpfvm-noinline", func(b *testing.B) {
+			p := noInline.Programs[name]
 			benchmarkRuns(b, func(n int) (time.Duration, error) {
 				_, d, err := p.Benchmark(pkt, n, nil)
 				return d, err

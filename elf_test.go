@@ -233,3 +233,41 @@ func TestLegacyMapInMap(t *testing.T) {
 		t.Errorf("map_in_map[0] = map %d, want class_map (%d)", id, want)
 	}
 }
+
+// The map_perf programs compute the same sums with inlined array lookups as
+// with helper calls.
+func TestInlinedArrayLookup(t *testing.T) {
+	spec, err := loader.LoadCollectionSpec("testdata/map_perf.o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, noInline := range []bool{false, true} {
+		coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{NoInline: noInline}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := coll.Programs["array_lookup"]
+		for _, filled := range []bool{false, true} {
+			if filled {
+				for k := uint32(0); k < 64; k++ {
+					if err := coll.Maps["perf_array"].Put(k, uint64(k+1)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			want := uint32(0)
+			if filled {
+				want = 2080
+			}
+			got, err := p.Run(&bpfvm.RunOptions{Data: packet(64)})
+			if err != nil || got != want {
+				t.Errorf("noInline=%v filled=%v: got %d, %v; want %d", noInline, filled, got, err, want)
+			}
+		}
+		inlined := len(p.XlatedInstructions()) > len(p.Instructions())
+		if inlined == noInline {
+			t.Errorf("noInline=%v: xlated %d insns, loaded %d", noInline, len(p.XlatedInstructions()), len(p.Instructions()))
+		}
+		coll.Close()
+	}
+}

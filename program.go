@@ -97,6 +97,9 @@ type ProgramOptions struct {
 	LogSize  int
 	// Unprivileged verifies with the rules for loads without CAP_BPF.
 	Unprivileged bool
+	// NoInline keeps helper calls that the rewrite would inline (array
+	// map lookups), for measuring what inlining gains.
+	NoInline bool
 }
 
 // Program is a loaded eBPF program. It is safe for concurrent use.
@@ -114,6 +117,7 @@ type Program struct {
 	// VerifierLog is the verifier's log (with ProgramOptions.LogLevel > 0).
 	VerifierLog string
 	verified    bool
+	xlated      []isa.Instruction // after rewriting
 	stats       verifier.Stats
 	shadow      uint64 // offset of the 64-bit packet pointers in the context area
 	cpus        *cpus
@@ -217,6 +221,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	if err := isa.Validate(insns); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
+	p.xlated = insns
 	if err := p.verify(); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
@@ -252,8 +257,8 @@ func checkHelpers(insns []isa.Instruction, pt *progtype.Type) error {
 // the map's index in p.maps as immediate) with map handles and value
 // addresses, as the kernel does after verification.
 func (p *Program) resolve() ([]isa.Instruction, error) {
-	out := make([]isa.Instruction, len(p.insns))
-	copy(out, p.insns)
+	out := make([]isa.Instruction, len(p.xlated))
+	copy(out, p.xlated)
 	for i := 0; i < len(out); i++ {
 		ins := out[i]
 		if !ins.IsLdImm64() {
@@ -302,6 +307,11 @@ func (p *Program) Type() ebpf.ProgramType { return p.typ }
 
 // Instructions returns the program as loaded (map references by index).
 func (p *Program) Instructions() []isa.Instruction { return p.insns }
+
+// XlatedInstructions returns the program as it runs, after verification
+// and rewriting (context conversion, inlined helpers), with map references
+// still by index: what `bpftool prog dump xlated` shows.
+func (p *Program) XlatedInstructions() []isa.Instruction { return p.xlated }
 
 // Maps returns the maps the program references, in the order of the indices
 // its map loads use.

@@ -7,6 +7,7 @@ import (
 
 	"bpfvm/isa"
 	"bpfvm/progtype"
+	"bpfvm/rewrite"
 	"bpfvm/verifier"
 	"bpfvm/vm"
 )
@@ -103,7 +104,16 @@ func (p *Program) verify() error {
 		return err
 	}
 	p.verified = true
-	p.insns = rewriteContext(p.insns, res.Aux, p.shadowOffset())
+	rp, err := rewrite.New(rewriteContext(p.insns, res.Aux, p.shadowOffset()), res.Aux)
+	if err != nil {
+		return err
+	}
+	if !p.opts.NoInline {
+		if _, err := rewrite.InlineMapLookups(rp); err != nil {
+			return err
+		}
+	}
+	p.xlated = rp.Insns
 	return nil
 }
 

@@ -27,6 +27,7 @@ func sorted(s []string) []string {
 func runDump(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("dump", stderr)
 	progName := fs.String("p", "", "dump only this program")
+	xlated := fs.Bool("xlated", false, "show the programs as they run: verified and rewritten (context conversion, inlined helpers)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -74,11 +75,52 @@ func runDump(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		}
 		tw.Flush()
 	}
+	if *xlated {
+		return dumpXlated(stdout, spec, names)
+	}
 	for _, name := range names {
 		fmt.Fprintf(stdout, "\n%s:\n", name) // the entry symbol; subprograms print their own
 		if err := disassemble(stdout, spec.Programs[name]); err != nil {
 			return fmt.Errorf("program %s: %w", name, err)
 		}
+	}
+	return nil
+}
+
+// dumpXlated loads each program (creating its maps and verifying it) and
+// prints the instructions it runs, like bpftool prog dump xlated.
+func dumpXlated(w io.Writer, spec *ebpf.CollectionSpec, names []string) error {
+	for _, name := range names {
+		one := spec.Copy()
+		for other := range one.Programs {
+			if other != name {
+				delete(one.Programs, other)
+			}
+		}
+		coll, err := bpfvm.NewCollection(one)
+		if err != nil {
+			return err
+		}
+		p := coll.Programs[name]
+		insns := p.XlatedInstructions()
+		fmt.Fprintf(w, "\n%s (xlated, %d insns, verified=%v):\n", name, len(insns), p.Verified())
+		for pc := 0; pc < len(insns); pc++ {
+			ins := insns[pc]
+			text := isa.Format(insns, pc, nil)
+			if ins.IsLdImm64() && (ins.Src == isa.Register(isa.PseudoMapFD) || ins.Src == isa.Register(isa.PseudoMapValue)) {
+				if maps := p.Maps(); int(ins.Imm) < len(maps) {
+					text = fmt.Sprintf("r%d = map[%s]", ins.Dst, maps[ins.Imm].Name())
+					if ins.Src == isa.Register(isa.PseudoMapValue) {
+						text += fmt.Sprintf(" + %d", uint32(insns[pc+1].Imm))
+					}
+				}
+			}
+			fmt.Fprintf(w, "%5d: (%02x) %s\n", pc, ins.Op, text)
+			if ins.IsLdImm64() {
+				pc++
+			}
+		}
+		coll.Close()
 	}
 	return nil
 }
