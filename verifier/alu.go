@@ -157,15 +157,21 @@ func (v *verifier) checkMov(pc int, ins isa.Instruction, is64, x bool) error {
 // adjust_ptr_min_max_vals.
 func (v *verifier) pointerALU(pc int, ins isa.Instruction, dst, src *Reg, op uint8, is64, x bool) error {
 	opStr := aluOpString[op]
-	if !is64 {
-		return v.errorf(pc, "R%d 32-bit pointer arithmetic prohibited", ins.Dst)
-	}
+	// Subtracting pointers (or, in 32 bits, anything from a pointer)
+	// yields a meaningless scalar that privileged programs may compute.
 	if dst.Type.IsPointer() && src.Type.IsPointer() {
 		if op == isa.ALUSub && !v.opts.Unprivileged {
 			*dst = unknownScalar()
 			return nil
 		}
 		return v.errorf(pc, "R%d pointer %s pointer prohibited", ins.Dst, opStr)
+	}
+	if !is64 {
+		if op == isa.ALUSub && !v.opts.Unprivileged {
+			*dst = unknownScalar()
+			return nil
+		}
+		return v.errorf(pc, "R%d 32-bit pointer arithmetic prohibited", ins.Dst)
 	}
 	ptr, off := dst, src
 	if src.Type.IsPointer() {
@@ -177,24 +183,26 @@ func (v *verifier) pointerALU(pc int, ins isa.Instruction, dst, src *Reg, op uin
 	switch op {
 	case isa.ALUAdd, isa.ALUSub:
 	case isa.ALUAnd, isa.ALUOr, isa.ALUXor:
-		if v.opts.Unprivileged || ptr == dst {
-			return v.errorf(pc, "R%d bitwise operator %s on pointer prohibited", ins.Dst, opStr)
-		}
-		*dst = unknownScalar()
-		return nil
+		return v.errorf(pc, "R%d bitwise operator %s on pointer prohibited", ins.Dst, opStr)
 	default:
-		if v.opts.Unprivileged || ptr == dst {
-			return v.errorf(pc, "R%d pointer arithmetic with %s operator prohibited", ins.Dst, opStr)
-		}
-		*dst = unknownScalar()
-		return nil
+		return v.errorf(pc, "R%d pointer arithmetic with %s operator prohibited", ins.Dst, opStr)
 	}
 	if ptr.maybeNull() {
 		return v.errorf(pc, "R%d pointer arithmetic on %s prohibited, null-check it first", ins.Dst, regTypeString(ptr))
 	}
 	switch ptr.Type {
-	case ConstPtrToMap, PtrToPacketEnd, PtrToFunc:
+	case ConstPtrToMap:
+		// Adding a known zero leaves the map pointer as it is.
+		if op == isa.ALUAdd && off.Scalar.IsConst() && off.Scalar.Const() == 0 {
+			break
+		}
 		return v.errorf(pc, "R%d pointer arithmetic on %s prohibited", ins.Dst, ptr.Type)
+	case PtrToPacketEnd, PtrToFunc:
+		return v.errorf(pc, "R%d pointer arithmetic on %s prohibited", ins.Dst, ptr.Type)
+	}
+	if op == isa.ALUSub && ptr.Type == PtrToStack {
+		// As the kernel: JITs may not cope with subtraction from fp.
+		return v.errorf(pc, "R%d subtraction from stack pointer prohibited", ins.Dst)
 	}
 	name := ptrKindName(ptr.Type)
 	s := off.Scalar

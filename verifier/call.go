@@ -143,8 +143,8 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			if reg.Type != PtrToCtx {
 				return v.errorf(pc, "R%d type=%s expected=ctx", regno, regTypeString(reg))
 			}
-			if reg.Off != 0 || !reg.IsConst() || reg.Const() != 0 {
-				return v.errorf(pc, "dereference of modified ctx ptr R%d off=%d disallowed", regno, reg.Off)
+			if err := v.checkPtrOffReg(pc, regno, reg, false); err != nil {
+				return err
 			}
 		case ArgCallback:
 			if reg.Type != PtrToFunc {
@@ -225,7 +225,7 @@ func (v *verifier) enterCallback(pc int, name string, sub int, m *MapInfo) error
 		return err
 	}
 	if len(st.Frames) >= MaxCallFrames {
-		return v.errorf(pc, "the call stack of %d frames is too deep !", len(st.Frames)+1)
+		return v.errorf(pc, "the call stack of %d frames is too deep", len(st.Frames)+1)
 	}
 	callee := &Frame{CallSite: pc, Subprog: sub, Number: len(st.Frames), Callback: true}
 	for r := isa.R1; r <= isa.R5; r++ {
@@ -254,6 +254,9 @@ func (v *verifier) enterCallback(pc int, name string, sub int, m *MapInfo) error
 // checkHelperMem checks that a helper may read (or, uninit, write) size
 // bytes at reg; zeroOK allows a NULL-free zero-sized access.
 func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int, uninit, zeroOK bool) error {
+	if reg.maybeNull() {
+		return v.errorf(pc, "R%d type=%s expected=%s", regno, regTypeString(reg), memArgTypes)
+	}
 	switch reg.Type {
 	case PtrToStack:
 		s := reg.Scalar
@@ -261,7 +264,14 @@ func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int
 		lo := int64(reg.Off) + s.Smin
 		hi := int64(reg.Off) + s.Smax + int64(size)
 		if lo < -MaxStack || hi > 0 {
-			return v.errorf(pc, "invalid indirect access to stack R%d off=%d size=%d", regno, int64(reg.Off)+s.Smin, size)
+			dir := " read from"
+			if uninit {
+				dir = " write to"
+			}
+			if s.IsConst() {
+				return v.errorf(pc, "invalid%s stack R%d off=%d size=%d", dir, regno, lo, size)
+			}
+			return v.errorf(pc, "invalid variable-offset%s stack R%d var_off=%s off=%d size=%d", dir, regno, s.Var, reg.Off, size)
 		}
 		if !s.IsConst() && v.opts.Unprivileged {
 			return v.errorf(pc, "R%d variable stack access prohibited for !root", regno)
@@ -284,8 +294,12 @@ func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int
 	if zeroOK && reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
 		return nil
 	}
-	return v.errorf(pc, "R%d type=%s expected=fp, pkt, pkt_meta, map_key, map_value, mem", regno, regTypeString(reg))
+	return v.errorf(pc, "R%d type=%s expected=%s", regno, regTypeString(reg), memArgTypes)
 }
+
+// memArgTypes are the register types helper memory arguments take, as the
+// kernel lists them.
+const memArgTypes = "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_"
 
 // checkWideAccess checks an access of any size to non-stack memory.
 func (v *verifier) checkWideAccess(ptr *Reg, a access) (Reg, error) {
@@ -296,14 +310,14 @@ func (v *verifier) checkWideAccess(ptr *Reg, a access) (Reg, error) {
 	case PtrToMapValue:
 		return v.mapValueAccess(ptr, a)
 	case PtrToMapKey:
-		return Reg{}, v.boundsCheck(ptr, a, int64(ptr.Map.Spec.KeySize), "map key")
+		return Reg{}, v.boundsCheck(ptr, a, int64(ptr.Map.Spec.KeySize), "map key, key_size")
 	case PtrToPacket, PtrToPacketMeta:
 		return v.packetAccess(ptr, a)
 	case PtrToMem:
 		if a.write && ptr.Flags&Rdonly != 0 {
 			return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))
 		}
-		return Reg{}, v.boundsCheck(ptr, a, int64(ptr.MemSize), "mem")
+		return Reg{}, v.boundsCheck(ptr, a, int64(ptr.MemSize), "memory, mem_size")
 	}
 	return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
 }
@@ -340,7 +354,7 @@ func (v *verifier) noteConstKey(pc int, reg *Reg, size int) {
 func (v *verifier) checkLocalCall(pc, target int) error {
 	st := v.cur
 	if len(st.Frames) >= MaxCallFrames {
-		return v.errorf(pc, "the call stack of %d frames is too deep !", len(st.Frames)+1)
+		return v.errorf(pc, "the call stack of %d frames is too deep", len(st.Frames)+1)
 	}
 	sub := subprogAt(v.subs, target)
 	for _, f := range st.Frames {
@@ -365,9 +379,9 @@ func (v *verifier) checkLocalCall(pc, target int) error {
 }
 
 // checkStackDepth enforces the combined stack limit over every call chain,
-// each frame rounded up to 32 bytes as the kernel does.
+// each frame rounded up to 16 bytes as the kernel does for JITed programs.
 func (v *verifier) checkStackDepth() error {
-	depth := func(sub int) int { return (max(v.subs[sub].StackDepth, 1) + 31) &^ 31 }
+	depth := func(sub int) int { return (v.subs[sub].StackDepth + 15) &^ 15 }
 	var walk func(sub, total, frames int) error
 	walk = func(sub, total, frames int) error {
 		total += depth(sub)
@@ -415,7 +429,9 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		return false, nil
 	}
 	if len(st.Frames) > 1 {
-		if r0.Type == PtrToStack && int(r0.Frame) == f.Number {
+		if r0.Type == PtrToStack {
+			// Only the callee's own stack dies, but the kernel refuses
+			// every stack pointer.
 			return false, v.errorf(pc, "cannot return stack pointer to the caller")
 		}
 		if v.opts.Unprivileged && r0.Type.IsPointer() {

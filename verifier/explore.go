@@ -98,6 +98,7 @@ func (v *verifier) step(pc int, ins isa.Instruction) (done bool, err error) {
 			v.pc = pc + 1
 		}
 	case isa.ClassJMP, isa.ClassJMP32:
+		v.jumps++
 		return v.checkJump(pc, ins)
 	}
 	return false, err

@@ -25,11 +25,12 @@ func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {
 		return false, v.errorf(pc, "callx is not supported")
 	case ins.Op == isa.OpMayGoto:
 		// Both outcomes are possible: the loop budget may or may not be
-		// exhausted.
+		// exhausted. Going on counts one more round of the loop.
 		target, _ := ins.JumpTarget(pc)
 		if err := v.push(v.cur.clone(), pc, target); err != nil {
 			return false, err
 		}
+		v.cur.mayGotoDepth++
 		v.pc = pc + 1
 		return false, nil
 	}
@@ -70,7 +71,7 @@ func (v *verifier) checkCondJump(pc int, ins isa.Instruction, op uint8) error {
 		v.pc = pc + 1
 		return nil
 	}
-	if (dst.Type.IsPointer() || src.Type.IsPointer()) && v.opts.Unprivileged && !v.allowedPtrCompare(dst, &src, op, x) {
+	if (dst.Type.IsPointer() || src.Type.IsPointer()) && v.opts.Unprivileged && !v.allowedPtrCompare(dst, &src, op, x, is32) {
 		return v.errorf(pc, "R%d pointer comparison prohibited", ins.Dst)
 	}
 
@@ -97,11 +98,11 @@ func (v *verifier) checkCondJump(pc int, ins isa.Instruction, op uint8) error {
 
 // allowedPtrCompare: unprivileged programs may compare pointers only in a
 // null check or against the packet end.
-func (v *verifier) allowedPtrCompare(dst, src *Reg, op uint8, x bool) bool {
-	if dst.maybeNull() && src.Type == ScalarValue && src.IsConst() && src.Const() == 0 && (op == isa.JumpEQ || op == isa.JumpNE) {
+func (v *verifier) allowedPtrCompare(dst, src *Reg, op uint8, x, is32 bool) bool {
+	if !x && !is32 && isNullCheck(dst, src, op) {
 		return true
 	}
-	return x && pktPair(dst.Type, src.Type) != 0
+	return x && !is32 && pktPair(dst.Type, src.Type) != 0
 }
 
 // branchTaken decides a comparison when it can: 1 always taken, 0 never,
@@ -110,12 +111,19 @@ func (v *verifier) branchTaken(op uint8, dst, src *Reg, is32 bool) int {
 	if dst.Type == ScalarValue && src.Type == ScalarValue {
 		return BranchTaken(op, dst.Scalar, src.Scalar, is32)
 	}
-	// A pointer that cannot be NULL compared with 0.
+	// A pointer that cannot be NULL compared with 0. As in the kernel's
+	// reg_not_null, only pointers that come from a successful lookup or
+	// allocation count: the context, stack and packet pointers do not.
 	ptr, other := dst, src
 	if !ptr.Type.IsPointer() {
 		ptr, other = src, dst
 	}
-	if ptr.Type.IsPointer() && !ptr.maybeNull() && other.Type == ScalarValue && other.IsConst() && other.Const() == 0 && !is32 {
+	notNull := false
+	switch ptr.Type {
+	case PtrToMapValue, PtrToMapKey, PtrToMem, ConstPtrToMap:
+		notNull = !ptr.maybeNull()
+	}
+	if notNull && other.Type == ScalarValue && other.IsConst() && other.Const() == 0 && !is32 {
 		switch op {
 		case isa.JumpEQ:
 			return 0
@@ -152,7 +160,7 @@ func (v *verifier) refine(st *State, pc int, ins isa.Instruction, op uint8, is32
 		if x {
 			v.propagateScalar(st, src)
 		}
-	case dst.maybeNull() || src.maybeNull():
+	case !is32 && !x && isNullCheck(dst, src, op):
 		v.nullCheck(st, dst, src, op, taken)
 	case !is32 && x:
 		v.packetCompare(st, dst, src, op, taken)
@@ -181,11 +189,20 @@ func (st *State) forEachReg(fn func(*Reg)) {
 			fn(&f.Regs[i])
 		}
 		for i := range f.Stack {
-			if f.Stack[i].spilled() {
+			if f.Stack[i].isSpill() {
 				fn(&f.Stack[i].Spilled)
 			}
 		}
 	}
+}
+
+// isNullCheck reports whether a 64-bit comparison of dst with the
+// immediate src is a null check: `if ptr == 0` or `if ptr != 0` of a
+// pointer that may be NULL. As in the kernel, comparisons with a register
+// holding zero, and 32-bit ones (the low half of a pointer may be zero),
+// are not.
+func isNullCheck(dst, src *Reg, op uint8) bool {
+	return dst.maybeNull() && src.Type == ScalarValue && src.IsConst() && src.Const() == 0 && (op == isa.JumpEQ || op == isa.JumpNE)
 }
 
 // nullCheck applies `if ptr == 0` / `if ptr != 0` to every register that

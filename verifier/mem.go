@@ -17,6 +17,10 @@ type access struct {
 	// imm is set for stores of an immediate.
 	val *Reg
 	imm *int64
+	// src is the stored register itself, for linking it with its spill,
+	// and valReg its number.
+	src    *Reg
+	valReg isa.Register
 }
 
 func (v *verifier) checkLoad(pc int, ins isa.Instruction) error {
@@ -48,7 +52,7 @@ func (v *verifier) checkStore(pc int, ins isa.Instruction) error {
 			return err
 		}
 		c := *val
-		a.val = &c
+		a.val, a.src, a.valReg = &c, val, ins.Src
 	} else {
 		imm := int64(ins.Imm)
 		a.imm = &imm
@@ -140,9 +144,6 @@ func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
 	if ptr.maybeNull() {
 		return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
 	}
-	if a.write && a.val != nil && a.val.Type.IsPointer() && v.opts.Unprivileged && ptr.Type != PtrToStack {
-		return Reg{}, v.errorf(a.pc, "R%d leaks addr into %s", a.reg, ptr.Type)
-	}
 	if err := v.checkAlign(a.pc, ptr, a.off, a.size, false); err != nil {
 		return Reg{}, err
 	}
@@ -155,7 +156,7 @@ func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
 		if a.write {
 			return Reg{}, v.errorf(a.pc, "write to change key R%d not allowed", a.reg)
 		}
-		if err := v.boundsCheck(ptr, a, int64(ptr.Map.Spec.KeySize), "map key"); err != nil {
+		if err := v.boundsCheck(ptr, a, int64(ptr.Map.Spec.KeySize), "map key, key_size"); err != nil {
 			return Reg{}, err
 		}
 		return v.loadedScalar(a.size), nil
@@ -167,7 +168,10 @@ func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
 		if a.write && ptr.Flags&Rdonly != 0 {
 			return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))
 		}
-		if err := v.boundsCheck(ptr, a, int64(ptr.MemSize), "mem"); err != nil {
+		if v.leaks(a) {
+			return Reg{}, v.errorf(a.pc, "R%d leaks addr into mem", a.valReg)
+		}
+		if err := v.boundsCheck(ptr, a, int64(ptr.MemSize), "memory, mem_size"); err != nil {
 			return Reg{}, err
 		}
 		return v.loadedScalar(a.size), nil
@@ -175,6 +179,12 @@ func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
 		return Reg{}, v.errorf(a.pc, "R%d invalid mem access 'scalar'", a.reg)
 	}
 	return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
+}
+
+// leaks reports whether an unprivileged store writes a pointer to memory
+// other than the stack.
+func (v *verifier) leaks(a access) bool {
+	return a.write && a.val != nil && a.src != nil && a.val.Type.IsPointer() && v.opts.Unprivileged
 }
 
 // loadedScalar is what a load of size bytes from plain memory yields.
@@ -194,7 +204,7 @@ func (v *verifier) boundsCheck(ptr *Reg, a access, limit int64, what string) err
 	lo := int64(ptr.Off) + int64(a.off) + s.Smin
 	if lo < 0 {
 		if s.IsConst() {
-			return v.errorf(a.pc, "invalid access to %s, value_size=%d off=%d size=%d", what, limit, int64(ptr.Off)+int64(a.off)+s.Smin, a.size)
+			return v.errorf(a.pc, "invalid access to %s=%d off=%d size=%d", what, limit, int64(ptr.Off)+int64(a.off)+s.Smin, a.size)
 		}
 		return v.errorf(a.pc, "R%d min value is outside of the allowed memory range", a.reg)
 	}
@@ -204,7 +214,7 @@ func (v *verifier) boundsCheck(ptr *Reg, a access, limit int64, what string) err
 	hi := int64(ptr.Off) + int64(a.off) + int64(s.Umax) + int64(a.size)
 	if hi > limit {
 		if s.IsConst() {
-			return v.errorf(a.pc, "invalid access to %s, value_size=%d off=%d size=%d", what, limit, int64(ptr.Off)+int64(a.off)+s.Smin, a.size)
+			return v.errorf(a.pc, "invalid access to %s=%d off=%d size=%d", what, limit, int64(ptr.Off)+int64(a.off)+s.Smin, a.size)
 		}
 		return v.errorf(a.pc, "R%d max value is outside of the allowed memory range", a.reg)
 	}
@@ -219,11 +229,11 @@ func (v *verifier) mapValueAccess(ptr *Reg, a access) (Reg, error) {
 	if !a.write && m.Spec.Flags&maps.FlagWronlyProg != 0 {
 		return Reg{}, v.errorf(a.pc, "read from map forbidden, value_size=%d off=%d size=%d", m.Spec.ValueSize, int64(ptr.Off)+int64(a.off), a.size)
 	}
-	if err := v.boundsCheck(ptr, a, int64(m.Spec.ValueSize), "map value"); err != nil {
-		return Reg{}, err
+	if v.leaks(a) {
+		return Reg{}, v.errorf(a.pc, "R%d leaks addr into map", a.valReg)
 	}
-	if a.write && a.val != nil && a.val.Type.IsPointer() && v.opts.Unprivileged {
-		return Reg{}, v.errorf(a.pc, "R%d leaks addr into map", a.reg)
+	if err := v.boundsCheck(ptr, a, int64(m.Spec.ValueSize), "map value, value_size"); err != nil {
+		return Reg{}, err
 	}
 	return v.loadedScalar(a.size), nil
 }
@@ -237,10 +247,11 @@ func (v *verifier) packetAccess(ptr *Reg, a access) (Reg, error) {
 	// (the same id), so only the fixed offset counts.
 	off := int64(ptr.Off) + int64(a.off)
 	if off < 0 || off+int64(a.size) > int64(ptr.Range) {
-		return Reg{}, v.errorf(a.pc, "invalid access to packet, off=%d size=%d, R%d(id=%d,off=%d,r=%d)", off, a.size, a.reg, ptr.ID, ptr.Off, ptr.Range)
+		// The kernel prints the access offset for the register's too.
+		return Reg{}, v.errorf(a.pc, "invalid access to packet, off=%d size=%d, R%d(id=%d,off=%d,r=%d)", off, a.size, a.reg, ptr.ID, off, ptr.Range)
 	}
-	if a.write && a.val != nil && a.val.Type.IsPointer() && v.opts.Unprivileged {
-		return Reg{}, v.errorf(a.pc, "R%d leaks addr into packet", a.reg)
+	if v.leaks(a) {
+		return Reg{}, v.errorf(a.pc, "R%d leaks addr into packet", a.valReg)
 	}
 	return v.loadedScalar(a.size), nil
 }
@@ -248,18 +259,15 @@ func (v *verifier) packetAccess(ptr *Reg, a access) (Reg, error) {
 // ctxAccess checks a context access against the program type's fields and
 // gives loads of packet pointer fields their pointer types.
 func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
-	if !ptr.Scalar.IsConst() || ptr.Scalar.Const() != 0 {
-		return Reg{}, v.errorf(a.pc, "variable ctx access var_off=%s disallowed", ptr.Scalar.Var)
+	if err := v.checkPtrOffReg(a.pc, a.reg, ptr, false); err != nil {
+		return Reg{}, err
 	}
 	off := int64(ptr.Off) + int64(a.off)
-	if ptr.Off != 0 {
-		return Reg{}, v.errorf(a.pc, "dereference of modified ctx ptr R%d off=%d disallowed", a.reg, ptr.Off)
-	}
 	if off < 0 || off >= int64(v.pt.ContextSize) {
 		return Reg{}, v.errorf(a.pc, "invalid bpf_context access off=%d size=%d", off, a.size)
 	}
-	if a.write && a.val != nil && a.val.Type.IsPointer() {
-		return Reg{}, v.errorf(a.pc, "R%d leaks addr into ctx", a.reg)
+	if v.leaks(a) {
+		return Reg{}, v.errorf(a.pc, "R%d leaks addr into ctx", a.valReg)
 	}
 	f, err := v.pt.Access(uint32(off), uint32(a.size), a.write)
 	if err != nil {
@@ -281,30 +289,40 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 	return v.loadedScalar(a.size), nil
 }
 
-// checkAlign enforces alignment: always for atomics and for pointers into
-// the stack (the kernel checks stack alignment strictly for spills), and
-// for every access in strict mode.
+// checkPtrOffReg checks that a pointer which must be passed or accessed
+// unmodified (the context, for one) has no variable offset and, unless
+// fixedOK, no fixed one (the kernel's __check_ptr_off_reg).
+func (v *verifier) checkPtrOffReg(pc int, regno isa.Register, reg *Reg, fixedOK bool) error {
+	switch {
+	case reg.Off < 0:
+		return v.errorf(pc, "negative offset %s ptr R%d off=%d disallowed", regTypeString(reg), regno, reg.Off)
+	case !fixedOK && reg.Off != 0:
+		return v.errorf(pc, "dereference of modified %s ptr R%d off=%d disallowed", regTypeString(reg), regno, reg.Off)
+	case !reg.Scalar.Var.IsConst() || reg.Scalar.Var.Value != 0:
+		return v.errorf(pc, "variable %s access var_off=%s disallowed", regTypeString(reg), reg.Scalar.Var)
+	}
+	return nil
+}
+
+// checkAlign enforces alignment as the kernel's check_ptr_alignment: always
+// for atomics and for pointers into the stack (spill tracking relies on
+// aligned stack accesses), and for every access in strict mode. Packet
+// offsets count NET_IP_ALIGN (2), which 4-byte aligns the IP header.
 func (v *verifier) checkAlign(pc int, ptr *Reg, off int32, size int, atomic bool) error {
-	if !v.opts.StrictAlignment && !atomic {
+	if size == 1 || !v.opts.StrictAlignment && !atomic && ptr.Type != PtrToStack {
 		return nil
 	}
-	if size == 1 {
-		return nil
-	}
-	base := int64(ptr.Off) + int64(off)
-	if ptr.Type.isPacket() && !atomic {
-		base += 2 // NET_IP_ALIGN: the IP header is 4-byte aligned
-	}
-	if !ptr.Scalar.IsConst() {
-		// Variable offsets must keep the alignment.
-		if ptr.Scalar.Var.Value&uint64(size-1) != 0 || ptr.Scalar.Var.Mask&uint64(size-1) != 0 {
-			return v.errorf(pc, "misaligned access off %s+%d size %d", ptr.Scalar.Var, base, size)
+	if ptr.Type.isPacket() {
+		const ipAlign = 2
+		t := ptr.Scalar.Var.Add(TnumConst(uint64(int64(ipAlign) + int64(ptr.Off) + int64(off))))
+		if !t.IsAligned(uint64(size)) {
+			return v.errorf(pc, "misaligned packet access off %d+%s+%d+%d size %d", ipAlign, ptr.Scalar.Var, ptr.Off, off, size)
 		}
-	} else {
-		base += int64(ptr.Scalar.Const())
+		return nil
 	}
-	if base%int64(size) != 0 {
-		return v.errorf(pc, "misaligned %s access off %d size %d", alignName(ptr.Type), base, size)
+	t := ptr.Scalar.Var.Add(TnumConst(uint64(int64(ptr.Off) + int64(off))))
+	if !t.IsAligned(uint64(size)) {
+		return v.errorf(pc, "misaligned %saccess off %s+%d+%d size %d", alignName(ptr.Type), ptr.Scalar.Var, ptr.Off, off, size)
 	}
 	return nil
 }
@@ -312,15 +330,15 @@ func (v *verifier) checkAlign(pc int, ptr *Reg, off int32, size int, atomic bool
 func alignName(t RegType) string {
 	switch t {
 	case PtrToStack:
-		return "stack"
-	case PtrToPacket, PtrToPacketMeta:
-		return "packet"
+		return "stack "
 	case PtrToMapValue:
-		return "value"
+		return "value "
+	case PtrToMapKey:
+		return "key "
 	case PtrToCtx:
-		return "context"
+		return "context "
 	}
-	return t.String()
+	return ""
 }
 
 // checkLdImm handles LD_IMM64: constants, map pointers, map value
@@ -337,11 +355,11 @@ func (v *verifier) checkLdImm(pc int, ins isa.Instruction) error {
 	case isa.PseudoMapValue, isa.PseudoMapIdxValue:
 		m := &v.opts.Maps[ins.Imm]
 		off := uint32(hi.Imm)
-		if off >= m.Spec.ValueSize {
-			return v.errorf(pc, "invalid access to map value pointer, value_size=%d off=%d", m.Spec.ValueSize, off)
+		if m.Spec.Type != maps.Array {
+			return v.errorf(pc, "no direct value access support for this map type")
 		}
-		if m.Spec.Type != maps.Array || m.Spec.MaxEntries != 1 {
-			return v.errorf(pc, "map direct value access is only supported for single-entry arrays")
+		if off >= m.Spec.ValueSize || m.Spec.MaxEntries != 1 {
+			return v.errorf(pc, "invalid access to map value pointer, value_size=%d off=%d", m.Spec.ValueSize, off)
 		}
 		*dst = Reg{Type: PtrToMapValue, Map: m, Off: int32(off), Scalar: Const(0)}
 	case isa.PseudoFunc:
@@ -361,7 +379,15 @@ func (v *verifier) checkLdAbs(pc int, ins isa.Instruction) error {
 		return v.errorf(pc, "BPF_LD_[ABS|IND] instructions not allowed for this program type")
 	}
 	f := v.cur.cur()
-	if f.Regs[6].Type != PtrToCtx {
+	ctx, err := v.readReg(pc, isa.R6)
+	if err != nil {
+		return err
+	}
+	if len(v.cur.Refs) > 0 {
+		r := v.cur.Refs[0]
+		return v.errorf(pc, "Unreleased reference id=%d alloc_insn=%d", r.ID, r.Insn)
+	}
+	if ctx.Type != PtrToCtx {
 		return v.errorf(pc, "at the time of BPF_LD_ABS|IND R6 != pointer to skb")
 	}
 	if ins.Op&0xe0 == isa.ModeIND {
@@ -369,8 +395,8 @@ func (v *verifier) checkLdAbs(pc int, ins isa.Instruction) error {
 			return err
 		}
 	}
-	if len(v.cur.Refs) > 0 {
-		return v.errorf(pc, "BPF_LD_[ABS|IND] cannot be mixed with socket references")
+	if err := v.checkPtrOffReg(pc, isa.R6, ctx, false); err != nil {
+		return err
 	}
 	for r := isa.R1; r <= isa.R5; r++ {
 		f.Regs[r] = Reg{Type: NotInit}

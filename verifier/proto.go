@@ -96,7 +96,7 @@ var builtinProtos = map[string]Proto{
 	"bpf_get_current_pid_tgid": {},
 	"bpf_get_current_uid_gid":  {},
 	"bpf_get_current_comm":     {Args: [5]ArgType{ArgUninitMem, ArgConstSize}},
-	"bpf_trace_printk":         {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgAnything, ArgAnything}},
+	"bpf_trace_printk":         {Args: [5]ArgType{ArgMem, ArgConstSize}}, // R3-R5 are read unchecked, as in the kernel
 	"bpf_trace_vprintk":        {Args: [5]ArgType{ArgMem, ArgConstSize, ArgMem, ArgConstSizeOrZero}},
 	"bpf_snprintf":             {Args: [5]ArgType{ArgUninitMem, ArgConstSizeOrZero, ArgConstStr, ArgMem, ArgConstSizeOrZero}},
 	"bpf_tail_call":            {Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything}, Ret: RetVoid, MapTypes: []maps.Type{maps.ProgArray}, TailCall: true},

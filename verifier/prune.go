@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"slices"
+
 	"bpfvm/isa"
 )
 
@@ -27,6 +29,9 @@ func findPrunePoints(insns []isa.Instruction) []bool {
 		if ins.IsLocalCall() && pc+1 < len(insns) {
 			pp[pc+1] = true
 		}
+		if ins.Op == isa.OpMayGoto {
+			pp[pc] = true
+		}
 		if ins.IsLdImm64() {
 			pc++
 		}
@@ -44,6 +49,8 @@ type explored struct {
 	// descends from this one: it went around a loop.
 	branches int
 	parent   *explored
+	// evicted marks a state dropped from its instruction's list.
+	evicted bool
 }
 
 // pathDone accounts for the end of the current path in its ancestors.
@@ -56,6 +63,55 @@ func (v *verifier) pathDone() {
 	}
 }
 
+// pruneAgainst compares the current state at pc with the remembered state
+// e: it reports whether e covers it, or an error for an infinite loop.
+func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error) {
+	if e.branches > 0 && mayGoto && e.st.mayGotoDepth != v.cur.mayGotoDepth {
+		// A loop through may_goto, which ends it at run time: it
+		// converged once a round brings nothing new, and is made to
+		// converge after some rounds by forgetting the scalars that keep
+		// changing (the kernel relies on precision tracking instead,
+		// which we do not have).
+		if v.statesEqual(e.st, v.cur) {
+			e.hit++
+			return true, nil
+		}
+		if v.cur.mayGotoDepth-e.st.mayGotoDepth >= mayGotoWiden {
+			widen(e.st, v.cur)
+		}
+		return false, nil
+	}
+	if e.branches > 0 {
+		// An ancestor: the current state went around a loop.
+		if v.callbackSites[pc] || e.st.callbackIter != v.cur.callbackIter {
+			// A callback's caller re-entered: the callback loop
+			// converged when nothing new can happen, or is made to
+			// converge by forgetting the scalars that keep changing.
+			if v.statesEqual(e.st, v.cur) {
+				e.hit++
+				return true, nil
+			}
+			if v.callbackSites[pc] {
+				widen(e.st, v.cur)
+			}
+			return false, nil
+		}
+		if v.statesEqual(e.st, v.cur) && v.statesEqual(v.cur, e.st) {
+			return false, v.errorf(pc, "infinite loop detected at insn %d", pc)
+		}
+		return false, nil
+	}
+	if v.statesEqual(e.st, v.cur) {
+		e.hit++
+		return true, nil
+	}
+	return false, nil
+}
+
+// mayGotoWiden is the number of rounds of a may_goto loop explored one by
+// one before scalars that change are widened.
+const mayGotoWiden = 64
+
 // maxStatesPerInsn bounds remembered states per instruction; the kernel
 // applies 64 to unprivileged programs.
 const maxStatesPerInsnUnpriv = 64
@@ -67,36 +123,42 @@ func (v *verifier) prune(pc int) (bool, error) {
 		return false, nil
 	}
 	list := v.explored[pc]
+	mayGoto := v.insns[pc].Op == isa.OpMayGoto
+	evicted, inLoop := false, false
 	for _, e := range list {
-		if e.branches > 0 {
-			// An ancestor: the current state went around a loop.
-			if v.callbackSites[pc] || e.st.callbackIter != v.cur.callbackIter {
-				// A callback's caller re-entered: the callback loop
-				// converged when nothing new can happen, or is made to
-				// converge by forgetting the scalars that keep changing.
-				if v.statesEqual(e.st, v.cur) {
-					e.hit++
-					return true, nil
-				}
-				if v.callbackSites[pc] {
-					widen(e.st, v.cur)
-				}
-				continue
-			}
-			if v.statesEqual(e.st, v.cur) && v.statesEqual(v.cur, e.st) {
-				return false, v.errorf(pc, "infinite loop detected at insn %d", pc)
-			}
-			continue
+		inLoop = inLoop || e.branches > 0
+		pruned, err := v.pruneAgainst(pc, e, mayGoto)
+		if pruned || err != nil {
+			return pruned, err
 		}
-		if v.statesEqual(e.st, v.cur) {
-			e.hit++
-			return true, nil
-		}
+		// The kernel's heuristic: a state that keeps missing is unlikely
+		// to help and only slows verification (a loop adds one per
+		// round); forget it. Loop heads of callbacks and may_goto keep
+		// their states longer, as they need them to converge.
 		e.miss++
+		n := 3
+		if e.branches > 0 && (mayGoto || v.callbackSites[pc]) {
+			n = 64
+		}
+		if e.miss > e.hit*n+n {
+			e.evicted, evicted = true, true
+		}
+	}
+	if evicted {
+		list = slices.DeleteFunc(list, func(e *explored) bool { return e.evicted })
+		v.explored[pc] = list
 	}
 	if v.opts.Unprivileged && len(list) >= maxStatesPerInsnUnpriv {
 		return false, nil
 	}
+	// In a loop (an ancestor is remembered here), remember a state only
+	// every few instructions and jumps, as the kernel does everywhere:
+	// a tight loop would otherwise add one per round. Loops of callbacks
+	// and may_goto need theirs to converge.
+	if inLoop && !mayGoto && !v.callbackSites[pc] && (v.jumps-v.lastAddJumps < 2 || v.stats.Processed-v.lastAddInsns < 8) {
+		return false, nil
+	}
+	v.lastAddJumps, v.lastAddInsns = v.jumps, v.stats.Processed
 	e := &explored{st: v.cur.clone(), branches: 1, parent: v.cur.parent}
 	v.cur.parent = e
 	v.explored[pc] = append(list, e)
@@ -117,16 +179,16 @@ func widen(old, cur *State) {
 		cf := cur.Frames[i]
 		for r := range cf.Regs {
 			o, c := &of.Regs[r], &cf.Regs[r]
-			if c.Type == ScalarValue && o.Type == ScalarValue && !c.Scalar.In(o.Scalar) {
+			if c.Type == ScalarValue && o.Type == ScalarValue && !within(c.Scalar, o.Scalar) {
 				c.Scalar, c.ID = Unknown(), 0
 			}
 		}
 		for j := range cf.Stack {
 			cs := &cf.Stack[j]
-			if !cs.spilled() || cs.Spilled.Type != ScalarValue {
+			if !cs.isSpill() || cs.Spilled.Type != ScalarValue {
 				continue
 			}
-			if j < len(of.Stack) && of.Stack[j].spilled() && of.Stack[j].Spilled.Type == ScalarValue && cs.Spilled.Scalar.In(of.Stack[j].Spilled.Scalar) {
+			if j < len(of.Stack) && of.Stack[j].isSpill() && of.Stack[j].Spilled.Type == ScalarValue && within(cs.Spilled.Scalar, of.Stack[j].Spilled.Scalar) {
 				continue
 			}
 			cs.Spilled.Scalar, cs.Spilled.ID = Unknown(), 0
@@ -197,7 +259,7 @@ func regsafe(old, cur *Reg, ids *idMap) bool {
 	}
 	switch old.Type {
 	case ScalarValue:
-		if !cur.Scalar.In(old.Scalar) {
+		if !within(cur.Scalar, old.Scalar) {
 			return false
 		}
 		// Linked scalars: bounds learned on one apply to the others, so
@@ -215,7 +277,7 @@ func regsafe(old, cur *Reg, ids *idMap) bool {
 			return false
 		}
 	}
-	if !cur.Scalar.In(old.Scalar) {
+	if !within(cur.Scalar, old.Scalar) {
 		return false
 	}
 	return ids.check(old.ID, cur.ID) && ids.check(old.RefID, cur.RefID)
@@ -231,14 +293,17 @@ func (v *verifier) stacksafe(old, cur *Frame, ids *idMap) bool {
 		} else {
 			cs = &Slot{}
 		}
-		if os.spilled() {
-			if !cs.spilled() || !regsafe(&os.Spilled, &cs.Spilled, ids) {
+		first := 0
+		if os.isSpill() {
+			// The same spill (of the same size) must be there; bytes
+			// past a narrow spill compare as bytes.
+			first = os.spillSize()
+			if cs.spillSize() != first || !regsafe(&os.Spilled, &cs.Spilled, ids) {
 				return false
 			}
-			continue
 		}
-		for b, t := range os.Types {
-			ct := cs.Types[b]
+		for b := first; b < len(os.Types); b++ {
+			t, ct := os.Types[b], cs.Types[b]
 			switch t {
 			case StackInvalid:
 				// Unprivileged paths never read such bytes. Privileged
@@ -259,8 +324,7 @@ func (v *verifier) stacksafe(old, cur *Frame, ids *idMap) bool {
 					return false
 				}
 			case StackSpill:
-				// A partially overwritten spill was made misc; a lone
-				// spill byte cannot occur.
+				// Spill bytes only start a slot; a lone one cannot occur.
 				return false
 			}
 		}

@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"fmt"
+	"math/bits"
 )
 
 // stackAccess checks a load or store through a stack pointer and updates
@@ -47,59 +48,102 @@ func stackByte(f *Frame, off int) (*Slot, int) {
 }
 
 func (v *verifier) stackWrite(f *Frame, a access, off int) error {
+	// Stack accesses are aligned (checkAlign): a write stays in one slot.
 	slot, first := stackByte(f, off)
-	// A full, aligned 8-byte store of a register spills it.
-	if a.size == 8 && first == 0 && a.val != nil {
-		slot.Spilled = *a.val
-		for i := range slot.Types {
-			slot.Types[i] = StackSpill
-		}
+	if slot.isSpill() && a.size != 8 && slot.Spilled.Type.IsPointer() && v.opts.Unprivileged {
+		return v.errorf(a.pc, "attempt to corrupt spilled pointer on stack")
+	}
+	if first == 0 && v.spill(slot, a) {
 		return nil
 	}
 	zero := (a.imm != nil && *a.imm == 0) || (a.val != nil && a.val.Type == ScalarValue && a.val.IsConst() && a.val.Const() == 0)
 	if a.val != nil && a.val.Type.IsPointer() {
-		if v.opts.Unprivileged {
-			return v.errorf(a.pc, "attempt to corrupt spilled pointer on stack")
-		}
-		zero = false
+		// Pointers are spilled whole or not at all.
+		return v.errorf(a.pc, "invalid size of register spill")
 	}
 	mark := StackMisc
 	if zero {
 		mark = StackZero
 	}
+	// Part of a spilled register is overwritten: the rest of it is no
+	// longer a register, just bytes.
+	slot.scrub()
 	for i := 0; i < a.size; i++ {
-		s, b := stackByte(f, off+i)
-		if s.spilled() {
-			// Part of a spilled register is overwritten: the rest of it
-			// is no longer a register, just bytes.
-			if s.Spilled.Type.IsPointer() && v.opts.Unprivileged {
-				return v.errorf(a.pc, "attempt to corrupt spilled pointer on stack")
-			}
-			for j := range s.Types {
-				s.Types[j] = StackMisc
-			}
-			s.Spilled = Reg{}
-		}
-		s.Types[b] = mark
+		slot.Types[first+i] = mark
 	}
 	return nil
 }
 
+// spill records a store at the start of a slot as a spilled register when
+// it is one (the kernel's save_register_state): any 8-byte register, and in
+// privileged programs narrower stores of scalars and of immediates, whose
+// value a fill of at most the same size gets back. Zeros narrower than the
+// slot are kept as zero bytes instead, which later partial writes do not
+// lose.
+func (v *verifier) spill(slot *Slot, a access) bool {
+	var r Reg
+	switch {
+	case a.val != nil && a.size == 8:
+		r = *a.val
+	case v.opts.Unprivileged:
+		return false
+	case a.val != nil && a.val.Type == ScalarValue && !(a.val.IsConst() && a.val.Const() == 0):
+		r = *a.val
+	case a.imm != nil && *a.imm != 0:
+		r = constScalar(uint64(*a.imm))
+	default:
+		return false
+	}
+	if r.Type == ScalarValue && !r.IsConst() {
+		if regWidth(&r) <= 8*a.size {
+			// Link the register and its spill, as for a register copy.
+			if r.ID == 0 && a.src != nil {
+				a.src.ID = v.newID()
+			}
+			if a.src != nil {
+				r.ID = a.src.ID
+			}
+		} else {
+			r.ID = 0
+		}
+	}
+	slot.Spilled = r
+	for i := range slot.Types {
+		switch {
+		case i < a.size:
+			slot.Types[i] = StackSpill
+		case slot.Types[i] == StackSpill:
+			slot.Types[i] = StackMisc
+		}
+	}
+	return true
+}
+
+// regWidth is the number of bits a scalar's unsigned values need.
+func regWidth(r *Reg) int { return bits.Len64(r.Umax) }
+
 func (v *verifier) stackRead(f *Frame, a access, off int) (Reg, error) {
 	slot, first := stackByte(f, off)
-	if slot.spilled() {
-		if a.size == 8 && first == 0 {
-			return slot.Spilled, nil
+	if slot.isSpill() {
+		n, sp := slot.spillSize(), slot.Spilled
+		if a.size == 8 && n == 8 {
+			return sp, nil
 		}
-		if slot.Spilled.Type.IsPointer() {
+		if sp.Type != ScalarValue {
 			return Reg{}, v.errorf(a.pc, "invalid size of register fill")
 		}
-		return v.loadedScalar(a.size), nil
+		if first == 0 && a.size <= n {
+			// A fill of the spilled register's low bytes.
+			if regWidth(&sp) > 8*a.size {
+				sp.ID = 0
+			}
+			sp.Scalar.Truncate(a.size)
+			return sp, nil
+		}
 	}
 	allZero := true
 	for i := 0; i < a.size; i++ {
-		s, b := stackByte(f, off+i)
-		switch s.Types[b] {
+		switch t := slot.Types[first+i]; t {
 		case StackInvalid:
 			// Privileged programs may read stack they never wrote
 			// (the kernel's allow_uninit_stack): the value is unknown.
@@ -108,10 +152,9 @@ func (v *verifier) stackRead(f *Frame, a access, off int) (Reg, error) {
 			}
 			allZero = false
 		case StackSpill:
-			if s.Spilled.Type.IsPointer() {
-				return Reg{}, v.errorf(a.pc, "invalid size of register fill")
+			if !slot.Spilled.IsConst() || slot.Spilled.Const() != 0 {
+				allZero = false
 			}
-			allZero = false
 		case StackMisc:
 			allZero = false
 		}
@@ -129,17 +172,11 @@ func (v *verifier) stackVarAccess(f *Frame, ptr *Reg, a access, lo, hi int) (Reg
 		return Reg{}, v.errorf(a.pc, "R%d variable stack access prohibited for !root, var_off=%s off=%d", a.reg, ptr.Scalar.Var, ptr.Off+a.off)
 	}
 	if a.write {
-		if a.val != nil && a.val.Type.IsPointer() {
-			return Reg{}, v.errorf(a.pc, "spilled ptr in range of var-offset stack write; insn %d", a.pc)
-		}
+		// Every byte in range may be written: spilled registers there
+		// are destroyed (a pointer written is just bytes).
 		for off := lo; off < hi; off++ {
 			s, b := stackByte(f, off)
-			if s.spilled() {
-				for j := range s.Types {
-					s.Types[j] = StackMisc
-				}
-				s.Spilled = Reg{}
-			}
+			s.scrub()
 			if s.Types[b] != StackZero || a.imm == nil || *a.imm != 0 {
 				s.Types[b] = StackMisc
 			}
@@ -165,12 +202,7 @@ func (v *verifier) stackInitialized(pc int, regno int, f *Frame, off, size int, 
 				return v.errorf(pc, "R%d indirect write to spilled pointer", regno)
 			}
 			// The helper writes the memory: it becomes unknown bytes.
-			if s.spilled() {
-				for j := range s.Types {
-					s.Types[j] = StackMisc
-				}
-				s.Spilled = Reg{}
-			}
+			s.scrub()
 			s.Types[b] = StackMisc
 			continue
 		}
@@ -185,7 +217,7 @@ func (v *verifier) stackInitialized(pc int, regno int, f *Frame, off, size int, 
 }
 
 func slotString(s *Slot) string {
-	if s.spilled() {
+	if s.isSpill() {
 		return regString(&s.Spilled)
 	}
 	b := make([]byte, 8)

@@ -128,6 +128,35 @@ func (s *Slot) spilled() bool {
 	return true
 }
 
+// isSpill reports whether the slot holds a spilled register, of 8 bytes or
+// (scalars only) fewer: its lowest bytes are StackSpill (the kernel's
+// is_spilled_reg).
+func (s *Slot) isSpill() bool { return s.Types[0] == StackSpill }
+
+// spillSize is the number of bytes of the spilled register, 0 if none.
+func (s *Slot) spillSize() int {
+	n := 0
+	for n < len(s.Types) && s.Types[n] == StackSpill {
+		n++
+	}
+	return n
+}
+
+// scrub turns a slot holding a spilled register into plain bytes, as when
+// part of it is overwritten: written bytes become unknown, never-written
+// ones stay so (the kernel's scrub_spilled_slot).
+func (s *Slot) scrub() {
+	if !s.isSpill() {
+		return
+	}
+	for i, t := range s.Types {
+		if t != StackInvalid {
+			s.Types[i] = StackMisc
+		}
+	}
+	s.Spilled = Reg{}
+}
+
 // Frame is the state of one function's frame.
 type Frame struct {
 	Regs [11]Reg
@@ -174,6 +203,9 @@ type State struct {
 	// callbackIter counts returns from callbacks to their helper call on
 	// this path: a cycle through such a return is bounded by the helper.
 	callbackIter int
+	// mayGotoDepth counts the may_goto instructions this path went on
+	// past: a cycle through one is bounded by its budget.
+	mayGotoDepth int
 }
 
 // cur returns the frame of the function being verified.
@@ -181,7 +213,7 @@ func (s *State) cur() *Frame { return s.Frames[len(s.Frames)-1] }
 
 // clone copies the state deeply.
 func (s *State) clone() *State {
-	c := &State{Frames: make([]*Frame, len(s.Frames)), Refs: append([]Ref(nil), s.Refs...), parent: s.parent, callbackIter: s.callbackIter}
+	c := &State{Frames: make([]*Frame, len(s.Frames)), Refs: append([]Ref(nil), s.Refs...), parent: s.parent, callbackIter: s.callbackIter, mayGotoDepth: s.mayGotoDepth}
 	for i, f := range s.Frames {
 		c.Frames[i] = f.clone()
 	}

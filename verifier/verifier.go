@@ -147,6 +147,10 @@ type verifier struct {
 	callbackSites []bool // helper calls that take a callback
 	explored      [][]*explored
 	states        int // remembered states alive
+	// jumps counts the jump instructions processed; lastAddJumps and
+	// lastAddInsns are the counts when a state was last remembered.
+	jumps                      int
+	lastAddJumps, lastAddInsns int
 }
 
 // pending is a branch waiting to be explored.
@@ -189,7 +193,12 @@ func (v *verifier) run() error {
 		return v.errorf(0, "program of %d instructions is too large (limit %d for unprivileged programs)", len(v.insns), MaxUnprivInsns)
 	}
 	v.subs = findSubprogs(v.insns)
-	if err := checkCFG(v.insns, v.subs, true); err != nil {
+	if v.opts.Unprivileged && len(v.subs) > 1 {
+		// Without CAP_BPF there are no functions besides the entry (and
+		// so no callbacks), and no loops.
+		return v.errorf(v.subs[1].Start, "loading/calling other bpf or kernel functions are allowed for CAP_BPF and CAP_SYS_ADMIN")
+	}
+	if err := checkCFG(v.insns, v.subs, !v.opts.Unprivileged); err != nil {
 		var e *Error
 		if errors.As(err, &e) {
 			return v.errorf(e.Insn, "%s", e.Msg)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -31,7 +32,17 @@ type vcase struct {
 	// noKernel skips the kernel comparison (e.g. our message differs on
 	// purpose, or the kernel needs BTF we do not give it).
 	noKernel bool
+	// kmsg requires the kernel's log to contain err too: our message
+	// matches the kernel's word for word.
+	kmsg bool
+	// klog is a substring the kernel's log must contain, for rejections
+	// whose kernel wording differs from ours: it shows that the kernel
+	// rejects for the same reason.
+	klog string
 }
+
+// Kernel comparison counts, reported by TestMain.
+var kernelCompared, kernelAgreed atomic.Int64
 
 var arrayMap = maps.Spec{Name: "arr", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4}
 var hashMap = maps.Spec{Name: "hash", Type: maps.Hash, KeySize: 8, ValueSize: 16, MaxEntries: 16}
@@ -44,6 +55,8 @@ func progType(t ebpf.ProgramType) *progtype.Type {
 		return progtype.SocketFilter
 	case ebpf.SchedCLS:
 		return progtype.SchedCLS
+	case ebpf.SchedACT:
+		return progtype.SchedACT
 	}
 	return progtype.Raw
 }
@@ -76,28 +89,54 @@ func runCases(t *testing.T, cases []vcase) {
 				t.Errorf("error %v does not wrap ErrRejected", err)
 			}
 			if !c.unpriv && !c.noKernel {
-				kernelVerdict(t, typ, c.maps, insns, err)
+				klog, ran := kernelVerdict(t, typ, c.maps, insns, err)
+				want := c.klog
+				if c.kmsg {
+					want = c.err
+				}
+				if ran && want != "" && !strings.Contains(klog, want) {
+					t.Errorf("kernel log lacks %q:\n%s", want, klog)
+				}
+				if ran && os.Getenv("BPFVM_KERNEL_LOG") != "" {
+					// For writing cases: our message next to the kernel's.
+					t.Logf("ours: %v\nkernel: %s", err, lastLines(klog, 2))
+				}
 			}
 		})
 	}
 }
 
+// lastLines returns the last n non-empty lines of a log.
+func lastLines(log string, n int) string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
+		if !strings.HasPrefix(l, "processed ") && !strings.HasPrefix(l, "verification time") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
 // kernelVerdict loads the program into the running kernel and compares its
-// verdict with ours; it skips where bpf() is not permitted.
-func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, insns []isa.Instruction, ours error) {
+// verdict with ours; it skips where bpf() is not permitted. It returns the
+// kernel's log of a rejection and whether the comparison ran.
+func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, insns []isa.Instruction, ours error) (string, bool) {
 	t.Helper()
 	if os.Getuid() != 0 {
-		return
+		return "", false
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
-		return
+		return "", false
 	}
 	var fds []int
 	for _, s := range specs {
 		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.MapType(s.Type), KeySize: s.KeySize, ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Flags: s.Flags})
 		if err != nil {
 			t.Logf("kernel map: %v", err)
-			return
+			return "", false
 		}
 		defer m.Close()
 		fds = append(fds, m.FD())
@@ -117,17 +156,22 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, insns 
 	if kerr == nil {
 		p.Close()
 	}
-	if errors.Is(kerr, os.ErrPermission) {
-		return
+	var ve *ebpf.VerifierError
+	log := ""
+	if errors.As(kerr, &ve) {
+		log = strings.Join(ve.Log, "\n")
+	} else if errors.Is(kerr, os.ErrPermission) {
+		// bpf() itself is not permitted. (The verifier rejects many
+		// programs with EACCES too, but then there is a log.)
+		return "", false
 	}
+	kernelCompared.Add(1)
 	if (kerr == nil) != (ours == nil) {
-		var ve *ebpf.VerifierError
-		log := ""
-		if errors.As(kerr, &ve) {
-			log = strings.Join(ve.Log, "\n")
-		}
 		t.Errorf("kernel verdict differs: kernel %v, bpfvm %v\nkernel log:\n%s", kerr, ours, log)
+	} else {
+		kernelAgreed.Add(1)
 	}
+	return log, true
 }
 
 func TestControlFlow(t *testing.T) {
@@ -160,7 +204,7 @@ func TestPacket(t *testing.T) {
 	load := "r2 = *(u32 *)(r1 +0)\nr3 = *(u32 *)(r1 +4)\n"
 	runCases(t, []vcase{
 		{name: "checked", asm: load + "r4 = r2\nr4 += 14\nif r4 > r3 goto out\nr0 = *(u16 *)(r2 +12)\nexit\nout: r0 = 2\nexit"},
-		{name: "unchecked", asm: load + "r0 = *(u16 *)(r2 +12)\nexit", err: "invalid access to packet, off=12 size=2, R2(id=0,off=0,r=0)"},
+		{name: "unchecked", asm: load + "r0 = *(u16 *)(r2 +12)\nexit", err: "invalid access to packet, off=12 size=2, R2(id=0,off=12,r=0)"},
 		{name: "beyond check", asm: load + "r4 = r2\nr4 += 14\nif r4 > r3 goto out\nr0 = *(u16 *)(r2 +13)\nexit\nout: r0 = 2\nexit", err: "invalid access to packet, off=13 size=2"},
 		{name: "checked other side", asm: load + "r4 = r2\nr4 += 14\nif r3 >= r4 goto ok\nr0 = 2\nexit\nok: r0 = *(u16 *)(r2 +12)\nexit"},
 		{name: "strict lt", asm: load + "r4 = r2\nr4 += 14\nif r4 < r3 goto ok\nr0 = 2\nexit\nok: r0 = *(u8 *)(r2 +14)\nexit"},
