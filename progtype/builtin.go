@@ -10,6 +10,11 @@ func u32(name string, off uint32, write bool) Field {
 	return Field{Name: name, Offset: off, Size: 4, Read: true, Write: write, Narrow: true}
 }
 
+// whole is a u32 field that may only be loaded whole, as xdp_md's.
+func whole(name string, off uint32) Field {
+	return Field{Name: name, Offset: off, Size: 4, Read: true}
+}
+
 func ptr(name string, off uint32, kind Kind) Field {
 	return Field{Name: name, Offset: off, Size: 4, Read: true, Kind: kind}
 }
@@ -22,9 +27,9 @@ var XDP = &Type{
 		ptr("data", 0, PacketData),
 		ptr("data_end", 4, PacketEnd),
 		ptr("data_meta", 8, PacketMeta),
-		u32("ingress_ifindex", 12, false),
-		u32("rx_queue_index", 16, false),
-		u32("egress_ifindex", 20, false),
+		whole("ingress_ifindex", 12),
+		whole("rx_queue_index", 16),
+		// egress_ifindex (20) is only for programs attached to devmaps.
 	},
 	MinData: 14,
 }
@@ -41,27 +46,21 @@ func skbFields(tc bool) []Field {
 	f := []Field{
 		u32("len", 0, false),
 		u32("pkt_type", 4, false),
-		u32("mark", 8, true),
+		u32("mark", 8, tc),
 		u32("queue_mapping", 12, tc),
 		u32("protocol", 16, false),
 		u32("vlan_present", 20, false),
 		u32("vlan_tci", 24, false),
 		u32("vlan_proto", 28, false),
-		u32("priority", 32, true),
+		u32("priority", 32, tc),
 		u32("ingress_ifindex", 36, false),
 		u32("ifindex", 40, false),
 		u32("tc_index", 44, tc),
 		{Name: "cb", Offset: 48, Size: 20, Read: true, Write: true},
 		u32("hash", 68, false),
-		u32("tc_classid", 72, tc),
 		u32("napi_id", 84, false),
-		u32("family", 88, false),
-		u32("remote_ip4", 92, false),
-		u32("local_ip4", 96, false),
-		{Name: "remote_ip6", Offset: 100, Size: 16, Read: true},
-		{Name: "local_ip6", Offset: 116, Size: 16, Read: true},
-		u32("remote_port", 132, false),
-		u32("local_port", 136, false),
+		// family .. local_port (88-139) describe a socket, which neither
+		// socket filters nor tc programs may read.
 		{Name: "tstamp", Offset: 152, Size: 8, Read: true, Write: tc},
 		u32("wire_len", 160, false),
 		u32("gso_segs", 164, false),
@@ -70,7 +69,7 @@ func skbFields(tc bool) []Field {
 	}
 	if tc {
 		// Socket filters read the packet with LD_ABS and helpers only.
-		f = append(f, ptr("data", 76, PacketData), ptr("data_end", 80, PacketEnd), ptr("data_meta", 140, PacketMeta))
+		f = append(f, u32("tc_classid", 72, true), ptr("data", 76, PacketData), ptr("data_end", 80, PacketEnd), ptr("data_meta", 140, PacketMeta))
 	}
 	return f
 }

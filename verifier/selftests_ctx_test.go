@@ -26,16 +26,6 @@ func TestSelftestContext(t *testing.T) {
 		}
 		return v
 	}
-	// progtype differences: our program type descriptions (package
-	// progtype, whose rules the verifier applies) allow these accesses,
-	// which the kernel refuses: XDP narrow loads and egress_ifindex (only
-	// for devmap programs); socket filter writes other than to cb[] and
-	// reads of tc_classid, family..local_port; tc reads of
-	// family..local_port.
-	pt := func(v vcase) vcase {
-		v.noKernel = true
-		return v
-	}
 	runCases(t, []vcase{
 		// struct xdp_md.
 		c("xdp data", x, load("u32", 0), ""),
@@ -52,8 +42,8 @@ func TestSelftestContext(t *testing.T) {
 		c("xdp write ifindex", x, store("u32", 12), ctxErr(12, 4)),
 		c("xdp write rx_queue_index", x, store("u32", 16), ctxErr(16, 4)),
 		c("xdp st write", x, "*(u32 *)(r1 +12) = 0\nr0 = 0\nexit", ctxErr(12, 4)),
-		pt(c("xdp egress_ifindex", x, load("u32", 20), "")),
-		pt(c("xdp narrow ifindex", x, load("u8", 12), "")),
+		c("xdp egress_ifindex", x, load("u32", 20), ctxErr(20, 4)),
+		c("xdp narrow ifindex", x, load("u8", 12), ctxErr(12, 1)),
 		c("xdp atomic", x, "r2 = 1\nlock *(u32 *)(r1 +12) += w2\nr0 = 0\nexit", "BPF_ATOMIC stores into R1 ctx is not allowed"),
 		c("xdp load into pointer used", x, "r2 = *(u32 *)(r1 +12)\nr0 = *(u8 *)(r2 +0)\nexit", "R2 invalid mem access 'scalar'"),
 		// struct __sk_buff of socket filters.
@@ -74,12 +64,12 @@ func TestSelftestContext(t *testing.T) {
 		c("sf data", sf, load("u32", 76), ctxErr(76, 4)),
 		c("sf data_end", sf, load("u32", 80), ctxErr(80, 4)),
 		c("sf past end", sf, load("u32", 192), ctxErr(192, 4)),
-		pt(c("sf write mark", sf, store("u32", 8), "")),
-		pt(c("sf write priority", sf, store("u32", 32), "")),
-		pt(c("sf family", sf, load("u32", 88), "")),
+		c("sf write mark", sf, store("u32", 8), ctxErr(8, 4)),
+		c("sf write priority", sf, store("u32", 32), ctxErr(32, 4)),
+		c("sf family", sf, load("u32", 88), ctxErr(88, 4)),
 		c("sf len second byte", sf, load("u8", 1), ""),
-		pt(c("sf remote_ip4", sf, load("u32", 92), "")),
-		pt(c("sf tc_classid", sf, load("u32", 72), "")),
+		c("sf remote_ip4", sf, load("u32", 92), ctxErr(92, 4)),
+		c("sf tc_classid", sf, load("u32", 72), ctxErr(72, 4)),
 		// struct __sk_buff of tc classifiers.
 		c("tc data", tc, load("u32", 76), ""),
 		c("tc data_end", tc, load("u32", 80), ""),
@@ -102,8 +92,8 @@ func TestSelftestContext(t *testing.T) {
 		c("tc gso_size", tc, load("u32", 176), ""),
 		c("tc hwtstamp", tc, load("u64", 184), ""),
 		c("tc write hwtstamp", tc, store("u64", 184), ctxErr(184, 8)),
-		pt(c("tc local_ip6", tc, load("u32", 120), "")),
-		pt(c("tc local_port", tc, load("u32", 136), "")),
+		c("tc local_ip6", tc, load("u32", 120), ctxErr(120, 4)),
+		c("tc local_port", tc, load("u32", 136), ctxErr(136, 4)),
 		c("tc padding", tc, load("u32", 172), ctxErr(172, 4)),
 		c("tc narrow mark", tc, load("u8", 8), ""),
 		c("tc write pointer into cb", tc, "*(u64 *)(r1 +48) = r1\nr0 = 0\nexit", ""),
