@@ -72,7 +72,7 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 		// converge after some rounds by forgetting the scalars that keep
 		// changing (the kernel relies on precision tracking instead,
 		// which we do not have).
-		if v.statesEqual(e.st, v.cur) {
+		if v.statesEqual(e.st, v.cur, pc) {
 			e.hit++
 			return true, nil
 		}
@@ -87,7 +87,7 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 			// A callback's caller re-entered: the callback loop
 			// converged when nothing new can happen, or is made to
 			// converge by forgetting the scalars that keep changing.
-			if v.statesEqual(e.st, v.cur) {
+			if v.statesEqual(e.st, v.cur, pc) {
 				e.hit++
 				return true, nil
 			}
@@ -96,12 +96,12 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 			}
 			return false, nil
 		}
-		if v.statesEqual(e.st, v.cur) && v.statesEqual(v.cur, e.st) {
+		if v.statesEqual(e.st, v.cur, pc) && v.statesEqual(v.cur, e.st, pc) {
 			return false, v.errorf(pc, "infinite loop detected at insn %d", pc)
 		}
 		return false, nil
 	}
-	if v.statesEqual(e.st, v.cur) {
+	if v.statesEqual(e.st, v.cur, pc) {
 		e.hit++
 		return true, nil
 	}
@@ -219,7 +219,7 @@ func (m *idMap) check(old, cur uint32) bool {
 }
 
 // statesEqual reports whether old covers cur.
-func (v *verifier) statesEqual(old, cur *State) bool {
+func (v *verifier) statesEqual(old, cur *State, pc int) bool {
 	if len(old.Frames) != len(cur.Frames) || len(old.Refs) != len(cur.Refs) {
 		return false
 	}
@@ -229,7 +229,11 @@ func (v *verifier) statesEqual(old, cur *State) bool {
 		if of.CallSite != cf.CallSite || of.Subprog != cf.Subprog {
 			return false
 		}
+		live := v.liveAt(old, i, pc)
 		for r := range of.Regs {
+			if live&(1<<r) == 0 {
+				continue // no path from here reads it
+			}
 			if !regsafe(&of.Regs[r], &cf.Regs[r], &ids) {
 				return false
 			}

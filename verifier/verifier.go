@@ -143,6 +143,7 @@ type verifier struct {
 	pending []pending
 	nextID  uint32
 
+	live          []regSet // registers live before each instruction
 	prunePoints   []bool
 	callbackSites []bool // helper calls that take a callback
 	explored      [][]*explored
@@ -210,6 +211,7 @@ func (v *verifier) run() error {
 	}
 	v.cur = v.initialState()
 	v.prunePoints = findPrunePoints(v.insns)
+	v.live = computeLiveness(v.insns)
 	v.callbackSites = make([]bool, len(v.insns))
 	for pc, ins := range v.insns {
 		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {

@@ -1,0 +1,191 @@
+package verifier
+
+import (
+	"bpfvm/isa"
+)
+
+// Register liveness, computed once before the walk by a backward dataflow
+// pass over each function (what kernel 6.18 prints as "Live regs before
+// insn"). A register that no path from an instruction reads before writing
+// cannot affect safety from there on, so state comparison skips it: a state
+// differing only in dead registers is covered. The kernel used to find this
+// out during the walk by propagating read marks up the chain of states
+// (seed 000's mark_reg_read); a static pass costs one sweep and nothing per
+// state.
+
+// regSet is a set of registers R0-R10, one bit each.
+type regSet uint16
+
+const (
+	argRegs    regSet = 1<<1 | 1<<2 | 1<<3 | 1<<4 | 1<<5
+	callerRegs regSet = 1<<0 | argRegs // clobbered or set by calls
+	fpReg      regSet = 1 << 10
+)
+
+func reg(r isa.Register) regSet { return 1 << r }
+
+// usesDefs returns the registers an instruction reads and writes.
+func usesDefs(ins isa.Instruction) (use, def regSet) {
+	x := ins.Op&isa.SrcX != 0
+	switch ins.Class() {
+	case isa.ClassALU, isa.ClassALU64:
+		op := ins.Op & 0xf0
+		switch {
+		case op == isa.ALUMov:
+			if x {
+				use = reg(ins.Src)
+			}
+		case op == isa.ALUNeg || op == isa.ALUEnd:
+			use = reg(ins.Dst)
+		default:
+			use = reg(ins.Dst)
+			if x {
+				use |= reg(ins.Src)
+			}
+		}
+		def = reg(ins.Dst)
+	case isa.ClassLDX:
+		use, def = reg(ins.Src), reg(ins.Dst)
+	case isa.ClassST:
+		use = reg(ins.Dst)
+	case isa.ClassSTX:
+		use = reg(ins.Dst) | reg(ins.Src)
+		if ins.Op&0xe0 == isa.ModeATOMIC {
+			switch {
+			case ins.Imm == isa.AtomicLoadAcquire:
+				use, def = reg(ins.Src), reg(ins.Dst)
+			case ins.Imm == isa.AtomicStoreRelease:
+			case ins.Imm == isa.AtomicCmpXchg:
+				use |= reg(isa.R0)
+				def = reg(isa.R0)
+			case ins.Imm&isa.AtomicFetch != 0:
+				def = reg(ins.Src)
+			}
+		}
+	case isa.ClassLD:
+		if ins.IsLdImm64() {
+			def = reg(ins.Dst)
+			break
+		}
+		// LD_ABS/LD_IND read the context from R6 and clobber R0-R5.
+		use = reg(isa.R6)
+		if ins.Op&0xe0 == isa.ModeIND {
+			use |= reg(ins.Src)
+		}
+		def = callerRegs
+	case isa.ClassJMP, isa.ClassJMP32:
+		switch {
+		case ins.Op == isa.OpExit:
+			use = reg(isa.R0)
+		case ins.Op == isa.OpCall:
+			use, def = argRegs, callerRegs
+		case ins.Op == isa.OpCallX:
+			use, def = argRegs|reg(ins.Dst), callerRegs
+		case ins.Op&0xf0 == isa.JumpA || ins.Op == isa.OpMayGoto:
+		default:
+			use = reg(ins.Dst)
+			if x {
+				use |= reg(ins.Src)
+			}
+		}
+	}
+	return use | fpReg, def
+}
+
+// computeLiveness returns, for every instruction, the registers live before
+// it. Calls are treated as reading R1-R5 and setting R0-R5; exits read R0.
+func computeLiveness(insns []isa.Instruction) []regSet {
+	n := len(insns)
+	live := make([]regSet, n)
+	use := make([]regSet, n)
+	def := make([]regSet, n)
+	var preds [][]int32
+	preds = make([][]int32, n)
+	for pc := 0; pc < n; pc++ {
+		ins := insns[pc]
+		use[pc], def[pc] = usesDefs(ins)
+		next := pc + 1
+		if ins.IsLdImm64() {
+			next = pc + 2
+		}
+		addEdge := func(to int) {
+			if to >= 0 && to < n {
+				preds[to] = append(preds[to], int32(pc))
+			}
+		}
+		switch {
+		case ins.Op == isa.OpExit:
+		case ins.Op == isa.OpJA || ins.Op == isa.OpJA32:
+			t, _ := ins.JumpTarget(pc)
+			addEdge(t)
+		default:
+			if t, ok := ins.JumpTarget(pc); ok {
+				addEdge(t)
+			}
+			addEdge(next)
+		}
+		if ins.IsLdImm64() {
+			pc++
+		}
+	}
+	// Backward worklist to the fixpoint.
+	work := make([]int32, 0, n)
+	queued := make([]bool, n)
+	for pc := n - 1; pc >= 0; pc-- {
+		work = append(work, int32(pc))
+		queued[pc] = true
+	}
+	succLive := func(pc int) regSet {
+		ins := insns[pc]
+		var out regSet
+		next := pc + 1
+		if ins.IsLdImm64() {
+			next = pc + 2
+		}
+		switch {
+		case ins.Op == isa.OpExit:
+			return 0
+		case ins.Op == isa.OpJA || ins.Op == isa.OpJA32:
+			t, _ := ins.JumpTarget(pc)
+			return live[t]
+		}
+		if t, ok := ins.JumpTarget(pc); ok {
+			out |= live[t]
+		}
+		if next < n {
+			out |= live[next]
+		}
+		return out
+	}
+	for len(work) > 0 {
+		pc := int(work[len(work)-1])
+		work = work[:len(work)-1]
+		queued[pc] = false
+		in := use[pc] | succLive(pc)&^def[pc]
+		if in == live[pc] {
+			continue
+		}
+		live[pc] = in
+		for _, p := range preds[pc] {
+			if !queued[p] {
+				queued[p] = true
+				work = append(work, p)
+			}
+		}
+	}
+	return live
+}
+
+// liveAt returns the registers of frame i of st that matter: for the frame
+// being verified those live at pc, for callers those live where they
+// resume.
+func (v *verifier) liveAt(st *State, i, pc int) regSet {
+	if i == len(st.Frames)-1 {
+		return v.live[pc]
+	}
+	callee := st.Frames[i+1]
+	if callee.Callback {
+		return v.live[callee.CallSite] // back to the helper call
+	}
+	return v.live[callee.CallSite+1]
+}
