@@ -96,6 +96,14 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 		return v.pointerALU(pc, ins, dst, &src, op, is64, x)
 	}
 	signed := (op == isa.ALUDiv || op == isa.ALUMod) && ins.Off == 1
+	if dst.IsConst() && src.IsConst() {
+		if r, ok := evalALU(op, dst.Const(), src.Const(), is64, signed); ok {
+			dst.Scalar = Const(r)
+			dst.ID = 0
+			dst.Precise = false
+			return nil
+		}
+	}
 	dst.Scalar.ALU(op, src.Scalar, is64, signed)
 	dst.ID = 0
 	dst.Precise = false
