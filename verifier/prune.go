@@ -145,7 +145,15 @@ func (v *verifier) prune(pc int) (bool, error) {
 		}
 	}
 	if evicted {
-		list = slices.DeleteFunc(list, func(e *explored) bool { return e.evicted })
+		list = slices.DeleteFunc(list, func(e *explored) bool {
+			if e.evicted {
+				// Freed as soon as no descendant refers to it: the
+				// count of states held drops now.
+				v.states--
+				v.stateBytes -= e.st.size()
+			}
+			return e.evicted
+		})
 		v.explored[pc] = list
 	}
 	if v.opts.Unprivileged && len(list) >= maxStatesPerInsnUnpriv {
@@ -163,8 +171,10 @@ func (v *verifier) prune(pc int) (bool, error) {
 	v.cur.parent = e
 	v.explored[pc] = append(list, e)
 	v.states++
+	v.stateBytes += e.st.size()
 	v.stats.TotalStates++
 	v.stats.PeakStates = max(v.stats.PeakStates, v.states)
+	v.stats.PeakMemory = max(v.stats.PeakMemory, v.stateBytes)
 	v.stats.MaxStatesPerInsn = max(v.stats.MaxStatesPerInsn, len(v.explored[pc]))
 	return false, nil
 }

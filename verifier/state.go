@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"unsafe"
+
 	"bpfvm/maps"
 )
 
@@ -218,4 +220,14 @@ func (s *State) clone() *State {
 		c.Frames[i] = f.clone()
 	}
 	return c
+}
+
+// size estimates the bytes a remembered state holds, for the peak memory
+// statistic.
+func (s *State) size() int64 {
+	n := int64(unsafe.Sizeof(*s)) + int64(len(s.Refs))*int64(unsafe.Sizeof(Ref{}))
+	for _, f := range s.Frames {
+		n += int64(unsafe.Sizeof(*f)) + int64(cap(f.Stack))*int64(unsafe.Sizeof(Slot{}))
+	}
+	return n
 }

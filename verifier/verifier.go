@@ -144,6 +144,7 @@ type verifier struct {
 	nextID  uint32
 
 	live          []regSet // registers live before each instruction
+	stateBytes    int64    // bytes of remembered states alive
 	prunePoints   []bool
 	callbackSites []bool // helper calls that take a callback
 	explored      [][]*explored
