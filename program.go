@@ -11,6 +11,7 @@ import (
 
 	"bpfvm/interp"
 	"bpfvm/isa"
+	"bpfvm/jit/amd64"
 	"bpfvm/progtype"
 	"bpfvm/verifier"
 	"bpfvm/vm"
@@ -38,6 +39,10 @@ const (
 	EngineDefault Engine = iota
 	// EngineInterpreter runs the program on the interpreter.
 	EngineInterpreter
+	// EngineJIT compiles the program to x86-64 machine code (jit/amd64),
+	// falling back to the interpreter where the JIT cannot compile it;
+	// Program.Engine says which one runs. (JIT engine selection.)
+	EngineJIT
 )
 
 func (e Engine) String() string {
@@ -46,6 +51,8 @@ func (e Engine) String() string {
 		return "default"
 	case EngineInterpreter:
 		return "interp"
+	case EngineJIT:
+		return "jit"
 	}
 	return fmt.Sprintf("Engine(%d)", int(e))
 }
@@ -57,6 +64,8 @@ func ParseEngine(s string) (Engine, error) {
 		return EngineDefault, nil
 	case "interp", "interpreter":
 		return EngineInterpreter, nil
+	case "jit":
+		return EngineJIT, nil
 	}
 	return 0, fmt.Errorf("engine %q: %w", s, ErrNotSupported)
 }
@@ -109,7 +118,8 @@ type Program struct {
 	pt     *progtype.Type
 	insns  []isa.Instruction // as loaded, map references by index into maps
 	maps   []*Map
-	engine *interp.Program
+	engine engineProgram
+	kind   Engine // the engine that runs: EngineInterpreter or EngineJIT
 	opts   ProgramOptions
 
 	regions []vm.Region // map value memory, for checked accesses
@@ -211,7 +221,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	if err := checkHelpers(insns, pt); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
-	if opts.Engine != EngineDefault && opts.Engine != EngineInterpreter {
+	if opts.Engine != EngineDefault && opts.Engine != EngineInterpreter && opts.Engine != EngineJIT {
 		return nil, fmt.Errorf("program %s: engine %s: %w", name, opts.Engine, ErrNotSupported)
 	}
 	p := &Program{name: name, typ: typ, pt: pt, insns: insns, maps: maps, opts: opts, cpus: c}
@@ -229,9 +239,25 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	if err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
-	p.engine, err = interp.New(resolved, p.helper)
-	if err != nil {
-		return nil, fmt.Errorf("program %s: %w", name, err)
+	// JIT engine selection: compile to machine code when asked to, and
+	// fall back to the interpreter when the JIT cannot compile the program.
+	p.kind = EngineInterpreter
+	if opts.Engine == EngineJIT || opts.Engine == EngineDefault {
+		// Verified programs run unchecked, others checked.
+		mode := amd64.Checked
+		if p.verified {
+			mode = amd64.Unchecked
+		}
+		if jp, err := amd64.Compile(resolved, p.helper, amd64.Options{Modes: mode}); err == nil {
+			p.engine, p.kind = jp, EngineJIT
+		}
+	}
+	if p.engine == nil {
+		ip, err := interp.New(resolved, p.helper)
+		if err != nil {
+			return nil, fmt.Errorf("program %s: %w", name, err)
+		}
+		p.engine = ip
 	}
 	for _, m := range maps {
 		p.regions = append(p.regions, m.m.Memory()...)
@@ -323,7 +349,22 @@ func (p *Program) Close() error {
 	if p.ownCPUs {
 		p.cpus.close()
 	}
+	if c, ok := p.engine.(io.Closer); ok {
+		c.Close() // JIT machine code; runs in progress finish first
+	}
 	return nil
+}
+
+// Engine returns the engine that runs the program: EngineInterpreter or
+// EngineJIT (which may differ from ProgramOptions.Engine when the JIT could
+// not compile the program).
+func (p *Program) Engine() Engine { return p.kind }
+
+// engineProgram is what Program needs of an engine: runs, and callbacks for
+// helpers such as bpf_loop.
+type engineProgram interface {
+	Run(env *vm.Env, r1, r2, budget uint64) (uint64, error)
+	Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint64, error)
 }
 
 // Run runs the program like BPF_PROG_TEST_RUN and returns the low 32 bits of

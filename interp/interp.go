@@ -431,192 +431,417 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		// Jumps. Backward jumps are where a runaway program spends its
 		// budget, so that is where the budget is checked.
 		case opJA:
-			pc += int(in.off)
 			if in.off < 0 && n > limit {
 				if err := checkLimits(env, n, budget, &limit); err != nil {
 					return fail(err)
 				}
 			}
+			pc += int(in.off)
 		case opJeqK:
 			if r[in.dst] == uint64(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJeqX:
 			if r[in.dst] == r[in.src] {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJgtK:
 			if r[in.dst] > uint64(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJgtX:
 			if r[in.dst] > r[in.src] {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJgeK:
 			if r[in.dst] >= uint64(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJgeX:
 			if r[in.dst] >= r[in.src] {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsetK:
 			if r[in.dst]&uint64(in.imm) != 0 {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsetX:
 			if r[in.dst]&r[in.src] != 0 {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJneK:
 			if r[in.dst] != uint64(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJneX:
 			if r[in.dst] != r[in.src] {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsgtK:
 			if int64(r[in.dst]) > in.imm {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsgtX:
 			if int64(r[in.dst]) > int64(r[in.src]) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsgeK:
 			if int64(r[in.dst]) >= in.imm {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsgeX:
 			if int64(r[in.dst]) >= int64(r[in.src]) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJltK:
 			if r[in.dst] < uint64(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJltX:
 			if r[in.dst] < r[in.src] {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJleK:
 			if r[in.dst] <= uint64(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJleX:
 			if r[in.dst] <= r[in.src] {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsltK:
 			if int64(r[in.dst]) < in.imm {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsltX:
 			if int64(r[in.dst]) < int64(r[in.src]) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsleK:
 			if int64(r[in.dst]) <= in.imm {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsleX:
 			if int64(r[in.dst]) <= int64(r[in.src]) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJeq32K:
 			if uint32(r[in.dst]) == uint32(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJeq32X:
 			if uint32(r[in.dst]) == uint32(r[in.src]) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJgt32K:
 			if uint32(r[in.dst]) > uint32(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJgt32X:
 			if uint32(r[in.dst]) > uint32(r[in.src]) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJge32K:
 			if uint32(r[in.dst]) >= uint32(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJge32X:
 			if uint32(r[in.dst]) >= uint32(r[in.src]) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJset32K:
 			if uint32(r[in.dst])&uint32(in.imm) != 0 {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJset32X:
 			if uint32(r[in.dst])&uint32(r[in.src]) != 0 {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJne32K:
 			if uint32(r[in.dst]) != uint32(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJne32X:
 			if uint32(r[in.dst]) != uint32(r[in.src]) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsgt32K:
 			if int32(r[in.dst]) > int32(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsgt32X:
 			if int32(r[in.dst]) > int32(r[in.src]) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsge32K:
 			if int32(r[in.dst]) >= int32(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsge32X:
 			if int32(r[in.dst]) >= int32(r[in.src]) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJlt32K:
 			if uint32(r[in.dst]) < uint32(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJlt32X:
 			if uint32(r[in.dst]) < uint32(r[in.src]) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJle32K:
 			if uint32(r[in.dst]) <= uint32(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJle32X:
 			if uint32(r[in.dst]) <= uint32(r[in.src]) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJslt32K:
 			if int32(r[in.dst]) < int32(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJslt32X:
 			if int32(r[in.dst]) < int32(r[in.src]) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsle32K:
 			if int32(r[in.dst]) <= int32(in.imm) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opJsle32X:
 			if int32(r[in.dst]) <= int32(r[in.src]) {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			}
 		case opMayGoto:
 			// Until the rewrite expands may_goto into a stack countdown,
 			// the interpreter keeps the kernel's per-run loop budget.
 			if loops == 0 {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
 				pc += int(in.off)
 			} else {
 				loops--

@@ -15,7 +15,7 @@ import (
 
 func runConformance(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("conformance", stderr)
-	engineName := fs.String("engine", "interp", "engine: interp")
+	engineName := fs.String("engine", "interp", "engine: interp, jit")
 	verbose := fs.Bool("v", false, "print a line for passing tests too")
 	paths, err := parse(fs, args)
 	if err != nil {
@@ -82,7 +82,7 @@ func conformanceEngine(engine bpfvm.Engine) conformance.Engine {
 // hex, errors go to stderr with a non-zero exit.
 func runPlugin(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("plugin", stderr)
-	engineName := fs.String("engine", "interp", "engine: interp")
+	engineName := fs.String("engine", "interp", "engine: interp, jit")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -1,0 +1,967 @@
+//go:build amd64 && linux
+
+package amd64
+
+import (
+	"errors"
+	"fmt"
+
+	"bpfvm/interp"
+	"bpfvm/isa"
+	"bpfvm/vm"
+)
+
+// Register mapping. BPF registers are pinned to x86-64 registers for the
+// whole run; rax and rdx are scratch (division, address checks), r12 holds
+// the execution context and r11 the instruction budget left in this chunk.
+var regMap = [11]int{
+	isa.R0:  rbx,
+	isa.R1:  rdi,
+	isa.R2:  rsi,
+	isa.R3:  rcx,
+	isa.R4:  r8,
+	isa.R5:  r9,
+	isa.R6:  r13,
+	isa.R7:  r14,
+	isa.R8:  r15,
+	isa.R9:  r10,
+	isa.R10: rbp,
+}
+
+const (
+	regCtx  = r12
+	regLeft = r11
+)
+
+// Exit codes: the low byte of the exit word native code leaves in the
+// header when it returns to Go; the rest is the instruction index.
+const (
+	exitDone    = iota // the entry function returned; R0 is the result
+	exitHelper         // call a helper, then resume at the next instruction (site index, not pc)
+	exitCallx          // callx: Go decides between a helper and a subprogram
+	exitBudget         // budget chunk used up at a backward JA or a call
+	exitYield          // budget chunk used up at another backward jump
+	exitDepth          // call depth exceeded
+	exitMem            // checked access outside every region (exitAddr, exitDesc)
+	exitCtx            // access to the emulated context (exitAddr, exitDesc)
+	exitAbort          // LD_ABS/LD_IND out of bounds: the run returns 0
+	exitInvalid        // control reached the second slot of an LD_IMM64
+)
+
+// Access descriptor bits (exitDesc and the check routine's edx).
+const (
+	descWrite = 1 << 2 // a store
+	descNoCtx = 1 << 3 // an atomic: never emulated, always checked as a write
+)
+
+func exitWord(pc int, code int) int32 { return int32(pc<<8 | code) }
+
+// maxPasses bounds the layout passes that shrink jumps; past it every jump
+// takes its long form (which always converges).
+const maxPasses = 12
+
+// image is the machine code of a program for one memory mode.
+type image struct {
+	code    []byte   // the executable mapping
+	base    uint64   // its address
+	off     []uint32 // native offset of each instruction slot
+	entry   uint32   // entry stub: calls header.target, then exits
+	retStub uint32   // a bare ret: makes the current function return R0
+	size    int      // bytes of machine code
+	sites   []site   // helper calls, by the index in their exit word
+}
+
+// site is a helper call: what Go needs to serve its exit quickly.
+type site struct {
+	fn     vm.Helper
+	resume uint64 // native address of the next instruction
+	pc     int
+}
+
+func (img *image) addr(pc int) uint64 { return img.base + uint64(img.off[pc]) }
+
+// stub is out-of-line code a site jumps to, emitted after the program.
+type stub struct {
+	kind  int
+	l     label // the stub's own label
+	back  label // where to continue (slow check: after the check; budget: resume point)
+	word  int32 // exit word
+	desc  uint32
+	check bool
+}
+
+const (
+	stubExit    = iota // store the exit word (and resume at back, if set) and exit
+	stubSlow           // call the region check routine, then continue at back
+	stubAlign          // misaligned atomic: memory error
+	stubInvalid        // second slot of LD_IMM64
+)
+
+type compiler struct {
+	prog    []isa.Instruction
+	helpers []vm.Helper // by id
+	checked bool
+	leader  []bool
+	count   []int32 // instructions in the block starting at a leader
+	second  []bool  // second slots of LD_IMM64
+
+	a     *asm
+	pcL   []label
+	stubs []stub
+	sites []int // instruction index of each helper call site
+
+	exitCommon, entry, retStub, check, memfail, abort label
+}
+
+var errTooLarge = errors.New("jit: program too large")
+
+func compileImage(prog []isa.Instruction, helpers []vm.Helper, checked bool) (*image, error) {
+	c := &compiler{prog: prog, helpers: helpers, checked: checked}
+	c.analyze()
+	var prevPos, prevJmp []int32
+	prevSize := -1
+	for pass := 0; ; pass++ {
+		if pass > maxPasses+3 {
+			return nil, errors.New("jit: code layout did not converge")
+		}
+		a := &asm{prev: prevPos, prevJmp: prevJmp, allLong: pass > maxPasses}
+		if err := c.emitAll(a); err != nil {
+			return nil, err
+		}
+		if len(a.b) > 1<<30 {
+			return nil, errTooLarge
+		}
+		if len(a.b) == prevSize && samePositions(a.pos, prevPos) {
+			return c.finish(a)
+		}
+		prevPos, prevJmp, prevSize = a.pos, a.jumps, len(a.b)
+	}
+}
+
+func samePositions(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *compiler) finish(a *asm) (*image, error) {
+	code, err := mapCode(a.b)
+	if err != nil {
+		return nil, err
+	}
+	img := &image{code: code, size: len(a.b)}
+	img.base = codeAddr(code)
+	img.off = make([]uint32, len(c.prog))
+	for pc := range c.prog {
+		img.off[pc] = uint32(a.pos[c.pcL[pc]])
+	}
+	img.entry = uint32(a.pos[c.entry])
+	img.retStub = uint32(a.pos[c.retStub])
+	img.sites = make([]site, len(c.sites))
+	for i, pc := range c.sites {
+		img.sites[i] = site{fn: c.helpers[c.prog[pc].Imm], resume: img.addr(pc + 1), pc: pc}
+	}
+	return img, nil
+}
+
+// analyze finds the leaders: instructions where a block starts, so that
+// the budget can be charged once per block. Blocks end at every jump, call
+// and exit, so the count is exact wherever it is checked (backward jumps,
+// calls) or read (tail calls).
+func (c *compiler) analyze() {
+	n := len(c.prog)
+	c.leader = make([]bool, n)
+	c.second = make([]bool, n)
+	c.count = make([]int32, n)
+	c.leader[0] = true
+	for pc := 0; pc < n; pc++ {
+		ins := c.prog[pc]
+		if ins.IsLdImm64() {
+			c.second[pc+1] = true
+			if ins.IsPseudoFunc() {
+				c.mark(pc + 1 + int(ins.Imm))
+			}
+			pc++
+			continue
+		}
+		if !isa.IsJump(ins.Class()) {
+			continue
+		}
+		c.mark(pc + 1)
+		if t, ok := ins.JumpTarget(pc); ok {
+			c.mark(t)
+		}
+		if ins.IsLocalCall() {
+			c.mark(pc + 1 + int(ins.Imm))
+		}
+	}
+	start := 0
+	var k int32
+	for pc := 0; pc < n; pc++ {
+		if c.second[pc] {
+			continue
+		}
+		if c.leader[pc] && pc != start {
+			c.count[start] = k
+			start, k = pc, 0
+		}
+		k++
+	}
+	c.count[start] = k
+}
+
+func (c *compiler) mark(pc int) {
+	if pc >= 0 && pc < len(c.leader) && !c.second[pc] {
+		c.leader[pc] = true
+	}
+}
+
+func (c *compiler) emitAll(a *asm) error {
+	c.a = a
+	c.stubs = c.stubs[:0]
+	c.sites = c.sites[:0]
+	n := len(c.prog)
+	c.pcL = make([]label, n)
+	for i := range c.pcL {
+		c.pcL[i] = a.newLabel()
+	}
+	c.exitCommon = a.newLabel()
+	c.entry = a.newLabel()
+	c.retStub = a.newLabel()
+	c.check = a.newLabel()
+	c.memfail = a.newLabel()
+	c.abort = a.newLabel()
+
+	for pc := 0; pc < n; pc++ {
+		if c.second[pc] {
+			c.stubs = append(c.stubs, stub{kind: stubInvalid, l: c.pcL[pc], word: exitWord(pc, exitInvalid)})
+			continue
+		}
+		a.bind(c.pcL[pc])
+		if c.leader[pc] {
+			a.aluRI(8, aluSub, regLeft, c.count[pc])
+		}
+		if err := c.insn(pc); err != nil {
+			return fmt.Errorf("insn %d: %w", pc, err)
+		}
+	}
+	c.common()
+	for _, s := range c.stubs {
+		c.emitStub(s)
+	}
+	return nil
+}
+
+// common emits the shared routines.
+func (c *compiler) common() {
+	a := c.a
+	// entry: call the function at header.target; its return is the run's.
+	a.bind(c.entry)
+	a.callM(mem{regCtx, offTarget})
+	a.storeImm(8, mem{regCtx, offExit}, exitDone)
+	// fall through
+	a.bind(c.exitCommon)
+	for i, r := range regMap {
+		a.store(8, mem{regCtx, offRegs + int32(8*i)}, r)
+	}
+	a.store(8, mem{regCtx, offRegs + 8*11}, regLeft)
+	a.store(8, mem{regCtx, offNativeSP}, rsp)
+	a.load(8, false, rsp, mem{regCtx, offGoSP})
+	a.load(8, false, rbp, mem{regCtx, offGoBP})
+	a.ret()
+
+	a.bind(c.retStub)
+	a.ret()
+
+	a.bind(c.abort)
+	a.storeImm(8, mem{regCtx, offExit}, exitAbort)
+	a.jmp(c.exitCommon)
+
+	// memfail: rax = address, edx = descriptor.
+	a.bind(c.memfail)
+	a.store(8, mem{regCtx, offExitAddr}, rax)
+	a.store(8, mem{regCtx, offExitDesc}, rdx)
+	a.aluRI(8, aluAnd, rdx, -256)
+	a.aluRI(8, aluOr, rdx, exitMem)
+	a.store(8, mem{regCtx, offExit}, rdx)
+	a.jmp(c.exitCommon)
+
+	if c.checked {
+		c.checkRoutine()
+	}
+}
+
+// checkRoutine validates an access that missed the inline stack check:
+// rax = address, edx = descriptor (size index in bits 0-1, descWrite,
+// descNoCtx, instruction index from bit 8). It returns if the access is
+// allowed; otherwise it exits to Go, either to emulate a context access
+// (then the run resumes after the instruction) or with a memory error.
+func (c *compiler) checkRoutine() {
+	a := c.a
+	regions, loop, next, ok, fail := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
+	a.bind(c.check)
+	a.push(rcx)
+	a.push(rsi)
+	a.push(rdi)
+	// rsi = size
+	a.movRR(8, rcx, rdx)
+	a.aluRI(4, aluAnd, rcx, 3)
+	a.movRI32(rsi, 1)
+	a.shiftRCL(4, shShl, rsi)
+	// The emulated context comes first, as in vm.Env.Load.
+	a.testRI(4, rdx, descNoCtx)
+	a.jcc(ccNE, regions)
+	a.aluMI(8, aluCmp, mem{regCtx, offCtxFlag}, 0)
+	a.jcc(ccE, regions)
+	a.movRR(8, rcx, rax)
+	a.aluRM(8, aluSub, rcx, mem{regCtx, offCtxStart})
+	a.aluRM(8, aluCmp, rcx, mem{regCtx, offCtxLen})
+	a.jcc(ccA, regions)
+	a.unary(8, 3, rcx) // neg
+	a.aluRM(8, aluAdd, rcx, mem{regCtx, offCtxLen})
+	a.aluRR(8, aluCmp, rcx, rsi)
+	a.jcc(ccB, regions)
+	// Context access: exit to Go, which resumes after the instruction.
+	a.pop(rdi)
+	a.pop(rsi)
+	a.pop(rcx)
+	a.lea(rsp, mem{rsp, 8}) // drop the return address
+	a.store(8, mem{regCtx, offExitAddr}, rax)
+	a.store(8, mem{regCtx, offExitDesc}, rdx)
+	a.aluRI(8, aluAnd, rdx, -256)
+	a.aluRI(8, aluOr, rdx, exitCtx)
+	a.store(8, mem{regCtx, offExit}, rdx)
+	a.jmp(c.exitCommon)
+
+	a.bind(regions)
+	a.load(8, false, rdi, mem{regCtx, offTablePtr})
+	a.bind(loop)
+	a.aluRM(8, aluCmp, rdi, mem{regCtx, offTableEnd})
+	a.jcc(ccAE, fail)
+	a.movRR(8, rcx, rax)
+	a.aluRM(8, aluSub, rcx, mem{rdi, 0})
+	a.aluRM(8, aluCmp, rcx, mem{rdi, 8})
+	a.jcc(ccA, next)
+	a.unary(8, 3, rcx)
+	a.aluRM(8, aluAdd, rcx, mem{rdi, 8})
+	a.aluRR(8, aluCmp, rcx, rsi)
+	a.jcc(ccB, next)
+	a.testRI(4, rdx, descWrite)
+	a.jcc(ccE, ok)
+	a.aluMI(8, aluCmp, mem{rdi, 16}, 0)
+	a.jcc(ccE, next)
+	a.bind(ok)
+	c.makeHot()
+	a.pop(rdi)
+	a.pop(rsi)
+	a.pop(rcx)
+	a.ret()
+	a.bind(next)
+	a.aluRI(8, aluAdd, rdi, entrySize)
+	a.jmp(loop)
+	a.bind(fail)
+	a.pop(rdi)
+	a.pop(rsi)
+	a.pop(rcx)
+	a.jmp(c.memfail)
+}
+
+// makeHot records the table entry at rdi as the hot region that inline
+// checks try after the stack, unless it overlaps the emulated context
+// (whose accesses must reach Go). rax, rdx, rcx and rsi are free.
+func (c *compiler) makeHot() {
+	a := c.a
+	done, set := a.newLabel(), a.newLabel()
+	a.aluMI(8, aluCmp, mem{regCtx, offCtxFlag}, 0)
+	a.jcc(ccE, set)
+	// [s, s+len) and [cs, cs+clen) overlap iff s-cs < clen or cs-s < len.
+	a.load(8, false, rax, mem{rdi, 0})
+	a.aluRM(8, aluSub, rax, mem{regCtx, offCtxStart})
+	a.aluRM(8, aluCmp, rax, mem{regCtx, offCtxLen})
+	a.jcc(ccB, done)
+	a.unary(8, 3, rax) // cs - s
+	a.aluRM(8, aluCmp, rax, mem{rdi, 8})
+	a.jcc(ccB, done)
+	a.bind(set)
+	a.load(8, false, rax, mem{rdi, 0})
+	a.store(8, mem{regCtx, offHotStart}, rax)
+	for i := range 4 {
+		size := int32(1) << i
+		// lim = len >= size ? len - size + 1 : 0; wlim = writable ? lim : 0
+		a.load(8, false, rax, mem{rdi, 8})
+		a.aluRI(8, aluSub, rax, size-1)
+		a.aluRR(4, aluXor, rdx, rdx)
+		a.aluRM(8, aluCmp, rax, mem{rdi, 8})
+		// If len < size-1 the subtraction wrapped (rax > len); len = size-1
+		// gives 0. Either way no access of this size fits.
+		a.rr(8, []byte{0x0f, 0x47}, rax, rdx) // cmova rax, rdx
+		a.store(8, mem{regCtx, offHotLim + 8*int32(i)}, rax)
+		a.aluMI(8, aluCmp, mem{rdi, 16}, 0)
+		a.rr(8, []byte{0x0f, 0x44}, rax, rdx) // cmove rax, rdx
+		a.store(8, mem{regCtx, offHotWLim + 8*int32(i)}, rax)
+	}
+	a.bind(done)
+}
+
+func (c *compiler) emitStub(s stub) {
+	a := c.a
+	a.bind(s.l)
+	switch s.kind {
+	case stubExit, stubInvalid:
+		a.storeImm(8, mem{regCtx, offExit}, s.word)
+		if s.back >= 0 && s.kind == stubExit {
+			a.leaRIP(rax, s.back)
+			a.store(8, mem{regCtx, offResume}, rax)
+		}
+		a.jmp(c.exitCommon)
+	case stubSlow:
+		a.movRI32(rdx, s.desc)
+		a.call(c.check)
+		a.jmp(s.back)
+	case stubAlign:
+		a.movRI32(rdx, s.desc)
+		a.jmp(c.memfail)
+	}
+}
+
+// exitStub returns the label of a stub that exits with word and, when back
+// is not -1, resumes at back.
+func (c *compiler) exitStub(word int32, back label) label {
+	l := c.a.newLabel()
+	c.stubs = append(c.stubs, stub{kind: stubExit, l: l, back: back, word: word})
+	return l
+}
+
+// budgetCheck emits the check of a budget (or yield) site: if the chunk is
+// used up, exit to Go, which fails the run or refills the chunk and resumes
+// right after the check.
+func (c *compiler) budgetCheck(pc int, code int) {
+	a := c.a
+	back := a.newLabel()
+	a.testRR(8, regLeft, regLeft)
+	a.jcc(ccS, c.exitStub(exitWord(pc, code), back))
+	a.bind(back)
+}
+
+func sizeIndex(size int) uint32 {
+	switch size {
+	case 1:
+		return 0
+	case 2:
+		return 1
+	case 4:
+		return 2
+	}
+	return 3
+}
+
+// checkAccess emits the checked-mode validation of an access of size bytes
+// at base+off; atomics are also checked for natural alignment.
+func (c *compiler) checkAccess(pc int, base isa.Register, off int16, size int, write, atomic bool) {
+	if !c.checked {
+		return
+	}
+	a := c.a
+	m := mem{regMap[base], int32(off)}
+	desc := uint32(pc)<<8 | sizeIndex(size)
+	if write || atomic {
+		desc |= descWrite
+	}
+	if atomic {
+		desc |= descNoCtx
+	}
+	a.lea(rax, m)
+	if atomic && size > 1 {
+		l := a.newLabel()
+		c.stubs = append(c.stubs, stub{kind: stubAlign, l: l, desc: desc})
+		a.emit(0xa8, byte(size-1)) // test al, size-1
+		a.jcc(ccNE, l)
+	}
+	// R10-relative accesses inside the current frame need no check: R10
+	// always points at the end of a frame inside env.Stack.
+	if base == isa.R10 && off >= -vm.StackSize && int(off)+size <= 0 {
+		return
+	}
+	back := a.newLabel()
+	slow := a.newLabel()
+	c.stubs = append(c.stubs, stub{kind: stubSlow, l: slow, back: back, desc: desc})
+	i := 8 * int32(sizeIndex(size))
+	a.movRR(8, rdx, rax)
+	a.aluRM(8, aluSub, rdx, mem{regCtx, offStackStart})
+	a.aluRM(8, aluCmp, rdx, mem{regCtx, offStackLim + i})
+	a.jcc(ccB, back)
+	// Then the region the check routine matched last.
+	lim := offHotLim
+	if desc&descWrite != 0 {
+		lim = offHotWLim
+	}
+	a.movRR(8, rdx, rax)
+	a.aluRM(8, aluSub, rdx, mem{regCtx, offHotStart})
+	a.aluRM(8, aluCmp, rdx, mem{regCtx, lim + i})
+	a.jcc(ccAE, slow)
+	a.bind(back)
+}
+
+// jmpCC maps a conditional jump operation (>> 4) to its condition code;
+// -1 marks the others.
+var jmpCC = [16]int{
+	isa.JumpA >> 4: -1, isa.JumpEQ >> 4: ccE, isa.JumpGT >> 4: ccA, isa.JumpGE >> 4: ccAE,
+	isa.JumpSet >> 4: ccNE, isa.JumpNE >> 4: ccNE, isa.JumpSGT >> 4: ccG, isa.JumpSGE >> 4: ccGE,
+	isa.JumpCall >> 4: -1, isa.JumpExit >> 4: -1, isa.JumpLT >> 4: ccB, isa.JumpLE >> 4: ccBE,
+	isa.JumpSLT >> 4: ccL, isa.JumpSLE >> 4: ccLE, isa.JumpCond >> 4: -1, 15: -1,
+}
+
+// aluGroup1 and aluShift map ALU operations (>> 4) to x86 operations.
+var (
+	aluGroup1 = [16]int{isa.ALUAdd >> 4: aluAdd, isa.ALUSub >> 4: aluSub, isa.ALUOr >> 4: aluOr, isa.ALUAnd >> 4: aluAnd, isa.ALUXor >> 4: aluXor}
+	aluShift  = [16]int{isa.ALULsh >> 4: shShl, isa.ALURsh >> 4: shShr, isa.ALUArsh >> 4: shSar}
+)
+
+var errUnsupported = errors.New("unsupported instruction")
+
+// insn emits one instruction.
+func (c *compiler) insn(pc int) error {
+	ins := c.prog[pc]
+	switch ins.Class() {
+	case isa.ClassALU, isa.ClassALU64:
+		return c.alu(ins)
+	case isa.ClassJMP, isa.ClassJMP32:
+		return c.jump(pc, ins)
+	case isa.ClassLD:
+		return c.ld(pc, ins)
+	case isa.ClassLDX:
+		size := isa.SizeBytes(ins.Op)
+		signed := ins.Op&0xe0 == isa.ModeMEMSX
+		if ins.Op&0xe0 != isa.ModeMEM && !signed || signed && size == 8 {
+			return errUnsupported
+		}
+		c.checkAccess(pc, ins.Src, ins.Off, size, false, false)
+		c.a.load(size, signed, regMap[ins.Dst], mem{regMap[ins.Src], int32(ins.Off)})
+	case isa.ClassST:
+		if ins.Op&0xe0 != isa.ModeMEM {
+			return errUnsupported
+		}
+		size := isa.SizeBytes(ins.Op)
+		c.checkAccess(pc, ins.Dst, ins.Off, size, true, false)
+		c.a.storeImm(size, mem{regMap[ins.Dst], int32(ins.Off)}, ins.Imm)
+	case isa.ClassSTX:
+		size := isa.SizeBytes(ins.Op)
+		switch ins.Op & 0xe0 {
+		case isa.ModeMEM:
+			c.checkAccess(pc, ins.Dst, ins.Off, size, true, false)
+			c.a.store(size, mem{regMap[ins.Dst], int32(ins.Off)}, regMap[ins.Src])
+		case isa.ModeATOMIC:
+			return c.atomic(pc, ins, size)
+		default:
+			return errUnsupported
+		}
+	default:
+		return errUnsupported
+	}
+	return nil
+}
+
+func (c *compiler) alu(ins isa.Instruction) error {
+	a := c.a
+	size := 8
+	if ins.Class() == isa.ClassALU {
+		size = 4
+	}
+	x := ins.Op&isa.SrcX != 0
+	dst, src := regMap[ins.Dst], regMap[ins.Src]
+	op := ins.Op & 0xf0
+	switch op {
+	case isa.ALUAdd, isa.ALUSub, isa.ALUOr, isa.ALUAnd, isa.ALUXor:
+		o := aluGroup1[op>>4]
+		if x {
+			a.aluRR(size, o, dst, src)
+		} else {
+			a.aluRI(size, o, dst, ins.Imm)
+		}
+	case isa.ALUMov:
+		switch {
+		case x && ins.Off != 0:
+			from := int(ins.Off) / 8
+			if from != 1 && from != 2 && (from != 4 || size != 8) {
+				return errUnsupported
+			}
+			a.movsxRR(size, from, dst, src)
+		case x:
+			if size == 4 || dst != src {
+				a.movRR(size, dst, src)
+			}
+		case size == 8:
+			a.movRI64(dst, uint64(int64(ins.Imm)))
+		default:
+			a.movRI32(dst, uint32(ins.Imm))
+		}
+	case isa.ALUMul:
+		if x {
+			a.imulRR(size, dst, src)
+		} else {
+			a.imulRRI(size, dst, dst, ins.Imm)
+		}
+	case isa.ALUNeg:
+		a.unary(size, 3, dst)
+	case isa.ALULsh, isa.ALURsh, isa.ALUArsh:
+		o := aluShift[op>>4]
+		if !x {
+			n := uint8(uint32(ins.Imm) & uint32(size*8-1))
+			if n == 0 {
+				if size == 4 {
+					a.movRR(4, dst, dst)
+				}
+				return nil
+			}
+			a.shiftRI(size, o, dst, n)
+			return nil
+		}
+		c.shiftX(size, o, dst, src)
+	case isa.ALUDiv, isa.ALUMod:
+		c.div(size, op == isa.ALUMod, ins.Off == 1, x, dst, src, ins.Imm)
+	case isa.ALUEnd:
+		swap := x || ins.Class() == isa.ClassALU64
+		switch {
+		case !swap && ins.Imm == 16:
+			a.movzxRR(2, dst, dst)
+		case !swap && ins.Imm == 32:
+			a.movRR(4, dst, dst)
+		case !swap && ins.Imm == 64:
+		case ins.Imm == 16:
+			a.rol16by8(dst)
+			a.movzxRR(2, dst, dst)
+		case ins.Imm == 32:
+			a.bswap(4, dst)
+		case ins.Imm == 64:
+			a.bswap(8, dst)
+		default:
+			return errUnsupported
+		}
+	default:
+		return errUnsupported
+	}
+	return nil
+}
+
+// shiftX shifts dst by the count in src; x86 takes the count in cl, and cl
+// belongs to R3, so R3 is parked in rdx meanwhile.
+func (c *compiler) shiftX(size, op int, dst, src int) {
+	a := c.a
+	if src == rcx {
+		if dst == rcx {
+			a.movRR(8, rax, rcx)
+			a.shiftRCL(size, op, rax)
+			a.movRR(8, rcx, rax)
+			return
+		}
+		a.shiftRCL(size, op, dst)
+		return
+	}
+	a.movRR(8, rdx, rcx)
+	a.movRR(4, rcx, src)
+	d := dst
+	if dst == rcx {
+		d = rdx
+	}
+	a.shiftRCL(size, op, d)
+	a.movRR(8, rcx, rdx)
+}
+
+// div emits unsigned and signed division and modulo with the RFC 9669
+// rules: x/0 = 0, x%0 = x, INT_MIN/-1 = INT_MIN, INT_MIN%-1 = 0 (x86 would
+// trap on the last two). 32-bit results are zero-extended.
+func (c *compiler) div(size int, mod, signed, x bool, dst, src int, imm int32) {
+	a := c.a
+	zero := func() {
+		if !mod {
+			a.aluRR(4, aluXor, dst, dst)
+		} else if size == 4 {
+			a.movRR(4, dst, dst)
+		}
+	}
+	minusOne := func() {
+		if !mod {
+			a.unary(size, 3, dst) // neg: INT_MIN stays INT_MIN
+		} else {
+			a.aluRR(4, aluXor, dst, dst)
+		}
+	}
+	divide := func(byImm bool) {
+		a.movRR(size, rax, dst)
+		if signed {
+			if size == 8 {
+				a.cqo()
+			} else {
+				a.cdq()
+			}
+		} else {
+			a.aluRR(4, aluXor, rdx, rdx)
+		}
+		digit := 6
+		if signed {
+			digit = 7
+		}
+		if byImm {
+			a.unaryM(size, digit, mem{rsp, 0})
+		} else {
+			a.unary(size, digit, src)
+		}
+		if mod {
+			a.movRR(size, dst, rdx)
+		} else {
+			a.movRR(size, dst, rax)
+		}
+	}
+	if !x {
+		if size == 4 && uint32(imm) == 0 || imm == 0 {
+			zero()
+			return
+		}
+		if signed && imm == -1 {
+			minusOne()
+			return
+		}
+		a.pushImm(imm)
+		divide(true)
+		a.lea(rsp, mem{rsp, 8})
+		return
+	}
+	done, isZero := a.newLabel(), a.newLabel()
+	a.testRR(size, src, src)
+	a.jcc(ccE, isZero)
+	if signed {
+		normal := a.newLabel()
+		a.aluRI(size, aluCmp, src, -1)
+		a.jcc(ccNE, normal)
+		minusOne()
+		a.jmp(done)
+		a.bind(normal)
+	}
+	divide(false)
+	a.jmp(done)
+	a.bind(isZero)
+	zero()
+	a.bind(done)
+}
+
+func (c *compiler) jump(pc int, ins isa.Instruction) error {
+	a := c.a
+	op := ins.Op & 0xf0
+	size := 8
+	if ins.Class() == isa.ClassJMP32 {
+		size = 4
+	}
+	switch {
+	case op == isa.JumpA:
+		t, _ := ins.JumpTarget(pc)
+		if t <= pc {
+			c.budgetCheck(pc, exitBudget)
+		}
+		if t != pc+1 {
+			a.jmp(c.pcL[t])
+		}
+		return nil
+	case ins.Op == isa.OpExit:
+		a.ret()
+		return nil
+	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper):
+		// Go runs the helper and resumes at the next instruction.
+		a.storeImm(8, mem{regCtx, offExit}, exitWord(len(c.sites), exitHelper))
+		c.sites = append(c.sites, pc)
+		a.jmp(c.exitCommon)
+		return nil
+	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallLocal):
+		a.aluRM(8, aluCmp, rbp, mem{regCtx, offMinFP})
+		a.jcc(ccBE, c.exitStub(exitWord(pc, exitDepth), -1))
+		c.budgetCheck(pc, exitBudget)
+		c.callFrame(func() { a.call(c.pcL[pc+1+int(ins.Imm)]) })
+		return nil
+	case ins.Op == isa.OpCallX:
+		// Go checks the target; a subprogram is called at resume.
+		resume := a.newLabel()
+		a.store(8, mem{regCtx, offExitAddr}, regMap[ins.Dst])
+		a.storeImm(8, mem{regCtx, offExit}, exitWord(pc, exitCallx))
+		a.leaRIP(rax, resume)
+		a.store(8, mem{regCtx, offResume}, rax)
+		a.jmp(c.exitCommon)
+		a.bind(resume)
+		c.callFrame(func() { a.callM(mem{regCtx, offTarget}) })
+		return nil
+	case ins.Op == isa.OpMayGoto:
+		t := pc + 1 + int(ins.Off)
+		dec := a.newLabel()
+		a.aluMI(8, aluCmp, mem{regCtx, offLoops}, 0)
+		a.jcc(ccNE, dec)
+		if t <= pc {
+			c.budgetCheck(pc, exitYield)
+		}
+		a.jmp(c.pcL[t])
+		a.bind(dec)
+		a.aluMI(8, aluSub, mem{regCtx, offLoops}, 1)
+		return nil
+	}
+	cc := jmpCC[op>>4]
+	if cc < 0 {
+		return errUnsupported
+	}
+	dst := regMap[ins.Dst]
+	x := ins.Op&isa.SrcX != 0
+	switch {
+	case op == isa.JumpSet && x:
+		a.testRR(size, dst, regMap[ins.Src])
+	case op == isa.JumpSet:
+		a.testRI(size, dst, ins.Imm)
+	case x:
+		a.aluRR(size, aluCmp, dst, regMap[ins.Src])
+	default:
+		a.aluRI(size, aluCmp, dst, ins.Imm)
+	}
+	t := pc + 1 + int(ins.Off)
+	if t > pc {
+		a.jcc(cc, c.pcL[t])
+		return nil
+	}
+	// Backward: check the budget chunk on the taken path.
+	skip := a.newLabel()
+	a.jcc(cc^1, skip)
+	c.budgetCheck(pc, exitYield)
+	a.jmp(c.pcL[t])
+	a.bind(skip)
+	return nil
+}
+
+// callFrame saves the callee-saved registers and the frame pointer around a
+// bpf-to-bpf call, giving the callee the next 512-byte frame.
+func (c *compiler) callFrame(call func()) {
+	a := c.a
+	saved := []int{regMap[6], regMap[7], regMap[8], regMap[9], regMap[10]}
+	for _, r := range saved {
+		a.push(r)
+	}
+	a.aluRI(8, aluSub, rbp, vm.StackSize)
+	call()
+	for i := len(saved) - 1; i >= 0; i-- {
+		a.pop(saved[i])
+	}
+}
+
+func (c *compiler) ld(pc int, ins isa.Instruction) error {
+	a := c.a
+	switch ins.Op & 0xe0 {
+	case isa.ModeIMM:
+		if ins.Op != isa.OpLdImm64 {
+			return errUnsupported
+		}
+		v := isa.Imm64(ins, c.prog[pc+1])
+		if ins.IsPseudoFunc() {
+			v = interp.FuncValue(pc + 1 + int(ins.Imm))
+		}
+		a.movRI64(regMap[ins.Dst], v)
+		return nil
+	case isa.ModeABS, isa.ModeIND:
+	default:
+		return errUnsupported
+	}
+	size := isa.SizeBytes(ins.Op)
+	if size == 8 {
+		return errUnsupported
+	}
+	if ins.Op&0xe0 == isa.ModeABS {
+		a.movRI64(rax, uint64(int64(ins.Imm)))
+	} else {
+		a.movRR(4, rax, regMap[ins.Src])
+		a.aluRI(4, aluAdd, rax, ins.Imm)
+		a.movsxRR(8, 4, rax, rax)
+	}
+	a.aluRM(8, aluCmp, rax, mem{regCtx, offPktLen})
+	a.jcc(ccAE, c.abort)
+	a.lea(rdx, mem{rax, int32(size)})
+	a.aluRM(8, aluCmp, rdx, mem{regCtx, offPktLen})
+	a.jcc(ccA, c.abort)
+	a.aluRM(8, aluAdd, rax, mem{regCtx, offPktStart})
+	r0 := regMap[0]
+	a.load(size, false, r0, mem{rax, 0})
+	switch size {
+	case 2:
+		a.rol16by8(r0)
+	case 4:
+		a.bswap(4, r0)
+	}
+	return nil
+}
+
+func (c *compiler) atomic(pc int, ins isa.Instruction, size int) error {
+	a := c.a
+	switch ins.Imm {
+	case isa.AtomicLoadAcquire:
+		c.checkAccess(pc, ins.Src, ins.Off, size, true, true)
+		a.load(size, false, regMap[ins.Dst], mem{regMap[ins.Src], int32(ins.Off)})
+		return nil
+	case isa.AtomicStoreRelease:
+		c.checkAccess(pc, ins.Dst, ins.Off, size, true, true)
+		a.store(size, mem{regMap[ins.Dst], int32(ins.Off)}, regMap[ins.Src])
+		return nil
+	}
+	if size != 4 && size != 8 {
+		return errUnsupported
+	}
+	m := mem{regMap[ins.Dst], int32(ins.Off)}
+	src := regMap[ins.Src]
+	switch ins.Imm {
+	case isa.AtomicAdd, isa.AtomicOr, isa.AtomicAnd, isa.AtomicXor,
+		isa.AtomicAdd | isa.AtomicFetch, isa.AtomicOr | isa.AtomicFetch,
+		isa.AtomicAnd | isa.AtomicFetch, isa.AtomicXor | isa.AtomicFetch,
+		isa.AtomicXchg, isa.AtomicCmpXchg:
+	default:
+		return errUnsupported
+	}
+	c.checkAccess(pc, ins.Dst, ins.Off, size, true, true)
+	op := func(imm int32) int {
+		switch imm &^ isa.AtomicFetch {
+		case isa.AtomicOr:
+			return aluOr
+		case isa.AtomicAnd:
+			return aluAnd
+		case isa.AtomicXor:
+			return aluXor
+		}
+		return aluAdd
+	}
+	switch ins.Imm {
+	case isa.AtomicAdd, isa.AtomicOr, isa.AtomicAnd, isa.AtomicXor:
+		a.lockALU(size, op(ins.Imm), m, src)
+	case isa.AtomicAdd | isa.AtomicFetch:
+		a.lockXadd(size, m, src)
+	case isa.AtomicOr | isa.AtomicFetch, isa.AtomicAnd | isa.AtomicFetch, isa.AtomicXor | isa.AtomicFetch:
+		loop := a.newLabel()
+		a.load(size, false, rax, m)
+		a.bind(loop)
+		a.movRR(size, rdx, rax)
+		a.aluRR(size, op(ins.Imm), rdx, src)
+		a.lockCmpxchg(size, m, rdx)
+		a.jcc(ccNE, loop)
+		a.movRR(size, src, rax)
+	case isa.AtomicXchg:
+		a.xchg(size, m, src)
+	case isa.AtomicCmpXchg:
+		r0 := regMap[0]
+		a.movRR(8, rax, r0)
+		a.lockCmpxchg(size, m, src)
+		a.movRR(size, r0, rax)
+	}
+	return nil
+}
+
+// helperName names a helper id for errors, as the interpreter does.
+func helperName(id int32) string {
+	if name := isa.HelperName(id); name != "" {
+		return fmt.Sprintf("%s#%d", name, id)
+	}
+	return fmt.Sprintf("#%d", id)
+}

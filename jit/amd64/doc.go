@@ -1,0 +1,101 @@
+// Package amd64 compiles eBPF programs to x86-64 machine code and runs them
+// from Go without cgo, with the interpreter's semantics (package interp):
+// same results, same errors, same memory effects.
+//
+// # Code
+//
+// Compile translates every instruction slot to machine code in one linear
+// image per memory mode (checked and unchecked), followed by out-of-line
+// stubs and a few shared routines. Jump sizes converge over several passes:
+// the first pass emits every jump in its rel32 form; each later pass picks
+// rel8 wherever the previous pass's layout allows it. Sizes only shrink, so
+// a short jump stays short, and once a pass reproduces the previous layout
+// exactly its displacements are right. The image is copied into fresh
+// pages that are then made read-execute (never writable and executable at
+// once) and unmapped by Close.
+//
+// # Registers
+//
+// BPF registers stay in x86 registers for the whole run:
+//
+//	R0 rbx   R1 rdi   R2 rsi   R3 rcx   R4 r8    R5 r9
+//	R6 r13   R7 r14   R8 r15   R9 r10   R10 rbp
+//
+// r12 holds the execution context (the header in ctx.go), r11 the part of
+// the instruction budget handed to native code; rax and rdx are scratch
+// (division, address checks, cmpxchg). Shifts by a register need the count
+// in cl, which belongs to R3, so R3 is parked in rdx meanwhile.
+//
+// # Stacks
+//
+// The BPF stack is env.Stack, as in the interpreter: R10 starts at its end
+// and a bpf-to-bpf call moves it down by 512 bytes. The native stack is a
+// separate off-heap mapping (with a guard page) in each execution context;
+// a bpf-to-bpf call pushes R6-R9 and R10 there and CALLs the callee, whose
+// EXIT is a RET. The run itself enters through a stub that CALLs the entry
+// function, so an EXIT at any depth is a RET.
+//
+// # Entering and leaving native code
+//
+// enter (enter_amd64.s, NOSPLIT|NOFRAME) saves Go's SP and BP in the header,
+// loads the BPF registers and the budget from it, switches to the native
+// stack saved there and jumps to the header's resume address. Native code
+// leaves through one routine that stores the registers and its stack
+// pointer in the header, restores Go's SP and BP and returns from enter;
+// the header's exit word says why (instruction index << 8 | exit code).
+// Go serves the exit and calls enter again:
+//
+//   - helper call: Go calls the helper with R1-R5 and the same vm.Env, puts
+//     the result in R0 and resumes at the next instruction. A *vm.TailCall
+//     runs the target with the interpreter's rules and resumes at a RET, so
+//     the target's result is the current function's.
+//   - callx: Go resolves a helper id or a subprogram; a subprogram is
+//     called natively after Go has checked depth and budget.
+//   - checked-mode context access: Go calls env.CtxAccess and resumes after
+//     the instruction; memory error, depth, budget: Go builds the
+//     interpreter's *vm.RunError.
+//   - budget chunk used up: see below.
+//
+// Helpers may run callbacks (Call) and tail calls: those are new runs on
+// other execution contexts from the pool, while the suspended run keeps
+// its own.
+//
+// # Checked mode
+//
+// Before every load, store and atomic, checked code computes the address
+// in rax and compares it with env.Stack (an inline subtract and compare
+// against header fields; accesses through R10 within the current frame
+// need no check at all). A miss calls a shared routine that tries the
+// emulated context region (if env.CtxAccess is set; not for atomics), then
+// the region table in the header, a copy of the stack and env.Regions with
+// their writability. The routine returns if the access is allowed;
+// otherwise it exits to Go with the address and an access descriptor, and
+// the run fails with the interpreter's error. Atomics are also checked for
+// natural alignment. The table is refreshed after every exit to Go, since
+// helpers move the packet, grant callback frames and swap regions for tail
+// calls. Native code never faults on a program's behalf: it does not rely
+// on signals. Unchecked code has no checks.
+//
+// # Budget
+//
+// The interpreter counts every instruction and checks the count at
+// backward JA and at calls. Native code charges each basic block's
+// instruction count to r11 when the block starts (blocks end at every jump
+// and call, so the count is exact wherever it is looked at) and tests r11
+// at backward jumps and calls. r11 holds at most a chunk of 2^20
+// instructions of the remaining budget, so that native code returns to Go
+// regularly and the runtime can stop the world (a goroutine in native code
+// cannot be preempted). When the chunk runs out Go either fails the run
+// (vm.ErrBudget at a budget site) or refills the chunk and yields. After
+// the budget is exhausted, conditional backward jumps, which the
+// interpreter does not check, keep exiting to Go and continue, so results
+// stay identical.
+//
+// # Runs
+//
+// Runs allocate nothing: an execution context (native stack, header and
+// region table, all off-heap) comes from a sync.Pool. A run marks its
+// context with the program's id using plain stores; Close uses
+// membarrier(2) to see those marks, so it unmaps the code immediately when
+// the program is idle and otherwise leaves it to the last run.
+package amd64

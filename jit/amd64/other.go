@@ -1,0 +1,30 @@
+//go:build !(amd64 && linux)
+
+package amd64
+
+import (
+	"bpfvm/interp"
+	"bpfvm/isa"
+	"bpfvm/vm"
+)
+
+// Program is a compiled program; there is none on this platform.
+type Program struct{}
+
+// Compile fails with ErrNotSupported on this platform.
+func Compile(prog []isa.Instruction, helpers interp.HelperFunc, opts Options) (*Program, error) {
+	return nil, ErrNotSupported
+}
+
+// Run fails with ErrNotSupported.
+func (p *Program) Run(env *vm.Env, r1, r2, budget uint64) (uint64, error) {
+	return 0, ErrNotSupported
+}
+
+// Call fails with ErrNotSupported.
+func (p *Program) Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint64, error) {
+	return 0, ErrNotSupported
+}
+
+// Close does nothing.
+func (p *Program) Close() error { return nil }

@@ -1,0 +1,481 @@
+//go:build amd64 && linux
+
+package amd64
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"bpfvm/interp"
+	"bpfvm/isa"
+	"bpfvm/vm"
+)
+
+// Program is a program compiled to x86-64 machine code. It is safe for
+// concurrent use; each run takes an execution context (native stack and
+// header) from a pool.
+type Program struct {
+	insns   []isa.Instruction
+	helpers []vm.Helper // by helper id
+	resolve interp.HelperFunc
+
+	modes [2]struct { // unchecked, checked
+		ready atomic.Pointer[image] // img, once compiled
+		once  sync.Once
+		img   *image
+		err   error
+	}
+
+	id     uint64 // what runs mark their execution context with
+	closed atomic.Bool
+	code   *codeSet
+}
+
+var lastID atomic.Uint64
+
+// codeSet holds a program's machine code mappings, so that they can be
+// unmapped by Close or, failing that, once the program is unreachable. It
+// must not refer to anything that can reach the Program (such as helpers),
+// or the cleanup would keep the program alive forever.
+type codeSet struct {
+	mu    sync.Mutex
+	maps  [][]byte
+	freed bool
+}
+
+func (s *codeSet) add(code []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.freed {
+		unmapCode(code)
+		return false
+	}
+	s.maps = append(s.maps, code)
+	return true
+}
+
+func (s *codeSet) free() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.freed {
+		return
+	}
+	s.freed = true
+	for _, b := range s.maps {
+		unmapCode(b)
+	}
+	s.maps = nil
+}
+
+// Compile translates prog to machine code. LD_IMM64 constants must already
+// be resolved, as for interp.New; every helper the program calls must be
+// known to helpers.
+func Compile(prog []isa.Instruction, helpers interp.HelperFunc, opts Options) (*Program, error) {
+	if err := isa.Validate(prog); err != nil {
+		return nil, err
+	}
+	p := &Program{insns: append([]isa.Instruction(nil), prog...), resolve: helpers, id: lastID.Add(1), code: &codeSet{}}
+	runtime.AddCleanup(p, (*codeSet).free, p.code)
+	for pc := 0; pc < len(prog); pc++ {
+		ins := prog[pc]
+		if ins.IsLdImm64() {
+			pc++
+			continue
+		}
+		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {
+			continue
+		}
+		id := ins.Imm
+		var h vm.Helper
+		if helpers != nil && id >= 0 {
+			h = helpers(id)
+		}
+		if h == nil {
+			return nil, fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, helperName(id))
+		}
+		if int(id) >= len(p.helpers) {
+			p.helpers = append(p.helpers, make([]vm.Helper, int(id)+1-len(p.helpers))...)
+		}
+		p.helpers[id] = h
+	}
+	modes := opts.Modes
+	if modes == 0 {
+		modes = Checked
+	}
+	for _, m := range []Mode{Checked, Unchecked} {
+		if modes&m != 0 {
+			if _, err := p.image(m == Checked); err != nil {
+				p.Close()
+				return nil, err
+			}
+		}
+	}
+	return p, nil
+}
+
+func (p *Program) image(checked bool) (*image, error) {
+	m := &p.modes[0]
+	if checked {
+		m = &p.modes[1]
+	}
+	if img := m.ready.Load(); img != nil {
+		return img, nil
+	}
+	m.once.Do(func() {
+		m.img, m.err = compileImage(p.insns, p.helpers, checked)
+		if m.err == nil && !p.code.add(m.img.code) {
+			m.img, m.err = nil, ErrClosed
+		}
+		if m.img != nil {
+			m.ready.Store(m.img)
+		}
+	})
+	return m.img, m.err
+}
+
+// Len returns the number of instruction slots.
+func (p *Program) Len() int { return len(p.insns) }
+
+// CodeSize returns the bytes of machine code generated for a mode (0 if
+// that mode was not compiled).
+func (p *Program) CodeSize(checked bool) int {
+	i := 0
+	if checked {
+		i = 1
+	}
+	if img := p.modes[i].img; img != nil {
+		return img.size
+	}
+	return 0
+}
+
+// Close releases the machine code: at once if no run is in progress, else
+// when the last one ends. Later runs fail with ErrClosed.
+func (p *Program) Close() error {
+	if !p.closed.Swap(true) {
+		p.tryFree()
+	}
+	return nil
+}
+
+// tryFree unmaps the code of a closed program unless a run is in progress.
+// Runs mark their execution context with the program's id using plain
+// stores, then check closed; Close sets closed, then makes every thread
+// execute a memory barrier before it looks at the marks, so that either
+// it sees the run's mark or the run sees closed (and does not start, or
+// frees the code when it ends). Without membarrier(2), the code is freed
+// when the program becomes unreachable.
+func (p *Program) tryFree() {
+	if !processBarrier() || running(p.id) {
+		return
+	}
+	p.code.free()
+}
+
+const maxLoops = 1 << 23 // may_goto budget per run, as BPF_MAX_LOOPS
+
+// Budget accounting: the instruction count lives in r11 as the part of the
+// remaining budget handed to native code (a chunk of at most yieldChunk
+// instructions, so that native code returns to Go regularly and lets the
+// runtime stop the world); the rest stays in the run's reserve.
+const (
+	yieldChunk  = 1 << 20
+	budgetLimit = 1 << 62
+)
+
+// Run runs the program with R1 and R2 set as given, as interp.Program.Run.
+func (p *Program) Run(env *vm.Env, r1, r2, budget uint64) (uint64, error) {
+	return p.run(env, 0, [5]uint64{r1, r2}, budget)
+}
+
+// Call runs the subprogram named by fn (an interp.FuncValue) with arguments
+// r1-r5 on the stack below the frame that called the running helper
+// (env.FP), as interp.Program.Call; it is what callback helpers use.
+func (p *Program) Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint64, error) {
+	tag := interp.FuncValue(0)
+	if fn&^0xffff_ffff != tag || fn&0xffff_ffff >= uint64(len(p.insns)) {
+		return 0, fmt.Errorf("%w: callback %#x is not a function", vm.ErrMemory, fn)
+	}
+	saved, fp := env.Stack, env.FP
+	if env.FP < env.Stack.Start+vm.StackSize {
+		return 0, vm.ErrCallDepth
+	}
+	env.Stack.End = env.FP - vm.StackSize
+	v, err := p.run(env, int(fn&0xffff_ffff), [5]uint64{r1, r2, r3, r4, r5}, 0)
+	env.Stack, env.FP = saved, fp
+	return v, err
+}
+
+func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64) (uint64, error) {
+	maxDepth := min((env.Stack.End-env.Stack.Start)/vm.StackSize, vm.MaxFrames)
+	if env.Stack.End < env.Stack.Start || maxDepth < 1 {
+		return 0, &vm.RunError{PC: entry, Err: vm.ErrCallDepth}
+	}
+	c, _ := ctxPool.Get().(*execCtx)
+	if c == nil {
+		return 0, fmt.Errorf("jit: cannot allocate an execution context")
+	}
+	c.h.running = p.id
+	defer p.leave(c)
+	if p.closed.Load() {
+		return 0, ErrClosed
+	}
+	checked := env.Checked
+	img, err := p.image(checked)
+	if err != nil {
+		return 0, err
+	}
+	if !c.sync(env, checked) {
+		return 0, errTable
+	}
+
+	if budget == 0 {
+		budget = ^uint64(0)
+	}
+	total := int64(min(budget, budgetLimit))
+	chunk := min(total, yieldChunk)
+	// Field by field: composite literals here are built on the stack and
+	// copied with wide loads that stall on store forwarding.
+	var r run
+	r.p, r.env, r.c, r.img, r.checked = p, env, c, img, checked
+	r.budget, r.reserve = budget, total-chunk
+
+	h := c.h
+	h.regs[0], h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5] = 0, args[0], args[1], args[2], args[3], args[4]
+	h.regs[6], h.regs[7], h.regs[8], h.regs[9], h.regs[10] = 0, 0, 0, 0, env.Stack.End
+	h.regs[11] = uint64(chunk)
+	h.minFP = env.Stack.End - (maxDepth-1)*vm.StackSize
+	h.loops = maxLoops
+	h.nativeSP = c.stackTop()
+	h.target = img.addr(entry)
+	h.resume = img.base + uint64(img.entry)
+	return r.loop()
+}
+
+func (p *Program) leave(c *execCtx) {
+	c.h.running = 0
+	ctxPool.Put(c)
+	if p.closed.Load() {
+		p.tryFree()
+	}
+}
+
+// run is the Go side of one run: it enters native code and serves its exits.
+type run struct {
+	p       *Program
+	env     *vm.Env
+	c       *execCtx
+	img     *image
+	checked bool
+	budget  uint64 // as given (0 replaced by the maximum)
+	reserve int64  // budget not yet handed to native code
+	spins   int    // exits at yield sites after the budget ran out
+}
+
+func (r *run) loop() (uint64, error) {
+	h := r.c.h
+	base := uintptr(r.c.base)
+	env := r.env
+	sites := r.img.sites
+	for {
+		enter(base)
+		word := h.exit
+		if word&0xff == exitHelper {
+			// The fast path: a helper call.
+			s := &sites[word>>8]
+			env.FP = h.regs[10]
+			v, err := s.fn(env, h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5])
+			if err != nil {
+				if err := r.helperError(s, err); err != nil {
+					return 0, err
+				}
+				continue
+			}
+			h.regs[0] = v
+			h.resume = s.resume
+			if r.checked {
+				if !r.c.sync(env, true) {
+					return 0, &vm.RunError{PC: s.pc, Err: errTable}
+				}
+			} else {
+				h.syncPacket(env)
+			}
+			continue
+		}
+		pc := int(word >> 8)
+		switch word & 0xff {
+		case exitDone:
+			return h.regs[0], nil
+		case exitCallx:
+			if err := r.callx(pc); err != nil {
+				return 0, err
+			}
+		case exitBudget, exitYield:
+			// Every backward jump and call is a budget site, as in the
+			// interpreter.
+			if err := r.refill(pc, true); err != nil {
+				return 0, err
+			}
+		case exitDepth:
+			return 0, &vm.RunError{PC: pc, Err: vm.ErrCallDepth}
+		case exitMem:
+			d := h.exitDesc
+			return 0, &vm.RunError{PC: pc, Err: &vm.MemoryError{Addr: h.exitAddr, Size: 1 << (d & 3), Write: d&descWrite != 0}}
+		case exitCtx:
+			if err := r.ctxAccess(pc); err != nil {
+				return 0, err
+			}
+		case exitAbort:
+			return 0, nil
+		case exitInvalid:
+			return 0, &vm.RunError{PC: pc, Err: fmt.Errorf("%w: second slot of ld_imm64 executed", isa.ErrInvalidProgram)}
+		default:
+			return 0, fmt.Errorf("jit: bad exit word %#x", word)
+		}
+	}
+}
+
+var errTable = errors.New("jit: cannot allocate a region table")
+
+// executed returns the number of instructions run so far.
+func (r *run) executed() uint64 {
+	total := r.reserve + int64(r.c.h.regs[11])
+	return uint64(min(r.budget, budgetLimit)) - uint64(total)
+}
+
+// helperError handles a helper's error: a *vm.TailCall runs the target in
+// place of the current function; anything else ends the run.
+func (r *run) helperError(s *site, err error) error {
+	tc, ok := err.(*vm.TailCall)
+	if !ok {
+		return &vm.RunError{PC: s.pc, Err: err}
+	}
+	h := r.c.h
+	env := r.env
+	// The target replaces the current function: it runs on this frame's
+	// stack space and its result is this function's return value.
+	n := r.executed()
+	saved := env.Stack
+	env.Stack.End = h.regs[10]
+	v, err := tc.Target.Run(env, h.regs[1], 0, max(r.budget-min(n, r.budget), 1))
+	env.Stack = saved
+	if err != nil {
+		return err
+	}
+	h.regs[0] = v
+	h.resume = r.img.base + uint64(r.img.retStub)
+	if !r.c.sync(env, r.checked) {
+		return &vm.RunError{PC: s.pc, Err: errTable}
+	}
+	return nil
+}
+
+func (r *run) callx(pc int) error {
+	h := r.c.h
+	target := h.exitAddr
+	if target&^0xffff_ffff == interp.FuncValue(0) && target&0xffff_ffff < uint64(len(r.p.insns)) {
+		if h.regs[10] <= h.minFP {
+			return &vm.RunError{PC: pc, Err: vm.ErrCallDepth}
+		}
+		if r.reserve+int64(h.regs[11]) < 0 {
+			return &vm.RunError{PC: pc, Err: vm.ErrBudget}
+		}
+		h.target = r.img.addr(int(target & 0xffff_ffff))
+		return nil // resume as set by native code: the call sequence
+	}
+	// Not a subprogram: bpf_conformance's callx names a helper id.
+	var fn vm.Helper
+	if target <= 1<<31-1 && r.p.resolve != nil {
+		fn = r.p.resolve(int32(target))
+	}
+	if fn == nil {
+		return &vm.RunError{PC: pc, Err: fmt.Errorf("%w: callx to %#x", vm.ErrHelper, target)}
+	}
+	v, err := fn(r.env, h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5])
+	if err != nil {
+		return &vm.RunError{PC: pc, Err: err}
+	}
+	h.regs[0] = v
+	h.resume = r.img.addr(pc + 1)
+	if !r.c.sync(r.env, r.checked) {
+		return &vm.RunError{PC: pc, Err: errTable}
+	}
+	return nil
+}
+
+// refill runs when native code finds its budget chunk used up at a check
+// site. A budget site (backward JA, call) fails the run if the budget is
+// exceeded, as the interpreter does; at other backward jumps the
+// interpreter does not check, so the run goes on (exiting at every such
+// site from then on, which keeps the count exact).
+func (r *run) refill(pc int, budgetSite bool) error {
+	h := r.c.h
+	total := r.reserve + int64(h.regs[11])
+	if total < 0 {
+		if budgetSite {
+			return &vm.RunError{PC: pc, Err: vm.ErrBudget}
+		}
+		r.reserve, h.regs[11] = 0, uint64(total)
+		if r.spins++; r.spins%1024 == 0 {
+			runtime.Gosched()
+		}
+		return nil
+	}
+	if ctx := r.env.Context; ctx != nil {
+		select {
+		case <-ctx.Done():
+			return &vm.RunError{PC: pc, Err: ctx.Err()}
+		default:
+		}
+	}
+	chunk := min(total, yieldChunk)
+	r.reserve, h.regs[11] = total-chunk, uint64(chunk)
+	// Native code ran a whole chunk: let the runtime stop the world or
+	// schedule other goroutines if it needs to.
+	runtime.Gosched()
+	return nil
+}
+
+// ctxAccess emulates a load or store to the context region with
+// env.CtxAccess, then resumes after the instruction.
+func (r *run) ctxAccess(pc int) error {
+	h := r.c.h
+	env := r.env
+	ins := r.p.insns[pc]
+	d := h.exitDesc
+	size := uint64(1) << (d & 3)
+	off := h.exitAddr - env.Ctx.Start
+	if d&descWrite != 0 {
+		v := h.regs[ins.Src]
+		if ins.Class() == isa.ClassST {
+			v = uint64(int64(ins.Imm))
+		}
+		if _, err := env.CtxAccess(env, off, size, true, v); err != nil {
+			return &vm.RunError{PC: pc, Err: err}
+		}
+	} else {
+		v, err := env.CtxAccess(env, off, size, false, 0)
+		if err != nil {
+			return &vm.RunError{PC: pc, Err: err}
+		}
+		if ins.Op&0xe0 == isa.ModeMEMSX {
+			switch size {
+			case 1:
+				v = uint64(int64(int8(v)))
+			case 2:
+				v = uint64(int64(int16(v)))
+			case 4:
+				v = uint64(int64(int32(v)))
+			}
+		}
+		h.regs[ins.Dst] = v
+	}
+	h.resume = r.img.addr(pc + 1)
+	if !r.c.sync(env, r.checked) {
+		return &vm.RunError{PC: pc, Err: errTable}
+	}
+	return nil
+}
