@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"bpfvm/isa"
+	"bpfvm/maps"
 )
 
 // releaseRef drops an acquired reference.
@@ -48,12 +49,14 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	}
 	f := v.cur.cur()
 	var (
-		m          *MapInfo
-		memReg     = -1 // register of the last memory argument
-		memUninit  bool
-		allocSize  uint64
-		releaseRef uint32
-		callback   = -1
+		m           *MapInfo
+		memReg      = -1 // register of the last memory argument
+		memUninit   bool
+		allocSize   uint64
+		releaseRef  uint32
+		callback    = -1
+		constKey    uint64
+		hasConstKey bool
 	)
 	for i, at := range p.Args {
 		regno := isa.Register(i + 1)
@@ -99,6 +102,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			}
 			if at == ArgMapKey {
 				v.noteConstKey(pc, reg, int(size))
+				constKey, hasConstKey = v.constStackKey(pc, reg, int(size))
 			}
 		case ArgMem, ArgUninitMem, ArgPtrToLong, ArgConstStr:
 			memReg, memUninit = i+1, at == ArgUninitMem
@@ -191,6 +195,10 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				inner.Spec = *m.Spec.InnerMap
 			}
 			*r0 = Reg{Type: ConstPtrToMap, Flags: MaybeNull, Map: inner, ID: v.newID(), Scalar: Const(0)}
+		} else if (m.Spec.Type == maps.Array || m.Spec.Type == maps.PerCPUArray) && hasConstKey && constKey < uint64(m.Spec.MaxEntries) {
+			// A constant key inside an array: the element exists, as the
+			// kernel concludes too.
+			*r0 = Reg{Type: PtrToMapValue, Map: m, Scalar: Const(0)}
 		} else {
 			*r0 = Reg{Type: PtrToMapValue, Flags: MaybeNull, Map: m, ID: v.newID(), Scalar: Const(0)}
 		}
@@ -347,6 +355,24 @@ func (v *verifier) noteConstKey(pc int, reg *Reg, size int) {
 		return
 	}
 	aux.ConstKey, aux.HasConstKey = k, true
+}
+
+// constStackKey returns the key a helper reads at reg when it is a constant
+// on the stack (what a load of the key would give).
+func (v *verifier) constStackKey(pc int, reg *Reg, size int) (uint64, bool) {
+	if reg.Type != PtrToStack || !reg.IsConst() || size > 8 || size&(size-1) != 0 {
+		return 0, false
+	}
+	f := v.cur.Frames[reg.Frame]
+	off := int(reg.Off) + int(reg.Const())
+	if off%size != 0 {
+		return 0, false
+	}
+	k, err := v.stackRead(f, access{pc: pc, reg: 0, size: size}, off)
+	if err != nil || k.Type != ScalarValue || !k.IsConst() {
+		return 0, false
+	}
+	return k.Const(), true
 }
 
 // checkLocalCall enters a bpf-to-bpf call: a new frame whose R1-R5 are the

@@ -63,9 +63,9 @@ func TestSelftestMapValues(t *testing.T) {
 		{name: "rdonly helper read", typ: ebpf.SchedCLS, maps: []maps.Spec{rdonlyArr}, asm: "r6 = r1\n" + lookup4 + "if r0 == 0 goto out\nr1 = r0\nr2 = 8\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28" + out},
 		{name: "wronly read", maps: []maps.Spec{wronlyArr}, asm: lookup4 + "if r0 == 0 goto out\nr0 = *(u64 *)(r0 +0)" + out, err: "read from map forbidden, value_size=8 off=0 size=8", kmsg: true},
 		{name: "wronly write", maps: []maps.Spec{wronlyArr}, asm: lookup4 + "if r0 == 0 goto out\n*(u64 *)(r0 +0) = 1" + out},
-		// Array lookups with a constant key: the kernel knows an in-range
-		// key finds an element (the pointer is not NULL); we do not yet.
-		{name: "array const key unchecked", noKernel: true, maps: []maps.Spec{arrayMap}, asm: lookup4 + "r0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access 'map_value_or_null'"},
+		// Array lookups with a constant in-range key find an element: the
+		// pointer is not NULL.
+		{name: "array const key unchecked", maps: []maps.Spec{arrayMap}, asm: lookup4 + "r0 = *(u64 *)(r0 +0)" + out},
 		{name: "array const key out of range", maps: []maps.Spec{arrayMap}, asm: "*(u32 *)(r10 -4) = 4\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nr0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access"},
 		{name: "array var key", maps: []maps.Spec{arrayMap}, asm: "r6 = *(u32 *)(r1 +12)\n*(u32 *)(r10 -4) = r6\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nr0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access 'map_value_or_null'", kmsg: true},
 		// Direct value access.
