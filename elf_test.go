@@ -2,12 +2,10 @@ package bpfvm_test
 
 import (
 	"encoding/binary"
-	"errors"
 	"os"
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/rlimit"
 
 	"bpfvm"
 	"bpfvm/loader"
@@ -194,27 +192,10 @@ func TestExample(t *testing.T) {
 // oracle, or returns nil (after logging why) where bpf() is not permitted.
 func kernelProgram(t *testing.T, file, name string) *ebpf.Program {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Log("kernel oracle skipped: not root")
+	coll := kernelCollection(t, file)
+	if coll == nil {
 		return nil
 	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		t.Logf("kernel oracle skipped: %v", err)
-		return nil
-	}
-	spec, err := loader.LoadCollectionSpec(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	coll, err := ebpf.NewCollection(spec)
-	if err != nil {
-		if errors.Is(err, os.ErrPermission) || errors.Is(err, ebpf.ErrNotSupported) {
-			t.Logf("kernel oracle skipped: %v", err)
-			return nil
-		}
-		t.Fatalf("kernel load: %v", err)
-	}
-	t.Cleanup(coll.Close)
 	return coll.Programs[name]
 }
 
