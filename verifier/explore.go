@@ -37,8 +37,8 @@ func (v *verifier) explore() error {
 				return err
 			}
 		}
-		if v.log.level > 1 && !done {
-			v.log.printf("%s\n", v.stateString(v.cur, false))
+		if v.log.level > 1 {
+			v.log.closeInsn(v.touchedString(ins))
 		}
 		if !done {
 			continue

@@ -13,6 +13,9 @@ type logger struct {
 	limit     int
 	b         strings.Builder
 	truncated bool
+	// open is the length of an instruction line still waiting for the
+	// state that follows it at level 2 (0 when no line is open).
+	open int
 }
 
 func (l *logger) printf(format string, args ...any) {
@@ -20,6 +23,10 @@ func (l *logger) printf(format string, args ...any) {
 		return
 	}
 	s := fmt.Sprintf(format, args...)
+	if l.open > 0 {
+		l.open = 0
+		s = "\n" + s
+	}
 	if l.limit > 0 && l.b.Len()+len(s) > l.limit {
 		l.b.WriteString(s[:l.limit-l.b.Len()])
 		l.truncated = true
@@ -31,9 +38,32 @@ func (l *logger) printf(format string, args ...any) {
 // String returns the log so far.
 func (l *logger) String() string { return l.b.String() }
 
-// insn logs an instruction in the kernel's "pc: (op) text" form.
+// insn logs an instruction in the kernel's "pc: (op) text" form. At level
+// 2 the line stays open for the registers the instruction touched.
 func (l *logger) insn(pc int, insns []isa.Instruction) {
-	l.printf("%d: (%02x) %s\n", pc, insns[pc].Op, isa.Format(insns, pc, nil))
+	line := fmt.Sprintf("%d: (%02x) %s", pc, insns[pc].Op, isa.Format(insns, pc, nil))
+	if l.level < 2 {
+		l.printf("%s\n", line)
+		return
+	}
+	l.printf("%s", line)
+	l.open = len(line)
+}
+
+// closeInsn ends an open instruction line with the state it changed,
+// aligned as the kernel aligns it ("; R1=ctx() R2=pkt(r=0)").
+func (l *logger) closeInsn(state string) {
+	pos := l.open
+	if pos == 0 {
+		return
+	}
+	l.open = 0
+	if state == "" {
+		l.printf("\n")
+		return
+	}
+	pad := (max(pos+4, 40)+7)&^7 - pos - 2
+	l.printf("%s; %s\n", strings.Repeat(" ", pad), state)
 }
 
 // regTypeString names a register's type with its flags, as the kernel's
@@ -108,6 +138,51 @@ func frameString(f *Frame) string {
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("fp%d=%s", -8*(i+1), slotString(s)))
+	}
+	return strings.Join(parts, " ")
+}
+
+// touchedString prints the registers an instruction read or wrote, and the
+// stack slot it stored to or loaded from, after it ran: what the kernel's
+// level-2 log shows after each instruction.
+func (v *verifier) touchedString(ins isa.Instruction) string {
+	f := v.cur.cur()
+	use, def := usesDefs(ins)
+	set := (use | def) &^ fpReg
+	if ins.Dst == isa.R10 || ins.Src == isa.R10 && ins.Op&isa.SrcX != 0 || ins.Class() == isa.ClassLDX && ins.Src == isa.R10 {
+		set |= fpReg
+	}
+	switch ins.Op {
+	case isa.OpCall:
+		set = reg(isa.R0)
+	case isa.OpExit:
+		return "" // the kernel prints exits bare
+	}
+	var parts []string
+	for r := range f.Regs {
+		if set&(1<<r) != 0 && f.Regs[r].Type != NotInit {
+			parts = append(parts, fmt.Sprintf("R%d=%s", r, regString(&f.Regs[r])))
+		}
+	}
+	// The stack slot behind a load or store through a stack pointer.
+	var ptr isa.Register
+	switch ins.Class() {
+	case isa.ClassST, isa.ClassSTX:
+		ptr = ins.Dst
+	case isa.ClassLDX:
+		ptr = ins.Src
+	default:
+		return strings.Join(parts, " ")
+	}
+	if p := &f.Regs[ptr]; p.Type == PtrToStack && p.IsConst() && int(p.Frame) < len(v.cur.Frames) {
+		off := int(p.Off) + int(p.Const()) + int(ins.Off)
+		if off < 0 && off >= -MaxStack {
+			fr := v.cur.Frames[p.Frame]
+			if i := (-off - 1) / 8; i < len(fr.Stack) {
+				slot := -8 * (i + 1)
+				parts = append(parts, fmt.Sprintf("fp%d=%s", slot, slotString(&fr.Stack[i])))
+			}
+		}
 	}
 	return strings.Join(parts, " ")
 }
