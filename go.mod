@@ -6,3 +6,5 @@ require (
 	github.com/cilium/ebpf v0.22.0
 	golang.org/x/sys v0.50.0
 )
+
+require golang.org/x/arch v0.33.0

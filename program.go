@@ -505,3 +505,15 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 	}
 	return res, nil
 }
+
+// NativeCode returns the machine code of a program the JIT compiled and the
+// offset in it of every instruction of XlatedInstructions, for
+// disassembly; ok is false when the program runs on the interpreter.
+func (p *Program) NativeCode() (code []byte, offsets []uint32, ok bool) {
+	jp, isJIT := p.engine.(*amd64.Program)
+	if !isJIT {
+		return nil, nil, false
+	}
+	code, offsets = jp.Code(!p.verified)
+	return code, offsets, code != nil
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/arch/x86/x86asm"
 
 	"bpfvm"
 	"bpfvm/isa"
@@ -28,6 +29,7 @@ func runDump(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("dump", stderr)
 	progName := fs.String("p", "", "dump only this program")
 	xlated := fs.Bool("xlated", false, "show the programs as they run: verified and rewritten (context conversion, inlined helpers)")
+	jited := fs.Bool("jited", false, "show the x86-64 machine code the JIT generates, interleaved with the instructions")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -75,8 +77,8 @@ func runDump(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		}
 		tw.Flush()
 	}
-	if *xlated {
-		return dumpXlated(stdout, spec, names)
+	if *xlated || *jited {
+		return dumpXlated(stdout, spec, names, *jited)
 	}
 	for _, name := range names {
 		fmt.Fprintf(stdout, "\n%s:\n", name) // the entry symbol; subprograms print their own
@@ -89,7 +91,7 @@ func runDump(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 
 // dumpXlated loads each program (creating its maps and verifying it) and
 // prints the instructions it runs, like bpftool prog dump xlated.
-func dumpXlated(w io.Writer, spec *ebpf.CollectionSpec, names []string) error {
+func dumpXlated(w io.Writer, spec *ebpf.CollectionSpec, names []string, jited bool) error {
 	for _, name := range names {
 		one := spec.Copy()
 		for other := range one.Programs {
@@ -103,7 +105,16 @@ func dumpXlated(w io.Writer, spec *ebpf.CollectionSpec, names []string) error {
 		}
 		p := coll.Programs[name]
 		insns := p.XlatedInstructions()
-		fmt.Fprintf(w, "\n%s (xlated, %d insns, verified=%v):\n", name, len(insns), p.Verified())
+		code, offsets, native := p.NativeCode()
+		if jited && !native {
+			coll.Close()
+			return fmt.Errorf("program %s runs on the interpreter: no machine code", name)
+		}
+		if jited {
+			fmt.Fprintf(w, "\n%s (jited, %d bytes of x86-64, verified=%v):\n", name, len(code), p.Verified())
+		} else {
+			fmt.Fprintf(w, "\n%s (xlated, %d insns, verified=%v):\n", name, len(insns), p.Verified())
+		}
 		for pc := 0; pc < len(insns); pc++ {
 			ins := insns[pc]
 			text := isa.Format(insns, pc, nil)
@@ -116,8 +127,17 @@ func dumpXlated(w io.Writer, spec *ebpf.CollectionSpec, names []string) error {
 				}
 			}
 			fmt.Fprintf(w, "%5d: (%02x) %s\n", pc, ins.Op, text)
+			start, next := pc, pc+1
 			if ins.IsLdImm64() {
 				pc++
+				next++
+			}
+			if jited && start < len(offsets) {
+				end := len(code)
+				if next < len(offsets) {
+					end = int(offsets[next])
+				}
+				printNative(w, code, int(offsets[start]), end)
 			}
 		}
 		coll.Close()
@@ -167,4 +187,19 @@ func disassemble(w io.Writer, p *ebpf.ProgramSpec) error {
 		}
 	}
 	return nil
+}
+
+// printNative disassembles code[start:end] with golang.org/x/arch's x86asm,
+// one instruction per line in GNU syntax with its offset.
+func printNative(w io.Writer, code []byte, start, end int) {
+	for off := start; off < end && off < len(code); {
+		inst, err := x86asm.Decode(code[off:end], 64)
+		if err != nil || inst.Len == 0 {
+			fmt.Fprintf(w, "\t%6x:  (bad) %02x\n", off, code[off])
+			off++
+			continue
+		}
+		fmt.Fprintf(w, "\t%6x:  % -24x %s\n", off, code[off:off+inst.Len], x86asm.GNUSyntax(inst, uint64(off), nil))
+		off += inst.Len
+	}
 }

@@ -109,3 +109,14 @@ func TestDump(t *testing.T) {
 		}
 	}
 }
+
+func TestDumpXlatedAndJited(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", "dump", "--xlated", "-p", "array_lookup", "../../testdata/map_perf.o")
+	if code != 0 || !strings.Contains(stdout, "r1 = *(u64 *)(r1 +24)") {
+		t.Fatalf("xlated: exit %d, stderr %q, output lacks the inlined lookup:\n%s", code, stderr, stdout)
+	}
+	code, stdout, stderr = runCLI(t, "", "dump", "--jited", "../../examples/xdp_filter/xdp_filter.o")
+	if code != 0 || !strings.Contains(stdout, "jited") || !strings.Contains(stdout, "mov") {
+		t.Fatalf("jited: exit %d, stderr %q:\n%s", code, stderr, stdout)
+	}
+}

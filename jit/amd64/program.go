@@ -479,3 +479,18 @@ func (r *run) ctxAccess(pc int) error {
 	}
 	return nil
 }
+
+// Code returns a copy of the machine code compiled for a mode and the
+// offset in it of every instruction slot, for disassembly (nil if that mode
+// was not compiled).
+func (p *Program) Code(checked bool) (code []byte, offsets []uint32) {
+	i := 0
+	if checked {
+		i = 1
+	}
+	img := p.modes[i].img
+	if img == nil {
+		return nil, nil
+	}
+	return append([]byte(nil), img.code[:img.size]...), append([]uint32(nil), img.off...)
+}
