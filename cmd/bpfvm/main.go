@@ -8,6 +8,7 @@
 //	bpfvm veristat -C base.csv new.csv
 //	bpfvm conformance [--engine E] PATH...
 //	bpfvm plugin [--engine E] [MEMORY-HEX] < PROGRAM-HEX
+//	bpfvm bench [--repeat N]
 //
 // Usage errors exit with status 2.
 package main
@@ -35,6 +36,7 @@ func commands() []command {
 		{"verify", "verify programs and print verdicts and verifier logs", runVerify},
 		{"veristat", "verifier statistics per program, like the kernel's veristat", runVeristat},
 		{"conformance", "run bpf_conformance .data tests", runConformance},
+		{"bench", "benchmark suite: interpreter, JIT and the kernel on the same programs", runBench},
 		{"plugin", "act as a bpf_conformance plugin: program hex on stdin, memory hex as argument", runPlugin},
 	}
 }

@@ -120,3 +120,10 @@ func TestDumpXlatedAndJited(t *testing.T) {
 		t.Fatalf("jited: exit %d, stderr %q:\n%s", code, stderr, stdout)
 	}
 }
+
+func TestBench(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", "bench", "--repeat", "10")
+	if code != 0 || !strings.Contains(stdout, "map_perf array") || !strings.Contains(stdout, "jhash") {
+		t.Fatalf("exit %d, stderr %q:\n%s", code, stderr, stdout)
+	}
+}
