@@ -60,27 +60,10 @@ func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, err
 	case progtype.PacketMeta:
 		return r.pkt.meta, nil
 	}
-	p := vm.Ptr(e.Ctx.Start + off)
+	addr := e.Ctx.Start + off
 	if write {
-		switch size {
-		case 1:
-			*(*uint8)(p) = uint8(val)
-		case 2:
-			*(*uint16)(p) = uint16(val)
-		case 4:
-			*(*uint32)(p) = uint32(val)
-		default:
-			*(*uint64)(p) = val
-		}
+		vm.StoreSized(addr, size, val)
 		return 0, nil
 	}
-	switch size {
-	case 1:
-		return uint64(*(*uint8)(p)), nil
-	case 2:
-		return uint64(*(*uint16)(p)), nil
-	case 4:
-		return uint64(*(*uint32)(p)), nil
-	}
-	return *(*uint64)(p), nil
+	return vm.LoadSized(addr, size), nil
 }

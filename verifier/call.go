@@ -101,8 +101,8 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				return err
 			}
 			if at == ArgMapKey {
-				v.noteConstKey(pc, reg, int(size))
 				constKey, hasConstKey = v.constStackKey(pc, reg, int(size))
+				v.noteConstKey(pc, constKey, hasConstKey)
 			}
 		case ArgMem, ArgUninitMem, ArgPtrToLong, ArgConstStr:
 			memReg, memUninit = i+1, at == ArgUninitMem
@@ -332,25 +332,9 @@ func (v *verifier) checkWideAccess(ptr *Reg, a access) (Reg, error) {
 
 // noteConstKey records a map lookup's key when it is a constant on the
 // stack, for the rewrite's inlining of array lookups.
-func (v *verifier) noteConstKey(pc int, reg *Reg, size int) {
+func (v *verifier) noteConstKey(pc int, k uint64, ok bool) {
 	aux := &v.aux[pc]
-	if reg.Type != PtrToStack || !reg.IsConst() || size != 4 {
-		aux.HasConstKey = false
-		return
-	}
-	f := v.cur.Frames[reg.Frame]
-	off := int(reg.Off) + int(reg.Const())
-	if off%8 != 0 {
-		aux.HasConstKey = false
-		return
-	}
-	s := f.slot(off)
-	if !s.spilled() || s.Spilled.Type != ScalarValue || !s.Spilled.IsConst() {
-		aux.HasConstKey = false
-		return
-	}
-	k := s.Spilled.Const()
-	if aux.Seen && aux.HasConstKey && aux.ConstKey != k {
+	if !ok || aux.Seen && aux.HasConstKey && aux.ConstKey != k {
 		aux.HasConstKey = false
 		return
 	}

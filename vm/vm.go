@@ -138,16 +138,7 @@ func (e *Env) Load(addr, size uint64) (uint64, error) {
 	if err := e.Check(addr, size, false); err != nil {
 		return 0, err
 	}
-	p := Ptr(addr)
-	switch size {
-	case 1:
-		return uint64(*(*uint8)(p)), nil
-	case 2:
-		return uint64(*(*uint16)(p)), nil
-	case 4:
-		return uint64(*(*uint32)(p)), nil
-	}
-	return *(*uint64)(p), nil
+	return LoadSized(addr, size), nil
 }
 
 // Store performs a checked store of the low size bytes of v at addr.
@@ -159,17 +150,7 @@ func (e *Env) Store(addr, size, v uint64) error {
 	if err := e.Check(addr, size, true); err != nil {
 		return err
 	}
-	p := Ptr(addr)
-	switch size {
-	case 1:
-		*(*uint8)(p) = uint8(v)
-	case 2:
-		*(*uint16)(p) = uint16(v)
-	case 4:
-		*(*uint32)(p) = uint32(v)
-	default:
-		*(*uint64)(p) = v
-	}
+	StoreSized(addr, size, v)
 	return nil
 }
 
@@ -191,3 +172,32 @@ type TailCall struct {
 }
 
 func (t *TailCall) Error() string { return "tail call" }
+
+// LoadSized loads size bytes (1, 2, 4 or 8) at addr, zero-extended.
+func LoadSized(addr, size uint64) uint64 {
+	p := Ptr(addr)
+	switch size {
+	case 1:
+		return uint64(*(*uint8)(p))
+	case 2:
+		return uint64(*(*uint16)(p))
+	case 4:
+		return uint64(*(*uint32)(p))
+	}
+	return *(*uint64)(p)
+}
+
+// StoreSized stores the low size bytes (1, 2, 4 or 8) of v at addr.
+func StoreSized(addr, size, v uint64) {
+	p := Ptr(addr)
+	switch size {
+	case 1:
+		*(*uint8)(p) = uint8(v)
+	case 2:
+		*(*uint16)(p) = uint16(v)
+	case 4:
+		*(*uint32)(p) = uint32(v)
+	default:
+		*(*uint64)(p) = v
+	}
+}
