@@ -1,41 +1,17 @@
 package bpfvm_test
 
 import (
-	"fmt"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/cilium/ebpf"
-
 	"bpfvm"
 	"bpfvm/conformance"
-	"bpfvm/isa"
 )
 
 // conformanceDir holds a copy of the eBPF ISA conformance suite
 // (bpf_conformance, see its LICENSE files).
 const conformanceDir = "testdata/bpf_conformance"
-
-func engineFunc(engine bpfvm.Engine) conformance.Engine {
-	return func(prog []isa.Instruction, mem []byte) (uint64, error) {
-		p, err := bpfvm.NewRawProgram("conformance", ebpf.UnspecifiedProgram, prog, bpfvm.ProgramOptions{
-			Engine:  engine,
-			Helpers: conformance.Helpers(),
-			Budget:  1 << 24,
-		})
-		if err != nil {
-			return 0, err
-		}
-		defer p.Close()
-		if engine == bpfvm.EngineJIT && runtime.GOARCH == "amd64" && runtime.GOOS == "linux" && p.Engine() != bpfvm.EngineJIT {
-			return 0, fmt.Errorf("the JIT did not compile the program (engine %s)", p.Engine())
-		}
-		res, err := p.Execute(&bpfvm.RunOptions{Data: mem})
-		return res.R0, err
-	}
-}
 
 func TestConformance(t *testing.T) {
 	files, err := conformance.Files([]string{conformanceDir})
@@ -54,7 +30,7 @@ func TestConformance(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := tc.Run(engineFunc(engine)); err != nil {
+					if err := tc.Run(conformance.NewEngine(engine)); err != nil {
 						t.Error(err)
 					}
 				})
@@ -78,7 +54,7 @@ func TestConformanceNegativeRaw(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := engineFunc(bpfvm.EngineInterpreter)(tc.Raw, tc.Mem); err == nil {
+			if _, err := conformance.NewEngine(bpfvm.EngineInterpreter)(tc.Raw, tc.Mem); err == nil {
 				t.Fatal("program with reserved fields set was accepted")
 			}
 		})

@@ -6,8 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cilium/ebpf"
-
 	"bpfvm"
 	"bpfvm/conformance"
 	"bpfvm/isa"
@@ -36,7 +34,7 @@ func runConformance(args []string, _ io.Reader, stdout, stderr io.Writer) error 
 	for _, f := range files {
 		t, err := conformance.ParseFile(f)
 		if err == nil {
-			err = t.Run(conformanceEngine(engine))
+			err = t.Run(conformance.NewEngine(engine))
 		}
 		name := strings.TrimSuffix(f, ".data")
 		if t != nil {
@@ -57,24 +55,6 @@ func runConformance(args []string, _ io.Reader, stdout, stderr io.Writer) error 
 		return exitError(1)
 	}
 	return nil
-}
-
-// conformanceEngine runs conformance programs as programs of unspecified
-// type: R1 points at the memory and R2 holds its length.
-func conformanceEngine(engine bpfvm.Engine) conformance.Engine {
-	return func(prog []isa.Instruction, mem []byte) (uint64, error) {
-		p, err := bpfvm.NewRawProgram("conformance", ebpf.UnspecifiedProgram, prog, bpfvm.ProgramOptions{
-			Engine:  engine,
-			Helpers: conformance.Helpers(),
-			Budget:  1 << 24,
-		})
-		if err != nil {
-			return 0, err
-		}
-		defer p.Close()
-		res, err := p.Execute(&bpfvm.RunOptions{Data: mem})
-		return res.R0, err
-	}
 }
 
 // runPlugin implements the bpf_conformance plugin protocol: the program as
@@ -109,7 +89,7 @@ func runPlugin(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r0, err := conformanceEngine(engine)(prog, mem)
+	r0, err := conformance.NewEngine(engine)(prog, mem)
 	if err != nil {
 		return err
 	}
