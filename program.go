@@ -453,6 +453,7 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 			Regions: p.regions,
 			Stack:   vm.Region{Start: r.stack.Addr(), End: r.stack.Addr() + vm.MaxFrames*vm.StackSize, Writable: true},
 			CPU:     r.cpu,
+			Rand:    &r.hs.rng,
 			Value:   r,
 			Context: opts.RunContext,
 		}

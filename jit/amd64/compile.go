@@ -62,6 +62,8 @@ const maxPasses = 12
 
 // image is the machine code of a program for one memory mode.
 type image struct {
+	alloc   *execAlloc
+	info    Info
 	code    []byte   // the executable mapping
 	base    uint64   // its address
 	off     []uint32 // native offset of each instruction slot
@@ -111,20 +113,72 @@ type compiler struct {
 	sites []int // instruction index of each helper call site
 
 	exitCommon, entry, retStub, check, memfail, abort label
+
+	opts        *Options
+	native      []Native // by pc: the routine serving a helper call, if any
+	nativeCalls int
+	base        uint64 // the image's address once allocated (0: unknown)
+	allocSize   int    // bytes allocated at base
+	thunk       label  // the retpoline thunk
 }
 
 var errTooLarge = errors.New("jit: program too large")
 
-func compileImage(prog []isa.Instruction, helpers []vm.Helper, checked bool) (*image, error) {
-	c := &compiler{prog: prog, helpers: helpers, checked: checked}
+// compileImage compiles prog for one memory mode and places it in
+// executable memory. Jump sizes converge over passes with the image at an
+// unknown address, where every call of a native routine takes its
+// indirect form (movabs + call); then the memory is allocated. In near
+// memory, calls that reach their routine with rel32 shrink to direct
+// calls, so more passes run at the final address until the layout is
+// stable again (seed 003); it can only shrink, so it still fits. Should
+// those passes not converge, the first layout is used: it is correct at
+// any address.
+func compileImage(prog []isa.Instruction, helpers []vm.Helper, checked bool, opts *Options) (*image, error) {
+	c := &compiler{prog: prog, helpers: helpers, checked: checked, opts: opts}
 	c.analyze()
+	a, err := c.converge(nil)
+	if err != nil {
+		return nil, err
+	}
+	x, err := opts.Memory.alloc(len(a.b), opts.Unprivileged, opts.Far)
+	if err != nil {
+		return nil, err
+	}
+	if x.tier == TierNear && c.nativeCalls > 0 {
+		c.base, c.allocSize = x.base, x.size()
+		if b, err := c.converge(a); err == nil && len(b.b) <= len(a.b) {
+			a = b
+		} else {
+			c.base, c.allocSize = 0, 0
+		}
+	}
+	if err := x.write(a.b); err != nil {
+		x.free()
+		return nil, err
+	}
+	img := c.finish(a, x)
+	img.info = Info{
+		Tier: x.tier, CodeSize: len(a.b), Pages: x.pages, NativeCalls: c.nativeCalls,
+		Indirect: c.nativeCalls > 0 && c.base == 0, Retpoline: c.nativeCalls > 0 && c.base == 0 && opts.Retpoline,
+		Blinded: opts.Blind,
+	}
+	return img, nil
+}
+
+// converge runs layout passes until one reproduces the previous layout.
+// Starting from a converged layout (after allocation) every pass must
+// keep shrinking: jumps never take their long form again.
+func (c *compiler) converge(from *asm) (*asm, error) {
 	var prevPos, prevJmp []int32
 	prevSize := -1
+	if from != nil {
+		prevPos, prevJmp, prevSize = from.pos, from.jumps, len(from.b)
+	}
 	for pass := 0; ; pass++ {
-		if pass > maxPasses+3 {
+		if pass > maxPasses+3 || from != nil && pass > maxPasses {
 			return nil, errors.New("jit: code layout did not converge")
 		}
-		a := &asm{prev: prevPos, prevJmp: prevJmp, allLong: pass > maxPasses}
+		a := &asm{prev: prevPos, prevJmp: prevJmp, allLong: from == nil && pass > maxPasses}
 		if err := c.emitAll(a); err != nil {
 			return nil, err
 		}
@@ -132,7 +186,7 @@ func compileImage(prog []isa.Instruction, helpers []vm.Helper, checked bool) (*i
 			return nil, errTooLarge
 		}
 		if len(a.b) == prevSize && samePositions(a.pos, prevPos) {
-			return c.finish(a)
+			return a, nil
 		}
 		prevPos, prevJmp, prevSize = a.pos, a.jumps, len(a.b)
 	}
@@ -150,13 +204,8 @@ func samePositions(a, b []int32) bool {
 	return true
 }
 
-func (c *compiler) finish(a *asm) (*image, error) {
-	code, err := mapCode(a.b)
-	if err != nil {
-		return nil, err
-	}
-	img := &image{code: code, size: len(a.b)}
-	img.base = codeAddr(code)
+func (c *compiler) finish(a *asm, x *execAlloc) *image {
+	img := &image{alloc: x, code: x.bytes(), size: len(a.b), base: x.base}
 	img.off = make([]uint32, len(c.prog))
 	for pc := range c.prog {
 		img.off[pc] = uint32(a.pos[c.pcL[pc]])
@@ -167,7 +216,7 @@ func (c *compiler) finish(a *asm) (*image, error) {
 	for i, pc := range c.sites {
 		img.sites[i] = site{fn: c.helpers[c.prog[pc].Imm], resume: img.addr(pc + 1), pc: pc}
 	}
-	return img, nil
+	return img
 }
 
 // analyze finds the leaders: instructions where a block starts, so that
@@ -179,6 +228,7 @@ func (c *compiler) analyze() {
 	c.leader = make([]bool, n)
 	c.second = make([]bool, n)
 	c.count = make([]int32, n)
+	c.native = make([]Native, n)
 	c.leader[0] = true
 	for pc := 0; pc < n; pc++ {
 		ins := c.prog[pc]
@@ -192,6 +242,12 @@ func (c *compiler) analyze() {
 		}
 		if !isa.IsJump(ins.Class()) {
 			continue
+		}
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && c.opts.Natives != nil {
+			if n := c.opts.Natives(ins.Imm); n > NoNative && n < nativeCount {
+				c.native[pc] = n
+				c.nativeCalls++
+			}
 		}
 		c.mark(pc + 1)
 		if t, ok := ins.JumpTarget(pc); ok {
@@ -237,6 +293,7 @@ func (c *compiler) emitAll(a *asm) error {
 	c.check = a.newLabel()
 	c.memfail = a.newLabel()
 	c.abort = a.newLabel()
+	c.thunk = a.newLabel()
 
 	for pc := 0; pc < n; pc++ {
 		if c.second[pc] {
@@ -295,6 +352,45 @@ func (c *compiler) common() {
 	if c.checked {
 		c.checkRoutine()
 	}
+	if c.opts.Retpoline && c.nativeCalls > 0 {
+		c.retpoline()
+	}
+}
+
+// callNative calls a native routine: a direct rel32 call when the image is
+// in reach of it, else movabs + an indirect call, through the retpoline
+// thunk if asked for.
+func (c *compiler) callNative(target uint64) {
+	a := c.a
+	if c.base != 0 && reach(target, c.base, c.allocSize) {
+		a.callAbs(c.base, target)
+		return
+	}
+	a.movabs(rax, target)
+	if c.opts.Retpoline {
+		a.call(c.thunk)
+		return
+	}
+	a.emit(0xff, 0xd0) // call rax
+}
+
+// retpoline emits the thunk for indirect calls (the call-site form of the
+// "Intel Retpoline" sequence, with the target in rax): the CALL pushes a
+// return address the CPU predicts into the capture loop, which the MOV
+// replaces with the target before the RET, so the indirect branch is
+// never predicted from the branch target buffer.
+func (c *compiler) retpoline() {
+	a := c.a
+	set, capture := a.newLabel(), a.newLabel()
+	a.bind(c.thunk)
+	a.call(set)
+	a.bind(capture)
+	a.emit(0xf3, 0x90)       // pause
+	a.emit(0x0f, 0xae, 0xe8) // lfence
+	a.jmp(capture)
+	a.bind(set)
+	a.emit(0x48, 0x89, 0x04, 0x24) // mov [rsp], rax
+	a.ret()
 }
 
 // checkRoutine validates an access that missed the inline stack check:
@@ -769,6 +865,9 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 		return nil
 	case ins.Op == isa.OpExit:
 		a.ret()
+		return nil
+	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && c.native[pc] != NoNative:
+		c.callNative(nativeRoutines.addr[c.native[pc]])
 		return nil
 	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper):
 		// Go runs the helper and resumes at the next instruction.
