@@ -186,7 +186,7 @@ func TestNativeCallConvergence(t *testing.T) {
 	te.env.CPU = 5
 	for _, p := range []*Program{near, far} {
 		v, err := p.Run(te.env, 0, 0, 0)
-		if want := uint64(3*(40*5+5)); err != nil || v != want {
+		if want := uint64(3 * (40*5 + 5)); err != nil || v != want {
 			t.Errorf("got %d, %v; want %d", v, err, want)
 		}
 	}
