@@ -109,7 +109,33 @@ type ProgramOptions struct {
 	// NoInline keeps helper calls that the rewrite would inline (array
 	// map lookups), for measuring what inlining gains.
 	NoInline bool
+	// JIT tunes the JIT.
+	JIT JITOptions
 }
+
+// JITOptions tune the JIT (package jit/amd64).
+type JITOptions struct {
+	// Memory is the executable memory pool, with the limits of its near
+	// and far tiers; nil is the process's pool (amd64.DefaultMemory).
+	Memory *amd64.Memory
+	// Far places the code in far memory, where calls to native helper
+	// routines are indirect, as when near memory is used up.
+	Far bool
+	// Retpoline makes indirect calls go through a retpoline thunk.
+	Retpoline bool
+	// Blind forces constant blinding of immediates; it is always on for
+	// Unprivileged loads (as the kernel's bpf_jit_harden=1).
+	Blind bool
+	// NoNatives serves every helper from Go, even those with a native
+	// routine (bpf_get_smp_processor_id, bpf_get_prandom_u32,
+	// bpf_get_numa_node_id), for measuring.
+	NoNatives bool
+}
+
+// JITInfo describes a program's machine code: the memory tier (none when
+// the program runs on the interpreter), size and pages, native calls and
+// hardening.
+type JITInfo = amd64.Info
 
 // Program is a loaded eBPF program. It is safe for concurrent use.
 type Program struct {
@@ -120,6 +146,7 @@ type Program struct {
 	maps   []*Map
 	engine engineProgram
 	kind   Engine // the engine that runs: EngineInterpreter or EngineJIT
+	jit    JITInfo
 	opts   ProgramOptions
 
 	regions []vm.Region // map value memory, for checked accesses
@@ -248,8 +275,15 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 		if p.verified {
 			mode = amd64.Unchecked
 		}
-		if jp, err := amd64.Compile(resolved, p.helper, amd64.Options{Modes: mode}); err == nil {
+		// Out of executable memory in both tiers, or any other reason
+		// the JIT cannot compile: the interpreter runs it.
+		jo := opts.JIT
+		if jp, err := amd64.Compile(resolved, p.helper, amd64.Options{
+			Modes: mode, Natives: p.native, Memory: jo.Memory, Unprivileged: opts.Unprivileged,
+			Far: jo.Far, Retpoline: jo.Retpoline, Blind: jo.Blind || opts.Unprivileged,
+		}); err == nil {
 			p.engine, p.kind = jp, EngineJIT
+			p.jit = jp.Info(mode == amd64.Checked)
 		}
 	}
 	if p.engine == nil {
@@ -359,6 +393,11 @@ func (p *Program) Close() error {
 // EngineJIT (which may differ from ProgramOptions.Engine when the JIT could
 // not compile the program).
 func (p *Program) Engine() Engine { return p.kind }
+
+// JITInfo describes the program's machine code; its Tier is TierNone when
+// the program runs on the interpreter (also when executable memory ran
+// out in both tiers, which never fails a load).
+func (p *Program) JITInfo() JITInfo { return p.jit }
 
 // engineProgram is what Program needs of an engine: runs, and callbacks for
 // helpers such as bpf_loop.

@@ -645,6 +645,11 @@ func (c *compiler) insn(pc int) error {
 		}
 		size := isa.SizeBytes(ins.Op)
 		c.checkAccess(pc, ins.Dst, ins.Off, size, true, false)
+		if c.opts.Blind {
+			c.blindImm(rax, ins.Imm)
+			c.a.store(size, mem{regMap[ins.Dst], int32(ins.Off)}, rax)
+			break
+		}
 		c.a.storeImm(size, mem{regMap[ins.Dst], int32(ins.Off)}, ins.Imm)
 	case isa.ClassSTX:
 		size := isa.SizeBytes(ins.Op)
@@ -672,10 +677,14 @@ func (c *compiler) alu(ins isa.Instruction) error {
 	x := ins.Op&isa.SrcX != 0
 	dst, src := regMap[ins.Dst], regMap[ins.Src]
 	op := ins.Op & 0xf0
+	blind := c.opts.Blind && !x
 	switch op {
 	case isa.ALUAdd, isa.ALUSub, isa.ALUOr, isa.ALUAnd, isa.ALUXor:
 		o := aluGroup1[op>>4]
-		if x {
+		if blind {
+			c.blindImm(rax, ins.Imm)
+			a.aluRR(size, o, dst, rax)
+		} else if x {
 			a.aluRR(size, o, dst, src)
 		} else {
 			a.aluRI(size, o, dst, ins.Imm)
@@ -692,13 +701,20 @@ func (c *compiler) alu(ins isa.Instruction) error {
 			if size == 4 || dst != src {
 				a.movRR(size, dst, src)
 			}
+		case blind && size == 8:
+			c.blindImm(dst, ins.Imm)
+		case blind:
+			c.blindImm32(dst, uint32(ins.Imm))
 		case size == 8:
 			a.movRI64(dst, uint64(int64(ins.Imm)))
 		default:
 			a.movRI32(dst, uint32(ins.Imm))
 		}
 	case isa.ALUMul:
-		if x {
+		if blind {
+			c.blindImm(rax, ins.Imm)
+			a.imulRR(size, dst, rax)
+		} else if x {
 			a.imulRR(size, dst, src)
 		} else {
 			a.imulRRI(size, dst, dst, ins.Imm)
@@ -823,7 +839,12 @@ func (c *compiler) div(size int, mod, signed, x bool, dst, src int, imm int32) {
 			minusOne()
 			return
 		}
-		a.pushImm(imm)
+		if c.opts.Blind {
+			c.blindImm(rax, imm)
+			a.push(rax)
+		} else {
+			a.pushImm(imm)
+		}
 		divide(true)
 		a.lea(rsp, mem{rsp, 8})
 		return
@@ -914,6 +935,12 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 	switch {
 	case op == isa.JumpSet && x:
 		a.testRR(size, dst, regMap[ins.Src])
+	case c.opts.Blind && !x && op == isa.JumpSet:
+		c.blindImm(rax, ins.Imm)
+		a.testRR(size, dst, rax)
+	case c.opts.Blind && !x:
+		c.blindImm(rax, ins.Imm)
+		a.aluRR(size, aluCmp, dst, rax)
 	case op == isa.JumpSet:
 		a.testRI(size, dst, ins.Imm)
 	case x:
@@ -961,6 +988,10 @@ func (c *compiler) ld(pc int, ins isa.Instruction) error {
 		if ins.IsPseudoFunc() {
 			v = interp.FuncValue(pc + 1 + int(ins.Imm))
 		}
+		if c.opts.Blind {
+			c.blindImm64(regMap[ins.Dst], v)
+			return nil
+		}
 		a.movRI64(regMap[ins.Dst], v)
 		return nil
 	case isa.ModeABS, isa.ModeIND:
@@ -971,9 +1002,17 @@ func (c *compiler) ld(pc int, ins isa.Instruction) error {
 	if size == 8 {
 		return errUnsupported
 	}
-	if ins.Op&0xe0 == isa.ModeABS {
+	switch {
+	case ins.Op&0xe0 == isa.ModeABS && c.opts.Blind:
+		c.blindImm(rax, ins.Imm)
+	case ins.Op&0xe0 == isa.ModeABS:
 		a.movRI64(rax, uint64(int64(ins.Imm)))
-	} else {
+	case c.opts.Blind:
+		c.blindImm(rdx, ins.Imm)
+		a.movRR(4, rax, regMap[ins.Src])
+		a.aluRR(4, aluAdd, rax, rdx)
+		a.movsxRR(8, 4, rax, rax)
+	default:
 		a.movRR(4, rax, regMap[ins.Src])
 		a.aluRI(4, aluAdd, rax, ins.Imm)
 		a.movsxRR(8, 4, rax, rax)
