@@ -62,15 +62,16 @@ const maxPasses = 12
 
 // image is the machine code of a program for one memory mode.
 type image struct {
-	alloc   *execAlloc
-	info    Info
-	code    []byte   // the executable mapping
-	base    uint64   // its address
-	off     []uint32 // native offset of each instruction slot
-	entry   uint32   // entry stub: calls header.target, then exits
-	retStub uint32   // a bare ret: makes the current function return R0
-	size    int      // bytes of machine code
-	sites   []site   // helper calls, by the index in their exit word
+	alloc      *execAlloc
+	info       Info
+	code       []byte   // the executable mapping
+	base       uint64   // its address
+	off        []uint32 // native offset of each instruction slot
+	entry      uint32   // entry stub: calls header.target, then exits
+	retStub    uint32   // a bare ret: makes the current function return R0
+	size       int      // bytes of machine code
+	usesPacket bool     // LD_ABS/LD_IND read the packet bounds from the header
+	sites      []site   // helper calls, by the index in their exit word
 }
 
 // site is a helper call: what Go needs to serve its exit quickly.
@@ -113,6 +114,8 @@ type compiler struct {
 	sites []int // instruction index of each helper call site
 
 	exitCommon, entry, retStub, check, memfail, abort label
+	exitKeepR0                                        label // exitCommon after R0's store: helper exits
+	usesPacket                                        bool  // LD_ABS or LD_IND: Go keeps the packet bounds current
 
 	opts        *Options
 	native      []Native // by pc: the routine serving a helper call, if any
@@ -211,6 +214,7 @@ func (c *compiler) finish(a *asm, x *execAlloc) *image {
 		img.off[pc] = uint32(a.pos[c.pcL[pc]])
 	}
 	img.entry = uint32(a.pos[c.entry])
+	img.usesPacket = c.usesPacket
 	img.retStub = uint32(a.pos[c.retStub])
 	img.sites = make([]site, len(c.sites))
 	for i, pc := range c.sites {
@@ -288,6 +292,7 @@ func (c *compiler) emitAll(a *asm) error {
 		c.pcL[i] = a.newLabel()
 	}
 	c.exitCommon = a.newLabel()
+	c.exitKeepR0 = a.newLabel()
 	c.entry = a.newLabel()
 	c.retStub = a.newLabel()
 	c.check = a.newLabel()
@@ -324,8 +329,11 @@ func (c *compiler) common() {
 	a.storeImm(8, mem{regCtx, offExit}, exitDone)
 	// fall through
 	a.bind(c.exitCommon)
-	for i, r := range regMap {
-		a.store(8, mem{regCtx, offRegs + int32(8*i)}, r)
+	a.store(8, mem{regCtx, offRegs}, regMap[0])
+	// A helper's exit skips R0, which the helper's result replaces.
+	a.bind(c.exitKeepR0)
+	for i, r := range regMap[1:] {
+		a.store(8, mem{regCtx, offRegs + int32(8*(i+1))}, r)
 	}
 	a.store(8, mem{regCtx, offRegs + 8*11}, regLeft)
 	a.store(8, mem{regCtx, offNativeSP}, rsp)
@@ -894,7 +902,7 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 		// Go runs the helper and resumes at the next instruction.
 		a.storeImm(8, mem{regCtx, offExit}, exitWord(len(c.sites), exitHelper))
 		c.sites = append(c.sites, pc)
-		a.jmp(c.exitCommon)
+		a.jmp(c.exitKeepR0)
 		return nil
 	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallLocal):
 		a.aluRM(8, aluCmp, rbp, mem{regCtx, offMinFP})
@@ -995,6 +1003,7 @@ func (c *compiler) ld(pc int, ins isa.Instruction) error {
 		a.movRI64(regMap[ins.Dst], v)
 		return nil
 	case isa.ModeABS, isa.ModeIND:
+		c.usesPacket = true
 	default:
 		return errUnsupported
 	}

@@ -304,6 +304,9 @@ func (r *run) loop() (uint64, error) {
 	base := uintptr(r.c.base)
 	env := r.env
 	sites := r.img.sites
+	// After a helper, checked code needs the region table refreshed and
+	// LD_ABS/LD_IND the packet bounds; other code needs nothing.
+	resync := r.checked || r.img.usesPacket
 	for {
 		enter(base)
 		word := h.exit
@@ -312,20 +315,12 @@ func (r *run) loop() (uint64, error) {
 			s := &sites[word>>8]
 			env.FP = h.regs[10]
 			v, err := s.fn(env, h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5])
-			if err != nil {
-				if err := r.helperError(s, err); err != nil {
-					return 0, err
-				}
-				continue
-			}
 			h.regs[0] = v
 			h.resume = s.resume
-			if r.checked {
-				if !r.c.sync(env, true) {
-					return 0, &vm.RunError{PC: s.pc, Err: errTable}
+			if err != nil || resync {
+				if err := r.afterHelper(s, err); err != nil {
+					return 0, err
 				}
-			} else {
-				h.syncPacket(env)
 			}
 			continue
 		}
@@ -360,6 +355,22 @@ func (r *run) loop() (uint64, error) {
 			return 0, fmt.Errorf("jit: bad exit word %#x", word)
 		}
 	}
+}
+
+// afterHelper is the slow part of serving a helper: its error, or the
+// refresh of what native code checks after a helper may have changed it.
+func (r *run) afterHelper(s *site, err error) error {
+	if err != nil {
+		return r.helperError(s, err)
+	}
+	if r.checked {
+		if !r.c.sync(r.env, true) {
+			return &vm.RunError{PC: s.pc, Err: errTable}
+		}
+		return nil
+	}
+	r.c.h.syncPacket(r.env)
+	return nil
 }
 
 var errTable = errors.New("jit: cannot allocate a region table")
