@@ -38,7 +38,7 @@ var nativeRoutines = loadRoutines()
 // than the site makes the decision independent of the layout, so that the
 // passes after allocation converge.
 func reach(target, base uint64, size int) bool {
-	const limit = 1<<31 - 1
+	const limit = 1<<31 - 64 // a call's displacement counts from its end
 	end := base + uint64(size)
 	if target >= base {
 		return target-base <= limit
