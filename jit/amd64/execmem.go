@@ -53,6 +53,8 @@ func NewMemory(cfg MemoryConfig) *Memory {
 	return &Memory{cfg: cfg}
 }
 
+const maxNearRange = 1 << 30
+
 var defaultMemory = sync.OnceValue(func() *Memory { return NewMemory(MemoryConfig{}) })
 
 // DefaultMemory is the process's pool, used when Options.Memory is nil. Like
@@ -141,7 +143,9 @@ func (m *Memory) allocNear(pages int, unpriv bool) *execAlloc {
 // native routine is within rel32 reach, trying addresses above and below
 // the text. Without one, all code goes to far memory.
 func (m *Memory) reserve() {
-	size := (m.cfg.NearLimit + pageSize - 1) &^ (pageSize - 1)
+	// At most 1 GiB, so that the range fits next to the text with room to
+	// spare; a larger limit then only means the range fills up first.
+	size := (min(m.cfg.NearLimit, maxNearRange) + pageSize - 1) &^ (pageSize - 1)
 	const step = 64 << 20
 	r := nativeRoutines
 	var hints []uint64
