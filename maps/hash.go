@@ -196,7 +196,7 @@ func (m *hashMap) find(link uint64, hash uint32, key []byte) (prev, e uint64) {
 
 // lookup is the lock-free lookup of programs.
 func (m *hashMap) lookup(key []byte) uint64 {
-	hash := hashKey(m.seed, key)
+	hash := HashKey(m.seed, key)
 	_, e := m.find(m.bucket(hash), hash, key)
 	if e != 0 && m.lru {
 		// A plain check first keeps hot elements' lines shared.
@@ -261,7 +261,7 @@ func (m *hashMap) update(key []byte, v valueSrc, flags uint64, goSide bool) erro
 	if err := checkHashFlags(flags); err != nil {
 		return err
 	}
-	hash := hashKey(m.seed, key)
+	hash := HashKey(m.seed, key)
 	b := hash & m.mask
 	head := m.bucket(hash)
 	if v.prog != nil && m.ncpu > 1 {
@@ -384,7 +384,7 @@ func (m *hashMap) unlink(e uint64) {
 
 // remove deletes key, first copying its value to out when out is not nil.
 func (m *hashMap) remove(key, out []byte) error {
-	hash := hashKey(m.seed, key)
+	hash := HashKey(m.seed, key)
 	b := hash & m.mask
 	m.locks[b].Lock()
 	defer m.locks[b].Unlock()
@@ -434,7 +434,7 @@ func (m *hashMap) LookupBytes(key, value []byte) error {
 	}
 	// Go callers are not inside a Domain run: the bucket lock keeps the
 	// element from being retired while it is copied.
-	hash := hashKey(m.seed, key)
+	hash := HashKey(m.seed, key)
 	b := hash & m.mask
 	m.locks[b].Lock()
 	defer m.locks[b].Unlock()
@@ -477,7 +477,7 @@ func (m *hashMap) NextKey(key, next []byte) error {
 		if err := m.checkKey(key); err != nil {
 			return err
 		}
-		hash := hashKey(m.seed, key)
+		hash := HashKey(m.seed, key)
 		b := hash & m.mask
 		m.locks[b].Lock()
 		if _, e := m.find(m.bucket(hash), hash, key); e != 0 {

@@ -42,6 +42,7 @@ type header struct {
 	hotStart   uint64    // the region the check routine matched last:
 	hotLim     [4]uint64 // length - size + 1 per size index, for reads
 	hotWLim    [4]uint64 // the same for writes (0 if read-only)
+	cpu        uint64    // env.CPU, for isa.OpCPUIndex (percpu.go)
 }
 
 // Offsets into header, for the code generator.
@@ -195,6 +196,7 @@ func (c *execCtx) grow(n int) bool {
 func (c *execCtx) sync(env *vm.Env, checked bool) bool {
 	h := c.h
 	h.syncPacket(env)
+	h.syncCPU(env)
 	if !checked {
 		return true
 	}
