@@ -13,7 +13,8 @@ import (
 //	r0 = HashKey(seed, key)                    emitHash, unrolled
 //	r3 = buckets[r0 & mask]                    head of the chain
 //	loop: if r3 == 0 goto miss
-//	      if elem.hash != r0 goto next
+//	      keys of up to 8 bytes: if elem.key != r2 (the key word) goto next
+//	      longer: if elem.hash != r0 goto next, then
 //	      compare the key in 8/4/2/1-byte loads, != goto next
 //	      [LRU: if elem.ref == 0 { elem.ref = 1 }]
 //	      r0 = r3 + value offset [+ cpu * value size]
@@ -48,7 +49,12 @@ func hashLookup(s maps.Spec) []isa.Instruction {
 		return nil
 	}
 	var q seq
-	emitHash(&q, k)
+	// A key of up to 8 bytes is one word: emitHash leaves it in r2, and an
+	// element's zero-padded key compares with it in one 8-byte load, with
+	// no need to compare the stored hash first (equal keys have equal
+	// hashes, so the result is the Go lookup's).
+	short := k <= 8
+	emitHash(&q, k, short)
 	loop, next, miss := q.newLabel(), q.newLabel(), q.newLabel()
 	q.emit(
 		ldx(isa.SizeW, isa.R3, isa.R1, maps.HeaderFields+maps.HashFieldMask),
@@ -60,14 +66,19 @@ func hashLookup(s maps.Spec) []isa.Instruction {
 	)
 	q.bind(loop)
 	q.jump(jmpK(isa.JumpEQ, isa.R3, 0), miss)
-	q.emit(ldx(isa.SizeW, isa.R1, isa.R3, maps.HashElemHash))
-	q.jump(jmpX(isa.JumpNE, isa.R1, isa.R0), next)
-	for _, c := range keyChunks(k) {
-		q.emit(
-			ldx(c.size, isa.R1, isa.R3, maps.HashElemKey+c.off),
-			ldx(c.size, isa.R4, isa.R2, c.off),
-		)
-		q.jump(jmpX(isa.JumpNE, isa.R1, isa.R4), next)
+	if short {
+		q.emit(ldx(isa.SizeDW, isa.R1, isa.R3, maps.HashElemKey))
+		q.jump(jmpX(isa.JumpNE, isa.R1, isa.R2), next)
+	} else {
+		q.emit(ldx(isa.SizeW, isa.R1, isa.R3, maps.HashElemHash))
+		q.jump(jmpX(isa.JumpNE, isa.R1, isa.R0), next)
+		for _, c := range keyChunks(k) {
+			q.emit(
+				ldx(c.size, isa.R1, isa.R3, maps.HashElemKey+c.off),
+				ldx(c.size, isa.R4, isa.R2, c.off),
+			)
+			q.jump(jmpX(isa.JumpNE, isa.R1, isa.R4), next)
+		}
 	}
 	if s.Type == maps.LRUHash || s.Type == maps.LRUPerCPUHash {
 		marked := q.newLabel()
@@ -123,14 +134,11 @@ func keyChunks(k int) []chunk {
 }
 
 // emitHash emits r0 = maps.HashKey(seed, key) for a key of k bytes at r2,
-// with the seed read from the header at r1. It clobbers r3-r5.
-func emitHash(q *seq, k int) {
-	q.emit(ldImm64(isa.R0, uint64(k)*maps.HashK1)...)
-	q.emit(
-		ldx(isa.SizeDW, isa.R3, isa.R1, maps.HeaderFields+maps.HashFieldSeed),
-		aluX(isa.ALUXor, isa.R0, isa.R3),
-	)
-	q.emit(ldImm64(isa.R5, maps.HashK1)...)
+// starting from the initial state in the header at r1. It clobbers r3-r5;
+// with short (k <= 8) it also replaces r2 with the key as one zero-extended
+// little-endian word.
+func emitHash(q *seq, k int, short bool) {
+	q.emit(ldx(isa.SizeDW, isa.R0, isa.R1, maps.HeaderFields+maps.HashFieldHashInit))
 	// round mixes the word in r3 into r0:
 	// r0 = rotl64(r0 ^ r3*K2, 31) * K1.
 	round := func() {
@@ -142,32 +150,46 @@ func emitHash(q *seq, k int) {
 			aluK(isa.ALURsh, isa.R3, 33),
 			aluK(isa.ALULsh, isa.R0, 31),
 			aluX(isa.ALUOr, isa.R0, isa.R3),
-			aluX(isa.ALUMul, isa.R0, isa.R5),
 		)
+		q.emit(ldImm64(isa.R4, maps.HashK1)...)
+		q.emit(aluX(isa.ALUMul, isa.R0, isa.R4))
 	}
-	// The tail word is the zero-extended little-endian value of the last
-	// k%8 bytes: its 4-, 2- and 1-byte parts shifted into place.
-	shift, tail := 0, false
-	for _, c := range keyChunks(k) {
-		if c.size == isa.SizeDW {
-			q.emit(ldx(isa.SizeDW, isa.R3, isa.R2, c.off))
-			round()
-			continue
-		}
-		if !tail {
-			q.emit(ldx(c.size, isa.R3, isa.R2, c.off))
-		} else {
-			q.emit(
-				ldx(c.size, isa.R4, isa.R2, c.off),
-				aluK(isa.ALULsh, isa.R4, int32(shift)),
-				aluX(isa.ALUOr, isa.R3, isa.R4),
-			)
-		}
-		tail = true
-		shift += 8 * isa.SizeBytes(c.size)
-	}
-	if tail {
+	chunks := keyChunks(k)
+	if short && len(chunks) == 1 {
+		// One load: the word goes straight to r2.
+		q.emit(
+			ldx(chunks[0].size, isa.R2, isa.R2, 0),
+			aluX(isa.ALUMov, isa.R3, isa.R2),
+		)
 		round()
+	} else {
+		// The tail word is the zero-extended little-endian value of the
+		// last k%8 bytes: its 4-, 2- and 1-byte parts shifted into place.
+		shift, tail := 0, false
+		for _, c := range chunks {
+			if c.size == isa.SizeDW {
+				q.emit(ldx(isa.SizeDW, isa.R3, isa.R2, c.off))
+				round()
+				continue
+			}
+			if !tail {
+				q.emit(ldx(c.size, isa.R3, isa.R2, c.off))
+			} else {
+				q.emit(
+					ldx(c.size, isa.R4, isa.R2, c.off),
+					aluK(isa.ALULsh, isa.R4, int32(shift)),
+					aluX(isa.ALUOr, isa.R3, isa.R4),
+				)
+			}
+			tail = true
+			shift += 8 * isa.SizeBytes(c.size)
+		}
+		if tail {
+			if short {
+				q.emit(aluX(isa.ALUMov, isa.R2, isa.R3))
+			}
+			round()
+		}
 	}
 	// The finalizer: h ^= h>>33; h *= K3; h ^= h>>29; h *= K4; h ^= h>>32;
 	// then the low 32 bits.

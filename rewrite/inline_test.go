@@ -207,7 +207,7 @@ func TestEmittedHash(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, ks := range inlineKeySizes {
 		var q seq
-		emitHash(&q, int(ks))
+		emitHash(&q, int(ks), false)
 		prog := append(q.done(), isa.Instruction{Op: isa.OpExit})
 		ip, err := interp.New(prog, nil)
 		if err != nil {
@@ -222,7 +222,7 @@ func TestEmittedHash(t *testing.T) {
 		env := newEnv(t)
 		for range 20 {
 			seed := rng.Uint64()
-			*(*uint64)(vm.Ptr(hdr + maps.HeaderFields + maps.HashFieldSeed)) = seed
+			*(*uint64)(vm.Ptr(hdr + maps.HeaderFields + maps.HashFieldHashInit)) = seed ^ uint64(ks)*maps.HashK1
 			key := unsafe.Slice((*byte)(vm.Ptr(keyAddr)), ks)
 			for i := range key {
 				key[i] = byte(rng.Uint32())
