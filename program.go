@@ -155,10 +155,14 @@ type Program struct {
 	VerifierLog string
 	verified    bool
 	xlated      []isa.Instruction // after rewriting
-	stats       verifier.Stats
-	shadow      uint64 // offset of the 64-bit packet pointers in the context area
-	cpus        *cpus
-	ownCPUs     bool // a standalone program closes its runners
+	// ctxInsns and aux are the verified program with context accesses
+	// rewritten and the verifier's facts, which inlining starts from.
+	ctxInsns []isa.Instruction
+	aux      []verifier.InsnAux
+	stats    verifier.Stats
+	shadow   uint64 // offset of the 64-bit packet pointers in the context area
+	cpus     *cpus
+	ownCPUs  bool // a standalone program closes its runners
 
 	id   uint32      // in the live-program table (helpers_tailcall.go)
 	tail vm.TailCall // what bpf_tail_call returns to jump here
@@ -287,6 +291,15 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 		}
 	}
 	if p.engine == nil {
+		if opts.Engine != EngineInterpreter && p.verified {
+			// Rewritten for the JIT, which could not take it.
+			if err := p.inline(EngineInterpreter); err != nil {
+				return nil, fmt.Errorf("program %s: %w", name, err)
+			}
+			if resolved, err = p.resolve(); err != nil {
+				return nil, fmt.Errorf("program %s: %w", name, err)
+			}
+		}
 		ip, err := interp.New(resolved, p.helper)
 		if err != nil {
 			return nil, fmt.Errorf("program %s: %w", name, err)

@@ -200,7 +200,8 @@ const (
 	opCallX
 	opExit
 	opMayGoto
-	opNop // second slot of LD_IMM64; never executed
+	opNop      // second slot of LD_IMM64; never executed
+	opCPUIndex // internal isa.OpCPUIndex: dst = env.CPU
 
 	numOps
 )
@@ -266,6 +267,9 @@ func decode(prog []isa.Instruction) ([]insn, error) {
 }
 
 func decodeOp(ins isa.Instruction) uint8 {
+	if ins.Op == isa.OpCPUIndex {
+		return opCPUIndex
+	}
 	class := ins.Class()
 	x := ins.Op&isa.SrcX != 0
 	op := ins.Op & 0xf0

@@ -103,6 +103,9 @@ func isSecondSlot(prog []Instruction, pc int) bool {
 
 func format(prog []Instruction, pc int, helper HelperNamer) string {
 	ins := prog[pc]
+	if ins.Op == OpCPUIndex {
+		return fmt.Sprintf("r%d = cpu_index", ins.Dst)
+	}
 	switch ins.Class() {
 	case ClassALU, ClassALU64:
 		return formatALU(ins)

@@ -50,11 +50,12 @@ func benchCases() []benchCase {
 	for i := range pkt {
 		pkt[i] = byte(i)
 	}
-	return []benchCase{
+	cases := []benchCase{
 		{"map_perf array (64 lookups)", "map_perf.o", "array_lookup", pkt[:64], fillPerf},
 		{"map_perf hash (64 lookups)", "map_perf.o", "hash_lookup", pkt[:64], fillPerf},
-		{"jhash 1 KiB packet", "jhash.o", "jhash_entry", pkt, nil},
 	}
+	cases = append(cases, mapBenchCases(pkt[:64])...)
+	return append(cases, benchCase{"jhash 1 KiB packet", "jhash.o", "jhash_entry", pkt, nil})
 }
 
 // runBench runs the built-in benchmark suite: ns per run on the

@@ -634,6 +634,9 @@ func (c *compiler) insn(pc int) error {
 	ins := c.prog[pc]
 	switch ins.Class() {
 	case isa.ClassALU, isa.ClassALU64:
+		if ins.Op == isa.OpCPUIndex {
+			return c.cpuIndex(ins)
+		}
 		return c.alu(ins)
 	case isa.ClassJMP, isa.ClassJMP32:
 		return c.jump(pc, ins)
