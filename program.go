@@ -221,6 +221,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	if err := checkHelpers(insns, pt); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
+	if err := checkKfuncs(insns); err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
 	if opts.Engine != EngineDefault && opts.Engine != EngineInterpreter && opts.Engine != EngineJIT {
 		return nil, fmt.Errorf("program %s: engine %s: %w", name, opts.Engine, ErrNotSupported)
 	}
@@ -285,6 +288,7 @@ func checkHelpers(insns []isa.Instruction, pt *progtype.Type) error {
 func (p *Program) resolve() ([]isa.Instruction, error) {
 	out := make([]isa.Instruction, len(p.xlated))
 	copy(out, p.xlated)
+	kfuncsToHelpers(out)
 	for i := 0; i < len(out); i++ {
 		ins := out[i]
 		if !ins.IsLdImm64() {
