@@ -117,4 +117,3 @@ func kfuncsToHelpers(insns []isa.Instruction) {
 		}
 	}
 }
-
