@@ -107,8 +107,12 @@ type ProgramOptions struct {
 	// Unprivileged verifies with the rules for loads without CAP_BPF.
 	Unprivileged bool
 	// NoInline keeps helper calls that the rewrite would inline (array
-	// map lookups), for measuring what inlining gains.
+	// map lookups, bpf_iter_num_next), for measuring what inlining gains.
 	NoInline bool
+	// MayGotoBudget is how long the may_goto loops of one function call
+	// may run before may_goto starts jumping (the kernel's timed
+	// may_goto; see vm/maygoto.go). Default 250 ms, as in the kernel.
+	MayGotoBudget time.Duration
 }
 
 // Program is a loaded eBPF program. It is safe for concurrent use.
@@ -236,6 +240,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	}
 	p.xlated = insns
 	if err := p.verify(); err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
+	if err := p.expandMayGoto(); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
 	resolved, err := p.resolve()

@@ -112,6 +112,9 @@ func (p *Program) verify() error {
 		if _, err := rewrite.InlineMapLookups(rp); err != nil {
 			return err
 		}
+		if _, err := rewrite.InlineIterNext(rp); err != nil {
+			return err
+		}
 	}
 	p.xlated = rp.Insns
 	return nil

@@ -99,7 +99,7 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 			}
 			return false, nil
 		}
-		if v.statesEqual(e.st, v.cur, pc) && v.statesEqual(v.cur, e.st, pc) && !iterDepthsDiffer(e.st, v.cur) {
+		if v.statesEqual(e.st, v.cur, pc) && v.statesEqual(v.cur, e.st, pc) && !iterDepthsDiffer(e.st, v.cur) && e.st.mayGotoDepth == v.cur.mayGotoDepth {
 			return false, v.errorf(pc, "infinite loop detected at insn %d", pc)
 		}
 		return false, nil

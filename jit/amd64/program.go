@@ -74,7 +74,7 @@ func (s *codeSet) free() {
 // be resolved, as for interp.New; every helper the program calls must be
 // known to helpers.
 func Compile(prog []isa.Instruction, helpers interp.HelperFunc, opts Options) (*Program, error) {
-	if err := isa.Validate(prog); err != nil {
+	if err := isa.ValidateInternal(prog); err != nil {
 		return nil, err
 	}
 	p := &Program{insns: append([]isa.Instruction(nil), prog...), resolve: helpers, id: lastID.Add(1), code: &codeSet{}}
