@@ -107,10 +107,14 @@ type ProgramOptions struct {
 	// Unprivileged verifies with the rules for loads without CAP_BPF.
 	Unprivileged bool
 	// NoInline keeps helper calls that the rewrite would inline (array
-	// map lookups), for measuring what inlining gains.
+	// map lookups, bpf_iter_num_next), for measuring what inlining gains.
 	NoInline bool
 	// JIT tunes the JIT.
 	JIT JITOptions
+	// MayGotoBudget is how long the may_goto loops of one function call
+	// may run before may_goto starts jumping (the kernel's timed
+	// may_goto; see vm/maygoto.go). Default 250 ms, as in the kernel.
+	MayGotoBudget time.Duration
 }
 
 // JITOptions tune the JIT (package jit/amd64).
@@ -252,6 +256,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	if err := checkHelpers(insns, pt); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
+	if err := checkKfuncs(insns); err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
 	if opts.Engine != EngineDefault && opts.Engine != EngineInterpreter && opts.Engine != EngineJIT {
 		return nil, fmt.Errorf("program %s: engine %s: %w", name, opts.Engine, ErrNotSupported)
 	}
@@ -264,6 +271,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	}
 	p.xlated = insns
 	if err := p.verify(); err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
+	if err := p.expandMayGoto(); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
 	resolved, err := p.resolve()
@@ -332,6 +342,7 @@ func checkHelpers(insns []isa.Instruction, pt *progtype.Type) error {
 func (p *Program) resolve() ([]isa.Instruction, error) {
 	out := make([]isa.Instruction, len(p.xlated))
 	copy(out, p.xlated)
+	kfuncsToHelpers(out)
 	for i := 0; i < len(out); i++ {
 		ins := out[i]
 		if !ins.IsLdImm64() {

@@ -531,6 +531,8 @@ func (c *compiler) emitStub(s stub) {
 	case stubAlign:
 		a.movRI32(rdx, s.desc)
 		a.jmp(c.memfail)
+	case stubMayGoto:
+		c.mayGotoRefill(s) // loops.go
 	}
 }
 
@@ -923,6 +925,9 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 		a.jmp(c.exitCommon)
 		a.bind(resume)
 		c.callFrame(func() { a.callM(mem{regCtx, offTarget}) })
+		return nil
+	case ins.Op == isa.OpMayGotoTimed:
+		c.mayGotoTimed(pc, ins) // loops.go
 		return nil
 	case ins.Op == isa.OpMayGoto:
 		t := pc + 1 + int(ins.Off)
