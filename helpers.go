@@ -17,6 +17,9 @@ func (p *Program) helper(id int32) vm.Helper {
 	if h, ok := p.opts.Helpers[id]; ok {
 		return h
 	}
+	if isa.IsKfuncHelper(id) {
+		return builtinKfuncs[id-isa.KfuncHelperBase]
+	}
 	return builtinHelpers[id]
 }
 

@@ -107,10 +107,14 @@ type ProgramOptions struct {
 	// Unprivileged verifies with the rules for loads without CAP_BPF.
 	Unprivileged bool
 	// NoInline keeps helper calls that the rewrite would inline (array
-	// map lookups), for measuring what inlining gains.
+	// map lookups, bpf_iter_num_next), for measuring what inlining gains.
 	NoInline bool
 	// JIT tunes the JIT.
 	JIT JITOptions
+	// MayGotoBudget is how long the may_goto loops of one function call
+	// may run before may_goto starts jumping (the kernel's timed
+	// may_goto; see vm/maygoto.go). Default 250 ms, as in the kernel.
+	MayGotoBudget time.Duration
 }
 
 // JITOptions tune the JIT (package jit/amd64).
@@ -155,10 +159,14 @@ type Program struct {
 	VerifierLog string
 	verified    bool
 	xlated      []isa.Instruction // after rewriting
-	stats       verifier.Stats
-	shadow      uint64 // offset of the 64-bit packet pointers in the context area
-	cpus        *cpus
-	ownCPUs     bool // a standalone program closes its runners
+	// ctxInsns and aux are the verified program with context accesses
+	// rewritten and the verifier's facts, which inlining starts from.
+	ctxInsns []isa.Instruction
+	aux      []verifier.InsnAux
+	stats    verifier.Stats
+	shadow   uint64 // offset of the 64-bit packet pointers in the context area
+	cpus     *cpus
+	ownCPUs  bool // a standalone program closes its runners
 
 	id   uint32      // in the live-program table (helpers_tailcall.go)
 	tail vm.TailCall // what bpf_tail_call returns to jump here
@@ -248,6 +256,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	if err := checkHelpers(insns, pt); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
+	if err := checkKfuncs(insns); err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
 	if opts.Engine != EngineDefault && opts.Engine != EngineInterpreter && opts.Engine != EngineJIT {
 		return nil, fmt.Errorf("program %s: engine %s: %w", name, opts.Engine, ErrNotSupported)
 	}
@@ -260,6 +271,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	}
 	p.xlated = insns
 	if err := p.verify(); err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
+	if err := p.expandMayGoto(); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
 	resolved, err := p.resolve()
@@ -287,6 +301,15 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 		}
 	}
 	if p.engine == nil {
+		if opts.Engine != EngineInterpreter && p.verified {
+			// Rewritten for the JIT, which could not take it.
+			if err := p.inline(EngineInterpreter); err != nil {
+				return nil, fmt.Errorf("program %s: %w", name, err)
+			}
+			if resolved, err = p.resolve(); err != nil {
+				return nil, fmt.Errorf("program %s: %w", name, err)
+			}
+		}
 		ip, err := interp.New(resolved, p.helper)
 		if err != nil {
 			return nil, fmt.Errorf("program %s: %w", name, err)
@@ -319,6 +342,7 @@ func checkHelpers(insns []isa.Instruction, pt *progtype.Type) error {
 func (p *Program) resolve() ([]isa.Instruction, error) {
 	out := make([]isa.Instruction, len(p.xlated))
 	copy(out, p.xlated)
+	kfuncsToHelpers(out)
 	for i := 0; i < len(out); i++ {
 		ins := out[i]
 		if !ins.IsLdImm64() {

@@ -200,7 +200,9 @@ const (
 	opCallX
 	opExit
 	opMayGoto
-	opNop // second slot of LD_IMM64; never executed
+	opMayGotoTimed
+	opNop      // second slot of LD_IMM64; never executed
+	opCPUIndex // internal isa.OpCPUIndex: dst = env.CPU
 
 	numOps
 )
@@ -259,6 +261,8 @@ func decode(prog []isa.Instruction) ([]insn, error) {
 			}
 		case opCallLocal:
 			in.off = ins.Imm
+		case opMayGotoTimed:
+			in.imm = int64(mayGotoBudget(ins))
 		}
 		code[pc] = in
 	}
@@ -266,6 +270,9 @@ func decode(prog []isa.Instruction) ([]insn, error) {
 }
 
 func decodeOp(ins isa.Instruction) uint8 {
+	if ins.Op == isa.OpCPUIndex {
+		return opCPUIndex
+	}
 	class := ins.Class()
 	x := ins.Op&isa.SrcX != 0
 	op := ins.Op & 0xf0
@@ -344,6 +351,9 @@ func decodeOp(ins isa.Instruction) uint8 {
 		case isa.JumpExit:
 			return opExit
 		case isa.JumpCond:
+			if x {
+				return opMayGotoTimed
+			}
 			return opMayGoto
 		}
 		if base := jmpOps[op>>4]; base != 0 {

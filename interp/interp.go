@@ -30,7 +30,7 @@ type Program struct {
 // relative form and are turned into function values here. Every helper the
 // program calls must be known to helpers, or New fails naming the call.
 func New(prog []isa.Instruction, helpers HelperFunc) (*Program, error) {
-	if err := isa.Validate(prog); err != nil {
+	if err := isa.ValidateXlated(prog); err != nil {
 		return nil, err
 	}
 	code, err := decode(prog)
@@ -320,6 +320,9 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			r[in.dst] = uint64(bits.ReverseBytes32(uint32(r[in.dst])))
 		case opSwap64:
 			r[in.dst] = bits.ReverseBytes64(r[in.dst])
+
+		case opCPUIndex:
+			r[in.dst] = uint64(env.CPU)
 
 		// Loads and stores.
 		case opLdImm64:
@@ -846,6 +849,24 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			} else {
 				loops--
 			}
+
+		case opMayGotoTimed:
+			// The rewrite's may_goto: the frame's hidden countdown.
+			cp := (*uint64)(vm.Ptr(r[10] - uint64(-vm.MayGotoCount)))
+			c := *cp
+			if c == 0 {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
+				pc += int(in.off)
+				break
+			}
+			if c--; c == 0 {
+				c = mayGotoRefill(r[10], uint64(in.imm))
+			}
+			*cp = c
 
 		// Calls.
 		case opCall:

@@ -103,6 +103,9 @@ func isSecondSlot(prog []Instruction, pc int) bool {
 
 func format(prog []Instruction, pc int, helper HelperNamer) string {
 	ins := prog[pc]
+	if ins.Op == OpCPUIndex {
+		return fmt.Sprintf("r%d = cpu_index", ins.Dst)
+	}
 	switch ins.Class() {
 	case ClassALU, ClassALU64:
 		return formatALU(ins)
@@ -259,6 +262,9 @@ func formatJump(ins Instruction, helper HelperNamer) string {
 	case JumpCond:
 		if class == ClassJMP && !x && ins.Src == 0 {
 			return fmt.Sprintf("may_goto pc%+d", ins.Off)
+		}
+		if ins.Op == OpMayGotoTimed && ins.Src == 0 && ins.Dst == 0 && ins.Imm > 0 {
+			return fmt.Sprintf("may_goto pc%+d ; timed, %dus", ins.Off, ins.Imm)
 		}
 	case 0xf0:
 	default:

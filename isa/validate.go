@@ -9,7 +9,14 @@ const MaxInstructions = 1_000_000
 // to R10, LD_IMM64 complete, jumps and calls inside the program and never into
 // the second slot of an LD_IMM64, and a last instruction that cannot fall
 // through. It says nothing about memory safety; that is the verifier's job.
-func Validate(prog []Instruction) error {
+func Validate(prog []Instruction) error { return validate(prog, false) }
+
+// ValidateXlated is Validate for programs after rewriting, which may also
+// hold the internal instructions rewrites emit (OpCPUIndex, OpMayGotoTimed):
+// what the engines accept; the loaders never do.
+func ValidateXlated(prog []Instruction) error { return validate(prog, true) }
+
+func validate(prog []Instruction, internal bool) error {
 	n := len(prog)
 	if n == 0 {
 		return insnErr(0, "empty program")
@@ -43,7 +50,15 @@ func Validate(prog []Instruction) error {
 			}
 			continue
 		}
-		if err := validateOne(ins); err != nil {
+		if internal && ins.Op == OpCPUIndex {
+			if ins.Src != 0 || ins.Off != 0 || ins.Imm != 0 || ins.Dst > MaxRegister || ins.Dst == R10 {
+				return insnErr(i, "internal cpu index uses reserved fields")
+			}
+			continue
+		}
+		if internal && ins.Op == OpMayGotoTimed && ins.Src == 0 && ins.Dst == 0 && ins.Imm > 0 {
+			// Checked like may_goto below (its jump target).
+		} else if err := validateOne(ins); err != nil {
 			return insnErr(i, "%s", err.msg)
 		}
 		if t, ok := ins.JumpTarget(i); ok {

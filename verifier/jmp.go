@@ -19,6 +19,9 @@ func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {
 			return false, v.checkHelperCall(pc, ins.Imm)
 		case isa.CallLocal:
 			return false, v.checkLocalCall(pc, pc+1+int(ins.Imm))
+		case isa.CallKfunc:
+			v.pc = pc + 1
+			return false, v.checkKfuncCall(pc, ins.Imm)
 		}
 		return false, v.errorf(pc, "calling kernel function %d is not supported", ins.Imm)
 	case ins.Op == isa.OpCallX:

@@ -29,7 +29,7 @@ func findPrunePoints(insns []isa.Instruction) []bool {
 		if ins.IsLocalCall() && pc+1 < len(insns) {
 			pp[pc+1] = true
 		}
-		if ins.Op == isa.OpMayGoto {
+		if ins.Op == isa.OpMayGoto || isIterNext(ins) {
 			pp[pc] = true
 		}
 		if ins.IsLdImm64() {
@@ -66,6 +66,9 @@ func (v *verifier) pathDone() {
 // pruneAgainst compares the current state at pc with the remembered state
 // e: it reports whether e covers it, or an error for an infinite loop.
 func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error) {
+	if isIterNext(v.insns[pc]) {
+		return v.pruneIterNext(pc, e), nil
+	}
 	if e.branches > 0 && mayGoto && e.st.mayGotoDepth != v.cur.mayGotoDepth {
 		// A loop through may_goto, which ends it at run time: it
 		// converged once a round brings nothing new, and is made to
@@ -96,7 +99,7 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 			}
 			return false, nil
 		}
-		if v.statesEqual(e.st, v.cur, pc) && v.statesEqual(v.cur, e.st, pc) {
+		if v.statesEqual(e.st, v.cur, pc) && v.statesEqual(v.cur, e.st, pc) && !iterDepthsDiffer(e.st, v.cur) && e.st.mayGotoDepth == v.cur.mayGotoDepth {
 			return false, v.errorf(pc, "infinite loop detected at insn %d", pc)
 		}
 		return false, nil
@@ -124,6 +127,7 @@ func (v *verifier) prune(pc int) (bool, error) {
 	}
 	list := v.explored[pc]
 	mayGoto := v.insns[pc].Op == isa.OpMayGoto
+	loopHead := mayGoto || v.callbackSites[pc] || isIterNext(v.insns[pc])
 	evicted, inLoop := false, false
 	for _, e := range list {
 		inLoop = inLoop || e.branches > 0
@@ -137,7 +141,7 @@ func (v *verifier) prune(pc int) (bool, error) {
 		// their states longer, as they need them to converge.
 		e.miss++
 		n := 3
-		if e.branches > 0 && (mayGoto || v.callbackSites[pc]) {
+		if e.branches > 0 && loopHead {
 			n = 64
 		}
 		if e.miss > e.hit*n+n {
@@ -163,7 +167,7 @@ func (v *verifier) prune(pc int) (bool, error) {
 	// every few instructions and jumps, as the kernel does everywhere:
 	// a tight loop would otherwise add one per round. Loops of callbacks
 	// and may_goto need theirs to converge.
-	if inLoop && !mayGoto && !v.callbackSites[pc] && (v.jumps-v.lastAddJumps < 2 || v.stats.Processed-v.lastAddInsns < 8) {
+	if inLoop && !loopHead && (v.jumps-v.lastAddJumps < 2 || v.stats.Processed-v.lastAddInsns < 8) {
 		return false, nil
 	}
 	v.lastAddJumps, v.lastAddInsns = v.jumps, v.stats.Processed
@@ -340,6 +344,10 @@ func (v *verifier) stacksafe(old, cur *Frame, ids *idMap) bool {
 			case StackSpill:
 				// Spill bytes only start a slot; a lone one cannot occur.
 				return false
+			case StackIter:
+				if !iterSafe(os, cs, ids) {
+					return false
+				}
 			}
 		}
 	}

@@ -12,8 +12,10 @@ import (
 
 // Limits of the execution model, as in the kernel.
 const (
-	StackSize = 512 // bytes of stack per frame
-	MaxFrames = 8   // bpf-to-bpf call depth, including the entry frame
+	// StackSize is the bytes of stack per frame: the 512 a program may
+	// use, below them the frame's hidden slots (maygoto.go).
+	StackSize = ProgramStack + HiddenStack
+	MaxFrames = 8 // bpf-to-bpf call depth, including the entry frame
 )
 
 // Errors a run can end with.

@@ -531,6 +531,8 @@ func (c *compiler) emitStub(s stub) {
 	case stubAlign:
 		a.movRI32(rdx, s.desc)
 		a.jmp(c.memfail)
+	case stubMayGoto:
+		c.mayGotoRefill(s) // loops.go
 	}
 }
 
@@ -634,6 +636,9 @@ func (c *compiler) insn(pc int) error {
 	ins := c.prog[pc]
 	switch ins.Class() {
 	case isa.ClassALU, isa.ClassALU64:
+		if ins.Op == isa.OpCPUIndex {
+			return c.cpuIndex(ins)
+		}
 		return c.alu(ins)
 	case isa.ClassJMP, isa.ClassJMP32:
 		return c.jump(pc, ins)
@@ -920,6 +925,9 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 		a.jmp(c.exitCommon)
 		a.bind(resume)
 		c.callFrame(func() { a.callM(mem{regCtx, offTarget}) })
+		return nil
+	case ins.Op == isa.OpMayGotoTimed:
+		c.mayGotoTimed(pc, ins) // loops.go
 		return nil
 	case ins.Op == isa.OpMayGoto:
 		t := pc + 1 + int(ins.Off)

@@ -76,7 +76,7 @@ func (s *codeSet) free() {
 // be resolved, as for interp.New; every helper the program calls must be
 // known to helpers.
 func Compile(prog []isa.Instruction, helpers interp.HelperFunc, opts Options) (*Program, error) {
-	if err := isa.Validate(prog); err != nil {
+	if err := isa.ValidateXlated(prog); err != nil {
 		return nil, err
 	}
 	if opts.Memory == nil {
