@@ -75,7 +75,7 @@ func TestInlinedMapPerf(t *testing.T) {
 					t.Errorf("%s empty: %d, %v; want 0", name, got, err)
 				}
 				inlined := len(p.XlatedInstructions()) > len(p.Instructions())
-				wantInlined := !cfg.NoInline && (cfg.Engine == bpfvm.EngineJIT || name == "array_lookup" || name == "percpu_array_lookup")
+				wantInlined := !cfg.NoInline && (cfg.Engine == bpfvm.EngineJIT || name == "array_lookup")
 				if inlined != wantInlined {
 					t.Errorf("%s: inlined %v, want %v", name, inlined, wantInlined)
 				}

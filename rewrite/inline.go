@@ -10,9 +10,11 @@ import (
 // interpreter, where a long one can cost more than the helper call it
 // replaces (DESIGN.md has the measurements).
 type InlineOptions struct {
-	// NoHash keeps bpf_map_lookup_elem on hash maps (and their per-CPU and
-	// LRU variants) a helper call.
-	NoHash bool
+	// Interpreter inlines only what pays on the interpreter, where every
+	// inlined instruction is a dispatch of about 3 ns and a helper call
+	// about 10: array lookups (about even) and bpf_get_smp_processor_id;
+	// per-CPU array and hash-family lookups stay helper calls.
+	Interpreter bool
 }
 
 // maxInlineKey is the largest hash-map key whose lookup is inlined: the
@@ -77,9 +79,12 @@ func lookupSeq(s maps.Spec, opts InlineOptions) []isa.Instruction {
 	case maps.Array:
 		return arrayLookup(s)
 	case maps.PerCPUArray:
+		if opts.Interpreter {
+			return nil
+		}
 		return perCPUArrayLookup(s)
 	case maps.Hash, maps.PerCPUHash, maps.LRUHash, maps.LRUPerCPUHash:
-		if opts.NoHash || s.KeySize == 0 || s.KeySize > maxInlineKey {
+		if opts.Interpreter || s.KeySize == 0 || s.KeySize > maxInlineKey {
 			return nil
 		}
 		return hashLookup(s)

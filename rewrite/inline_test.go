@@ -264,9 +264,9 @@ func TestInlineHashLookupConcurrent(t *testing.T) {
 		runners = 4
 		nkeys   = 32
 	)
-	iters := 20000
+	iters := 5000
 	if testing.Short() {
-		iters = 2000
+		iters = 1000
 	}
 	d := maps.NewDomain(runners)
 	for _, typ := range []maps.Type{maps.Hash, maps.LRUHash} {
