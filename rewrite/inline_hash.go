@@ -5,8 +5,8 @@ import (
 	"bpfvm/maps"
 )
 
-// hashLookup is the inline lookup of a hash, per-CPU hash, LRU hash or LRU
-// per-CPU hash map, specialised for the key size: the same steps as the
+// hashLookup is the inline lookup of a hash, per-CPU hash, LRU hash, LRU
+// per-CPU hash or hash of maps, specialised for the key size: the same steps as the
 // lock-free Go lookup (maps/hash.go: hashMap.lookup and find), which the
 // differential tests hold it to.
 //
@@ -20,6 +20,7 @@ import (
 //	      compare the key in 8/4/2/1-byte loads, != goto next
 //	      [LRU: if elem.ref == 0 { elem.ref = 1 }]
 //	      r0 = r3 + value offset [+ cpu * value size]
+//	      (hash of maps: r0 = the inner map's handle stored there)
 //	out:
 //
 // Memory order. Writers (Go, holding the bucket lock) fill a new element
@@ -95,9 +96,16 @@ func hashLookup(s maps.Spec) []isa.Instruction {
 		q.emit(isa.Instruction{Op: isa.ClassST | isa.ModeMEM | isa.SizeW, Dst: isa.R3, Off: maps.HashElemRef, Imm: 1})
 		q.bind(marked)
 	}
+	valOff := int32(maps.HashElemKey + (k+7)&^7)
+	if s.Type == maps.HashOfMaps {
+		// The value starts with the inner map's handle, written before
+		// the element was published and never changed.
+		q.emit(ldx(isa.SizeDW, isa.R0, isa.R3, int(valOff)))
+		return q.done()
+	}
 	q.emit(
 		aluX(isa.ALUMov, isa.R0, isa.R3),
-		aluK(isa.ALUAdd, isa.R0, int32(maps.HashElemKey+(k+7)&^7)),
+		aluK(isa.ALUAdd, isa.R0, valOff),
 	)
 	if s.Type.PerCPU() {
 		q.emit(
