@@ -114,7 +114,7 @@ func (p *Program) verify() error {
 // inline sets the rewritten program of a verified program for an engine:
 // helper calls inlined where that pays on it (DESIGN.md, "Inlined map
 // lookups per engine"): everything on the JIT; on the interpreter, where
-// each inlined instruction is a dispatch, hash-map lookups stay calls.
+// each inlined instruction is a dispatch, only the short sequences.
 func (p *Program) inline(e Engine) error {
 	if !p.verified {
 		return nil
@@ -124,7 +124,7 @@ func (p *Program) inline(e Engine) error {
 		return err
 	}
 	if !p.opts.NoInline {
-		if _, err := rewrite.InlineHelpers(rp, rewrite.InlineOptions{NoHash: e == EngineInterpreter}); err != nil {
+		if _, err := rewrite.InlineHelpers(rp, rewrite.InlineOptions{Interpreter: e == EngineInterpreter}); err != nil {
 			return err
 		}
 		if _, err := rewrite.InlineIterNext(rp); err != nil {

@@ -10,9 +10,12 @@ import (
 // interpreter, where a long one can cost more than the helper call it
 // replaces (DESIGN.md has the measurements).
 type InlineOptions struct {
-	// NoHash keeps bpf_map_lookup_elem on hash maps (and their per-CPU and
-	// LRU variants) a helper call.
-	NoHash bool
+	// Interpreter inlines only what pays on the interpreter, where every
+	// inlined instruction is a dispatch of about 3 ns and a helper call
+	// about 10: array and array-of-maps lookups (about even) and
+	// bpf_get_smp_processor_id; per-CPU array and hash-family lookups stay
+	// helper calls.
+	Interpreter bool
 }
 
 // maxInlineKey is the largest hash-map key whose lookup is inlined: the
@@ -22,10 +25,11 @@ const maxInlineKey = 128
 // InlineHelpers replaces helper calls with equivalent instructions:
 //
 //   - bpf_map_lookup_elem where the verifier proved which map every path
-//     passes (aux Map set, no conflict), for arrays and per-CPU arrays
-//     (bounds check and address computation, as the kernel's
-//     array_map_gen_lookup) and for the hash family (hash.go's lock-free
-//     lookup, specialised for the key size: inline_hash.go);
+//     passes (aux Map set, no conflict), for arrays, per-CPU arrays and
+//     arrays of maps (bounds check and address computation, as the
+//     kernel's array_map_gen_lookup) and for the hash family including
+//     hash of maps (hash.go's lock-free lookup, specialised for the key
+//     size: inline_hash.go);
 //   - bpf_get_smp_processor_id, as the internal isa.OpCPUIndex.
 //
 // The map handle in R1 is read, never assumed: every map-specific address
@@ -77,14 +81,43 @@ func lookupSeq(s maps.Spec, opts InlineOptions) []isa.Instruction {
 	case maps.Array:
 		return arrayLookup(s)
 	case maps.PerCPUArray:
+		if opts.Interpreter {
+			return nil
+		}
 		return perCPUArrayLookup(s)
-	case maps.Hash, maps.PerCPUHash, maps.LRUHash, maps.LRUPerCPUHash:
-		if opts.NoHash || s.KeySize == 0 || s.KeySize > maxInlineKey {
+	case maps.ArrayOfMaps:
+		return arrayOfMapsLookup(s)
+	case maps.Hash, maps.PerCPUHash, maps.LRUHash, maps.LRUPerCPUHash, maps.HashOfMaps:
+		if opts.Interpreter || s.KeySize == 0 || s.KeySize > maxInlineKey {
 			return nil
 		}
 		return hashLookup(s)
 	}
 	return nil
+}
+
+// arrayOfMapsLookup is the inline lookup of an array of maps: the inner
+// map's handle from its slot (0 when empty), or 0 out of range. The slot is
+// an aligned 8-byte word that Go writers set atomically; the inner map
+// stays alive until no run can hold its handle (maps.Domain).
+func arrayOfMapsLookup(s maps.Spec) []isa.Instruction {
+	if s.MaxEntries > 1<<31-1 {
+		return nil
+	}
+	var q seq
+	miss := q.newLabel()
+	q.emit(ldx(isa.SizeW, isa.R0, isa.R2, 0))
+	q.jump(jmpK(isa.JumpGE, isa.R0, int32(s.MaxEntries)), miss)
+	q.emit(
+		ldx(isa.SizeDW, isa.R1, isa.R1, maps.HeaderFields+maps.ArrayOfMapsFieldBase),
+		aluK(isa.ALULsh, isa.R0, 3),
+		aluX(isa.ALUAdd, isa.R0, isa.R1),
+		ldx(isa.SizeDW, isa.R0, isa.R0, 0),
+	)
+	q.jump(ja, out)
+	q.bind(miss)
+	q.emit(aluK(isa.ALUMov, isa.R0, 0))
+	return q.done()
 }
 
 // arrayLookup is the inline lookup of an array map: r0 = base + index *

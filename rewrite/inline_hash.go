@@ -5,22 +5,23 @@ import (
 	"bpfvm/maps"
 )
 
-// hashLookup is the inline lookup of a hash, per-CPU hash, LRU hash or LRU
-// per-CPU hash map, specialised for the key size: the same steps as the
+// hashLookup is the inline lookup of a hash, per-CPU hash, LRU hash, LRU
+// per-CPU hash or hash of maps, specialised for the key size: the same steps as the
 // lock-free Go lookup (maps/hash.go: hashMap.lookup and find), which the
 // differential tests hold it to.
 //
-//	r0 = HashKey(seed, key)                    emitHash, unrolled
-//	r3 = buckets[r0 & mask]                    head of the chain
-//	loop: if r3 == 0 goto miss
-//	      keys of up to 8 bytes: if elem.key != r2 (the key word) goto next
+//	      r0 = HashKey(seed, key)              emitHash, unrolled
+//	      r3 = buckets[r0 & mask]              head of the chain
+//	      if r3 != 0 goto loop
+//	miss: r0 = 0; goto out
+//	next: r3 = elem.next; if r3 == 0 goto miss
+//	loop: keys of up to 8 bytes: if elem.key != r2 (the key word) goto next
 //	      longer: if elem.hash != r0 goto next, then
 //	      compare the key in 8/4/2/1-byte loads, != goto next
 //	      [LRU: if elem.ref == 0 { elem.ref = 1 }]
 //	      r0 = r3 + value offset [+ cpu * value size]
-//	      goto out
-//	next: r3 = elem.next; goto loop
-//	miss: r0 = 0
+//	      (hash of maps: r0 = the inner map's handle stored there)
+//	out:
 //
 // Memory order. Writers (Go, holding the bucket lock) fill a new element
 // completely, then publish it with an atomic store of the link that points
@@ -64,8 +65,16 @@ func hashLookup(s maps.Spec) []isa.Instruction {
 		aluX(isa.ALUAdd, isa.R3, isa.R1),
 		ldx(isa.SizeDW, isa.R3, isa.R3, 0),
 	)
-	q.bind(loop)
+	// The hit on the chain's first element runs straight through: one taken
+	// jump, into the loop, and none out of it.
+	q.jump(jmpK(isa.JumpNE, isa.R3, 0), loop)
+	q.bind(miss)
+	q.emit(aluK(isa.ALUMov, isa.R0, 0))
+	q.jump(ja, out)
+	q.bind(next)
+	q.emit(ldx(isa.SizeDW, isa.R3, isa.R3, maps.HashElemNext))
 	q.jump(jmpK(isa.JumpEQ, isa.R3, 0), miss)
+	q.bind(loop)
 	if short {
 		q.emit(ldx(isa.SizeDW, isa.R1, isa.R3, maps.HashElemKey))
 		q.jump(jmpX(isa.JumpNE, isa.R1, isa.R2), next)
@@ -87,9 +96,16 @@ func hashLookup(s maps.Spec) []isa.Instruction {
 		q.emit(isa.Instruction{Op: isa.ClassST | isa.ModeMEM | isa.SizeW, Dst: isa.R3, Off: maps.HashElemRef, Imm: 1})
 		q.bind(marked)
 	}
+	valOff := int32(maps.HashElemKey + (k+7)&^7)
+	if s.Type == maps.HashOfMaps {
+		// The value starts with the inner map's handle, written before
+		// the element was published and never changed.
+		q.emit(ldx(isa.SizeDW, isa.R0, isa.R3, int(valOff)))
+		return q.done()
+	}
 	q.emit(
 		aluX(isa.ALUMov, isa.R0, isa.R3),
-		aluK(isa.ALUAdd, isa.R0, int32(maps.HashElemKey+(k+7)&^7)),
+		aluK(isa.ALUAdd, isa.R0, valOff),
 	)
 	if s.Type.PerCPU() {
 		q.emit(
@@ -98,12 +114,6 @@ func hashLookup(s maps.Spec) []isa.Instruction {
 			aluX(isa.ALUAdd, isa.R0, isa.R1),
 		)
 	}
-	q.jump(ja, out)
-	q.bind(next)
-	q.emit(ldx(isa.SizeDW, isa.R3, isa.R3, maps.HashElemNext))
-	q.jump(ja, loop)
-	q.bind(miss)
-	q.emit(aluK(isa.ALUMov, isa.R0, 0))
 	return q.done()
 }
 
@@ -134,34 +144,38 @@ func keyChunks(k int) []chunk {
 }
 
 // emitHash emits r0 = maps.HashKey(seed, key) for a key of k bytes at r2,
-// starting from the initial state in the header at r1. It clobbers r3-r5;
-// with short (k <= 8) it also replaces r2 with the key as one zero-extended
-// little-endian word.
+// starting from the initial state in the header at r1. It clobbers r3-r5.
+// With short (k <= 8) it also replaces r2 with the key as one zero-extended
+// little-endian word, and leaves the hash's upper 32 bits in r0 (only the
+// low ones select the bucket).
 func emitHash(q *seq, k int, short bool) {
 	q.emit(ldx(isa.SizeDW, isa.R0, isa.R1, maps.HeaderFields+maps.HashFieldHashInit))
-	// round mixes the word in r3 into r0:
-	// r0 = rotl64(r0 ^ r3*K2, 31) * K1.
+	// round mixes the word in r3 into r0: one word,
+	// r0 = (r0 ^ r3) * K1; several, r0 = rotl64(r0 ^ r3*K2, 31) * K1.
 	round := func() {
-		q.emit(ldImm64(isa.R4, maps.HashK2)...)
-		q.emit(
-			aluX(isa.ALUMul, isa.R3, isa.R4),
-			aluX(isa.ALUXor, isa.R0, isa.R3),
-			aluX(isa.ALUMov, isa.R3, isa.R0),
-			aluK(isa.ALURsh, isa.R3, 33),
-			aluK(isa.ALULsh, isa.R0, 31),
-			aluX(isa.ALUOr, isa.R0, isa.R3),
-		)
+		if k <= 8 {
+			q.emit(aluX(isa.ALUXor, isa.R0, isa.R3))
+		} else {
+			q.emit(ldImm64(isa.R4, maps.HashK2)...)
+			q.emit(
+				aluX(isa.ALUMul, isa.R3, isa.R4),
+				aluX(isa.ALUXor, isa.R0, isa.R3),
+				aluX(isa.ALUMov, isa.R3, isa.R0),
+				aluK(isa.ALURsh, isa.R3, 33),
+				aluK(isa.ALULsh, isa.R0, 31),
+				aluX(isa.ALUOr, isa.R0, isa.R3),
+			)
+		}
 		q.emit(ldImm64(isa.R4, maps.HashK1)...)
 		q.emit(aluX(isa.ALUMul, isa.R0, isa.R4))
 	}
 	chunks := keyChunks(k)
 	if short && len(chunks) == 1 {
 		// One load: the word goes straight to r2.
-		q.emit(
-			ldx(chunks[0].size, isa.R2, isa.R2, 0),
-			aluX(isa.ALUMov, isa.R3, isa.R2),
-		)
-		round()
+		q.emit(ldx(chunks[0].size, isa.R2, isa.R2, 0))
+		q.emit(aluX(isa.ALUXor, isa.R0, isa.R2))
+		q.emit(ldImm64(isa.R4, maps.HashK1)...)
+		q.emit(aluX(isa.ALUMul, isa.R0, isa.R4))
 	} else {
 		// The tail word is the zero-extended little-endian value of the
 		// last k%8 bytes: its 4-, 2- and 1-byte parts shifted into place.
@@ -207,5 +221,9 @@ func emitHash(q *seq, k int, short bool) {
 	q.emit(ldImm64(isa.R4, maps.HashK4)...)
 	q.emit(aluX(isa.ALUMul, isa.R0, isa.R4))
 	fold(32)
-	q.emit(isa.Instruction{Op: isa.ClassALU | isa.ALUMov | isa.SrcX, Dst: isa.R0, Src: isa.R0})
+	if !short {
+		// The 32-bit hash, to compare with the stored one. Short keys do
+		// not compare it, and the bucket mask has no high bits.
+		q.emit(isa.Instruction{Op: isa.ClassALU | isa.ALUMov | isa.SrcX, Dst: isa.R0, Src: isa.R0})
+	}
 }

@@ -264,9 +264,9 @@ func TestInlineHashLookupConcurrent(t *testing.T) {
 		runners = 4
 		nkeys   = 32
 	)
-	iters := 20000
+	iters := 5000
 	if testing.Short() {
-		iters = 2000
+		iters = 1000
 	}
 	d := maps.NewDomain(runners)
 	for _, typ := range []maps.Type{maps.Hash, maps.LRUHash} {
@@ -343,5 +343,66 @@ func TestInlineHashLookupConcurrent(t *testing.T) {
 		if bad.Load() != 0 || found.Load() == 0 {
 			t.Errorf("type %d: %d lookups found another key's value, %d found", typ, bad.Load(), found.Load())
 		}
+	}
+}
+
+// Lookups in arrays and hashes of maps inline to the inner map's handle, as
+// the Go lookup returns it, before and after inner maps are replaced and
+// removed.
+func TestInlineMapOfMapsLookupMatchesGo(t *testing.T) {
+	inner := maps.Spec{Name: "in", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2}
+	var inners []maps.Map
+	for range 3 {
+		m, err := maps.New(inner, maps.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		inners = append(inners, m)
+	}
+	for _, typ := range []maps.Type{maps.ArrayOfMaps, maps.HashOfMaps} {
+		spec := maps.Spec{Name: "outer", Type: typ, KeySize: 4, ValueSize: 4, MaxEntries: 5, InnerMap: &inner}
+		m, err := maps.New(spec, maps.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines := lookupEngines(t, spec)
+		env := newEnv(t)
+		keyMem, err := vm.Alloc(8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := func(k uint32, in maps.Map) {
+			var key, id [4]byte
+			binary.LittleEndian.PutUint32(key[:], k)
+			if in == nil {
+				m.Delete(unsafe.Pointer(&key[0]))
+				return
+			}
+			binary.LittleEndian.PutUint32(id[:], maps.IDOf(in))
+			if err := m.UpdateBytes(key[:], id[:], maps.UpdateAny); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check := func(stage string) {
+			for _, k := range []uint32{0, 1, 2, 3, 4, 5, 1 << 31} {
+				*(*uint32)(vm.Ptr(keyMem.Addr())) = k
+				want := uint64(uintptr(m.Lookup(vm.Ptr(keyMem.Addr()), 0)))
+				for name, e := range engines {
+					got, err := e.Run(env, m.Handle(), keyMem.Addr(), 0)
+					if err != nil || got != want {
+						t.Errorf("type %d %s: key %d: %s: %#x, %v; want %#x", typ, stage, k, name, got, err, want)
+					}
+				}
+			}
+		}
+		set(1, inners[0])
+		set(3, inners[1])
+		check("filled")
+		set(1, inners[2])
+		set(3, nil)
+		check("changed")
+		keyMem.Free()
+		m.Close()
 	}
 }
