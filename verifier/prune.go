@@ -289,7 +289,7 @@ func (v *verifier) statesEqual(old, cur *State, pc int, all bool) bool {
 				return false
 			}
 		}
-		if !v.stacksafe(of, cf, &ids, all) {
+		if !v.stacksafe(of, cf, &ids, all, v.stackLiveAt(old, i, pc)) {
 			return false
 		}
 	}
@@ -338,8 +338,11 @@ func regsafe(old, cur *Reg, ids *idMap, all bool) bool {
 }
 
 // stacksafe compares the stacks of two frames.
-func (v *verifier) stacksafe(old, cur *Frame, ids *idMap, all bool) bool {
+func (v *verifier) stacksafe(old, cur *Frame, ids *idMap, all bool, live uint64) bool {
 	for i := range old.Stack {
+		if i < 64 && live&(1<<i) == 0 {
+			continue // no path from here reads it
+		}
 		os := &old.Stack[i]
 		var cs *Slot
 		if i < len(cur.Stack) {

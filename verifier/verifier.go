@@ -147,6 +147,7 @@ type verifier struct {
 	nextID  uint32
 
 	live          []regSet // registers live before each instruction
+	stackLive     []uint64 // own stack slots live before each instruction (nil: all)
 	stateBytes    int64    // bytes of remembered states alive
 	prunePoints   []bool
 	callbackSites []bool // helper calls that take a callback
@@ -239,6 +240,9 @@ func (v *verifier) run() error {
 				v.prunePoints[pc+1] = true
 			}
 		}
+	}
+	if !v.opts.Unprivileged {
+		v.stackLive = computeStackLiveness(v.insns, v.subs, v.callbackSites)
 	}
 	v.explored = make([][]*explored, len(v.insns))
 	v.stats.StackDepth = make([]int, len(v.subs))
