@@ -104,7 +104,7 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 			return nil
 		}
 	}
-	dst.Scalar.ALU(op, src.Scalar, is64, signed)
+	dst.Scalar = v.scalarALU(op, dst.Scalar, src.Scalar, is64, signed)
 	dst.ID = 0
 	dst.Precise = false
 	return nil

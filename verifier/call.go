@@ -389,7 +389,9 @@ func (v *verifier) checkLocalCall(pc, target int) error {
 	for r := isa.R1; r <= isa.R5; r++ {
 		caller.Regs[r] = Reg{Type: NotInit}
 	}
-	v.log.printf("caller:\n %s\ncallee:\n %s\n", frameString(caller), frameString(callee))
+	if v.log.level > 0 {
+		v.log.printf("caller:\n %s\ncallee:\n %s\n", frameString(caller), frameString(callee))
+	}
 	v.pc = target
 	return nil
 }
@@ -457,7 +459,9 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		st.Frames = st.Frames[:len(st.Frames)-1]
 		caller := st.cur()
 		caller.Regs[0] = *r0
-		v.log.printf("returning from callee:\n %s\nto caller at %d:\n %s\n", frameString(f), f.CallSite+1, frameString(caller))
+		if v.log.level > 0 {
+			v.log.printf("returning from callee:\n %s\nto caller at %d:\n %s\n", frameString(f), f.CallSite+1, frameString(caller))
+		}
 		v.pc = f.CallSite + 1
 		return false, nil
 	}

@@ -9,7 +9,9 @@ import (
 // undecided branch, and pops a pending branch when a path exits.
 func (v *verifier) explore() error {
 	v.pc, v.prevPC, v.segLast, v.nextPC = 0, -1, -1, 0
-	v.log.printf("%d: %s\n", 0, v.stateString(v.cur, true))
+	if v.log.level > 0 {
+		v.log.printf("%d: %s\n", 0, v.stateString(v.cur, true))
+	}
 	for {
 		v.stats.Processed++
 		if v.stats.Processed > MaxProcessed {

@@ -158,6 +158,8 @@ type verifier struct {
 	jumps                      int
 	lastAddJumps, lastAddInsns int
 
+	aluCache map[aluKey]Scalar // alu_cache.go
+
 	// The instruction history of the current path (precise.go).
 	hist []histEntry
 	// procPC is the instruction being processed, prevPC the one before
