@@ -180,6 +180,9 @@ func computeLiveness(insns []isa.Instruction) []regSet {
 // being verified those live at pc, for callers those live where they
 // resume.
 func (v *verifier) liveAt(st *State, i, pc int) regSet {
+	if v.live == nil {
+		v.live = computeLiveness(v.insns) // at the first comparison
+	}
 	if i == len(st.Frames)-1 {
 		return v.live[pc]
 	}
@@ -194,8 +197,13 @@ func (v *verifier) liveAt(st *State, i, pc int) regSet {
 // pc for the frame being verified, all for callers (a callee may reach
 // their stacks through pointers).
 func (v *verifier) stackLiveAt(st *State, i, pc int) uint64 {
-	if v.stackLive == nil || i != len(st.Frames)-1 {
+	if v.opts.Unprivileged || i != len(st.Frames)-1 {
 		return ^uint64(0)
+	}
+	if v.stackLive == nil {
+		// Computed at the first comparison: programs without prune
+		// points never need it.
+		v.stackLive = computeStackLiveness(v.insns, v.subs, v.callbackSites)
 	}
 	return v.stackLive[pc]
 }
