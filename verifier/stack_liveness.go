@@ -176,12 +176,15 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool) (e stackEffect, esca
 		if ins.Class() == isa.ClassSTX {
 			val = s.regs[ins.Src]
 		}
-		if ins.Op&0xe0 == isa.ModeATOMIC {
+		if ins.Op&0xe0 == isa.ModeATOMIC && ins.Imm != isa.AtomicStoreRelease {
+			// Store-release is a plain store; the others read the slot
+			// and leave an unknown scalar in it.
 			e.use = m
 			switch {
-			case ins.Imm == isa.AtomicLoadAcquire:
+			case ins.Imm == isa.AtomicLoadAcquire: // dst = *(src + off)
+				e.use = access(s.regs[ins.Src], int32(ins.Off), size)
 				s.regs[ins.Dst] = not
-				if m&s.spills != 0 {
+				if e.use&s.spills != 0 {
 					s.regs[ins.Dst] = fpVal{kind: fpUnknown}
 				}
 			case ins.Imm == isa.AtomicCmpXchg:
