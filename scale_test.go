@@ -263,3 +263,24 @@ func BenchmarkVerifyScale(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkVerifyScaleReject verifies the programs of the corpus that the
+// complexity limit rejects.
+func BenchmarkVerifyScaleReject(b *testing.B) {
+	for _, c := range scaleCases {
+		if c.accept {
+			continue
+		}
+		b.Run(strings.TrimSuffix(c.file, ".o"), func(b *testing.B) {
+			spec, err := loader.LoadCollectionSpec(filepath.Join("testdata", "scale", c.file))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := bpfvm.NewCollection(spec); err == nil {
+					b.Fatal("accepted")
+				}
+			}
+		})
+	}
+}

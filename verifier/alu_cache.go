@@ -26,7 +26,7 @@ func (v *verifier) scalarALU(op uint8, a, b Scalar, is64, signed bool) Scalar {
 	r := a
 	r.ALU(op, b, is64, signed)
 	if v.aluCache == nil || len(v.aluCache) >= aluCacheMax {
-		v.aluCache = make(map[aluKey]Scalar, 1024)
+		v.aluCache = make(map[aluKey]Scalar, 64)
 	}
 	v.aluCache[k] = r
 	return r

@@ -228,7 +228,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 func (v *verifier) enterCallback(pc int, name string, sub int, m *MapInfo) error {
 	st := v.cur
 	caller := st.cur()
-	after := st.clone()
+	after := v.cloneState(st)
 	af := after.cur()
 	for r := isa.R1; r <= isa.R5; r++ {
 		af.Regs[r] = Reg{Type: NotInit}

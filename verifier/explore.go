@@ -60,6 +60,7 @@ func (v *verifier) explore() error {
 		}
 		p := v.pending[len(v.pending)-1]
 		v.pending = v.pending[:len(v.pending)-1]
+		v.release(v.cur)
 		v.cur, v.pc = p.st, p.pc
 		v.hist = v.hist[:p.histLen]
 		v.prevPC, v.segLast, v.nextPC = p.from, p.from, p.from+1

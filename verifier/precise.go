@@ -173,7 +173,7 @@ func (v *verifier) backtrack(b *btMasks) {
 			v.markAllPrecise()
 			return
 		}
-		if e == nil {
+		if e == nil || b.empty() {
 			return
 		}
 		if !v.markIn(e.st, b) {

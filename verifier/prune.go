@@ -64,6 +64,11 @@ func (v *verifier) pathDone() {
 		if p.branches > 0 {
 			break
 		}
+		if p.evicted {
+			// Finished and forgotten: no path will compare with it or
+			// walk through it again.
+			v.release(p.st)
+		}
 	}
 }
 
@@ -173,6 +178,9 @@ func (v *verifier) prune(pc int) (bool, error) {
 				// count of states held drops now.
 				v.states--
 				v.stateBytes -= e.st.size()
+				if e.branches == 0 {
+					v.release(e.st)
+				}
 			}
 			return e.evicted
 		})
@@ -189,7 +197,7 @@ func (v *verifier) prune(pc int) (bool, error) {
 		return false, nil
 	}
 	v.lastAddJumps, v.lastAddInsns = v.jumps, v.stats.Processed
-	e := &explored{st: v.cur.clone(), branches: 1, parent: v.cur.parent, pc: pc, last: v.segLast, histEnd: len(v.hist)}
+	e := &explored{st: v.cloneState(v.cur), branches: 1, parent: v.cur.parent, pc: pc, last: v.segLast, histEnd: len(v.hist)}
 	v.cur.parent = e
 	v.segLast = -1
 	if !v.opts.Unprivileged {

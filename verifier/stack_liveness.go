@@ -39,7 +39,7 @@ const (
 // fpVal is a register's kind and, for fpExact and fpMaybe, its offset.
 type fpVal struct {
 	kind fpKind
-	off  int32
+	off  int16
 }
 
 func (a fpVal) mayStack() bool { return a.kind >= fpExact }
@@ -130,7 +130,7 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool) (e stackEffect, esca
 	access := func(base fpVal, off int32, size int) uint64 {
 		switch base.kind {
 		case fpExact, fpMaybe:
-			return slotsOf(base.off+off, size)
+			return slotsOf(int32(base.off)+off, size)
 		case fpUnknown:
 			return ^uint64(0)
 		}
@@ -152,7 +152,7 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool) (e stackEffect, esca
 				k = -k
 			}
 			if n := int64(d.off) + k; n >= -MaxStack && n <= 0 {
-				d.off = int32(n)
+				d.off = int16(n)
 			} else {
 				*d = fpVal{kind: fpUnknown}
 			}
@@ -176,12 +176,15 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool) (e stackEffect, esca
 		if ins.Class() == isa.ClassSTX {
 			val = s.regs[ins.Src]
 		}
-		if ins.Op&0xe0 == isa.ModeATOMIC {
+		if ins.Op&0xe0 == isa.ModeATOMIC && ins.Imm != isa.AtomicStoreRelease {
+			// Store-release is a plain store; the others read the slot
+			// and leave an unknown scalar in it.
 			e.use = m
 			switch {
-			case ins.Imm == isa.AtomicLoadAcquire:
+			case ins.Imm == isa.AtomicLoadAcquire: // dst = *(src + off)
+				e.use = access(s.regs[ins.Src], int32(ins.Off), size)
 				s.regs[ins.Dst] = not
-				if m&s.spills != 0 {
+				if e.use&s.spills != 0 {
 					s.regs[ins.Dst] = fpVal{kind: fpUnknown}
 				}
 			case ins.Imm == isa.AtomicCmpXchg:
@@ -191,7 +194,7 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool) (e stackEffect, esca
 			}
 			break
 		}
-		if base.kind == fpExact && size == 8 && (base.off+int32(ins.Off))%8 == 0 {
+		if base.kind == fpExact && size == 8 && (int32(base.off)+int32(ins.Off))%8 == 0 {
 			e.def = m
 			s.spills &^= m
 		}
@@ -271,52 +274,31 @@ func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites
 			}
 		}
 	}
-	// Backward: live = use | (live after &^ def), to the fixpoint.
+	// Backward: live = use | (live after &^ def), by sweeps from the end
+	// (one when every edge goes forward) until nothing changes.
 	live := make([]uint64, n)
-	preds := make([][]int32, n)
 	for pc := range n {
-		if !reached[pc] {
-			continue
-		}
-		a, b := successors(insns, pc)
-		for _, t := range [2]int{a, b} {
-			if t >= 0 {
-				preds[t] = append(preds[t], int32(pc))
-			}
-		}
-	}
-	queued := make([]bool, n)
-	work = work[:0]
-	for pc := n - 1; pc >= 0; pc-- {
 		if escaped[subprogAt(subs, pc)] {
 			live[pc] = ^uint64(0)
-			continue
-		}
-		if reached[pc] {
-			work = append(work, pc)
-			queued[pc] = true
 		}
 	}
-	for len(work) > 0 {
-		pc := work[len(work)-1]
-		work = work[:len(work)-1]
-		queued[pc] = false
-		var after uint64
-		a, b := successors(insns, pc)
-		for _, t := range [2]int{a, b} {
-			if t >= 0 {
-				after |= live[t]
+	for changed := true; changed; {
+		changed = false
+		for pc := n - 1; pc >= 0; pc-- {
+			if !reached[pc] || live[pc] == ^uint64(0) {
+				continue
 			}
-		}
-		in := effects[pc].use | after&^effects[pc].def
-		if in == live[pc] {
-			continue
-		}
-		live[pc] = in
-		for _, p := range preds[pc] {
-			if !queued[p] {
-				queued[p] = true
-				work = append(work, int(p))
+			var after uint64
+			a, b := successors(insns, pc)
+			if a >= 0 {
+				after = live[a]
+			}
+			if b >= 0 {
+				after |= live[b]
+			}
+			if in := effects[pc].use | after&^effects[pc].def; in != live[pc] {
+				live[pc] = in
+				changed = true
 			}
 		}
 	}

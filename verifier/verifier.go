@@ -147,7 +147,7 @@ type verifier struct {
 	nextID  uint32
 
 	live          []regSet // registers live before each instruction
-	stackLive     []uint64 // own stack slots live before each instruction (nil: all)
+	stackLive     []uint64 // own stack slots live before each instruction (nil: not computed yet)
 	stateBytes    int64    // bytes of remembered states alive
 	prunePoints   []bool
 	callbackSites []bool // helper calls that take a callback
@@ -159,6 +159,7 @@ type verifier struct {
 	lastAddJumps, lastAddInsns int
 
 	aluCache map[aluKey]Scalar // alu_cache.go
+	free     []*State          // states to reuse (state.go)
 
 	// The instruction history of the current path (precise.go).
 	hist []histEntry
@@ -229,7 +230,6 @@ func (v *verifier) run() error {
 	}
 	v.cur = v.initialState()
 	v.prunePoints = findPrunePoints(v.insns)
-	v.live = computeLiveness(v.insns)
 	v.callbackSites = make([]bool, len(v.insns))
 	for pc, ins := range v.insns {
 		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {
@@ -242,9 +242,6 @@ func (v *verifier) run() error {
 				v.prunePoints[pc+1] = true
 			}
 		}
-	}
-	if !v.opts.Unprivileged {
-		v.stackLive = computeStackLiveness(v.insns, v.subs, v.callbackSites)
 	}
 	v.explored = make([][]*explored, len(v.insns))
 	v.stats.StackDepth = make([]int, len(v.subs))
