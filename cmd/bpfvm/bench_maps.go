@@ -13,6 +13,9 @@ func mapBenchCases(data []byte) []benchCase {
 		{"map_perf percpu_array (64)", "map_perf.o", "percpu_array_lookup", data, fillPerfMaps},
 		{"map_perf percpu_hash (64)", "map_perf.o", "percpu_hash_lookup", data, fillPerfMaps},
 		{"map_perf lru_hash (64)", "map_perf.o", "lru_hash_lookup", data, fillPerfMaps},
+		// What a run costs without lookups: subtract it to compare the
+		// lookups themselves.
+		{"empty program (run cost)", "map_perf.o", "empty", data, nil},
 	}
 }
 
