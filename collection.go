@@ -173,6 +173,9 @@ func convert(spec *ebpf.ProgramSpec) ([]isa.Instruction, []string, error) {
 			return nil, nil, fmt.Errorf("instruction %d: %w", i, err)
 		}
 	}
+	if err := loader.ResolveKfuncs(insns); err != nil {
+		return nil, nil, err
+	}
 	var buf bytes.Buffer
 	if err := insns.Marshal(&buf, binary.LittleEndian); err != nil {
 		var unsat = asm.ErrUnsatisfiedProgramReference

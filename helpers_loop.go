@@ -26,6 +26,9 @@ func helperLoop(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 	frames := r.enterCallbacks(e, vm.Region{})
 	defer r.leaveCallbacks(e, frames, vm.Region{})
 	for i := range uint64(n) {
+		if err := cancelPoint(e, i); err != nil {
+			return 0, err
+		}
 		ret, err := r.callback(e, r2, i, r3, 0, 0, 0)
 		if err != nil {
 			return 0, err
@@ -82,6 +85,9 @@ func helperForEachMapElem(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 		value := m.Lookup(vm.Ptr(cur), e.CPU)
 		if value == nil {
 			return false, nil // deleted meanwhile
+		}
+		if err := cancelPoint(e, n); err != nil {
+			return true, err
 		}
 		ret, err := r.callback(e, r2, handle, cur, vm.Addr(value), r3, 0)
 		n++

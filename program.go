@@ -107,9 +107,39 @@ type ProgramOptions struct {
 	// Unprivileged verifies with the rules for loads without CAP_BPF.
 	Unprivileged bool
 	// NoInline keeps helper calls that the rewrite would inline (array
-	// map lookups), for measuring what inlining gains.
+	// map lookups, bpf_iter_num_next), for measuring what inlining gains.
 	NoInline bool
+	// JIT tunes the JIT.
+	JIT JITOptions
+	// MayGotoBudget is how long the may_goto loops of one function call
+	// may run before may_goto starts jumping (the kernel's timed
+	// may_goto; see vm/maygoto.go). Default 250 ms, as in the kernel.
+	MayGotoBudget time.Duration
 }
+
+// JITOptions tune the JIT (package jit/amd64).
+type JITOptions struct {
+	// Memory is the executable memory pool, with the limits of its near
+	// and far tiers; nil is the process's pool (amd64.DefaultMemory).
+	Memory *amd64.Memory
+	// Far places the code in far memory, where calls to native helper
+	// routines are indirect, as when near memory is used up.
+	Far bool
+	// Retpoline makes indirect calls go through a retpoline thunk.
+	Retpoline bool
+	// Blind forces constant blinding of immediates; it is always on for
+	// Unprivileged loads (as the kernel's bpf_jit_harden=1).
+	Blind bool
+	// NoNatives serves every helper from Go, even those with a native
+	// routine (bpf_get_smp_processor_id, bpf_get_prandom_u32,
+	// bpf_get_numa_node_id), for measuring.
+	NoNatives bool
+}
+
+// JITInfo describes a program's machine code: the memory tier (none when
+// the program runs on the interpreter), size and pages, native calls and
+// hardening.
+type JITInfo = amd64.Info
 
 // Program is a loaded eBPF program. It is safe for concurrent use.
 type Program struct {
@@ -120,6 +150,7 @@ type Program struct {
 	maps   []*Map
 	engine engineProgram
 	kind   Engine // the engine that runs: EngineInterpreter or EngineJIT
+	jit    JITInfo
 	opts   ProgramOptions
 
 	regions []vm.Region // map value memory, for checked accesses
@@ -225,6 +256,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	if err := checkHelpers(insns, pt); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
+	if err := checkKfuncs(insns); err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
 	if opts.Engine != EngineDefault && opts.Engine != EngineInterpreter && opts.Engine != EngineJIT {
 		return nil, fmt.Errorf("program %s: engine %s: %w", name, opts.Engine, ErrNotSupported)
 	}
@@ -237,6 +271,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	}
 	p.xlated = insns
 	if err := p.verify(); err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
+	if err := p.expandMayGoto(); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
 	resolved, err := p.resolve()
@@ -252,8 +289,15 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 		if p.verified {
 			mode = amd64.Unchecked
 		}
-		if jp, err := amd64.Compile(resolved, p.helper, amd64.Options{Modes: mode}); err == nil {
+		// Out of executable memory in both tiers, or any other reason
+		// the JIT cannot compile: the interpreter runs it.
+		jo := opts.JIT
+		if jp, err := amd64.Compile(resolved, p.helper, amd64.Options{
+			Modes: mode, Natives: p.native, Memory: jo.Memory, Unprivileged: opts.Unprivileged,
+			Far: jo.Far, Retpoline: jo.Retpoline, Blind: jo.Blind || opts.Unprivileged,
+		}); err == nil {
 			p.engine, p.kind = jp, EngineJIT
+			p.jit = jp.Info(mode == amd64.Checked)
 		}
 	}
 	if p.engine == nil {
@@ -298,6 +342,7 @@ func checkHelpers(insns []isa.Instruction, pt *progtype.Type) error {
 func (p *Program) resolve() ([]isa.Instruction, error) {
 	out := make([]isa.Instruction, len(p.xlated))
 	copy(out, p.xlated)
+	kfuncsToHelpers(out)
 	for i := 0; i < len(out); i++ {
 		ins := out[i]
 		if !ins.IsLdImm64() {
@@ -372,6 +417,11 @@ func (p *Program) Close() error {
 // EngineJIT (which may differ from ProgramOptions.Engine when the JIT could
 // not compile the program).
 func (p *Program) Engine() Engine { return p.kind }
+
+// JITInfo describes the program's machine code; its Tier is TierNone when
+// the program runs on the interpreter (also when executable memory ran
+// out in both tiers, which never fails a load).
+func (p *Program) JITInfo() JITInfo { return p.jit }
 
 // engineProgram is what Program needs of an engine: runs, and callbacks for
 // helpers such as bpf_loop.
@@ -466,6 +516,7 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 			Regions: p.regions,
 			Stack:   vm.Region{Start: r.stack.Addr(), End: r.stack.Addr() + vm.MaxFrames*vm.StackSize, Writable: true},
 			CPU:     r.cpu,
+			Rand:    &r.hs.rng,
 			Value:   r,
 			Context: opts.RunContext,
 		}

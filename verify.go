@@ -127,6 +127,9 @@ func (p *Program) inline(e Engine) error {
 		if _, err := rewrite.InlineHelpers(rp, rewrite.InlineOptions{Interpreter: e == EngineInterpreter}); err != nil {
 			return err
 		}
+		if _, err := rewrite.InlineIterNext(rp); err != nil {
+			return err
+		}
 	}
 	p.xlated = rp.Insns
 	return nil

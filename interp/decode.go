@@ -200,6 +200,7 @@ const (
 	opCallX
 	opExit
 	opMayGoto
+	opMayGotoTimed
 	opNop      // second slot of LD_IMM64; never executed
 	opCPUIndex // internal isa.OpCPUIndex: dst = env.CPU
 
@@ -260,6 +261,8 @@ func decode(prog []isa.Instruction) ([]insn, error) {
 			}
 		case opCallLocal:
 			in.off = ins.Imm
+		case opMayGotoTimed:
+			in.imm = int64(mayGotoBudget(ins))
 		}
 		code[pc] = in
 	}
@@ -348,6 +351,9 @@ func decodeOp(ins isa.Instruction) uint8 {
 		case isa.JumpExit:
 			return opExit
 		case isa.JumpCond:
+			if x {
+				return opMayGotoTimed
+			}
 			return opMayGoto
 		}
 		if base := jmpOps[op>>4]; base != 0 {

@@ -850,6 +850,24 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 				loops--
 			}
 
+		case opMayGotoTimed:
+			// The rewrite's may_goto: the frame's hidden countdown.
+			cp := (*uint64)(vm.Ptr(r[10] - uint64(-vm.MayGotoCount)))
+			c := *cp
+			if c == 0 {
+				if in.off < 0 && n > limit {
+					if err := checkLimits(env, n, budget, &limit); err != nil {
+						return fail(err)
+					}
+				}
+				pc += int(in.off)
+				break
+			}
+			if c--; c == 0 {
+				c = mayGotoRefill(r[10], uint64(in.imm))
+			}
+			*cp = c
+
 		// Calls.
 		case opCall:
 			h := p.helpers[in.imm]

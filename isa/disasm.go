@@ -263,6 +263,9 @@ func formatJump(ins Instruction, helper HelperNamer) string {
 		if class == ClassJMP && !x && ins.Src == 0 {
 			return fmt.Sprintf("may_goto pc%+d", ins.Off)
 		}
+		if ins.Op == OpMayGotoTimed && ins.Src == 0 && ins.Dst == 0 && ins.Imm > 0 {
+			return fmt.Sprintf("may_goto pc%+d ; timed, %dus", ins.Off, ins.Imm)
+		}
 	case 0xf0:
 	default:
 		if x {

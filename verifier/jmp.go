@@ -19,6 +19,9 @@ func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {
 			return false, v.checkHelperCall(pc, ins.Imm)
 		case isa.CallLocal:
 			return false, v.checkLocalCall(pc, pc+1+int(ins.Imm))
+		case isa.CallKfunc:
+			v.pc = pc + 1
+			return false, v.checkKfuncCall(pc, ins.Imm)
 		}
 		return false, v.errorf(pc, "calling kernel function %d is not supported", ins.Imm)
 	case ins.Op == isa.OpCallX:
@@ -63,12 +66,13 @@ func (v *verifier) checkCondJump(pc int, ins isa.Instruction, op uint8) error {
 	}
 
 	taken := v.branchTaken(op, dst, &src, is32)
-	if taken == 1 {
-		v.pc = target
-		return nil
-	}
-	if taken == 0 {
+	if taken >= 0 {
+		// The values decided the branch: they matter.
+		v.markOperandsPrecise(ins, x)
 		v.pc = pc + 1
+		if taken == 1 {
+			v.pc = target
+		}
 		return nil
 	}
 	if (dst.Type.IsPointer() || src.Type.IsPointer()) && v.opts.Unprivileged && !v.allowedPtrCompare(dst, &src, op, x, is32) {
@@ -86,14 +90,25 @@ func (v *verifier) checkCondJump(pc int, ins isa.Instruction, op uint8) error {
 		}
 		v.pc = pc + 1
 	case otherOK:
+		v.markOperandsPrecise(ins, x)
 		v.cur = other
 		v.pc = target
 	default:
 		// The fall-through is the only possibility (or neither, which a
 		// sound domain never produces; keep the fall-through).
+		v.markOperandsPrecise(ins, x)
 		v.pc = pc + 1
 	}
 	return nil
+}
+
+// markOperandsPrecise marks the scalar operands of a comparison precise
+// when their values decided which way it goes.
+func (v *verifier) markOperandsPrecise(ins isa.Instruction, x bool) {
+	v.markRegPrecise(ins.Dst)
+	if x {
+		v.markRegPrecise(ins.Src)
+	}
 }
 
 // allowedPtrCompare: unprivileged programs may compare pointers only in a

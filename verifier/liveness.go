@@ -189,3 +189,13 @@ func (v *verifier) liveAt(st *State, i, pc int) regSet {
 	}
 	return v.live[callee.CallSite+1]
 }
+
+// stackLiveAt returns the slots of frame i of st that matter: those live at
+// pc for the frame being verified, all for callers (a callee may reach
+// their stacks through pointers).
+func (v *verifier) stackLiveAt(st *State, i, pc int) uint64 {
+	if v.stackLive == nil || i != len(st.Frames)-1 {
+		return ^uint64(0)
+	}
+	return v.stackLive[pc]
+}

@@ -27,6 +27,7 @@ func (v *verifier) stackAccess(ptr *Reg, a access) (Reg, error) {
 		return v.stackVarAccess(f, ptr, a, int(lo), int(hi))
 	}
 	off := int(lo)
+	v.noteStackAccess(a.pc, int(ptr.Frame), (-off-1)/8)
 	if a.write {
 		return Reg{}, v.stackWrite(f, a, off)
 	}
@@ -64,10 +65,15 @@ func (v *verifier) stackWrite(f *Frame, a access, off int) error {
 	mark := StackMisc
 	if zero {
 		mark = StackZero
+		if a.val != nil {
+			// Zero bytes are not traced back to the register.
+			v.markRegPrecise(a.valReg)
+		}
 	}
 	// Part of a spilled register is overwritten: the rest of it is no
 	// longer a register, just bytes.
 	slot.scrub()
+	scrubIter(slot)
 	for i := 0; i < a.size; i++ {
 		slot.Types[first+i] = mark
 	}
@@ -157,6 +163,8 @@ func (v *verifier) stackRead(f *Frame, a access, off int) (Reg, error) {
 			}
 		case StackMisc:
 			allZero = false
+		case StackIter:
+			return Reg{}, v.errorf(a.pc, "invalid read from stack off %d+%d size %d", off, i, a.size)
 		}
 	}
 	if allZero {
@@ -177,6 +185,7 @@ func (v *verifier) stackVarAccess(f *Frame, ptr *Reg, a access, lo, hi int) (Reg
 		for off := lo; off < hi; off++ {
 			s, b := stackByte(f, off)
 			s.scrub()
+			scrubIter(s)
 			if s.Types[b] != StackZero || a.imm == nil || *a.imm != 0 {
 				s.Types[b] = StackMisc
 			}
@@ -222,7 +231,7 @@ func slotString(s *Slot) string {
 	}
 	b := make([]byte, 8)
 	for i, t := range s.Types {
-		b[7-i] = "?rm0"[t]
+		b[7-i] = "?rm0i"[t]
 	}
 	return fmt.Sprint(string(b))
 }

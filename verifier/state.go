@@ -118,6 +118,8 @@ type Slot struct {
 	// Types describes each byte: Types[0] is the byte at the slot's lowest
 	// address.
 	Types [8]uint8
+	// Iter is the iterator of a slot marked StackIter (iter.go).
+	Iter IterSlot
 }
 
 // spilled reports whether the whole slot holds a spilled register.

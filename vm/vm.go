@@ -12,8 +12,10 @@ import (
 
 // Limits of the execution model, as in the kernel.
 const (
-	StackSize = 512 // bytes of stack per frame
-	MaxFrames = 8   // bpf-to-bpf call depth, including the entry frame
+	// StackSize is the bytes of stack per frame: the 512 a program may
+	// use, below them the frame's hidden slots (maygoto.go).
+	StackSize = ProgramStack + HiddenStack
+	MaxFrames = 8 // bpf-to-bpf call depth, including the entry frame
 )
 
 // Errors a run can end with.
@@ -89,6 +91,10 @@ type Env struct {
 	Stack Region
 	// CPU is the runner id, what bpf_get_smp_processor_id returns.
 	CPU int
+	// Rand is the runner's bpf_get_prandom_u32 generator (nil: the engine
+	// uses its own). The JIT steps it in native code; it must stay valid
+	// for the run.
+	Rand *Rand
 	// Value is free for the program type and helpers to keep run state in.
 	Value any
 	// TailCalls counts the tail calls made so far in this run.

@@ -10,12 +10,12 @@ import (
 // inlined besides arrays and hashes: 64 lookups per run, as the others.
 func mapBenchCases(data []byte) []benchCase {
 	return []benchCase{
-		{"map_perf percpu_array (64)", "map_perf.o", "percpu_array_lookup", data, fillPerfMaps},
-		{"map_perf percpu_hash (64)", "map_perf.o", "percpu_hash_lookup", data, fillPerfMaps},
-		{"map_perf lru_hash (64)", "map_perf.o", "lru_hash_lookup", data, fillPerfMaps},
+		{name: "map_perf percpu_array (64)", file: "map_perf.o", prog: "percpu_array_lookup", data: data, fill: fillPerfMaps},
+		{name: "map_perf percpu_hash (64)", file: "map_perf.o", prog: "percpu_hash_lookup", data: data, fill: fillPerfMaps},
+		{name: "map_perf lru_hash (64)", file: "map_perf.o", prog: "lru_hash_lookup", data: data, fill: fillPerfMaps},
 		// What a run costs without lookups: subtract it to compare the
 		// lookups themselves.
-		{"empty program (run cost)", "map_perf.o", "empty", data, nil},
+		{name: "empty program (run cost)", file: "map_perf.o", prog: "empty", data: data},
 	}
 }
 

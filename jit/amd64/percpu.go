@@ -2,22 +2,12 @@
 
 package amd64
 
-import (
-	"unsafe"
-
-	"bpfvm/isa"
-	"bpfvm/vm"
-)
+import "bpfvm/isa"
 
 // The internal instruction isa.OpCPUIndex (dst = the runner's CPU index),
 // which rewrites emit for inlined bpf_get_smp_processor_id and per-CPU map
-// lookups: one load from the execution context, where sync keeps the run's
-// env.CPU.
-
-var offCPU = int32(unsafe.Offsetof(header{}.cpu))
-
-// syncCPU records the CPU of the run entering or resuming on the context.
-func (h *header) syncCPU(env *vm.Env) { h.cpu = uint64(env.CPU) }
+// lookups: one load from the execution context's cpu field, which
+// the run's setup keeps equal to env.CPU.
 
 // cpuIndex emits dst = CPU index.
 func (c *compiler) cpuIndex(ins isa.Instruction) error {

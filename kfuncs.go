@@ -1,0 +1,119 @@
+package bpfvm
+
+import (
+	"fmt"
+
+	"bpfvm/isa"
+	"bpfvm/vm"
+)
+
+// builtinKfuncs are bpfvm's implementations of kernel functions, by
+// isa.Kfunc id. The engines call them as helpers with internal ids
+// (isa.KfuncHelperBase + id): resolve rewrites the calls before a program
+// runs.
+var builtinKfuncs = map[int32]vm.Helper{
+	isa.KfuncIterNumNew:     kfuncIterNumNew,
+	isa.KfuncIterNumNext:    kfuncIterNumNext,
+	isa.KfuncIterNumDestroy: kfuncIterNumDestroy,
+}
+
+// iterNumSize is the size of struct bpf_iter_num: two 32-bit ints, the
+// current value and the end, as the kernel's struct bpf_iter_num_kern.
+const iterNumSize = 8
+
+// iterNumState returns the iterator at addr, checked in checked mode.
+func iterNumState(e *vm.Env, addr uint64) (*[2]int32, error) {
+	if err := e.Check(addr, iterNumSize, true); err != nil {
+		return nil, err
+	}
+	return (*[2]int32)(vm.Ptr(addr)), nil
+}
+
+// kfuncIterNumNew is bpf_iter_num_new(it, start, end): an iterator over
+// [start, end), or an empty one and -EINVAL when start > end, -E2BIG when
+// the range is longer than BPF_MAX_LOOPS.
+func kfuncIterNumNew(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
+	s, err := iterNumState(e, r1)
+	if err != nil {
+		return 0, err
+	}
+	start, end := int32(r2), int32(r3)
+	switch {
+	case start > end:
+		s[0], s[1] = 0, 0
+		return neg(einval), nil
+	case int64(end)-int64(start) > maxLoops:
+		s[0], s[1] = 0, 0
+		return neg(e2big), nil
+	}
+	// next increments first; the wrap at INT_MIN is undone by it.
+	s[0], s[1] = start-1, end
+	return 0, nil
+}
+
+// kfuncIterNumNext is bpf_iter_num_next(it): a pointer to the next value,
+// or NULL (and an exhausted iterator) at the end. rewrite.InlineIterNext
+// emits the same steps inline.
+func kfuncIterNumNext(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
+	s, err := iterNumState(e, r1)
+	if err != nil {
+		return 0, err
+	}
+	next := s[0] + 1 // int arithmetic, wrapping as the kernel's does
+	if next >= s[1] {
+		s[0], s[1] = 0, 0
+		return 0, nil
+	}
+	s[0] = next
+	return r1, nil
+}
+
+// kfuncIterNumDestroy is bpf_iter_num_destroy(it).
+func kfuncIterNumDestroy(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
+	s, err := iterNumState(e, r1)
+	if err != nil {
+		return 0, err
+	}
+	s[0], s[1] = 0, 0
+	return 0, nil
+}
+
+// kfuncName names a kfunc id in errors.
+func kfuncName(id int32) string {
+	if name := isa.KfuncName(id); name != "" {
+		return fmt.Sprintf("%s#%d", name, id)
+	}
+	return fmt.Sprintf("#%d", id)
+}
+
+// checkKfuncs rejects kfunc ids bpfvm does not implement and helper calls
+// of the internal ids kfuncs run under.
+func checkKfuncs(insns []isa.Instruction) error {
+	for pc, ins := range insns {
+		if ins.Op != isa.OpCall {
+			continue
+		}
+		switch uint8(ins.Src) {
+		case isa.CallKfunc:
+			if builtinKfuncs[ins.Imm] == nil {
+				return fmt.Errorf("insn %d: %w kfunc %s", pc, vm.ErrHelper, kfuncName(ins.Imm))
+			}
+		case isa.CallHelper:
+			if isa.IsKfuncHelper(ins.Imm) {
+				return fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, helperName(ins.Imm))
+			}
+		}
+	}
+	return nil
+}
+
+// kfuncsToHelpers turns kfunc calls into calls of their internal helper
+// ids, in place.
+func kfuncsToHelpers(insns []isa.Instruction) {
+	for pc := range insns {
+		ins := &insns[pc]
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallKfunc) {
+			*ins = isa.Instruction{Op: isa.OpCall, Src: isa.Register(isa.CallHelper), Imm: isa.KfuncHelperBase + ins.Imm}
+		}
+	}
+}
