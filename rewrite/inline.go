@@ -105,18 +105,14 @@ func arrayOfMapsLookup(s maps.Spec) []isa.Instruction {
 		return nil
 	}
 	var q seq
-	miss := q.newLabel()
 	q.emit(ldx(isa.SizeW, isa.R0, isa.R2, 0))
-	q.jump(jmpK(isa.JumpGE, isa.R0, int32(s.MaxEntries)), miss)
+	q.bind(boundsCheck(&q, s.MaxEntries))
 	q.emit(
 		ldx(isa.SizeDW, isa.R1, isa.R1, maps.HeaderFields+maps.ArrayOfMapsFieldBase),
 		aluK(isa.ALULsh, isa.R0, 3),
 		aluX(isa.ALUAdd, isa.R0, isa.R1),
 		ldx(isa.SizeDW, isa.R0, isa.R0, 0),
 	)
-	q.jump(ja, out)
-	q.bind(miss)
-	q.emit(aluK(isa.ALUMov, isa.R0, 0))
 	return q.done()
 }
 
@@ -131,19 +127,28 @@ func arrayLookup(s maps.Spec) []isa.Instruction {
 		return nil
 	}
 	var q seq
-	miss := q.newLabel()
 	q.emit(
 		// r1 = value base, from the map header.
 		ldx(isa.SizeDW, isa.R1, isa.R1, maps.HeaderFields+maps.ArrayFieldBase),
 		// r0 = index
 		ldx(isa.SizeW, isa.R0, isa.R2, 0),
 	)
-	q.jump(jmpK(isa.JumpGE, isa.R0, int32(s.MaxEntries)), miss)
+	hit := boundsCheck(&q, s.MaxEntries)
+	q.bind(hit)
 	q.emit(scale(isa.R0, stride), aluX(isa.ALUAdd, isa.R0, isa.R1))
-	q.jump(ja, out)
-	q.bind(miss)
-	q.emit(aluK(isa.ALUMov, isa.R0, 0))
 	return q.done()
+}
+
+// boundsCheck emits the bounds check of the index in r0 and the miss path
+// (r0 = 0, leave) and returns the label to bind where the hit path starts.
+// The hit path ends the sequence, so a hit takes one jump and runs
+// straight out.
+func boundsCheck(q *seq, maxEntries uint32) label {
+	hit := q.newLabel()
+	q.jump(jmpK(isa.JumpLT, isa.R0, int32(maxEntries)), hit)
+	q.emit(aluK(isa.ALUMov, isa.R0, 0))
+	q.jump(ja, out)
+	return hit
 }
 
 // perCPUArrayLookup is the inline lookup of a per-CPU array: r0 = base +
@@ -155,9 +160,8 @@ func perCPUArrayLookup(s maps.Spec) []isa.Instruction {
 		return nil
 	}
 	var q seq
-	miss := q.newLabel()
 	q.emit(ldx(isa.SizeW, isa.R0, isa.R2, 0))
-	q.jump(jmpK(isa.JumpGE, isa.R0, int32(s.MaxEntries)), miss)
+	q.bind(boundsCheck(&q, s.MaxEntries))
 	q.emit(
 		ldx(isa.SizeDW, isa.R3, isa.R1, maps.HeaderFields+maps.ArrayFieldStride),
 		aluX(isa.ALUMul, isa.R0, isa.R3),
@@ -167,8 +171,5 @@ func perCPUArrayLookup(s maps.Spec) []isa.Instruction {
 		scale(isa.R3, vsize),
 		aluX(isa.ALUAdd, isa.R0, isa.R3),
 	)
-	q.jump(ja, out)
-	q.bind(miss)
-	q.emit(aluK(isa.ALUMov, isa.R0, 0))
 	return q.done()
 }

@@ -13,6 +13,9 @@ func mapBenchCases(data []byte) []benchCase {
 		{name: "map_perf percpu_array (64)", file: "map_perf.o", prog: "percpu_array_lookup", data: data, fill: fillPerfMaps},
 		{name: "map_perf percpu_hash (64)", file: "map_perf.o", prog: "percpu_hash_lookup", data: data, fill: fillPerfMaps},
 		{name: "map_perf lru_hash (64)", file: "map_perf.o", prog: "lru_hash_lookup", data: data, fill: fillPerfMaps},
+		// What a run costs without lookups: subtract it to compare the
+		// lookups themselves.
+		{name: "empty program (run cost)", file: "map_perf.o", prog: "empty", data: data},
 	}
 }
 
