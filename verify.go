@@ -112,9 +112,7 @@ func (p *Program) verify() error {
 		if _, err := rewrite.InlineMapLookups(rp); err != nil {
 			return err
 		}
-		if _, err := rewrite.InlineIterNext(rp); err != nil {
-			return err
-		}
+		rewrite.InlineIterNext(rp)
 	}
 	p.xlated = rp.Insns
 	return nil

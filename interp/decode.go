@@ -201,6 +201,7 @@ const (
 	opExit
 	opMayGoto
 	opMayGotoTimed
+	opIterNumNext
 	opNop // second slot of LD_IMM64; never executed
 
 	numOps
@@ -269,6 +270,9 @@ func decode(prog []isa.Instruction) ([]insn, error) {
 }
 
 func decodeOp(ins isa.Instruction) uint8 {
+	if ins.IsIterNumNext() {
+		return opIterNumNext
+	}
 	class := ins.Class()
 	x := ins.Op&isa.SrcX != 0
 	op := ins.Op & 0xf0

@@ -103,6 +103,9 @@ func isSecondSlot(prog []Instruction, pc int) bool {
 
 func format(prog []Instruction, pc int, helper HelperNamer) string {
 	ins := prog[pc]
+	if ins.IsIterNumNext() {
+		return "r0 = bpf_iter_num_next(r1) ; inline"
+	}
 	switch ins.Class() {
 	case ClassALU, ClassALU64:
 		return formatALU(ins)

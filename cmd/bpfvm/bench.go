@@ -102,7 +102,11 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%.1f\t\n", c.name, row[0].Nanoseconds(), row[1].Nanoseconds(), row[2].Nanoseconds(), kcol, ratio, float64(row[0])/float64(max(row[1], 1)))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	return benchLoops(stdout, kernel, *repeat) // bench_loops.go
 }
 
 func benchOurs(spec *ebpf.CollectionSpec, c benchCase, opts bpfvm.ProgramOptions, repeat int) (time.Duration, error) {
