@@ -113,6 +113,9 @@ func (p *Program) verify() error {
 			return err
 		}
 		rewrite.InlineIterNext(rp)
+		if _, err := rewrite.InlineLoops(rp); err != nil {
+			return err
+		}
 	}
 	p.xlated = rp.Insns
 	return nil
