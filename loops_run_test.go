@@ -32,7 +32,7 @@ func TestTimedMayGoto(t *testing.T) {
 			if rounds%vm.MayGotoRefill != 0 || rounds < 2*vm.MayGotoRefill {
 				t.Errorf("%s, budget %v: %d rounds, want a multiple (>= 2) of %d", ename, budget, rounds, vm.MayGotoRefill)
 			}
-			if took < budget || took > budget+200*time.Millisecond {
+			if took < budget || took > budget+time.Second {
 				t.Errorf("%s, budget %v: ran %v", ename, budget, took)
 			}
 			t.Logf("%s, budget %v: %d rounds in %v (%.2f ns/round)", ename, budget, rounds, took, float64(took.Nanoseconds())/float64(rounds))
@@ -97,30 +97,48 @@ func TestMayGotoPerFrame(t *testing.T) {
 }
 
 // Cancelling a run's context stops it soon, wherever it loops: in a
-// may_goto loop with a long budget, in bpf_loop callbacks, in a bpf_for
-// loop. The stop latency (cancel to return) is measured and logged.
+// may_goto loop with a long budget, in bpf_loop callbacks (inlined or
+// called by the helper), in a bpf_for loop. The stop latency (cancel to
+// return) is measured and logged.
 func TestLoopsCancel(t *testing.T) {
-	spec := loopsSpec(t, "forever", "loop_empty", "for_empty", "cond_break_count")
-	for ename, c := range loopEngines(t, spec, bpfvm.ProgramOptions{MayGotoBudget: 10 * time.Minute}) {
-		for _, name := range []string{"forever", "loop_empty", "for_empty"} {
-			t.Run(ename+"/"+name, func(t *testing.T) {
-				var worst time.Duration
-				for range 5 {
-					lat, err := cancelLatency(c.Programs[name], 1<<23, 5*time.Millisecond)
-					if !errors.Is(err, context.Canceled) {
-						t.Fatalf("run: %v, want context.Canceled", err)
+	spec := loopsSpec(t, "forever", "loop_empty", "for_sum", "cond_break_callback")
+	for _, opts := range []bpfvm.ProgramOptions{{}, {NoInline: true}} {
+		opts.MayGotoBudget = 10 * time.Minute
+		for ename, c := range loopEngines(t, spec, opts) {
+			for _, tc := range []struct {
+				name   string
+				n      uint32
+				endles bool // runs until cancelled
+			}{
+				{"forever", 0, true},
+				{"cond_break_callback", 1 << 30, true},
+				{"loop_empty", 1 << 23, false},
+				{"for_sum", 1 << 23, false},
+			} {
+				t.Run(fmt.Sprintf("%s/inline=%v/%s", ename, !opts.NoInline, tc.name), func(t *testing.T) {
+					var worst time.Duration
+					stopped := 0
+					for range 5 {
+						lat, err := cancelLatency(c.Programs[tc.name], tc.n, time.Millisecond)
+						switch {
+						case err == nil && !tc.endles:
+							continue // done before the cancel
+						case !errors.Is(err, context.Canceled):
+							t.Fatalf("run: %v, want context.Canceled", err)
+						}
+						stopped++
+						worst = max(worst, lat)
 					}
-					worst = max(worst, lat)
-				}
-				// The goal is 1 ms, and the logged figure is well under it
-				// on a quiet machine; a loaded one can deschedule the run
-				// for long, so assert only that the run stops long
-				// before its 10-minute budget.
-				if worst > 5*time.Second {
-					t.Errorf("stopped %v after the cancel", worst)
-				}
-				t.Logf("worst stop latency of 5: %v", worst)
-			})
+					// The goal is 1 ms, and the logged figure is well under
+					// it on a quiet machine; a loaded one can deschedule the
+					// run for long, so assert only that it stops long
+					// before its 10-minute budget.
+					if worst > 5*time.Second {
+						t.Errorf("stopped %v after the cancel", worst)
+					}
+					t.Logf("worst stop latency of %d cancelled runs: %v", stopped, worst)
+				})
+			}
 		}
 	}
 }
@@ -157,7 +175,7 @@ func TestLoopsDeadline(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("%s: %v, want context.DeadlineExceeded", ename, err)
 		}
-		if took > 60*time.Millisecond {
+		if took > 500*time.Millisecond {
 			t.Errorf("%s: returned after %v with a 10 ms deadline", ename, took)
 		}
 		t.Logf("%s: returned after %v with a 10 ms deadline", ename, took)

@@ -127,7 +127,8 @@ func (p *Program) inline(e Engine) error {
 		if _, err := rewrite.InlineHelpers(rp, rewrite.InlineOptions{Interpreter: e == EngineInterpreter}); err != nil {
 			return err
 		}
-		if _, err := rewrite.InlineIterNext(rp); err != nil {
+		rewrite.InlineIterNext(rp)
+		if _, err := rewrite.InlineLoops(rp); err != nil {
 			return err
 		}
 	}

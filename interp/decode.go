@@ -201,6 +201,7 @@ const (
 	opExit
 	opMayGoto
 	opMayGotoTimed
+	opIterNumNext
 	opNop      // second slot of LD_IMM64; never executed
 	opCPUIndex // internal isa.OpCPUIndex: dst = env.CPU
 
@@ -272,6 +273,9 @@ func decode(prog []isa.Instruction) ([]insn, error) {
 func decodeOp(ins isa.Instruction) uint8 {
 	if ins.Op == isa.OpCPUIndex {
 		return opCPUIndex
+	}
+	if ins.IsIterNumNext() {
+		return opIterNumNext
 	}
 	class := ins.Class()
 	x := ins.Op&isa.SrcX != 0

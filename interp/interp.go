@@ -868,6 +868,9 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			}
 			*cp = c
 
+		case opIterNumNext:
+			r[0] = iterNumNext(r[1])
+
 		// Calls.
 		case opCall:
 			h := p.helpers[in.imm]

@@ -30,3 +30,16 @@ func mayGotoRefill(fp, budget uint64) uint64 {
 	}
 	return vm.MayGotoRefill
 }
+
+// iterNumNext is bpf_iter_num_next on the iterator at it (the rewrite's
+// isa.OpIterNumNext, in verified programs only): the next value's address,
+// or 0 and an exhausted iterator at the end.
+func iterNumNext(it uint64) uint64 {
+	s := (*[2]int32)(vm.Ptr(it))
+	if next := s[0] + 1; next < s[1] {
+		s[0] = next
+		return it
+	}
+	s[0], s[1] = 0, 0
+	return 0
+}

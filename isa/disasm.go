@@ -106,6 +106,9 @@ func format(prog []Instruction, pc int, helper HelperNamer) string {
 	if ins.Op == OpCPUIndex {
 		return fmt.Sprintf("r%d = cpu_index", ins.Dst)
 	}
+	if ins.IsIterNumNext() {
+		return "r0 = bpf_iter_num_next(r1) ; inline"
+	}
 	switch ins.Class() {
 	case ClassALU, ClassALU64:
 		return formatALU(ins)

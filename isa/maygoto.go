@@ -8,3 +8,16 @@ package isa
 // the frame's first may_goto. Only the engines accept it
 // (ValidateXlated).
 const OpMayGotoTimed uint8 = ClassJMP | JumpCond | SrcX // 0xed
+
+// OpIterNumNext is bpf_iter_num_next as one instruction, which the rewrite
+// puts in place of the kfunc's call in verified programs: R0 = next(R1),
+// no other register changes. It is an ALU opcode no operation uses (so not
+// a jump, which would end the JIT's blocks) and is written with Dst R0,
+// Src R1 and Imm KfuncIterNumNext. Only the engines accept it
+// (ValidateXlated).
+const OpIterNumNext uint8 = ClassALU64 | 0xf0 // 0xf7
+
+// IsIterNumNext reports whether ins is the rewrite's OpIterNumNext.
+func (ins Instruction) IsIterNumNext() bool {
+	return ins.Op == OpIterNumNext && ins.Dst == R0 && ins.Src == R1 && ins.Off == 0 && ins.Imm == KfuncIterNumNext
+}

@@ -56,7 +56,7 @@ func validate(prog []Instruction, internal bool) error {
 			}
 			continue
 		}
-		if internal && ins.Op == OpMayGotoTimed && ins.Src == 0 && ins.Dst == 0 && ins.Imm > 0 {
+		if internal && (ins.Op == OpMayGotoTimed && ins.Src == 0 && ins.Dst == 0 && ins.Imm > 0 || ins.IsIterNumNext()) {
 			// Checked like may_goto below (its jump target).
 		} else if err := validateOne(ins); err != nil {
 			return insnErr(i, "%s", err.msg)

@@ -213,6 +213,34 @@ int loop_empty(struct xdp_md *ctx)
 	return bpf_loop(a->n, empty_cb, 0, 0);
 }
 
+struct cb_ctx {
+	__u64 sum;
+	__u32 n;
+};
+
+static long cond_break_cb(__u64 index, void *c)
+{
+	struct cb_ctx *cc = c;
+
+	for (__u32 i = 0; i < cc->n; i++) {
+		cc->sum += i ^ index;
+		cond_break;
+	}
+	return 0;
+}
+
+// cond_break_callback: bpf_loop(8) whose callback loops with cond_break: the
+// callback's frame gets its own may_goto countdown on every call.
+SEC("xdp")
+int cond_break_callback(struct xdp_md *ctx)
+{
+	ARGS;
+	struct cb_ctx cc = {.n = a->n};
+	bpf_loop(8, cond_break_cb, &cc, 0);
+	a->out = cc.sum;
+	return cc.sum;
+}
+
 // bad_iter_leak: an iterator that is never destroyed.
 SEC("xdp")
 int bad_iter_leak(struct xdp_md *ctx)

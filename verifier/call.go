@@ -228,6 +228,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 func (v *verifier) enterCallback(pc int, name string, sub int, m *MapInfo) error {
 	st := v.cur
 	caller := st.cur()
+	v.noteLoopInline(pc, name, sub, caller) // iter.go
 	after := v.cloneState(st)
 	af := after.cur()
 	for r := isa.R1; r <= isa.R5; r++ {

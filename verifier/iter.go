@@ -204,3 +204,16 @@ func scrubIter(s *Slot) {
 		s.Types[i] = StackMisc
 	}
 }
+
+// noteLoopInline records at a bpf_loop call whether every path passes the
+// same callback and flags 0, so that the rewrite may inline the loop as
+// the kernel does (its inline_bpf_loop).
+func (v *verifier) noteLoopInline(pc int, name string, sub int, caller *Frame) {
+	aux := &v.aux[pc]
+	flags := &caller.Regs[isa.R4]
+	entry := v.subs[sub].Start + 1
+	if name != "bpf_loop" || flags.Type != ScalarValue || !flags.IsConst() || flags.Const() != 0 || aux.LoopCallback != 0 && aux.LoopCallback != entry {
+		aux.LoopNoInline = true
+	}
+	aux.LoopCallback = entry
+}

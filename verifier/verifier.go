@@ -103,6 +103,11 @@ type InsnAux struct {
 	// ConstKey is the constant key of a map lookup when every path agrees.
 	ConstKey    uint64
 	HasConstKey bool
+	// LoopCallback is 1 + the first instruction of the callback a bpf_loop
+	// call passed on every path with flags 0 (for inlining the loop), 0
+	// when there is none; LoopNoInline is set when paths disagreed.
+	LoopCallback int
+	LoopNoInline bool
 }
 
 // Result is the outcome of a successful verification.

@@ -1,6 +1,6 @@
 package vm
 
-// The hidden part of a frame: 16 bytes below the 512 a program may address
+// The hidden part of a frame: 40 bytes below the 512 a program may address
 // (the verifier rejects any access there), where the rewrite keeps the
 // frame's may_goto state, as the kernel keeps it in stack it adds to the
 // frame. The rewrite initialises both slots at the function's entry
@@ -26,7 +26,11 @@ package vm
 // frame's number of rounds before the loop ends is k*MayGotoRefill, k >= 2.
 const (
 	ProgramStack = 512 // stack a program addresses below R10
-	HiddenStack  = 16  // hidden slots below it, per frame
+	HiddenStack  = 40  // hidden slots below it, per frame
+
+	// LoopSave is the offset from R10 of three slots where an inlined
+	// bpf_loop keeps R6-R8 of the function (rewrite.InlineLoops).
+	LoopSave = -ProgramStack - 40
 
 	MayGotoCount = -ProgramStack - 8  // offset from R10 of the countdown
 	MayGotoStart = -ProgramStack - 16 // offset from R10 of the start time (TSC ticks)

@@ -243,7 +243,11 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	return nil
+	if !re.MatchString("loops") {
+		return nil
+	}
+	fmt.Fprintln(stdout)
+	return benchLoops(stdout, kernel, *repeat) // bench_loops.go
 }
 
 func printBenchTable(stdout io.Writer, t benchTable, cases []benchCase, kernel bool, repeat int) error {

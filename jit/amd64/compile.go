@@ -531,8 +531,8 @@ func (c *compiler) emitStub(s stub) {
 	case stubAlign:
 		a.movRI32(rdx, s.desc)
 		a.jmp(c.memfail)
-	case stubMayGoto:
-		c.mayGotoRefill(s) // loops.go
+	case stubMayGotoRefill, stubIterEnd:
+		c.emitLoopStub(s) // loops.go
 	}
 }
 
@@ -634,6 +634,10 @@ var errUnsupported = errors.New("unsupported instruction")
 // insn emits one instruction.
 func (c *compiler) insn(pc int) error {
 	ins := c.prog[pc]
+	if ins.Op == isa.OpIterNumNext {
+		c.iterNumNext() // loops.go
+		return nil
+	}
 	switch ins.Class() {
 	case isa.ClassALU, isa.ClassALU64:
 		if ins.Op == isa.OpCPUIndex {

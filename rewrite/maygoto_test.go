@@ -1,0 +1,108 @@
+package rewrite
+
+import (
+	"testing"
+	"time"
+
+	"bpfvm/isa"
+	"bpfvm/verifier"
+	"bpfvm/vm"
+)
+
+// ExpandMayGoto gives each function using may_goto a prologue that calls
+// and function loads enter and jumps to the function's first instruction
+// skip, and replaces may_goto with the timed form.
+func TestExpandMayGoto(t *testing.T) {
+	insns, err := isa.Assemble(`
+		r6 = 0
+		r1 = 0
+		call pc+3
+		r0 += r6
+		r6 += 1
+		exit
+		r1 += 1
+		may_goto pc+1
+		goto pc-3
+		r0 = r1
+		exit
+	`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(insns, make([]verifier.InsnAux, len(insns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := ExpandMayGoto(p, time.Millisecond)
+	if err != nil || n != 1 {
+		t.Fatalf("ExpandMayGoto: %d, %v", n, err)
+	}
+	want := []isa.Instruction{
+		insns[0], insns[1],
+		{Op: isa.OpCall, Src: isa.Register(isa.CallLocal), Imm: 3}, // still to the prologue
+		insns[3], insns[4], insns[5],
+		{Op: isa.ClassST | isa.ModeMEM | isa.SizeDW, Dst: isa.R10, Off: vm.MayGotoCount, Imm: vm.MayGotoRefill},
+		{Op: isa.ClassST | isa.ModeMEM | isa.SizeDW, Dst: isa.R10, Off: vm.MayGotoStart},
+		insns[6],
+		{Op: isa.OpMayGotoTimed, Off: 1, Imm: 1000},
+		{Op: isa.OpJA, Off: -3}, // back to the function's first instruction, after the prologue
+		insns[9], insns[10],
+	}
+	if len(p.Insns) != len(want) {
+		t.Fatalf("%d instructions, want %d", len(p.Insns), len(want))
+	}
+	for i := range want {
+		if p.Insns[i] != want[i] {
+			t.Errorf("insn %d: %+v, want %+v", i, p.Insns[i], want[i])
+		}
+	}
+	if p.Orig[6] != -1 || p.Orig[7] != -1 || p.Orig[8] != 6 {
+		t.Errorf("orig %v", p.Orig)
+	}
+	if err := isa.ValidateXlated(p.Insns); err != nil {
+		t.Error(err)
+	}
+	if err := isa.Validate(p.Insns); err == nil {
+		t.Error("the timed may_goto passes the loaders' validation")
+	}
+	// The callee's loop ends after a multiple (at least 2) of the refill
+	// and returns rounds + 1.
+	if r0 := run(t, p.Insns); (r0-1)%vm.MayGotoRefill != 0 || r0 < 2*vm.MayGotoRefill {
+		t.Errorf("r0 = %d", r0)
+	}
+}
+
+// InlineLoops replaces bpf_loop calls whose callback the verifier proved,
+// and leaves the others.
+func TestInlineLoops(t *testing.T) {
+	insns, err := isa.Assemble(`
+		r1 = 5
+		r2 = 0
+		r3 = 0
+		r4 = 0
+		call bpf_loop
+		exit
+		r0 = 0
+		exit
+	`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aux := make([]verifier.InsnAux, len(insns))
+	aux[4].LoopCallback = 6 + 1
+	p, err := New(insns, aux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := InlineLoops(p); n != 1 || err != nil {
+		t.Fatalf("InlineLoops: %d, %v", n, err)
+	}
+	if r0 := run(t, p.Insns); r0 != 5 {
+		t.Errorf("r0 = %d, want 5 calls", r0)
+	}
+	aux[4].LoopNoInline = true
+	p, _ = New(insns, aux)
+	if n, _ := InlineLoops(p); n != 0 {
+		t.Errorf("inlined %d calls the verifier did not prove", n)
+	}
+}
