@@ -1,6 +1,8 @@
 package rewrite
 
 import (
+	"errors"
+	"slices"
 	"testing"
 
 	"bpfvm/interp"
@@ -79,5 +81,104 @@ big:
 		if len(p.Aux) != len(p.Insns) || len(p.Orig) != len(p.Insns) {
 			t.Errorf("patch at %d: aux and orig out of step", pc)
 		}
+	}
+}
+
+// Patching several instructions at once gives the program patching them
+// one by one gives, function references (ld_imm64 pseudo func) included.
+func TestPatchAllMatchesPatch(t *testing.T) {
+	src := `
+	r6 = 1
+	r1 = 0 ll
+	if r6 == 0 goto skip
+	r6 += 2
+skip:
+	call f
+	r6 += r0
+	goto end
+	r6 = 1000
+end:
+	r0 = r6
+	exit
+f:
+	r0 = 4
+	if r0 > 3 goto big
+	r0 = 0
+big:
+	r0 += 8
+	exit
+`
+	insns, err := isa.Assemble(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Make insn 1 a function reference to f (the instruction after
+	// "call f"'s target is the same subprogram).
+	for pc, ins := range insns {
+		if ins.IsLocalCall() {
+			target := pc + 1 + int(ins.Imm)
+			insns[1].Src = isa.Register(isa.PseudoFunc)
+			insns[1].Imm = int32(target - 1 - 1)
+		}
+	}
+	want := run(t, insns)
+	nop := isa.Instruction{Op: isa.ClassALU64 | isa.ALUAdd | isa.SrcK, Dst: isa.R9}
+	var rs []Replacement
+	for pc, ins := range insns {
+		if ins.Op&0x07 == isa.ClassALU64 && pc%2 == 0 {
+			rs = append(rs, Replacement{pc, []isa.Instruction{nop, ins, nop, nop}})
+		}
+	}
+	all, err := New(insns, make([]verifier.InsnAux, len(insns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := all.PatchAll(rs); err != nil {
+		t.Fatal(err)
+	}
+	one, _ := New(insns, make([]verifier.InsnAux, len(insns)))
+	for i := len(rs) - 1; i >= 0; i-- { // from the end, so earlier pcs stay put
+		if err := one.Patch(rs[i].PC, rs[i].Seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(all.Insns, one.Insns) || !slices.Equal(all.Orig, one.Orig) {
+		t.Errorf("PatchAll and Patch differ:\n%v\n%v", all.Insns, one.Insns)
+	}
+	if err := isa.Validate(all.Insns); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(t, all.Insns); got != want {
+		t.Errorf("patched program returns %d, want %d", got, want)
+	}
+	for pc, ins := range all.Insns {
+		if ins.IsPseudoFunc() {
+			if target := pc + 1 + int(ins.Imm); all.Orig[target] != 1+int(insns[1].Imm)+1 {
+				t.Errorf("function reference now points at original insn %d", all.Orig[target])
+			}
+		}
+	}
+}
+
+// A patch that would push a jump's target out of 16-bit reach fails with
+// ErrJumpRange and leaves the program as it was.
+func TestPatchAllJumpRange(t *testing.T) {
+	mov := isa.Instruction{Op: isa.ClassALU64 | isa.ALUMov | isa.SrcK, Dst: isa.R0}
+	insns := []isa.Instruction{{Op: isa.OpJA, Off: 1<<15 - 1}}
+	for range 1<<15 - 1 {
+		insns = append(insns, mov)
+	}
+	insns = append(insns, mov, isa.Instruction{Op: isa.OpExit})
+	p, err := New(insns, make([]verifier.InsnAux, len(insns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := slices.Clone(p.Insns)
+	err = p.PatchAll([]Replacement{{5, []isa.Instruction{mov, mov}}})
+	if !errors.Is(err, ErrJumpRange) {
+		t.Fatalf("PatchAll: %v, want ErrJumpRange", err)
+	}
+	if !slices.Equal(p.Insns, before) || len(p.Aux) != len(before) {
+		t.Error("failed patch changed the program")
 	}
 }
