@@ -30,12 +30,13 @@ func run(t *testing.T, insns []isa.Instruction) uint64 {
 	return r0
 }
 
-// Patching any instruction into a longer sequence with the same effect
-// keeps the program's result: jumps, calls and function loads that cross
-// the patch still reach the same instructions.
-func TestPatchKeepsTargets(t *testing.T) {
-	src := `
+// patchProgram is a program with jumps, a bpf-to-bpf call and a function
+// reference (insn 1, to the called subprogram) crossing most instructions.
+func patchProgram(t *testing.T) []isa.Instruction {
+	t.Helper()
+	insns, err := isa.Assemble(`
 	r0 = 1
+	r8 = 0 ll
 	r6 = 0
 	if r6 == 0 goto skip
 	r0 = 100
@@ -54,11 +55,24 @@ f:
 big:
 	r0 += 8
 	exit
-`
-	insns, err := isa.Assemble(src)
+`)
 	if err != nil {
 		t.Fatal(err)
 	}
+	for pc, ins := range insns {
+		if ins.IsLocalCall() {
+			insns[1].Src = isa.Register(isa.PseudoFunc)
+			insns[1].Imm = int32(pc+int(ins.Imm)) - 1
+		}
+	}
+	return insns
+}
+
+// Patching any instruction into a longer sequence with the same effect
+// keeps the program's result: jumps, calls and function loads that cross
+// the patch still reach the same instructions.
+func TestPatchKeepsTargets(t *testing.T) {
+	insns := patchProgram(t)
 	want := run(t, insns)
 	for pc, ins := range insns {
 		if ins.Op&0x07 != isa.ClassALU64 || ins.IsLdImm64() {
@@ -87,40 +101,7 @@ big:
 // Patching several instructions at once gives the program patching them
 // one by one gives, function references (ld_imm64 pseudo func) included.
 func TestPatchAllMatchesPatch(t *testing.T) {
-	src := `
-	r6 = 1
-	r1 = 0 ll
-	if r6 == 0 goto skip
-	r6 += 2
-skip:
-	call f
-	r6 += r0
-	goto end
-	r6 = 1000
-end:
-	r0 = r6
-	exit
-f:
-	r0 = 4
-	if r0 > 3 goto big
-	r0 = 0
-big:
-	r0 += 8
-	exit
-`
-	insns, err := isa.Assemble(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Make insn 1 a function reference to f (the instruction after
-	// "call f"'s target is the same subprogram).
-	for pc, ins := range insns {
-		if ins.IsLocalCall() {
-			target := pc + 1 + int(ins.Imm)
-			insns[1].Src = isa.Register(isa.PseudoFunc)
-			insns[1].Imm = int32(target - 1 - 1)
-		}
-	}
+	insns := patchProgram(t)
 	want := run(t, insns)
 	nop := isa.Instruction{Op: isa.ClassALU64 | isa.ALUAdd | isa.SrcK, Dst: isa.R9}
 	var rs []Replacement
