@@ -21,7 +21,7 @@ type InlineOptions struct {
 }
 
 // maxInlineKey is the largest hash-map key whose lookup is inlined: the
-// sequence is unrolled over the key, about 12 instructions per 8 bytes.
+// sequence is unrolled over the key, about 15 instructions per 8 bytes.
 const maxInlineKey = 128
 
 // InlineHelpers replaces helper calls with equivalent instructions:
