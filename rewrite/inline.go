@@ -1,6 +1,8 @@
 package rewrite
 
 import (
+	"errors"
+
 	"bpfvm/isa"
 	"bpfvm/maps"
 )
@@ -19,7 +21,7 @@ type InlineOptions struct {
 }
 
 // maxInlineKey is the largest hash-map key whose lookup is inlined: the
-// sequence is unrolled over the key, about 12 instructions per 8 bytes.
+// sequence is unrolled over the key, about 15 instructions per 8 bytes.
 const maxInlineKey = 128
 
 // InlineHelpers replaces helper calls with equivalent instructions:
@@ -39,11 +41,17 @@ const maxInlineKey = 128
 // sequences use R0-R5 as scratch: after a helper call R1-R5 are unreadable
 // for the verifier, so nothing after the call can depend on them.
 //
+// All calls are replaced in one pass (PatchAll), so the cost is linear in
+// the program's size whatever the number of calls. Inlining never makes a
+// program fail to load: calls stay calls where the program would outgrow
+// isa.MaxInstructions, and all of them when a jump would go out of range.
+//
 // It returns the number of calls inlined.
 func InlineHelpers(p *Program, opts InlineOptions) (int, error) {
 	lookup, _ := isa.HelperID("bpf_map_lookup_elem")
 	cpuID, _ := isa.HelperID("bpf_get_smp_processor_id")
-	n := 0
+	var rs []Replacement
+	size := len(p.Insns)
 	for pc := 0; pc < len(p.Insns); pc++ {
 		ins := p.Insns[pc]
 		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {
@@ -63,16 +71,22 @@ func InlineHelpers(p *Program, opts InlineOptions) (int, error) {
 			}
 			seq = lookupSeq(aux.Map.Spec, opts)
 		}
-		if seq == nil {
+		if seq == nil || size+len(seq)-1 > isa.MaxInstructions {
 			continue
 		}
-		if err := p.Patch(pc, seq); err != nil {
-			return n, err
-		}
-		pc += len(seq) - 1
-		n++
+		size += len(seq) - 1
+		rs = append(rs, Replacement{pc, seq})
 	}
-	return n, nil
+	if len(rs) == 0 {
+		return 0, nil
+	}
+	if err := p.PatchAll(rs); err != nil {
+		if errors.Is(err, ErrJumpRange) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	return len(rs), nil
 }
 
 // lookupSeq returns the inline lookup for a map, or nil when the call stays.

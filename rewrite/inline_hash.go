@@ -6,9 +6,9 @@ import (
 )
 
 // hashLookup is the inline lookup of a hash, per-CPU hash, LRU hash, LRU
-// per-CPU hash or hash of maps, specialised for the key size: the same steps as the
-// lock-free Go lookup (maps/hash.go: hashMap.lookup and find), which the
-// differential tests hold it to.
+// per-CPU hash or hash of maps, specialised for the key size: the same
+// steps as the lock-free Go lookup (maps/hash.go: hashMap.lookup and find),
+// which the differential tests hold it to.
 //
 //	      r0 = HashKey(seed, key)              emitHash, unrolled
 //	      r3 = buckets[r0 & mask]              head of the chain
@@ -28,21 +28,22 @@ import (
 // at it; unlinked elements are reused only after every run that could have
 // seen them has ended (maps.Domain). So a reader needs each link load to be
 // a single untorn 8-byte load ordered before the loads of the element it
-// names. The links are 8-byte aligned (the bucket array and the elements
-// of the pool are), so plain loads are untorn. On amd64 (TSO) loads are not
+// names. The links are 8-byte aligned (the bucket array and the elements of
+// the pool are), so plain loads are untorn. On amd64 (TSO) loads are not
 // reordered with loads and the writer's stores are seen in program order,
-// which is what the Go path's atomic.LoadUint64 compiles to there too: the
-// JIT's plain MOVs are the same instructions. The interpreter performs the
-// sequence one instruction at a time through a plain Go load per
+// and atomic.LoadUint64, which the Go path uses, compiles to a plain MOV
+// there: the JIT's loads are the same instructions. The interpreter performs
+// the sequence one instruction at a time through a plain Go load per
 // instruction; each element load uses the address the previous link load
 // produced (an address dependency, which every CPU Go supports orders), and
 // the compiler cannot move a load across the dispatch of the next
-// instruction. The hash, key and value of a published element never change
-// (except per-CPU values, updated in place as in the kernel), so no torn
-// read of them is possible. The LRU mark is a hint for the clock: a plain
-// 4-byte store suffices (the Go path's atomic store adds an ordering nobody
-// relies on), and like the Go path it stores only when the mark is clear,
-// so hot elements' cache lines stay shared.
+// instruction. The hash and key of a published element never change, nor
+// does its value except for per-CPU values, which programs update in place
+// as in the kernel (where a reader may see an update half done, as there).
+// The LRU mark is a hint for the clock: a plain 4-byte store suffices (the
+// Go path's atomic store adds an ordering nobody relies on), and like the Go
+// path it stores only when the mark is clear, so hot elements' cache lines
+// stay shared.
 func hashLookup(s maps.Spec) []isa.Instruction {
 	k := int(s.KeySize)
 	vsize := (uint64(s.ValueSize) + 7) &^ 7

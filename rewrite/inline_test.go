@@ -13,6 +13,7 @@ import (
 	"bpfvm/isa"
 	"bpfvm/jit/amd64"
 	"bpfvm/maps"
+	"bpfvm/verifier"
 	"bpfvm/vm"
 )
 
@@ -404,5 +405,27 @@ func TestInlineMapOfMapsLookupMatchesGo(t *testing.T) {
 		check("changed")
 		keyMem.Free()
 		m.Close()
+	}
+}
+
+// Where inlining would push a jump out of range, the calls stay and the
+// program is unchanged: inlining never makes a program fail to load.
+func TestInlineKeepsCallsOutOfRange(t *testing.T) {
+	lookup, _ := isa.HelperID("bpf_map_lookup_elem")
+	mov := isa.Instruction{Op: isa.ClassALU64 | isa.ALUMov | isa.SrcK, Dst: isa.R0}
+	insns := []isa.Instruction{{Op: isa.OpJA, Off: 1<<15 - 1}, {Op: isa.OpCall, Imm: lookup}}
+	for range 1<<15 - 2 {
+		insns = append(insns, mov)
+	}
+	insns = append(insns, mov, isa.Instruction{Op: isa.OpExit})
+	aux := make([]verifier.InsnAux, len(insns))
+	aux[1].Map = &verifier.MapInfo{Spec: maps.Spec{Type: maps.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 8}}
+	p, err := New(insns, aux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := InlineHelpers(p, InlineOptions{})
+	if err != nil || n != 0 || len(p.Insns) != len(insns) || p.Insns[1].Op != isa.OpCall {
+		t.Errorf("InlineHelpers: %d inlined, %v; %d insns (want the %d unchanged)", n, err, len(p.Insns), len(insns))
 	}
 }

@@ -5,7 +5,9 @@
 package rewrite
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 
 	"bpfvm/isa"
 	"bpfvm/verifier"
@@ -36,92 +38,104 @@ func New(insns []isa.Instruction, aux []verifier.InsnAux) (*Program, error) {
 	return p, nil
 }
 
-// Patch replaces the single instruction at pc with seq. Jumps and calls
-// elsewhere in the program that cross pc are adjusted, so that a jump to pc
-// now lands on the first instruction of seq and a jump past it still lands
-// where it did. Offsets inside seq are relative to seq, and seq's jumps must
-// stay inside it or leave it only to the instruction after it. The aux entry
-// of pc goes to every instruction of seq (they act on its behalf).
-func (p *Program) Patch(pc int, seq []isa.Instruction) error {
-	if pc < 0 || pc >= len(p.Insns) || len(seq) == 0 {
-		return fmt.Errorf("rewrite: patch of %d instructions at %d", len(seq), pc)
-	}
-	if p.Insns[pc].IsLdImm64() {
-		return fmt.Errorf("rewrite: insn %d: cannot patch ld_imm64", pc)
-	}
-	delta := len(seq) - 1
-	if delta != 0 {
-		if err := p.adjustOffsets(pc, delta); err != nil {
-			return err
-		}
-	}
-	insns := make([]isa.Instruction, 0, len(p.Insns)+delta)
-	insns = append(insns, p.Insns[:pc]...)
-	insns = append(insns, seq...)
-	insns = append(insns, p.Insns[pc+1:]...)
-	aux := make([]verifier.InsnAux, 0, len(insns))
-	aux = append(aux, p.Aux[:pc]...)
-	for range seq {
-		aux = append(aux, p.Aux[pc])
-	}
-	aux = append(aux, p.Aux[pc+1:]...)
-	orig := make([]int, 0, len(insns))
-	orig = append(orig, p.Orig[:pc]...)
-	orig = append(orig, p.Orig[pc])
-	for range delta {
-		orig = append(orig, -1)
-	}
-	orig = append(orig, p.Orig[pc+1:]...)
-	p.Insns, p.Aux, p.Orig = insns, aux, orig
-	return nil
+// ErrJumpRange is returned when a patch would move a jump's target beyond
+// the 16-bit offset of the jump: the program is left unchanged, and the
+// rewrite may do without the patch (the kernel fails the load instead).
+var ErrJumpRange = errors.New("rewrite: jump grows out of range")
+
+// Replacement is a patch: the single instruction at PC becomes Seq.
+type Replacement struct {
+	PC  int
+	Seq []isa.Instruction
 }
 
-// adjustOffsets moves every relative target outside pc that points past pc
-// (or every target from past pc that points at or before it) by delta.
-func (p *Program) adjustOffsets(pc, delta int) error {
-	for i := 0; i < len(p.Insns); i++ {
-		ins := &p.Insns[i]
-		if i == pc {
+// Patch replaces the single instruction at pc with seq; see PatchAll.
+func (p *Program) Patch(pc int, seq []isa.Instruction) error {
+	return p.PatchAll([]Replacement{{pc, seq}})
+}
+
+// PatchAll applies the replacements in one pass over the program, each
+// instruction replaced by its sequence. Jumps and calls elsewhere in the
+// program are adjusted, so that a jump to a replaced instruction now lands
+// on the first instruction of its sequence and a jump past it still lands
+// where it did. Offsets inside a sequence are relative to it, and its jumps
+// must stay inside it or leave it only to the instruction after it. The aux
+// entry of a replaced instruction goes to every instruction of its sequence
+// (they act on its behalf). On error the program is unchanged.
+func (p *Program) PatchAll(rs []Replacement) error {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b Replacement) int { return a.PC - b.PC })
+	n := len(p.Insns)
+	for i, r := range rs {
+		if r.PC < 0 || r.PC >= n || len(r.Seq) == 0 || i > 0 && rs[i-1].PC == r.PC {
+			return fmt.Errorf("rewrite: patch of %d instructions at %d", len(r.Seq), r.PC)
+		}
+		if p.Insns[r.PC].IsLdImm64() || r.PC > 0 && p.Insns[r.PC-1].IsLdImm64() {
+			return fmt.Errorf("rewrite: insn %d: cannot patch ld_imm64", r.PC)
+		}
+	}
+	// at[i] is where old instruction i starts after patching; at[n] is the
+	// new length.
+	at := make([]int, n+1)
+	delta, j := 0, 0
+	for i := 0; i <= n; i++ {
+		at[i] = i + delta
+		if j < len(rs) && rs[j].PC == i {
+			delta += len(rs[j].Seq) - 1
+			j++
+		}
+	}
+	insns := make([]isa.Instruction, 0, at[n])
+	aux := make([]verifier.InsnAux, 0, at[n])
+	orig := make([]int, 0, at[n])
+	j = 0
+	for i := 0; i < n; i++ {
+		if j < len(rs) && rs[j].PC == i {
+			for k, ins := range rs[j].Seq {
+				insns = append(insns, ins)
+				aux = append(aux, p.Aux[i])
+				if k == 0 {
+					orig = append(orig, p.Orig[i])
+				} else {
+					orig = append(orig, -1)
+				}
+			}
+			j++
 			continue
 		}
+		ins := p.Insns[i]
+		aux = append(aux, p.Aux[i])
+		orig = append(orig, p.Orig[i])
 		var target int
-		var field string
-		switch {
-		case ins.IsLocalCall() || ins.IsPseudoFunc():
-			target, field = i+1+int(ins.Imm), "imm"
-		default:
-			t, ok := ins.JumpTarget(i)
-			if !ok {
-				if ins.IsLdImm64() {
-					i++
-				}
-				continue
-			}
-			target, field = t, "off"
-			if ins.Op == isa.OpJA32 {
-				field = "imm"
-			}
-		}
-		// Where the instruction and its target will be after the patch.
-		newI, newT := i, target
-		if i > pc {
-			newI += delta
-		}
-		if target > pc {
-			newT += delta
-		}
-		off := newT - newI - 1
-		if field == "imm" {
-			ins.Imm = int32(off)
+		call := ins.IsLocalCall() || ins.IsPseudoFunc()
+		if call {
+			target = i + 1 + int(ins.Imm)
+		} else if t, ok := ins.JumpTarget(i); ok {
+			target = t
 		} else {
-			if off < -1<<15 || off >= 1<<15 {
-				return fmt.Errorf("rewrite: jump at %d grows out of range", i)
-			}
-			ins.Off = int16(off)
+			target = -1
 		}
+		if target >= 0 {
+			off := at[target] - at[i] - 1
+			if call || ins.Op == isa.OpJA32 {
+				ins.Imm = int32(off)
+			} else {
+				if off < -1<<15 || off >= 1<<15 {
+					return fmt.Errorf("insn %d: %w", i, ErrJumpRange)
+				}
+				ins.Off = int16(off)
+			}
+		}
+		insns = append(insns, ins)
 		if ins.IsLdImm64() {
+			// The second slot: a function reference's offset counts
+			// from after it, as computed above from i.
+			insns = append(insns, p.Insns[i+1])
+			aux = append(aux, p.Aux[i+1])
+			orig = append(orig, p.Orig[i+1])
 			i++
 		}
 	}
+	p.Insns, p.Aux, p.Orig = insns, aux, orig
 	return nil
 }
