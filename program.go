@@ -433,7 +433,7 @@ type engineProgram interface {
 // Run runs the program like BPF_PROG_TEST_RUN and returns the low 32 bits of
 // R0, as the kernel does.
 func (p *Program) Run(opts *RunOptions) (uint32, error) {
-	res, err := p.Execute(opts)
+	res, err := p.execute(opts, false)
 	return uint32(res.R0), err
 }
 
@@ -462,6 +462,18 @@ func (p *Program) Benchmark(in []byte, repeat int, reset func()) (uint32, time.D
 
 // Execute runs the program and reports the full result.
 func (p *Program) Execute(opts *RunOptions) (Result, error) {
+	return p.execute(opts, true)
+}
+
+// execute is Execute; timed says whether to measure Result.Duration (Run
+// does not report it, and reading the clock is a good part of a short
+// run's cost).
+//
+// Repetitions run as in the kernel's test run: on the same context and
+// packet, each seeing what the one before left (a packet moved by
+// bpf_xdp_adjust_head stays moved), so the setup of the run is done once
+// and a repetition resets only what the kernel resets per program run.
+func (p *Program) execute(opts *RunOptions, timed bool) (Result, error) {
 	if opts == nil {
 		opts = &RunOptions{}
 	}
@@ -489,62 +501,61 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 	if err := readContext(opts.Context, ctx, uint64(pt.ContextSize)); err != nil {
 		return Result{}, fmt.Errorf("run %s: %w", p.name, err)
 	}
+	frame := buf[ctxArea+headroom : ctxArea+headroom+len(opts.Data)]
+	copy(frame, opts.Data)
+	pkt := frame
+	if pt.NetworkHeader {
+		pkt = frame[ethHeader:]
+	}
+	pktStart := base + uint64(ctxArea+headroom+len(frame)-len(pkt))
+	r.pkt = packetState{
+		start: base + uint64(ctxArea),
+		meta:  pktStart,
+		data:  pktStart,
+		end:   pktStart + uint64(len(pkt)),
+		limit: pktStart + uint64(len(pkt)) + tailroom,
+	}
+	if pt.Setup != nil {
+		pt.Setup(ctx, frame, pkt)
+	}
+	r.startEnv(opts.RunContext)
+	env := &r.env
+	var r1, r2 uint64
+	if pt.ContextSize == 0 {
+		r1, r2 = r.pkt.data, uint64(len(pkt))
+		if len(pkt) == 0 {
+			r1 = 0
+		}
+	} else {
+		env.Ctx = vm.Region{Start: base, End: base + uint64(pt.ContextSize), Writable: true}
+		if !p.verified {
+			env.CtxAccess = ctxAccess
+		}
+		r1 = base
+	}
+	r.beginRun()
 	repeat := max(opts.Repeat, 1)
 	var res Result
-	start := time.Now()
+	var start time.Time
+	if timed {
+		start = time.Now()
+	}
 	for range repeat {
-		frame := buf[ctxArea+headroom : ctxArea+headroom+len(opts.Data)]
-		copy(frame, opts.Data)
-		pkt := frame
-		if pt.NetworkHeader {
-			pkt = frame[ethHeader:]
-		}
-		pktStart := base + uint64(ctxArea+headroom+len(frame)-len(pkt))
-		r.pkt = packetState{
-			start: base + uint64(ctxArea),
-			meta:  pktStart,
-			data:  pktStart,
-			end:   pktStart + uint64(len(pkt)),
-			limit: pktStart + uint64(len(pkt)) + tailroom,
-		}
-		if pt.Setup != nil {
-			pt.Setup(ctx, frame, pkt)
-		}
-		env := &r.env
-		*env = vm.Env{
-			Checked: !p.verified,
-			Regions: p.regions,
-			Stack:   vm.Region{Start: r.stack.Addr(), End: r.stack.Addr() + vm.MaxFrames*vm.StackSize, Writable: true},
-			CPU:     r.cpu,
-			Rand:    &r.hs.rng,
-			Value:   r,
-			Context: opts.RunContext,
-		}
-		r.regions = append(append(r.regions[:0], vm.Region{}), p.regions...)
-		env.Regions = r.regions
-		r.setPacket(r.pkt)
+		// What a run changes that the next must not see; helpers
+		// restore the rest (regions, stack, the running program) before
+		// the run ends.
+		env.TailCalls = 0
 		r.redirect = Redirect{}
-		r.beginRun()
-		var r1, r2 uint64
-		if pt.ContextSize == 0 {
-			r1, r2 = r.pkt.data, uint64(len(pkt))
-			if len(pkt) == 0 {
-				r1 = 0
-			}
-		} else {
-			env.Ctx = vm.Region{Start: base, End: base + uint64(pt.ContextSize), Writable: true}
-			if !p.verified {
-				env.CtxAccess = ctxAccess
-			}
-			r1 = base
-		}
+		r.hs.scratchDepth = 0
 		res.R0, err = p.engine.Run(env, r1, r2, p.opts.Budget)
 		r.endRun()
 		if err != nil {
 			return Result{}, fmt.Errorf("run %s: %w", p.name, err)
 		}
 	}
-	res.Duration = time.Since(start) / time.Duration(repeat)
+	if timed {
+		res.Duration = time.Since(start) / time.Duration(repeat)
+	}
 	res.Redirect = r.redirect
 	// The kernel's XDP test run returns the metadata in front of the packet.
 	outStart := r.pkt.data

@@ -35,6 +35,7 @@ type runner struct {
 	prog     *Program    // the program running, for helpers
 	redirect Redirect
 	hs       helperState // helpers' per-runner state (helpers_state.go)
+	cache    vm.Cache    // the engines' state kept from run to run
 }
 
 // setPacket moves the packet boundaries (after bpf_xdp_adjust_head and
@@ -52,6 +53,24 @@ func (r *runner) setPacket(p packetState) {
 		*(*uint64)(vm.Ptr(shadow + shadowEnd)) = p.end
 		*(*uint64)(vm.Ptr(shadow + shadowMeta)) = p.meta
 	}
+}
+
+// startEnv sets up the runner's environment for a run of r.prog on the
+// packet r.pkt, keeping the engines' cache.
+func (r *runner) startEnv(ctx context.Context) {
+	p := r.prog
+	r.env = vm.Env{
+		Checked: !p.verified,
+		Stack:   vm.Region{Start: r.stack.Addr(), End: r.stack.Addr() + vm.MaxFrames*vm.StackSize, Writable: true},
+		CPU:     r.cpu,
+		Rand:    &r.hs.rng,
+		Value:   r,
+		Context: ctx,
+		Cache:   &r.cache,
+	}
+	r.regions = append(append(r.regions[:0], vm.Region{}), p.regions...)
+	r.env.Regions = r.regions
+	r.setPacket(r.pkt)
 }
 
 func newCPUs(n int) *cpus {

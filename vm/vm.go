@@ -106,6 +106,20 @@ type Env struct {
 	// soon after it is done (engines check it every few thousand
 	// instructions, at backward jumps and calls).
 	Context context.Context
+	// Cache, when set, keeps what an engine sets up for a run (the JIT's
+	// execution context) for the next run with the same Cache, which
+	// saves taking it from a shared pool. Runs with the same Cache must
+	// not overlap, except runs nested in one (callbacks and tail calls
+	// made from helpers), which engines tell apart.
+	Cache *Cache
+}
+
+// Cache is engine state kept from one run to the next by an owner whose
+// runs never overlap, such as a runner of package bpfvm (see Env.Cache).
+// The zero value is an empty cache.
+type Cache struct {
+	// JIT is the JIT's execution context (package jit/amd64).
+	JIT any
 }
 
 // Check validates an access of size bytes at addr. It is what checked mode

@@ -17,7 +17,7 @@ import (
 
 // Program is a program compiled to x86-64 machine code. It is safe for
 // concurrent use; each run takes an execution context (native stack and
-// header) from a pool.
+// header): the one kept in vm.Env.Cache, or one from a pool.
 type Program struct {
 	insns   []isa.Instruction
 	helpers []vm.Helper // by helper id
@@ -232,12 +232,20 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64) (ui
 	if env.Stack.End < env.Stack.Start || maxDepth < 1 {
 		return 0, &vm.RunError{PC: entry, Err: vm.ErrCallDepth}
 	}
-	c, _ := ctxPool.Get().(*execCtx)
-	if c == nil {
-		return 0, fmt.Errorf("jit: cannot allocate an execution context")
+	// The execution context: the one cached in env.Cache unless a run
+	// uses it (this run is nested in that one), else one from the pool.
+	var c *execCtx
+	cache := env.Cache
+	if cache != nil {
+		c, _ = cache.JIT.(*execCtx)
+	}
+	if c == nil || c.h.running != 0 {
+		if c, _ = ctxPool.Get().(*execCtx); c == nil {
+			return 0, fmt.Errorf("jit: cannot allocate an execution context")
+		}
 	}
 	c.h.running = p.id
-	defer p.leave(c)
+	defer p.leave(c, cache)
 	if p.closed.Load() {
 		return 0, ErrClosed
 	}
@@ -279,9 +287,16 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64) (ui
 	return r.loop()
 }
 
-func (p *Program) leave(c *execCtx) {
+func (p *Program) leave(c *execCtx, cache *vm.Cache) {
 	c.h.running = 0
-	ctxPool.Put(c)
+	switch {
+	case cache == nil:
+		ctxPool.Put(c)
+	case cache.JIT == nil:
+		cache.JIT = c // kept for the next run
+	case cache.JIT != any(c):
+		ctxPool.Put(c) // a nested run's
+	}
 	if p.closed.Load() {
 		p.tryFree()
 	}
