@@ -47,7 +47,24 @@ const (
 // filter's packet starts after the Ethernet header, which stays.)
 func (r *runner) beginRun() {
 	clear(unsafeBytes(r.pkt.start, min(r.pkt.meta, r.pkt.start+headroom)-r.pkt.start))
+	r.resetRun()
+}
+
+// resetRun resets what a run changes that the next repetition must not
+// see; helpers restore the rest (regions, stack, the running program)
+// before the run ends, and the packet stays as the run left it, as in the
+// kernel's test run.
+func (r *runner) resetRun() {
+	r.env.TailCalls = 0
+	r.redirect = Redirect{}
 	r.hs.scratchDepth = 0
+}
+
+// nextRun ends a repetition and prepares the next: the engines call it
+// between the runs of RunOptions.Repeat (as runner.between, made once).
+func (r *runner) nextRun() {
+	r.endRun()
+	r.resetRun()
 }
 
 // endRun releases what a run left behind: ring buffer samples reserved and

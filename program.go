@@ -427,6 +427,7 @@ func (p *Program) JITInfo() JITInfo { return p.jit }
 // helpers such as bpf_loop.
 type engineProgram interface {
 	Run(env *vm.Env, r1, r2, budget uint64) (uint64, error)
+	Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between func()) (uint64, error)
 	Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint64, error)
 }
 
@@ -540,18 +541,10 @@ func (p *Program) execute(opts *RunOptions, timed bool) (Result, error) {
 	if timed {
 		start = time.Now()
 	}
-	for range repeat {
-		// What a run changes that the next must not see; helpers
-		// restore the rest (regions, stack, the running program) before
-		// the run ends.
-		env.TailCalls = 0
-		r.redirect = Redirect{}
-		r.hs.scratchDepth = 0
-		res.R0, err = p.engine.Run(env, r1, r2, p.opts.Budget)
-		r.endRun()
-		if err != nil {
-			return Result{}, fmt.Errorf("run %s: %w", p.name, err)
-		}
+	res.R0, err = p.engine.Repeat(env, r1, r2, p.opts.Budget, repeat, r.between)
+	r.endRun()
+	if err != nil {
+		return Result{}, fmt.Errorf("run %s: %w", p.name, err)
 	}
 	if timed {
 		res.Duration = time.Since(start) / time.Duration(repeat)

@@ -36,6 +36,7 @@ type runner struct {
 	redirect Redirect
 	hs       helperState // helpers' per-runner state (helpers_state.go)
 	cache    vm.Cache    // the engines' state kept from run to run
+	between  func()      // r.nextRun, made once: what engines call between repetitions
 }
 
 // setPacket moves the packet boundaries (after bpf_xdp_adjust_head and
@@ -80,6 +81,7 @@ func newCPUs(n int) *cpus {
 	c := &cpus{domain: maps.NewDomain(n), free: make(chan int, n), runners: make([]*runner, n), closed: make(chan struct{})}
 	for i := range n {
 		c.runners[i] = &runner{cpu: i}
+		c.runners[i].between = c.runners[i].nextRun
 		c.runners[i].hs.rng.Seed(rand.Uint64(), rand.Uint64())
 		c.free <- i
 	}

@@ -95,6 +95,22 @@ func (p *Program) Run(env *vm.Env, r1, r2 uint64, budget uint64) (uint64, error)
 	return p.runWith(env, 0, [5]uint64{r1, r2}, budget)
 }
 
+// Repeat runs the program n times (at least once) as n calls of Run with
+// the same arguments would, and returns the last run's R0; between, when
+// set, is called between two runs. It stops at the first error.
+func (p *Program) Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between func()) (uint64, error) {
+	for {
+		v, err := p.runWith(env, 0, [5]uint64{r1, r2}, budget)
+		if n <= 1 || err != nil {
+			return v, err
+		}
+		n--
+		if between != nil {
+			between()
+		}
+	}
+}
+
 // Call runs the subprogram named by fn (a FuncValue, as bpf_loop and
 // bpf_for_each_map_elem receive their callbacks) with arguments r1-r5 and
 // returns its R0. It is meant for helpers: the callback runs on the stack

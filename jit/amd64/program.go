@@ -206,7 +206,7 @@ const (
 
 // Run runs the program with R1 and R2 set as given, as interp.Program.Run.
 func (p *Program) Run(env *vm.Env, r1, r2, budget uint64) (uint64, error) {
-	return p.run(env, 0, [5]uint64{r1, r2}, budget)
+	return p.run(env, 0, [5]uint64{r1, r2}, budget, 1, nil)
 }
 
 // Call runs the subprogram named by fn (an interp.FuncValue) with arguments
@@ -222,12 +222,20 @@ func (p *Program) Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint6
 		return 0, vm.ErrCallDepth
 	}
 	env.Stack.End = env.FP - vm.StackSize
-	v, err := p.run(env, int(fn&0xffff_ffff), [5]uint64{r1, r2, r3, r4, r5}, 0)
+	v, err := p.run(env, int(fn&0xffff_ffff), [5]uint64{r1, r2, r3, r4, r5}, 0, 1, nil)
 	env.Stack, env.FP = saved, fp
 	return v, err
 }
 
-func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64) (uint64, error) {
+// Repeat runs the program n times (at least once) as n calls of Run with
+// the same arguments would, and returns the last run's R0; between, when
+// set, is called between two runs. It stops at the first error. The runs
+// share the setup of one: the execution context, the image, the header.
+func (p *Program) Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between func()) (uint64, error) {
+	return p.run(env, 0, [5]uint64{r1, r2}, budget, n, between)
+}
+
+func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n uint32, between func()) (uint64, error) {
 	maxDepth := min((env.Stack.End-env.Stack.Start)/vm.StackSize, vm.MaxFrames)
 	if env.Stack.End < env.Stack.Start || maxDepth < 1 {
 		return 0, &vm.RunError{PC: entry, Err: vm.ErrCallDepth}
@@ -254,25 +262,16 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64) (ui
 	if err != nil {
 		return 0, err
 	}
-	if !c.sync(env, checked) {
-		return 0, errTable
-	}
-
 	if budget == 0 {
 		budget = ^uint64(0)
 	}
-	total := int64(min(budget, budgetLimit))
-	chunk := min(total, yieldChunk)
 	// Field by field: composite literals here are built on the stack and
 	// copied with wide loads that stall on store forwarding.
 	var r run
 	r.p, r.env, r.c, r.img, r.checked = p, env, c, img, checked
-	r.budget, r.reserve = budget, total-chunk
+	r.budget = budget
 
 	h := c.h
-	h.regs[0], h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5] = 0, args[0], args[1], args[2], args[3], args[4]
-	h.regs[6], h.regs[7], h.regs[8], h.regs[9], h.regs[10] = 0, 0, 0, 0, env.Stack.End
-	h.regs[11] = uint64(chunk)
 	h.minFP = env.Stack.End - (maxDepth-1)*vm.StackSize
 	h.cpu = uint64(env.CPU)
 	if env.Rand != nil {
@@ -280,11 +279,29 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64) (ui
 	} else {
 		h.rand = c.base + uint64(offOwnRand)
 	}
-	h.loops = maxLoops
-	h.nativeSP = c.stackTop()
-	h.target = img.addr(entry)
-	h.resume = img.base + uint64(img.entry)
-	return r.loop()
+	target, resume := img.addr(entry), img.base+uint64(img.entry)
+	for {
+		if !c.sync(env, checked) {
+			return 0, errTable
+		}
+		total := int64(min(budget, budgetLimit))
+		chunk := min(total, yieldChunk)
+		r.reserve, r.spins = total-chunk, 0
+		h.regs[0], h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5] = 0, args[0], args[1], args[2], args[3], args[4]
+		h.regs[6], h.regs[7], h.regs[8], h.regs[9], h.regs[10] = 0, 0, 0, 0, env.Stack.End
+		h.regs[11] = uint64(chunk)
+		h.loops = maxLoops
+		h.nativeSP = c.stackTop()
+		h.target, h.resume = target, resume
+		v, err := r.loop()
+		if n <= 1 || err != nil {
+			return v, err
+		}
+		n--
+		if between != nil {
+			between()
+		}
+	}
 }
 
 func (p *Program) leave(c *execCtx, cache *vm.Cache) {
