@@ -2,9 +2,11 @@ package bpfvm
 
 import (
 	"context"
+	"math/bits"
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"bpfvm/maps"
 	"bpfvm/vm"
@@ -16,11 +18,23 @@ import (
 // slot of per-CPU maps), and it owns the run's off-heap stack and buffer.
 // Runs beyond the number of runners wait for one to be free, as programs on
 // a machine wait for a CPU.
+//
+// Free runners are bits in idle: taking one is a compare-and-swap, giving
+// it back an atomic or, so that a run pays two atomic operations. Runs
+// that find none queue up in waiters, and a release hands its runner to
+// the first of them rather than setting its bit.
 type cpus struct {
-	domain    *maps.Domain
-	free      chan int
-	runners   []*runner
-	closed    chan struct{}
+	domain  *maps.Domain
+	runners []*runner
+	idle    []atomic.Uint64 // bit i%64 of idle[i/64]: runner i is free
+	next    atomic.Uint32   // where take starts looking
+
+	mu      sync.Mutex
+	waiters []chan int    // FIFO; each has room for the runner handed over
+	nwait   atomic.Int32  // waiters, and runs about to queue up (under mu)
+	closing atomic.Bool   // set by close: acquire fails
+	closed  chan struct{} // closed by close: waiting runs give up
+
 	closeOnce sync.Once
 }
 
@@ -78,38 +92,159 @@ func newCPUs(n int) *cpus {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	c := &cpus{domain: maps.NewDomain(n), free: make(chan int, n), runners: make([]*runner, n), closed: make(chan struct{})}
+	c := &cpus{domain: maps.NewDomain(n), runners: make([]*runner, n), idle: make([]atomic.Uint64, (n+63)/64), closed: make(chan struct{})}
 	for i := range n {
-		c.runners[i] = &runner{cpu: i}
-		c.runners[i].between = c.runners[i].nextRun
-		c.runners[i].hs.rng.Seed(rand.Uint64(), rand.Uint64())
-		c.free <- i
+		r := &runner{cpu: i}
+		r.hs.rng.Seed(rand.Uint64(), rand.Uint64())
+		r.between = r.nextRun
+		c.runners[i] = r
+		c.idle[i/64].Or(1 << (i % 64))
 	}
 	return c
+}
+
+// take takes a free runner without waiting: the first at or after the
+// one after the runner taken last, so that runs one after the other take
+// the runners in turn (as tests of per-CPU maps expect).
+func (c *cpus) take() (int, bool) {
+	start := int(c.next.Load())
+	first := start / 64
+	for k := 0; k <= len(c.idle); k++ {
+		w := (first + k) % len(c.idle)
+		for {
+			v := c.idle[w].Load()
+			m := v
+			if k == 0 {
+				m &^= 1<<(start%64) - 1 // from start on; the rest at k == len
+			}
+			if m == 0 {
+				break
+			}
+			b := bits.TrailingZeros64(m)
+			if c.idle[w].CompareAndSwap(v, v&^(1<<b)) {
+				i := w*64 + b
+				c.next.Store(uint32((i + 1) % len(c.runners)))
+				return i, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// takeRunner takes runner i if it is free.
+func (c *cpus) takeRunner(i int) bool {
+	w, bit := &c.idle[i/64], uint64(1)<<(i%64)
+	for {
+		v := w.Load()
+		if v&bit == 0 {
+			return false
+		}
+		if w.CompareAndSwap(v, v&^bit) {
+			return true
+		}
+	}
 }
 
 // acquire takes a free runner, waiting for one if all are busy, and enters
 // the reclamation domain for it.
 func (c *cpus) acquire(ctx context.Context) (*runner, error) {
-	var i int
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	select {
-	case <-c.closed:
+	if c.closing.Load() {
 		return nil, ErrClosed
-	case i = <-c.free:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	}
+	i, ok := c.take()
+	if !ok {
+		var err error
+		if i, err = c.wait(ctx, false); err != nil {
+			return nil, err
+		}
 	}
 	c.domain.Enter(i)
 	return c.runners[i], nil
 }
 
+// wait queues up for a runner, until ctx is done or (unless draining, as
+// close does) the runners are closed.
+func (c *cpus) wait(ctx context.Context, draining bool) (int, error) {
+	c.mu.Lock()
+	// Announce the wait before looking again: a release either sees it
+	// or frees its runner before the look (see release).
+	c.nwait.Add(1)
+	if i, ok := c.take(); ok {
+		c.nwait.Add(-1)
+		c.mu.Unlock()
+		return i, nil
+	}
+	if !draining && c.closing.Load() {
+		c.nwait.Add(-1)
+		c.mu.Unlock()
+		return 0, ErrClosed
+	}
+	ch := make(chan int, 1)
+	c.waiters = append(c.waiters, ch)
+	c.mu.Unlock()
+
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
+	}
+	closed := c.closed
+	if draining {
+		closed = nil
+	}
+	var err error
+	select {
+	case i := <-ch:
+		return i, nil
+	case <-done:
+		err = ctx.Err()
+	case <-closed:
+		err = ErrClosed
+	}
+	// Leave the queue, unless a release has just handed a runner over:
+	// then pass it on.
+	c.mu.Lock()
+	for k, w := range c.waiters {
+		if w == ch {
+			c.waiters = append(c.waiters[:k], c.waiters[k+1:]...)
+			c.nwait.Add(-1)
+			c.mu.Unlock()
+			return 0, err
+		}
+	}
+	c.mu.Unlock()
+	c.give(<-ch)
+	return 0, err
+}
+
 func (c *cpus) release(r *runner) {
 	r.prog = nil
 	c.domain.Exit(r.cpu)
-	c.free <- r.cpu
+	c.give(r.cpu)
+}
+
+// give frees runner i, or hands it to the first run waiting.
+func (c *cpus) give(i int) {
+	if c.nwait.Load() == 0 {
+		c.idle[i/64].Or(1 << (i % 64))
+		// A run that announced its wait after the check above may have
+		// looked before the runner was free: take the runner back and
+		// hand it over, unless someone has taken it meanwhile.
+		if c.nwait.Load() == 0 || !c.takeRunner(i) {
+			return
+		}
+	}
+	c.mu.Lock()
+	if len(c.waiters) == 0 {
+		// Waits announced but not queued look again under mu.
+		c.idle[i/64].Or(1 << (i % 64))
+		c.mu.Unlock()
+		return
+	}
+	ch := c.waiters[0]
+	c.waiters = c.waiters[1:]
+	c.nwait.Add(-1)
+	c.mu.Unlock()
+	ch <- i // never blocks: room for one
 }
 
 // memory makes sure the runner has a stack and a buffer of at least need
@@ -142,9 +277,12 @@ func (c *cpus) close() {
 }
 
 func (c *cpus) drain() {
+	c.closing.Store(true)
 	close(c.closed)
 	for range c.runners {
-		<-c.free
+		if _, ok := c.take(); !ok {
+			c.wait(nil, true) //nolint:errcheck // waits without a context or closing: no error
+		}
 	}
 	for _, r := range c.runners {
 		if r.stack != nil {

@@ -1,0 +1,119 @@
+package bpfvm
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Runs hold their runner alone: many goroutines taking and giving back
+// fewer runners never find one in use, and every run gets one.
+func TestRunnersExclusive(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 70} {
+		c := newCPUs(n)
+		busy := make([]atomic.Int32, n)
+		var wg sync.WaitGroup
+		var runs atomic.Int64
+		for g := range 2*n + 3 {
+			wg.Go(func() {
+				for k := range 300 {
+					var ctx context.Context
+					if (g+k)%3 == 0 {
+						ctx = context.Background()
+					}
+					r, err := c.acquire(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if busy[r.cpu].Add(1) != 1 {
+						t.Errorf("runner %d taken twice", r.cpu)
+					}
+					if k%7 == 0 {
+						time.Sleep(time.Microsecond)
+					}
+					busy[r.cpu].Add(-1)
+					runs.Add(1)
+					c.release(r)
+				}
+			})
+		}
+		wg.Wait()
+		if want := int64((2*n + 3) * 300); runs.Load() != want {
+			t.Errorf("%d runners: %d runs, want %d", n, runs.Load(), want)
+		}
+		// All free again, taken in turn.
+		prev := -1
+		for i := range 2 * n {
+			r, err := c.acquire(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i > 0 && r.cpu != (prev+1)%n {
+				t.Errorf("run %d took runner %d, want %d", i, r.cpu, (prev+1)%n)
+			}
+			prev = r.cpu
+			c.release(r)
+		}
+		c.close()
+	}
+}
+
+// A run waiting for a runner gives up when its context is done or the
+// runners are closed; close waits for the runs in progress.
+func TestRunnersWait(t *testing.T) {
+	c := newCPUs(1)
+	r, err := c.acquire(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("wait with a context: %v, want DeadlineExceeded", err)
+	}
+	// A waiter is handed the runner when it is released.
+	got := make(chan *runner)
+	go func() {
+		r, err := c.acquire(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- r
+	}()
+	time.Sleep(10 * time.Millisecond)
+	c.release(r)
+	r = <-got
+	if r == nil {
+		t.FailNow()
+	}
+	// A waiter gives up on close, which waits for the run holding the
+	// runner.
+	waitErr := make(chan error)
+	go func() {
+		_, err := c.acquire(nil)
+		waitErr <- err
+	}()
+	closed := make(chan struct{})
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		c.close()
+		close(closed)
+	}()
+	if err := <-waitErr; !errors.Is(err, ErrClosed) {
+		t.Errorf("wait during close: %v, want ErrClosed", err)
+	}
+	select {
+	case <-closed:
+		t.Error("close returned while a run held a runner")
+	case <-time.After(20 * time.Millisecond):
+	}
+	c.release(r)
+	<-closed
+	if _, err := c.acquire(nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("acquire after close: %v, want ErrClosed", err)
+	}
+}
