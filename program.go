@@ -434,7 +434,8 @@ type engineProgram interface {
 // Run runs the program like BPF_PROG_TEST_RUN and returns the low 32 bits of
 // R0, as the kernel does.
 func (p *Program) Run(opts *RunOptions) (uint32, error) {
-	res, err := p.execute(opts, false)
+	var res Result
+	err := p.execute(opts, &res, false)
 	return uint32(res.R0), err
 }
 
@@ -463,10 +464,12 @@ func (p *Program) Benchmark(in []byte, repeat int, reset func()) (uint32, time.D
 
 // Execute runs the program and reports the full result.
 func (p *Program) Execute(opts *RunOptions) (Result, error) {
-	return p.execute(opts, true)
+	var res Result
+	err := p.execute(opts, &res, true)
+	return res, err
 }
 
-// execute is Execute; timed says whether to measure Result.Duration (Run
+// execute is Execute, filling in res (left zero when the run fails); timed says whether to measure Result.Duration (Run
 // does not report it, and reading the clock is a good part of a short
 // run's cost).
 //
@@ -474,25 +477,25 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 // packet, each seeing what the one before left (a packet moved by
 // bpf_xdp_adjust_head stays moved), so the setup of the run is done once
 // and a repetition resets only what the kernel resets per program run.
-func (p *Program) execute(opts *RunOptions, timed bool) (Result, error) {
+func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	if opts == nil {
 		opts = &RunOptions{}
 	}
 	pt := p.pt
 	if len(opts.Data) > maxPacket {
-		return Result{}, fmt.Errorf("run %s: %d bytes of data, at most %d", p.name, len(opts.Data), maxPacket)
+		return fmt.Errorf("run %s: %d bytes of data, at most %d", p.name, len(opts.Data), maxPacket)
 	}
 	if len(opts.Data) < pt.MinData {
-		return Result{}, fmt.Errorf("run %s: %d bytes of data, the %s program type needs at least %d", p.name, len(opts.Data), pt.Name, pt.MinData)
+		return fmt.Errorf("run %s: %d bytes of data, the %s program type needs at least %d", p.name, len(opts.Data), pt.Name, pt.MinData)
 	}
 	r, err := p.cpus.acquire(opts.RunContext)
 	if err != nil {
-		return Result{}, fmt.Errorf("run %s: %w", p.name, err)
+		return fmt.Errorf("run %s: %w", p.name, err)
 	}
 	defer p.cpus.release(r)
 	ctxArea := p.contextArea()
 	if err := r.memory(ctxArea + headroom + len(opts.Data) + tailroom); err != nil {
-		return Result{}, fmt.Errorf("run %s: %w", p.name, err)
+		return fmt.Errorf("run %s: %w", p.name, err)
 	}
 	r.prog = p
 
@@ -500,7 +503,7 @@ func (p *Program) execute(opts *RunOptions, timed bool) (Result, error) {
 	base := r.buf.Addr()
 	ctx := buf[:ctxArea]
 	if err := readContext(opts.Context, ctx, uint64(pt.ContextSize)); err != nil {
-		return Result{}, fmt.Errorf("run %s: %w", p.name, err)
+		return fmt.Errorf("run %s: %w", p.name, err)
 	}
 	frame := buf[ctxArea+headroom : ctxArea+headroom+len(opts.Data)]
 	copy(frame, opts.Data)
@@ -509,13 +512,10 @@ func (p *Program) execute(opts *RunOptions, timed bool) (Result, error) {
 		pkt = frame[ethHeader:]
 	}
 	pktStart := base + uint64(ctxArea+headroom+len(frame)-len(pkt))
-	r.pkt = packetState{
-		start: base + uint64(ctxArea),
-		meta:  pktStart,
-		data:  pktStart,
-		end:   pktStart + uint64(len(pkt)),
-		limit: pktStart + uint64(len(pkt)) + tailroom,
-	}
+	// Field by field: a composite literal would be built on the stack
+	// and copied with wide loads that stall on store forwarding.
+	r.pkt.start, r.pkt.meta, r.pkt.data = base+uint64(ctxArea), pktStart, pktStart
+	r.pkt.end, r.pkt.limit = pktStart+uint64(len(pkt)), pktStart+uint64(len(pkt))+tailroom
 	if pt.Setup != nil {
 		pt.Setup(ctx, frame, pkt)
 	}
@@ -536,16 +536,16 @@ func (p *Program) execute(opts *RunOptions, timed bool) (Result, error) {
 	}
 	r.beginRun()
 	repeat := max(opts.Repeat, 1)
-	var res Result
 	var start time.Time
 	if timed {
 		start = time.Now()
 	}
-	res.R0, err = p.engine.Repeat(env, r1, r2, p.opts.Budget, repeat, r.between)
+	r0, err := p.engine.Repeat(env, r1, r2, p.opts.Budget, repeat, r.between)
 	r.endRun()
 	if err != nil {
-		return Result{}, fmt.Errorf("run %s: %w", p.name, err)
+		return fmt.Errorf("run %s: %w", p.name, err)
 	}
+	res.R0 = r0
 	if timed {
 		res.Duration = time.Since(start) / time.Duration(repeat)
 	}
@@ -564,14 +564,14 @@ func (p *Program) execute(opts *RunOptions, timed bool) (Result, error) {
 	if opts.DataOut != nil {
 		out := unsafeBytes(outStart, r.pkt.end-outStart)
 		if len(opts.DataOut) < len(out) {
-			return res, fmt.Errorf("run %s: output packet of %d bytes does not fit DataOut of %d", p.name, len(out), len(opts.DataOut))
+			return fmt.Errorf("run %s: output packet of %d bytes does not fit DataOut of %d", p.name, len(out), len(opts.DataOut))
 		}
 		copy(opts.DataOut, out)
 	}
 	if err := writeContext(opts.ContextOut, ctx[:pt.ContextSize]); err != nil {
-		return res, fmt.Errorf("run %s: %w", p.name, err)
+		return fmt.Errorf("run %s: %w", p.name, err)
 	}
-	return res, nil
+	return nil
 }
 
 // NativeCode returns the machine code of a program the JIT compiled and the

@@ -71,20 +71,23 @@ func (r *runner) setPacket(p packetState) {
 }
 
 // startEnv sets up the runner's environment for a run of r.prog on the
-// packet r.pkt, keeping the engines' cache.
+// packet r.pkt, keeping the engines' cache. It sets every field (keep it
+// in step with vm.Env), one by one: a composite literal would be built on
+// the stack and copied with wide loads that stall on store forwarding.
 func (r *runner) startEnv(ctx context.Context) {
-	p := r.prog
-	r.env = vm.Env{
-		Checked: !p.verified,
-		Stack:   vm.Region{Start: r.stack.Addr(), End: r.stack.Addr() + vm.MaxFrames*vm.StackSize, Writable: true},
-		CPU:     r.cpu,
-		Rand:    &r.hs.rng,
-		Value:   r,
-		Context: ctx,
-		Cache:   &r.cache,
-	}
+	p, e := r.prog, &r.env
+	e.Checked = !p.verified
 	r.regions = append(append(r.regions[:0], vm.Region{}), p.regions...)
-	r.env.Regions = r.regions
+	e.Regions = r.regions
+	e.Ctx.Start, e.Ctx.End, e.Ctx.Writable = 0, 0, false
+	e.CtxAccess = nil
+	e.Stack.Start, e.Stack.End, e.Stack.Writable = r.stack.Addr(), r.stack.Addr()+vm.MaxFrames*vm.StackSize, true
+	e.CPU = r.cpu
+	e.Rand = &r.hs.rng
+	e.Value = r
+	e.TailCalls, e.FP = 0, 0
+	e.Context = ctx
+	e.Cache = &r.cache
 	r.setPacket(r.pkt)
 }
 
