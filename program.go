@@ -502,7 +502,7 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	buf := r.buf.Bytes()
 	base := r.buf.Addr()
 	ctx := buf[:ctxArea]
-	if err := readContext(opts.Context, ctx, uint64(pt.ContextSize)); err != nil {
+	if err := readContext(opts.Context, ctx[:pt.ContextSize], uint64(pt.ContextSize)); err != nil {
 		return fmt.Errorf("run %s: %w", p.name, err)
 	}
 	frame := buf[ctxArea+headroom : ctxArea+headroom+len(opts.Data)]

@@ -57,9 +57,10 @@ type runner struct {
 // friends) and updates what checked accesses and LD_ABS may touch.
 func (r *runner) setPacket(p packetState) {
 	r.pkt = p
-	reg := vm.Region{Start: p.meta, End: p.end, Writable: true}
-	r.regions[0] = reg
-	r.env.Packet = vm.Region{Start: p.data, End: p.end, Writable: true}
+	// Field by field, as in startEnv.
+	reg := &r.regions[0]
+	reg.Start, reg.End, reg.Writable = p.meta, p.end, true
+	r.env.Packet.Start, r.env.Packet.End, r.env.Packet.Writable = p.data, p.end, true
 	if r.prog != nil && r.prog.verified {
 		// Verified programs load the packet pointers from the shadow
 		// slots (see rewriteContext).
