@@ -20,14 +20,17 @@ import (
 // a machine wait for a CPU.
 //
 // Free runners are bits in idle: taking one is a compare-and-swap, giving
-// it back an atomic or, so that a run pays two atomic operations. Runs
+// it back an atomic or, so that a run pays two atomic operations (and two
+// more for the reclamation domain). Runs
 // that find none queue up in waiters, and a release hands its runner to
 // the first of them rather than setting its bit.
 type cpus struct {
 	domain  *maps.Domain
 	runners []*runner
-	idle    []atomic.Uint64 // bit i%64 of idle[i/64]: runner i is free
-	next    atomic.Uint32   // where take starts looking
+	// idle has a bit per free runner (see slot) and, in the top bits of
+	// idle[0], the runner take looks at first: one compare-and-swap
+	// takes a runner and moves the hint.
+	idle []atomic.Uint64
 
 	mu      sync.Mutex
 	waiters []chan int    // FIFO; each has room for the runner handed over
@@ -56,8 +59,8 @@ type runner struct {
 // setPacket moves the packet boundaries (after bpf_xdp_adjust_head and
 // friends) and updates what checked accesses and LD_ABS may touch.
 func (r *runner) setPacket(p packetState) {
-	r.pkt = p
 	// Field by field, as in startEnv.
+	r.pkt.start, r.pkt.meta, r.pkt.data, r.pkt.end, r.pkt.limit = p.start, p.meta, p.data, p.end, p.limit
 	reg := &r.regions[0]
 	reg.Start, reg.End, reg.Writable = p.meta, p.end, true
 	r.env.Packet.Start, r.env.Packet.End, r.env.Packet.Writable = p.data, p.end, true
@@ -92,42 +95,68 @@ func (r *runner) startEnv(ctx context.Context) {
 	r.setPacket(r.pkt)
 }
 
+// Layout of cpus.idle: runnersPerWord runner bits per word, the hint above
+// them in idle[0].
+const (
+	runnersPerWord = 48
+	runnerBits     = 1<<runnersPerWord - 1
+	hintShift      = runnersPerWord
+)
+
+// slot is where runner i's bit is in idle.
+func (c *cpus) slot(i int) (*atomic.Uint64, uint64) {
+	return &c.idle[i/runnersPerWord], 1 << (i % runnersPerWord)
+}
+
 func newCPUs(n int) *cpus {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	c := &cpus{domain: maps.NewDomain(n), runners: make([]*runner, n), idle: make([]atomic.Uint64, (n+63)/64), closed: make(chan struct{})}
+	n = min(n, 1<<(64-hintShift))
+	c := &cpus{domain: maps.NewDomain(n), runners: make([]*runner, n), idle: make([]atomic.Uint64, (n+runnersPerWord-1)/runnersPerWord), closed: make(chan struct{})}
 	for i := range n {
 		r := &runner{cpu: i}
 		r.hs.rng.Seed(rand.Uint64(), rand.Uint64())
 		r.between = r.nextRun
 		c.runners[i] = r
-		c.idle[i/64].Or(1 << (i % 64))
+		w, bit := c.slot(i)
+		w.Or(bit)
 	}
 	return c
 }
 
 // take takes a free runner without waiting: the first at or after the
-// one after the runner taken last, so that runs one after the other take
-// the runners in turn (as tests of per-CPU maps expect).
+// hint, which it moves past the runner taken, so that runs one after the
+// other take the runners in turn (as tests of per-CPU maps expect).
 func (c *cpus) take() (int, bool) {
-	start := int(c.next.Load())
-	first := start / 64
+	n := len(c.runners)
+	start := int(c.idle[0].Load() >> hintShift)
+	first := start / runnersPerWord
 	for k := 0; k <= len(c.idle); k++ {
 		w := (first + k) % len(c.idle)
 		for {
 			v := c.idle[w].Load()
-			m := v
+			m := v & runnerBits
 			if k == 0 {
-				m &^= 1<<(start%64) - 1 // from start on; the rest at k == len
+				m &^= 1<<(start%runnersPerWord) - 1 // from start on; the rest at k == len
 			}
 			if m == 0 {
 				break
 			}
 			b := bits.TrailingZeros64(m)
-			if c.idle[w].CompareAndSwap(v, v&^(1<<b)) {
-				i := w*64 + b
-				c.next.Store(uint32((i + 1) % len(c.runners)))
+			i := w*runnersPerWord + b
+			next := uint64(i + 1)
+			if next == uint64(n) {
+				next = 0
+			}
+			nv := v &^ (1 << b)
+			if w == 0 {
+				nv = nv&runnerBits | next<<hintShift
+			}
+			if c.idle[w].CompareAndSwap(v, nv) {
+				if w != 0 {
+					c.setHint(next)
+				}
 				return i, true
 			}
 		}
@@ -135,9 +164,19 @@ func (c *cpus) take() (int, bool) {
 	return 0, false
 }
 
+// setHint sets where take starts looking.
+func (c *cpus) setHint(next uint64) {
+	for {
+		v := c.idle[0].Load()
+		if c.idle[0].CompareAndSwap(v, v&runnerBits|next<<hintShift) {
+			return
+		}
+	}
+}
+
 // takeRunner takes runner i if it is free.
 func (c *cpus) takeRunner(i int) bool {
-	w, bit := &c.idle[i/64], uint64(1)<<(i%64)
+	w, bit := c.slot(i)
 	for {
 		v := w.Load()
 		if v&bit == 0 {
@@ -228,8 +267,9 @@ func (c *cpus) release(r *runner) {
 
 // give frees runner i, or hands it to the first run waiting.
 func (c *cpus) give(i int) {
+	w, bit := c.slot(i)
 	if c.nwait.Load() == 0 {
-		c.idle[i/64].Or(1 << (i % 64))
+		w.Or(bit)
 		// A run that announced its wait after the check above may have
 		// looked before the runner was free: take the runner back and
 		// hand it over, unless someone has taken it meanwhile.
@@ -240,7 +280,7 @@ func (c *cpus) give(i int) {
 	c.mu.Lock()
 	if len(c.waiters) == 0 {
 		// Waits announced but not queued look again under mu.
-		c.idle[i/64].Or(1 << (i % 64))
+		w.Or(bit)
 		c.mu.Unlock()
 		return
 	}

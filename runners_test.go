@@ -12,7 +12,7 @@ import (
 // Runs hold their runner alone: many goroutines taking and giving back
 // fewer runners never find one in use, and every run gets one.
 func TestRunnersExclusive(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 70} {
+	for _, n := range []int{1, 2, 3, 48, 49, 100} {
 		c := newCPUs(n)
 		busy := make([]atomic.Int32, n)
 		var wg sync.WaitGroup
