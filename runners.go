@@ -133,7 +133,10 @@ func (c *cpus) take() (int, bool) {
 	start := int(c.idle[0].Load() >> hintShift)
 	first := start / runnersPerWord
 	for k := 0; k <= len(c.idle); k++ {
-		w := (first + k) % len(c.idle)
+		w := first + k // without a division, which would cost more than the rest
+		if w >= len(c.idle) {
+			w -= len(c.idle)
+		}
 		for {
 			v := c.idle[w].Load()
 			m := v & runnerBits
