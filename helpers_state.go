@@ -62,10 +62,22 @@ func (r *runner) resetRun() {
 
 // nextRun ends a repetition and prepares the next: the engines call it
 // between the runs of RunOptions.Repeat (as runner.between, made once).
-func (r *runner) nextRun() {
+// Every cancelCheck repetitions it stops the test run if its context is
+// done, as the kernel's stops on a pending signal.
+func (r *runner) nextRun() error {
 	r.endRun()
 	r.resetRun()
+	if r.repeats++; r.repeats%cancelCheck == 0 && r.env.Context != nil {
+		if err := r.env.Context.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// cancelCheck is how many repetitions of a test run go between looks at
+// its context.
+const cancelCheck = 1024
 
 // endRun releases what a run left behind: ring buffer samples reserved and
 // never submitted are discarded so that consumers do not stall on them

@@ -427,7 +427,7 @@ func (p *Program) JITInfo() JITInfo { return p.jit }
 // helpers such as bpf_loop.
 type engineProgram interface {
 	Run(env *vm.Env, r1, r2, budget uint64) (uint64, error)
-	Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between func()) (uint64, error)
+	Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between func() error) (uint64, error)
 	Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint64, error)
 }
 

@@ -2,13 +2,17 @@ package bpfvm_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
 	"bpfvm"
+	"bpfvm/isa"
 )
 
 // Repetitions of a test run see the packet as the one before left it, as
@@ -83,6 +87,32 @@ func TestRepeatKeepsPacket(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// A test run's context stops it between repetitions, as a signal stops the
+// kernel's.
+func TestRepeatCancel(t *testing.T) {
+	insns, err := isa.Assemble("r0 = 2\nexit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, eng := range []bpfvm.Engine{bpfvm.EngineInterpreter, bpfvm.EngineJIT} {
+		p, err := bpfvm.NewRawProgram("pass", ebpf.XDP, insns, bpfvm.ProgramOptions{Engine: eng})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		start := time.Now()
+		_, err = p.Run(&bpfvm.RunOptions{Data: make([]byte, 64), Repeat: 1<<32 - 1, RunContext: ctx})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: %v, want DeadlineExceeded", eng, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: stopped after %v", eng, d)
 		}
 	}
 }

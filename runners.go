@@ -51,9 +51,10 @@ type runner struct {
 	regions  []vm.Region // regions[0] is the packet
 	prog     *Program    // the program running, for helpers
 	redirect Redirect
-	hs       helperState // helpers' per-runner state (helpers_state.go)
-	cache    vm.Cache    // the engines' state kept from run to run
-	between  func()      // r.nextRun, made once: what engines call between repetitions
+	hs       helperState  // helpers' per-runner state (helpers_state.go)
+	cache    vm.Cache     // the engines' state kept from run to run
+	between  func() error // r.nextRun, made once: what engines call between repetitions
+	repeats  uint32       // repetitions run, for nextRun
 }
 
 // setPacket moves the packet boundaries (after bpf_xdp_adjust_head and

@@ -97,8 +97,9 @@ func (p *Program) Run(env *vm.Env, r1, r2 uint64, budget uint64) (uint64, error)
 
 // Repeat runs the program n times (at least once) as n calls of Run with
 // the same arguments would, and returns the last run's R0; between, when
-// set, is called between two runs. It stops at the first error.
-func (p *Program) Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between func()) (uint64, error) {
+// set, is called between two runs. It stops at the first error, of a run
+// or of between.
+func (p *Program) Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between func() error) (uint64, error) {
 	for {
 		v, err := p.runWith(env, 0, [5]uint64{r1, r2}, budget)
 		if n <= 1 || err != nil {
@@ -106,7 +107,9 @@ func (p *Program) Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between f
 		}
 		n--
 		if between != nil {
-			between()
+			if err := between(); err != nil {
+				return 0, err
+			}
 		}
 	}
 }

@@ -229,13 +229,14 @@ func (p *Program) Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint6
 
 // Repeat runs the program n times (at least once) as n calls of Run with
 // the same arguments would, and returns the last run's R0; between, when
-// set, is called between two runs. It stops at the first error. The runs
+// set, is called between two runs. It stops at the first error, of a run
+// or of between. The runs
 // share the setup of one: the execution context, the image, the header.
-func (p *Program) Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between func()) (uint64, error) {
+func (p *Program) Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between func() error) (uint64, error) {
 	return p.run(env, 0, [5]uint64{r1, r2}, budget, n, between)
 }
 
-func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n uint32, between func()) (uint64, error) {
+func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n uint32, between func() error) (uint64, error) {
 	maxDepth := min((env.Stack.End-env.Stack.Start)/vm.StackSize, vm.MaxFrames)
 	if env.Stack.End < env.Stack.Start || maxDepth < 1 {
 		return 0, &vm.RunError{PC: entry, Err: vm.ErrCallDepth}
@@ -299,7 +300,9 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n u
 		}
 		n--
 		if between != nil {
-			between()
+			if err := between(); err != nil {
+				return 0, err
+			}
 		}
 	}
 }
