@@ -329,7 +329,8 @@ func (c *cpus) drain() {
 	close(c.closed)
 	for range c.runners {
 		if _, ok := c.take(); !ok {
-			c.wait(nil, true) //nolint:errcheck // waits without a context or closing: no error
+			// Draining waits for no context and ignores closing: no error.
+			_, _ = c.wait(nil, true)
 		}
 	}
 	for _, r := range c.runners {
@@ -342,5 +343,6 @@ func (c *cpus) drain() {
 			r.buf = nil
 		}
 		r.freeHelperState()
+		r.cache = vm.Cache{} // the execution context is freed when unreachable
 	}
 }
