@@ -65,7 +65,9 @@ func (r *runner) resetRun() {
 // Every cancelCheck repetitions it stops the test run if its context is
 // done, as the kernel's stops on a pending signal.
 func (r *runner) nextRun() error {
-	r.endRun()
+	if len(r.hs.reserved) > 0 {
+		r.endRun()
+	}
 	r.resetRun()
 	if r.repeats++; r.repeats%cancelCheck == 0 && r.env.Context != nil {
 		if err := r.env.Context.Err(); err != nil {

@@ -229,8 +229,9 @@ func (p *Program) Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint6
 
 // Repeat runs the program n times (at least once) as n calls of Run with
 // the same arguments would, and returns the last run's R0; between, when
-// set, is called between two runs. It stops at the first error, of a run
-// or of between. The runs
+// set, is called between two runs and must not change the stack, regions,
+// context or packet of env. It stops at the first error, of a run or of
+// between. The runs
 // share the setup of one: the execution context, the image, the header.
 func (p *Program) Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between func() error) (uint64, error) {
 	return p.run(env, 0, [5]uint64{r1, r2}, budget, n, between)
@@ -281,10 +282,13 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n u
 		h.rand = c.base + uint64(offOwnRand)
 	}
 	target, resume := img.addr(entry), img.base+uint64(img.entry)
+	// Synced once: a run leaves the header in step with env (every exit
+	// that may change env syncs it), and between changes nothing the
+	// header mirrors.
+	if !c.sync(env, checked) {
+		return 0, errTable
+	}
 	for {
-		if !c.sync(env, checked) {
-			return 0, errTable
-		}
 		total := int64(min(budget, budgetLimit))
 		chunk := min(total, yieldChunk)
 		r.reserve, r.spins = total-chunk, 0
