@@ -100,9 +100,11 @@ type InsnAux struct {
 	Map *MapInfo
 	// MapConflict is set when paths called with different maps.
 	MapConflict bool
-	// ConstKey is the constant key of a map lookup when every path agrees.
-	ConstKey    uint64
-	HasConstKey bool
+	// ConstKey is the constant key of a map lookup when every path agrees
+	// (HasConstKey); ConstKeyConflict is set once a path disagreed.
+	ConstKey         uint64
+	HasConstKey      bool
+	ConstKeyConflict bool
 	// LoopCallback is 1 + the first instruction of the callback a bpf_loop
 	// call passed on every path with flags 0 (for inlining the loop), 0
 	// when there is none; LoopNoInline is set when paths disagreed.
