@@ -124,8 +124,15 @@ type Result struct {
 // the error is an *Error (wrapping ErrRejected) and the log so far is in the
 // returned Result.
 func Verify(insns []isa.Instruction, opts Options) (*Result, error) {
+	return verify(insns, opts, false)
+}
+
+// verify is Verify; exact compares every scalar and stack slot, for tests
+// that check precision tracking and stack liveness against it.
+func verify(insns []isa.Instruction, opts Options, exact bool) (*Result, error) {
 	start := time.Now()
 	v := newVerifier(insns, opts)
+	v.exact = exact
 	err := v.run()
 	v.stats.Duration = time.Since(start)
 	if opts.LogLevel&4 != 0 {
@@ -167,6 +174,7 @@ type verifier struct {
 
 	aluCache map[aluKey]Scalar // alu_cache.go
 	free     []*State          // states to reuse (state.go)
+	exact    bool              // compare every scalar and slot (tests)
 
 	// The instruction history of the current path (precise.go).
 	hist []histEntry
