@@ -21,8 +21,17 @@ func TestConformance(t *testing.T) {
 	if len(files) != 313 {
 		t.Fatalf("found %d conformance tests, want 313", len(files))
 	}
-	for _, engine := range []bpfvm.Engine{bpfvm.EngineInterpreter, bpfvm.EngineJIT} {
-		t.Run(engine.String(), func(t *testing.T) {
+	for _, cfg := range []struct {
+		name   string
+		engine bpfvm.Engine
+		jit    bpfvm.JITOptions
+	}{
+		{"interp", bpfvm.EngineInterpreter, bpfvm.JITOptions{}},
+		{"jit", bpfvm.EngineJIT, bpfvm.JITOptions{}},
+		{"jit-blinded", bpfvm.EngineJIT, bpfvm.JITOptions{Blind: true}},
+		{"jit-far-retpoline", bpfvm.EngineJIT, bpfvm.JITOptions{Far: true, Retpoline: true}},
+	} {
+		t.Run(cfg.name, func(t *testing.T) {
 			for _, f := range files {
 				name := strings.TrimSuffix(filepath.Base(f), ".data")
 				t.Run(name, func(t *testing.T) {
@@ -30,7 +39,7 @@ func TestConformance(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := tc.Run(conformance.NewEngine(engine)); err != nil {
+					if err := tc.Run(conformance.NewEngineWithJIT(cfg.engine, cfg.jit)); err != nil {
 						t.Error(err)
 					}
 				})

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"bpfvm/isa"
+	"bpfvm/jit/amd64"
 	"bpfvm/maps"
 	"bpfvm/vm"
 )
@@ -20,6 +21,32 @@ func (p *Program) helper(id int32) vm.Helper {
 		return builtinKfuncs[id-isa.KfuncHelperBase]
 	}
 	return builtinHelpers[id]
+}
+
+// Helpers with native routines in the JIT (jit/amd64 natives_amd64.s),
+// which implement them exactly as the Go helpers below do.
+var (
+	idGetSMPProcessorID, _ = isa.HelperID("bpf_get_smp_processor_id")
+	idGetPrandomU32, _     = isa.HelperID("bpf_get_prandom_u32")
+	idGetNumaNodeID, _     = isa.HelperID("bpf_get_numa_node_id")
+)
+
+// native says which native routine, if any, JIT code calls for a helper
+// instead of exiting to Go: only built-in helpers the program did not
+// override.
+func (p *Program) native(id int32) amd64.Native {
+	if _, ok := p.opts.Helpers[id]; ok || p.opts.JIT.NoNatives {
+		return amd64.NoNative
+	}
+	switch id {
+	case idGetSMPProcessorID:
+		return amd64.NativeCPU
+	case idGetPrandomU32:
+		return amd64.NativeRandom
+	case idGetNumaNodeID:
+		return amd64.NativeZero
+	}
+	return amd64.NoNative
 }
 
 // builtinHelpers are bpfvm's implementations of kernel helpers, by id.

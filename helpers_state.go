@@ -1,7 +1,6 @@
 package bpfvm
 
 import (
-	"math/rand/v2"
 	"unsafe"
 
 	"bpfvm/vm"
@@ -10,8 +9,9 @@ import (
 // helperState is what helpers keep per runner between calls: it belongs to
 // one runner, so helpers that use it take no locks.
 type helperState struct {
-	rng    rand.PCG
-	seeded bool
+	// rng is bpf_get_prandom_u32's generator; vm.Env.Rand points at it so
+	// the JIT's native routine steps the same state.
+	rng vm.Rand
 
 	// scratch holds the keys bpf_for_each_map_elem hands to its callback,
 	// one slot pair per nesting level (callbacks can nest).
@@ -134,15 +134,9 @@ func (r *runner) scratchSlots() (cur, next uint64, ok bool) {
 	return base, base + scratchKeyMax, true
 }
 
-// random returns the next value of the runner's generator, seeded on first
-// use from the process-wide source.
-func (r *runner) random() uint32 {
-	if !r.hs.seeded {
-		r.hs.rng.Seed(rand.Uint64(), rand.Uint64())
-		r.hs.seeded = true
-	}
-	return uint32(r.hs.rng.Uint64() >> 32)
-}
+// random returns the next value of the runner's generator (seeded when the
+// runner is made).
+func (r *runner) random() uint32 { return r.hs.rng.Uint32() }
 
 // keyPtr returns a pointer to the runner's small key buffer, holding v in
 // host byte order over size bytes (4 or 8).

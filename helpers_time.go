@@ -62,6 +62,9 @@ func helperJiffies64(*vm.Env, uint64, uint64, uint64, uint64, uint64) (uint64, e
 // helperGetPrandomU32 is bpf_get_prandom_u32: a per-runner PCG generator,
 // seeded randomly, so concurrent runs share no state.
 func helperGetPrandomU32(e *vm.Env, _, _, _, _, _ uint64) (uint64, error) {
+	if e.Rand != nil {
+		return uint64(e.Rand.Uint32()), nil
+	}
 	return uint64(runnerOf(e).random()), nil
 }
 

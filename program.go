@@ -109,11 +109,37 @@ type ProgramOptions struct {
 	// NoInline keeps helper calls that the rewrite would inline (array
 	// map lookups, bpf_iter_num_next), for measuring what inlining gains.
 	NoInline bool
+	// JIT tunes the JIT.
+	JIT JITOptions
 	// MayGotoBudget is how long the may_goto loops of one function call
 	// may run before may_goto starts jumping (the kernel's timed
 	// may_goto; see vm/maygoto.go). Default 250 ms, as in the kernel.
 	MayGotoBudget time.Duration
 }
+
+// JITOptions tune the JIT (package jit/amd64).
+type JITOptions struct {
+	// Memory is the executable memory pool, with the limits of its near
+	// and far tiers; nil is the process's pool (amd64.DefaultMemory).
+	Memory *amd64.Memory
+	// Far places the code in far memory, where calls to native helper
+	// routines are indirect, as when near memory is used up.
+	Far bool
+	// Retpoline makes indirect calls go through a retpoline thunk.
+	Retpoline bool
+	// Blind forces constant blinding of immediates; it is always on for
+	// Unprivileged loads (as the kernel's bpf_jit_harden=1).
+	Blind bool
+	// NoNatives serves every helper from Go, even those with a native
+	// routine (bpf_get_smp_processor_id, bpf_get_prandom_u32,
+	// bpf_get_numa_node_id), for measuring.
+	NoNatives bool
+}
+
+// JITInfo describes a program's machine code: the memory tier (none when
+// the program runs on the interpreter), size and pages, native calls and
+// hardening.
+type JITInfo = amd64.Info
 
 // Program is a loaded eBPF program. It is safe for concurrent use.
 type Program struct {
@@ -124,6 +150,7 @@ type Program struct {
 	maps   []*Map
 	engine engineProgram
 	kind   Engine // the engine that runs: EngineInterpreter or EngineJIT
+	jit    JITInfo
 	opts   ProgramOptions
 
 	regions []vm.Region // map value memory, for checked accesses
@@ -132,10 +159,14 @@ type Program struct {
 	VerifierLog string
 	verified    bool
 	xlated      []isa.Instruction // after rewriting
-	stats       verifier.Stats
-	shadow      uint64 // offset of the 64-bit packet pointers in the context area
-	cpus        *cpus
-	ownCPUs     bool // a standalone program closes its runners
+	// ctxInsns and aux are the verified program with context accesses
+	// rewritten and the verifier's facts, which inlining starts from.
+	ctxInsns []isa.Instruction
+	aux      []verifier.InsnAux
+	stats    verifier.Stats
+	shadow   uint64 // offset of the 64-bit packet pointers in the context area
+	cpus     *cpus
+	ownCPUs  bool // a standalone program closes its runners
 
 	id   uint32      // in the live-program table (helpers_tailcall.go)
 	tail vm.TailCall // what bpf_tail_call returns to jump here
@@ -258,11 +289,27 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 		if p.verified {
 			mode = amd64.Unchecked
 		}
-		if jp, err := amd64.Compile(resolved, p.helper, amd64.Options{Modes: mode}); err == nil {
+		// Out of executable memory in both tiers, or any other reason
+		// the JIT cannot compile: the interpreter runs it.
+		jo := opts.JIT
+		if jp, err := amd64.Compile(resolved, p.helper, amd64.Options{
+			Modes: mode, Natives: p.native, Memory: jo.Memory, Unprivileged: opts.Unprivileged,
+			Far: jo.Far, Retpoline: jo.Retpoline, Blind: jo.Blind || opts.Unprivileged,
+		}); err == nil {
 			p.engine, p.kind = jp, EngineJIT
+			p.jit = jp.Info(mode == amd64.Checked)
 		}
 	}
 	if p.engine == nil {
+		if opts.Engine != EngineInterpreter && p.verified {
+			// Rewritten for the JIT, which could not take it.
+			if err := p.inline(EngineInterpreter); err != nil {
+				return nil, fmt.Errorf("program %s: %w", name, err)
+			}
+			if resolved, err = p.resolve(); err != nil {
+				return nil, fmt.Errorf("program %s: %w", name, err)
+			}
+		}
 		ip, err := interp.New(resolved, p.helper)
 		if err != nil {
 			return nil, fmt.Errorf("program %s: %w", name, err)
@@ -371,6 +418,11 @@ func (p *Program) Close() error {
 // not compile the program).
 func (p *Program) Engine() Engine { return p.kind }
 
+// JITInfo describes the program's machine code; its Tier is TierNone when
+// the program runs on the interpreter (also when executable memory ran
+// out in both tiers, which never fails a load).
+func (p *Program) JITInfo() JITInfo { return p.jit }
+
 // engineProgram is what Program needs of an engine: runs, and callbacks for
 // helpers such as bpf_loop.
 type engineProgram interface {
@@ -464,6 +516,7 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 			Regions: p.regions,
 			Stack:   vm.Region{Start: r.stack.Addr(), End: r.stack.Addr() + vm.MaxFrames*vm.StackSize, Writable: true},
 			CPU:     r.cpu,
+			Rand:    &r.hs.rng,
 			Value:   r,
 			Context: opts.RunContext,
 		}

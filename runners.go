@@ -2,6 +2,7 @@ package bpfvm
 
 import (
 	"context"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 
@@ -60,6 +61,7 @@ func newCPUs(n int) *cpus {
 	c := &cpus{domain: maps.NewDomain(n), free: make(chan int, n), runners: make([]*runner, n), closed: make(chan struct{})}
 	for i := range n {
 		c.runners[i] = &runner{cpu: i}
+		c.runners[i].hs.rng.Seed(rand.Uint64(), rand.Uint64())
 		c.free <- i
 	}
 	return c

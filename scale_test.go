@@ -239,3 +239,48 @@ func scaleCheckKernel(t *testing.T, c scaleCase, file string) {
 		t.Errorf("the kernel processed %d instructions, want %d", st.processed, c.processed)
 	}
 }
+
+// BenchmarkVerifyScale loads (and so verifies) each accepted program of
+// the scale corpus, for profiling the verifier:
+// go test -run XXX -bench VerifyScale/scale1 -cpuprofile cpu.out
+func BenchmarkVerifyScale(b *testing.B) {
+	for _, c := range scaleCases {
+		if !c.accept {
+			continue
+		}
+		b.Run(strings.TrimSuffix(c.file, ".o"), func(b *testing.B) {
+			spec, err := loader.LoadCollectionSpec(filepath.Join("testdata", "scale", c.file))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				coll, err := bpfvm.NewCollection(spec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				coll.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkVerifyScaleReject verifies the programs of the corpus that the
+// complexity limit rejects.
+func BenchmarkVerifyScaleReject(b *testing.B) {
+	for _, c := range scaleCases {
+		if c.accept {
+			continue
+		}
+		b.Run(strings.TrimSuffix(c.file, ".o"), func(b *testing.B) {
+			spec, err := loader.LoadCollectionSpec(filepath.Join("testdata", "scale", c.file))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := bpfvm.NewCollection(spec); err == nil {
+					b.Fatal("accepted")
+				}
+			}
+		})
+	}
+}

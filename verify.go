@@ -104,12 +104,27 @@ func (p *Program) verify() error {
 		return err
 	}
 	p.verified = true
-	rp, err := rewrite.New(rewriteContext(p.insns, res.Aux, p.shadowOffset()), res.Aux)
+	p.ctxInsns, p.aux = rewriteContext(p.insns, res.Aux, p.shadowOffset()), res.Aux
+	if p.opts.Engine == EngineInterpreter {
+		return p.inline(EngineInterpreter)
+	}
+	return p.inline(EngineJIT)
+}
+
+// inline sets the rewritten program of a verified program for an engine:
+// helper calls inlined where that pays on it (DESIGN.md, "Inlined map
+// lookups per engine"): everything on the JIT; on the interpreter, where
+// each inlined instruction is a dispatch, only the short sequences.
+func (p *Program) inline(e Engine) error {
+	if !p.verified {
+		return nil
+	}
+	rp, err := rewrite.New(p.ctxInsns, p.aux)
 	if err != nil {
 		return err
 	}
 	if !p.opts.NoInline {
-		if _, err := rewrite.InlineMapLookups(rp); err != nil {
+		if _, err := rewrite.InlineHelpers(rp, rewrite.InlineOptions{Interpreter: e == EngineInterpreter}); err != nil {
 			return err
 		}
 		rewrite.InlineIterNext(rp)

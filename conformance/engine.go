@@ -15,11 +15,17 @@ import (
 // for the JIT where it exists, it fails rather than quietly running a
 // program on the interpreter.
 func NewEngine(engine bpfvm.Engine) Engine {
+	return NewEngineWithJIT(engine, bpfvm.JITOptions{})
+}
+
+// NewEngineWithJIT is NewEngine with JIT options (e.g. constant blinding).
+func NewEngineWithJIT(engine bpfvm.Engine, jit bpfvm.JITOptions) Engine {
 	return func(prog []isa.Instruction, mem []byte) (uint64, error) {
 		p, err := bpfvm.NewRawProgram("conformance", ebpf.UnspecifiedProgram, prog, bpfvm.ProgramOptions{
 			Engine:  engine,
 			Helpers: Helpers(),
 			Budget:  1 << 24,
+			JIT:     jit,
 		})
 		if err != nil {
 			return 0, err

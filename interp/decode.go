@@ -202,7 +202,8 @@ const (
 	opMayGoto
 	opMayGotoTimed
 	opIterNumNext
-	opNop // second slot of LD_IMM64; never executed
+	opNop      // second slot of LD_IMM64; never executed
+	opCPUIndex // internal isa.OpCPUIndex: dst = env.CPU
 
 	numOps
 )
@@ -270,6 +271,9 @@ func decode(prog []isa.Instruction) ([]insn, error) {
 }
 
 func decodeOp(ins isa.Instruction) uint8 {
+	if ins.Op == isa.OpCPUIndex {
+		return opCPUIndex
+	}
 	if ins.IsIterNumNext() {
 		return opIterNumNext
 	}

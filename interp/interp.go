@@ -30,7 +30,7 @@ type Program struct {
 // relative form and are turned into function values here. Every helper the
 // program calls must be known to helpers, or New fails naming the call.
 func New(prog []isa.Instruction, helpers HelperFunc) (*Program, error) {
-	if err := isa.ValidateInternal(prog); err != nil {
+	if err := isa.ValidateXlated(prog); err != nil {
 		return nil, err
 	}
 	code, err := decode(prog)
@@ -320,6 +320,9 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			r[in.dst] = uint64(bits.ReverseBytes32(uint32(r[in.dst])))
 		case opSwap64:
 			r[in.dst] = bits.ReverseBytes64(r[in.dst])
+
+		case opCPUIndex:
+			r[in.dst] = uint64(env.CPU)
 
 		// Loads and stores.
 		case opLdImm64:

@@ -104,6 +104,9 @@ func isSecondSlot(prog []Instruction, pc int) bool {
 
 func format(prog []Instruction, pc int, helper HelperNamer) string {
 	ins := prog[pc]
+	if ins.Op == OpCPUIndex {
+		return fmt.Sprintf("r%d = cpu_index", ins.Dst)
+	}
 	if ins.IsIterNumNext() {
 		return "r0 = bpf_iter_num_next(r1) ; inline"
 	}

@@ -6,7 +6,7 @@ package isa
 // when the frame's hidden countdown (vm.MayGotoCount) is zero, and the
 // countdown is refilled while less than Imm microseconds have passed since
 // the frame's first may_goto. Only the engines accept it
-// (ValidateInternal).
+// (ValidateXlated).
 const OpMayGotoTimed uint8 = ClassJMP | JumpCond | SrcX // 0xed
 
 // OpIterNumNext is bpf_iter_num_next as one instruction, which the rewrite
@@ -14,7 +14,7 @@ const OpMayGotoTimed uint8 = ClassJMP | JumpCond | SrcX // 0xed
 // no other register changes. It is an ALU opcode no operation uses (so not
 // a jump, which would end the JIT's blocks) and is written with Dst R0,
 // Src R1 and Imm KfuncIterNumNext. Only the engines accept it
-// (ValidateInternal).
+// (ValidateXlated).
 const OpIterNumNext uint8 = ClassALU64 | 0xf0 // 0xf7
 
 // IsIterNumNext reports whether ins is the rewrite's OpIterNumNext.

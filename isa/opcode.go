@@ -119,6 +119,15 @@ const (
 	OpJA      uint8 = ClassJMP | JumpA           // 0x05
 	OpJA32    uint8 = ClassJMP32 | JumpA         // 0x06, gotol: 32-bit offset in imm
 	OpMayGoto uint8 = ClassJMP | JumpCond        // 0xe5
+
+	// OpCPUIndex is internal, never valid in a loaded program (Validate
+	// rejects it; the engines accept it through ValidateXlated): dst = the
+	// index of the CPU (runner) the program runs on. Rewrites emit it to
+	// inline bpf_get_smp_processor_id and per-CPU map lookups, where the
+	// kernel emits BPF_MOV64_PERCPU_REG. Its ALU operation code 0xe0 is
+	// unused by the ISA, so an engine that does not know it fails to load
+	// rather than running something else.
+	OpCPUIndex uint8 = ClassALU64 | 0xe0 // 0xe7
 )
 
 // Class returns the instruction class of an opcode.

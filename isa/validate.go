@@ -11,10 +11,10 @@ const MaxInstructions = 1_000_000
 // through. It says nothing about memory safety; that is the verifier's job.
 func Validate(prog []Instruction) error { return validate(prog, false) }
 
-// ValidateInternal is Validate for programs after the rewrite, which may
-// hold the internal instructions it emits (OpMayGotoTimed); the engines
-// accept such programs, the loaders never do.
-func ValidateInternal(prog []Instruction) error { return validate(prog, true) }
+// ValidateXlated is Validate for programs after rewriting, which may also
+// hold the internal instructions rewrites emit (OpCPUIndex, OpMayGotoTimed):
+// what the engines accept; the loaders never do.
+func ValidateXlated(prog []Instruction) error { return validate(prog, true) }
 
 func validate(prog []Instruction, internal bool) error {
 	n := len(prog)
@@ -47,6 +47,12 @@ func validate(prog []Instruction, internal bool) error {
 				if ins.Imm != 0 {
 					return insnErr(i-1, "unrecognized bpf_ld_imm64 insn")
 				}
+			}
+			continue
+		}
+		if internal && ins.Op == OpCPUIndex {
+			if ins.Src != 0 || ins.Off != 0 || ins.Imm != 0 || ins.Dst > MaxRegister || ins.Dst == R10 {
+				return insnErr(i, "internal cpu index uses reserved fields")
 			}
 			continue
 		}

@@ -65,10 +65,13 @@ type hashMap struct {
 // Header field offsets of hash maps, relative to HeaderFields: what native
 // code needs to inline a lookup.
 const (
-	HashFieldBuckets     = 0  // uint64: address of the bucket heads
-	HashFieldMask        = 8  // uint32: number of buckets - 1
-	HashFieldKeySize     = 12 // uint32
-	HashFieldSeed        = 16 // uint64: seed of the hash function (hashfunc.go)
+	HashFieldBuckets = 0  // uint64: address of the bucket heads
+	HashFieldMask    = 8  // uint32: number of buckets - 1
+	HashFieldKeySize = 12 // uint32
+	// HashFieldHashInit is the hash function's initial state for this map's
+	// keys, seed ^ KeySize*HashK1 (hashfunc.go): inlined lookups start from
+	// it rather than recomputing it.
+	HashFieldHashInit    = 16 // uint64
 	HashFieldValueOffset = 24 // uint32: offset of the value in an element
 	HashFieldValueSize   = 28 // uint32: value size rounded up to 8, the per-CPU stride
 	HashFieldLRU         = 32 // uint32: 1 if lookups must set HashElemRef
@@ -79,7 +82,7 @@ const (
 	HashElemNext = 0  // uint64: next element in the bucket, 0 at the end
 	HashElemHash = 8  // uint32: hash of the key
 	HashElemRef  = 12 // uint32: LRU referenced mark, set to 1 by lookups
-	HashElemKey  = 16 // the key
+	HashElemKey  = 16 // the key, zero-padded to a multiple of 8 bytes
 )
 
 // hashReserve is how many elements beyond max_entries a hash map keeps for
@@ -160,7 +163,7 @@ func (m *hashMap) fillHeader() {
 	*(*uint64)(m.field(HashFieldBuckets)) = m.buckets
 	*(*uint32)(m.field(HashFieldMask)) = m.mask
 	*(*uint32)(m.field(HashFieldKeySize)) = uint32(m.keySize)
-	*(*uint64)(m.field(HashFieldSeed)) = m.seed
+	*(*uint64)(m.field(HashFieldHashInit)) = m.seed ^ m.keySize*HashK1
 	*(*uint32)(m.field(HashFieldValueOffset)) = uint32(m.valOff)
 	*(*uint32)(m.field(HashFieldValueSize)) = uint32(m.vsize)
 	if m.lru {
@@ -196,7 +199,7 @@ func (m *hashMap) find(link uint64, hash uint32, key []byte) (prev, e uint64) {
 
 // lookup is the lock-free lookup of programs.
 func (m *hashMap) lookup(key []byte) uint64 {
-	hash := hashKey(m.seed, key)
+	hash := HashKey(m.seed, key)
 	_, e := m.find(m.bucket(hash), hash, key)
 	if e != 0 && m.lru {
 		// A plain check first keeps hot elements' lines shared.
@@ -261,7 +264,7 @@ func (m *hashMap) update(key []byte, v valueSrc, flags uint64, goSide bool) erro
 	if err := checkHashFlags(flags); err != nil {
 		return err
 	}
-	hash := hashKey(m.seed, key)
+	hash := HashKey(m.seed, key)
 	b := hash & m.mask
 	head := m.bucket(hash)
 	if v.prog != nil && m.ncpu > 1 {
@@ -370,6 +373,9 @@ func (m *hashMap) prepare(e uint64, hash uint32, key []byte, v valueSrc) {
 	store(e+HashElemNext, 0)
 	atomic.StoreUint32((*uint32)(vm.Ptr(e+HashElemHash)), hash)
 	atomic.StoreUint32((*uint32)(vm.Ptr(e+HashElemRef)), 0)
+	// The key's padding is zeroed, so that inlined lookups may compare
+	// keys of up to 8 bytes as one 8-byte word (HashElemKey).
+	clear(bytesAt(e+HashElemKey, m.valOff-HashElemKey))
 	copy(m.key(e), key)
 	m.fill(e, v)
 }
@@ -384,7 +390,7 @@ func (m *hashMap) unlink(e uint64) {
 
 // remove deletes key, first copying its value to out when out is not nil.
 func (m *hashMap) remove(key, out []byte) error {
-	hash := hashKey(m.seed, key)
+	hash := HashKey(m.seed, key)
 	b := hash & m.mask
 	m.locks[b].Lock()
 	defer m.locks[b].Unlock()
@@ -434,7 +440,7 @@ func (m *hashMap) LookupBytes(key, value []byte) error {
 	}
 	// Go callers are not inside a Domain run: the bucket lock keeps the
 	// element from being retired while it is copied.
-	hash := hashKey(m.seed, key)
+	hash := HashKey(m.seed, key)
 	b := hash & m.mask
 	m.locks[b].Lock()
 	defer m.locks[b].Unlock()
@@ -477,7 +483,7 @@ func (m *hashMap) NextKey(key, next []byte) error {
 		if err := m.checkKey(key); err != nil {
 			return err
 		}
-		hash := hashKey(m.seed, key)
+		hash := HashKey(m.seed, key)
 		b := hash & m.mask
 		m.locks[b].Lock()
 		if _, e := m.find(m.bucket(hash), hash, key); e != 0 {

@@ -157,7 +157,7 @@ func TestHashNextKey(t *testing.T) {
 			t.Fatalf("key %d twice", k)
 		}
 		seen[k] = true
-		b := hashKey(h.seed, next) & h.mask
+		b := HashKey(h.seed, next) & h.mask
 		if b < lastBucket {
 			t.Errorf("key %d in bucket %d after bucket %d", k, b, lastBucket)
 		}
@@ -262,7 +262,7 @@ func TestHashFunction(t *testing.T) {
 	// Keys differing only in their high bytes spread over low bits.
 	buckets := map[uint32]int{}
 	for i := range 256 {
-		buckets[hashKey(0, []byte{10, 0, 0, byte(i)})&63]++
+		buckets[HashKey(0, []byte{10, 0, 0, byte(i)})&63]++
 	}
 	if len(buckets) < 48 {
 		t.Errorf("256 keys fill only %d of 64 buckets", len(buckets))
@@ -273,14 +273,14 @@ func TestHashFunction(t *testing.T) {
 		a := make([]byte, n)
 		b := make([]byte, n)
 		b[n-1] = 1
-		if hashKey(1, a) == hashKey(1, b) {
+		if HashKey(1, a) == HashKey(1, b) {
 			t.Errorf("length %d: last byte ignored", n)
 		}
-		if hashKey(1, a) == hashKey(1, a[:n-1]) {
+		if HashKey(1, a) == HashKey(1, a[:n-1]) {
 			t.Errorf("length %d: same hash as length %d", n, n-1)
 		}
 	}
-	if hashKey(1, []byte{1, 2, 3}) == hashKey(2, []byte{1, 2, 3}) {
+	if HashKey(1, []byte{1, 2, 3}) == HashKey(2, []byte{1, 2, 3}) {
 		t.Error("seed ignored")
 	}
 }

@@ -1,36 +1,68 @@
 package rewrite
 
 import (
-	"math/bits"
-
 	"bpfvm/isa"
 	"bpfvm/maps"
 )
 
-// InlineMapLookups replaces calls of bpf_map_lookup_elem on array maps, where
-// the verifier proved which map every path passes (aux Map set, no
-// conflict), with the lookup itself: a bounds check of the index and the
-// address computation, as the kernel's array_map_gen_lookup. The map handle
-// in R1 stays what it was; the value base is read from the map's header, so
-// the rewritten program does not depend on where the map's memory is.
+// InlineOptions choose what InlineHelpers inlines, per engine: an inlined
+// sequence runs natively on the JIT but instruction by instruction on the
+// interpreter, where a long one can cost more than the helper call it
+// replaces (DESIGN.md has the measurements).
+type InlineOptions struct {
+	// Interpreter inlines only what pays on the interpreter, where every
+	// inlined instruction is a dispatch of about 3 ns and a helper call
+	// about 10: array and array-of-maps lookups (about even) and
+	// bpf_get_smp_processor_id; per-CPU array and hash-family lookups stay
+	// helper calls.
+	Interpreter bool
+}
+
+// maxInlineKey is the largest hash-map key whose lookup is inlined: the
+// sequence is unrolled over the key, about 12 instructions per 8 bytes.
+const maxInlineKey = 128
+
+// InlineHelpers replaces helper calls with equivalent instructions:
+//
+//   - bpf_map_lookup_elem where the verifier proved which map every path
+//     passes (aux Map set, no conflict), for arrays, per-CPU arrays and
+//     arrays of maps (bounds check and address computation, as the
+//     kernel's array_map_gen_lookup) and for the hash family including
+//     hash of maps (hash.go's lock-free lookup, specialised for the key
+//     size: inline_hash.go);
+//   - bpf_get_smp_processor_id, as the internal isa.OpCPUIndex.
+//
+// The map handle in R1 is read, never assumed: every map-specific address
+// (value base, buckets, seed) comes from the map's header, so the rewritten
+// program does not depend on where a map's memory is, and a lookup in an
+// inner map (whose handle is only known at run time) works as well. The
+// sequences use R0-R5 as scratch: after a helper call R1-R5 are unreadable
+// for the verifier, so nothing after the call can depend on them.
 //
 // It returns the number of calls inlined.
-func InlineMapLookups(p *Program) (int, error) {
+func InlineHelpers(p *Program, opts InlineOptions) (int, error) {
 	lookup, _ := isa.HelperID("bpf_map_lookup_elem")
+	cpuID, _ := isa.HelperID("bpf_get_smp_processor_id")
 	n := 0
 	for pc := 0; pc < len(p.Insns); pc++ {
 		ins := p.Insns[pc]
-		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) || ins.Imm != lookup {
+		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {
 			if ins.IsLdImm64() {
 				pc++
 			}
 			continue
 		}
-		aux := p.Aux[pc]
-		if aux.Map == nil || aux.MapConflict {
-			continue
+		var seq []isa.Instruction
+		switch ins.Imm {
+		case cpuID:
+			seq = []isa.Instruction{{Op: isa.OpCPUIndex, Dst: isa.R0}}
+		case lookup:
+			aux := p.Aux[pc]
+			if aux.Map == nil || aux.MapConflict {
+				continue
+			}
+			seq = lookupSeq(aux.Map.Spec, opts)
 		}
-		seq := arrayLookup(aux.Map.Spec)
 		if seq == nil {
 			continue
 		}
@@ -43,29 +75,101 @@ func InlineMapLookups(p *Program) (int, error) {
 	return n, nil
 }
 
-// arrayLookup returns the inline lookup for an array map, or nil when the
-// map is not one this rewrite handles.
+// lookupSeq returns the inline lookup for a map, or nil when the call stays.
+func lookupSeq(s maps.Spec, opts InlineOptions) []isa.Instruction {
+	switch s.Type {
+	case maps.Array:
+		return arrayLookup(s)
+	case maps.PerCPUArray:
+		if opts.Interpreter {
+			return nil
+		}
+		return perCPUArrayLookup(s)
+	case maps.ArrayOfMaps:
+		return arrayOfMapsLookup(s)
+	case maps.Hash, maps.PerCPUHash, maps.LRUHash, maps.LRUPerCPUHash, maps.HashOfMaps:
+		if opts.Interpreter || s.KeySize == 0 || s.KeySize > maxInlineKey {
+			return nil
+		}
+		return hashLookup(s)
+	}
+	return nil
+}
+
+// arrayOfMapsLookup is the inline lookup of an array of maps: the inner
+// map's handle from its slot (0 when empty), or 0 out of range. The slot is
+// an aligned 8-byte word that Go writers set atomically; the inner map
+// stays alive until no run can hold its handle (maps.Domain).
+func arrayOfMapsLookup(s maps.Spec) []isa.Instruction {
+	if s.MaxEntries > 1<<31-1 {
+		return nil
+	}
+	var q seq
+	q.emit(ldx(isa.SizeW, isa.R0, isa.R2, 0))
+	q.bind(boundsCheck(&q, s.MaxEntries))
+	q.emit(
+		ldx(isa.SizeDW, isa.R1, isa.R1, maps.HeaderFields+maps.ArrayOfMapsFieldBase),
+		aluK(isa.ALULsh, isa.R0, 3),
+		aluX(isa.ALUAdd, isa.R0, isa.R1),
+		ldx(isa.SizeDW, isa.R0, isa.R0, 0),
+	)
+	return q.done()
+}
+
+// arrayLookup is the inline lookup of an array map: r0 = base + index *
+// stride, or 0 when the index is out of range.
 func arrayLookup(s maps.Spec) []isa.Instruction {
-	if s.Type != maps.Array || s.MaxEntries > 1<<31-1 {
-		return nil
-	}
 	stride := (uint64(s.ValueSize) + 7) &^ 7
-	if stride > 1<<31-1 {
+	// An inner-map template with BPF_F_INNER_MAP stands for arrays of any
+	// size: the bound is not a constant (the kernel does not inline these
+	// either).
+	if s.MaxEntries > 1<<31-1 || stride > 1<<31-1 || s.Flags&maps.FlagInnerMap != 0 {
 		return nil
 	}
-	scale := isa.Instruction{Op: isa.ClassALU64 | isa.ALUMul | isa.SrcK, Dst: isa.R0, Imm: int32(stride)}
-	if stride&(stride-1) == 0 {
-		scale = isa.Instruction{Op: isa.ClassALU64 | isa.ALULsh | isa.SrcK, Dst: isa.R0, Imm: int32(bits.TrailingZeros64(stride))}
-	}
-	return []isa.Instruction{
+	var q seq
+	q.emit(
 		// r1 = value base, from the map header.
-		{Op: isa.ClassLDX | isa.ModeMEM | isa.SizeDW, Dst: isa.R1, Src: isa.R1, Off: int16(maps.HeaderFields + maps.ArrayFieldBase)},
+		ldx(isa.SizeDW, isa.R1, isa.R1, maps.HeaderFields+maps.ArrayFieldBase),
 		// r0 = index
-		{Op: isa.ClassLDX | isa.ModeMEM | isa.SizeW, Dst: isa.R0, Src: isa.R2},
-		{Op: isa.ClassJMP | isa.JumpGE | isa.SrcK, Dst: isa.R0, Imm: int32(s.MaxEntries), Off: 3},
-		scale,
-		{Op: isa.ClassALU64 | isa.ALUAdd | isa.SrcX, Dst: isa.R0, Src: isa.R1},
-		{Op: isa.OpJA, Off: 1},
-		{Op: isa.ClassALU64 | isa.ALUMov | isa.SrcK, Dst: isa.R0, Imm: 0},
+		ldx(isa.SizeW, isa.R0, isa.R2, 0),
+	)
+	hit := boundsCheck(&q, s.MaxEntries)
+	q.bind(hit)
+	q.emit(scale(isa.R0, stride), aluX(isa.ALUAdd, isa.R0, isa.R1))
+	return q.done()
+}
+
+// boundsCheck emits the bounds check of the index in r0 and the miss path
+// (r0 = 0, leave) and returns the label to bind where the hit path starts.
+// The hit path ends the sequence, so a hit takes one jump and runs
+// straight out.
+func boundsCheck(q *seq, maxEntries uint32) label {
+	hit := q.newLabel()
+	q.jump(jmpK(isa.JumpLT, isa.R0, int32(maxEntries)), hit)
+	q.emit(aluK(isa.ALUMov, isa.R0, 0))
+	q.jump(ja, out)
+	return hit
+}
+
+// perCPUArrayLookup is the inline lookup of a per-CPU array: r0 = base +
+// index * stride + cpu * value size. The stride (all CPUs' values) depends
+// on the number of runners, so it comes from the header.
+func perCPUArrayLookup(s maps.Spec) []isa.Instruction {
+	vsize := (uint64(s.ValueSize) + 7) &^ 7
+	if s.MaxEntries > 1<<31-1 || vsize > 1<<31-1 || s.Flags&maps.FlagInnerMap != 0 {
+		return nil
 	}
+	var q seq
+	q.emit(ldx(isa.SizeW, isa.R0, isa.R2, 0))
+	q.bind(boundsCheck(&q, s.MaxEntries))
+	q.emit(
+		ldx(isa.SizeDW, isa.R3, isa.R1, maps.HeaderFields+maps.ArrayFieldStride),
+		aluX(isa.ALUMul, isa.R0, isa.R3),
+		ldx(isa.SizeDW, isa.R3, isa.R1, maps.HeaderFields+maps.ArrayFieldBase),
+		aluX(isa.ALUAdd, isa.R0, isa.R3),
+		isa.Instruction{Op: isa.OpCPUIndex, Dst: isa.R3},
+		scale(isa.R3, vsize),
+		aluX(isa.ALUAdd, isa.R0, isa.R3),
+	)
+	return q.done()
 }

@@ -59,7 +59,7 @@ func TestExpandMayGoto(t *testing.T) {
 	if p.Orig[6] != -1 || p.Orig[7] != -1 || p.Orig[8] != 6 {
 		t.Errorf("orig %v", p.Orig)
 	}
-	if err := isa.ValidateInternal(p.Insns); err != nil {
+	if err := isa.ValidateXlated(p.Insns); err != nil {
 		t.Error(err)
 	}
 	if err := isa.Validate(p.Insns); err == nil {

@@ -104,7 +104,7 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 			return nil
 		}
 	}
-	dst.Scalar.ALU(op, src.Scalar, is64, signed)
+	dst.Scalar = v.scalarALU(op, dst.Scalar, src.Scalar, is64, signed)
 	dst.ID = 0
 	dst.Precise = false
 	return nil
@@ -182,11 +182,17 @@ func (v *verifier) pointerALU(pc int, ins isa.Instruction, dst, src *Reg, op uin
 		return v.errorf(pc, "R%d 32-bit pointer arithmetic prohibited", ins.Dst)
 	}
 	ptr, off := dst, src
+	offReg := ins.Src
 	if src.Type.IsPointer() {
 		if op == isa.ALUSub {
 			return v.errorf(pc, "R%d tried to subtract pointer from scalar", ins.Dst)
 		}
-		ptr, off = src, dst
+		ptr, off, offReg = src, dst, ins.Dst
+	}
+	if x {
+		// The scalar's bounds become the pointer's and decide whether
+		// the arithmetic is allowed.
+		v.markRegPrecise(offReg)
 	}
 	switch op {
 	case isa.ALUAdd, isa.ALUSub:

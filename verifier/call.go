@@ -57,6 +57,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		callback    = -1
 		constKey    uint64
 		hasConstKey bool
+		keyReg      Reg
 	)
 	for i, at := range p.Args {
 		regno := isa.Register(i + 1)
@@ -103,6 +104,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			if at == ArgMapKey {
 				constKey, hasConstKey = v.constStackKey(pc, reg, int(size))
 				v.noteConstKey(pc, constKey, hasConstKey)
+				keyReg = *reg
 			}
 		case ArgMem, ArgUninitMem, ArgPtrToLong, ArgConstStr:
 			memReg, memUninit = i+1, at == ArgUninitMem
@@ -132,6 +134,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			if memReg < 0 {
 				return v.errorf(pc, "R%d size argument without a memory argument", regno)
 			}
+			v.markRegPrecise(regno)
 			if reg.Umax > 0 {
 				ptr := &f.Regs[memReg]
 				if err := v.checkHelperMem(pc, isa.Register(memReg), ptr, int(reg.Umax), memUninit, reg.Umin == 0); err != nil {
@@ -143,6 +146,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				return v.errorf(pc, "R%d is not a known constant'", regno)
 			}
 			allocSize = reg.Const()
+			v.markRegPrecise(regno)
 		case ArgCtx:
 			if reg.Type != PtrToCtx {
 				return v.errorf(pc, "R%d type=%s expected=ctx", regno, regTypeString(reg))
@@ -197,7 +201,8 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			*r0 = Reg{Type: ConstPtrToMap, Flags: MaybeNull, Map: inner, ID: v.newID(), Scalar: Const(0)}
 		} else if (m.Spec.Type == maps.Array || m.Spec.Type == maps.PerCPUArray) && hasConstKey && constKey < uint64(m.Spec.MaxEntries) {
 			// A constant key inside an array: the element exists, as the
-			// kernel concludes too.
+			// kernel concludes too. The key's value matters.
+			v.markSlotPrecise(int(keyReg.Frame), (-(int(keyReg.Off)+int(keyReg.Const()))-1)/8)
 			*r0 = Reg{Type: PtrToMapValue, Map: m, Scalar: Const(0)}
 		} else {
 			*r0 = Reg{Type: PtrToMapValue, Flags: MaybeNull, Map: m, ID: v.newID(), Scalar: Const(0)}
@@ -224,7 +229,7 @@ func (v *verifier) enterCallback(pc int, name string, sub int, m *MapInfo) error
 	st := v.cur
 	caller := st.cur()
 	v.noteLoopInline(pc, name, sub, caller) // iter.go
-	after := st.clone()
+	after := v.cloneState(st)
 	af := after.cur()
 	for r := isa.R1; r <= isa.R5; r++ {
 		af.Regs[r] = Reg{Type: NotInit}
@@ -301,6 +306,7 @@ func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int
 		return err
 	}
 	if zeroOK && reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
+		v.markRegPrecise(regno)
 		return nil
 	}
 	return v.errorf(pc, "R%d type=%s expected=%s", regno, regTypeString(reg), memArgTypes)
@@ -384,7 +390,9 @@ func (v *verifier) checkLocalCall(pc, target int) error {
 	for r := isa.R1; r <= isa.R5; r++ {
 		caller.Regs[r] = Reg{Type: NotInit}
 	}
-	v.log.printf("caller:\n %s\ncallee:\n %s\n", frameString(caller), frameString(callee))
+	if v.log.level > 0 {
+		v.log.printf("caller:\n %s\ncallee:\n %s\n", frameString(caller), frameString(callee))
+	}
 	v.pc = target
 	return nil
 }
@@ -433,6 +441,7 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		if r0.Smin < 0 || r0.Smax > 1 {
 			return false, v.errorf(pc, "At callback return the register R0 has %s should have been in [0, 1]", r0.Scalar)
 		}
+		v.markRegPrecise(isa.R0)
 		// Back to the helper call, which may call the callback again.
 		st.Frames = st.Frames[:len(st.Frames)-1]
 		st.callbackIter++
@@ -451,7 +460,9 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		st.Frames = st.Frames[:len(st.Frames)-1]
 		caller := st.cur()
 		caller.Regs[0] = *r0
-		v.log.printf("returning from callee:\n %s\nto caller at %d:\n %s\n", frameString(f), f.CallSite+1, frameString(caller))
+		if v.log.level > 0 {
+			v.log.printf("returning from callee:\n %s\nto caller at %d:\n %s\n", frameString(f), f.CallSite+1, frameString(caller))
+		}
 		v.pc = f.CallSite + 1
 		return false, nil
 	}
@@ -469,6 +480,7 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		if r0.Smin < v.pt.ReturnMin || r0.Smax > v.pt.ReturnMax {
 			return false, v.errorf(pc, "At program exit the register R0 has %s should have been in [%d, %d]", fmt.Sprint(r0.Scalar), v.pt.ReturnMin, v.pt.ReturnMax)
 		}
+		v.markRegPrecise(isa.R0)
 	}
 	return true, nil
 }

@@ -86,27 +86,6 @@ func checkCFG(insns []isa.Instruction, subs []subprog, allowLoops bool) error {
 	color := make([]uint8, n)
 	type frame struct{ pc, next int }
 	var stack []frame
-	succs := func(pc int) []int {
-		ins := insns[pc]
-		var out []int
-		fall := pc + 1
-		if ins.IsLdImm64() {
-			fall = pc + 2
-		}
-		switch {
-		case ins.Op == isa.OpExit:
-			return nil
-		case ins.Op == isa.OpJA || ins.Op == isa.OpJA32:
-			t, _ := ins.JumpTarget(pc)
-			return []int{t}
-		}
-		if t, ok := ins.JumpTarget(pc); ok {
-			out = append(out, fall, t)
-		} else if fall < n {
-			out = append(out, fall)
-		}
-		return out
-	}
 	for _, s := range subs {
 		if color[s.Start] != white {
 			continue
@@ -115,14 +94,17 @@ func checkCFG(insns []isa.Instruction, subs []subprog, allowLoops bool) error {
 		stack = append(stack[:0], frame{pc: s.Start})
 		for len(stack) > 0 {
 			top := &stack[len(stack)-1]
-			next := succs(top.pc)
-			if top.next >= len(next) {
+			a, b := successors(insns, top.pc)
+			t := -1
+			for t < 0 && top.next < 2 {
+				t = [2]int{a, b}[top.next]
+				top.next++
+			}
+			if t < 0 {
 				color[top.pc] = black
 				stack = stack[:len(stack)-1]
 				continue
 			}
-			t := next[top.next]
-			top.next++
 			switch color[t] {
 			case white:
 				color[t] = grey

@@ -8,8 +8,10 @@ import (
 // do_check: it follows the current state, pushes the other side of each
 // undecided branch, and pops a pending branch when a path exits.
 func (v *verifier) explore() error {
-	v.pc = 0
-	v.log.printf("%d: %s\n", 0, v.stateString(v.cur, true))
+	v.pc, v.prevPC, v.segLast, v.nextPC = 0, -1, -1, 0
+	if v.log.level > 0 {
+		v.log.printf("%d: %s\n", 0, v.stateString(v.cur, true))
+	}
 	for {
 		v.stats.Processed++
 		if v.stats.Processed > MaxProcessed {
@@ -18,6 +20,7 @@ func (v *verifier) explore() error {
 		pc := v.pc
 		ins := v.insns[pc]
 		var done bool
+		v.procPC, v.curEntry = pc, -1
 		pruned, err := v.prune(pc)
 		if err != nil {
 			return err
@@ -32,9 +35,16 @@ func (v *verifier) explore() error {
 			if v.log.level > 0 {
 				v.log.insn(pc, v.insns)
 			}
+			if pc != v.nextPC && !v.opts.Unprivileged {
+				v.appendHist(pc, 0) // reached by a jump
+			}
 			var err error
 			if done, err = v.step(pc, ins); err != nil {
 				return err
+			}
+			v.prevPC, v.segLast, v.nextPC = pc, pc, pc+1
+			if ins.IsLdImm64() {
+				v.nextPC = pc + 2
 			}
 		}
 		if v.log.level > 1 {
@@ -50,7 +60,10 @@ func (v *verifier) explore() error {
 		}
 		p := v.pending[len(v.pending)-1]
 		v.pending = v.pending[:len(v.pending)-1]
+		v.release(v.cur)
 		v.cur, v.pc = p.st, p.pc
+		v.hist = v.hist[:p.histLen]
+		v.prevPC, v.segLast, v.nextPC = p.from, p.from, p.from+1
 		if v.log.level > 0 {
 			v.log.printf("from %d to %d: %s\n", p.from, p.pc, v.stateString(v.cur, false))
 		}
@@ -65,7 +78,7 @@ func (v *verifier) push(st *State, from, pc int) error {
 	if st.parent != nil {
 		st.parent.branches++
 	}
-	v.pending = append(v.pending, pending{st: st, pc: pc, from: from})
+	v.pending = append(v.pending, pending{st: st, pc: pc, from: from, histLen: len(v.hist)})
 	if len(v.pending) > v.stats.PendingBranchPeak {
 		v.stats.PendingBranchPeak = len(v.pending)
 	}

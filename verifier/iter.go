@@ -146,7 +146,7 @@ func sameCallSites(a, b *State) bool {
 // nothing even when e is an earlier round of the same loop (the kernel's
 // is_iter_next_insn case of is_state_visited).
 func (v *verifier) pruneIterNext(pc int, e *explored) bool {
-	if !v.statesEqual(e.st, v.cur, pc) {
+	if !v.statesEqual(e.st, v.cur, pc, true) {
 		return false
 	}
 	it := v.cur.cur().Regs[isa.R1]

@@ -30,7 +30,7 @@ func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {
 		// Both outcomes are possible: the loop budget may or may not be
 		// exhausted. Going on counts one more round of the loop.
 		target, _ := ins.JumpTarget(pc)
-		if err := v.push(v.cur.clone(), pc, target); err != nil {
+		if err := v.push(v.cloneState(v.cur), pc, target); err != nil {
 			return false, err
 		}
 		v.cur.mayGotoDepth++
@@ -66,19 +66,20 @@ func (v *verifier) checkCondJump(pc int, ins isa.Instruction, op uint8) error {
 	}
 
 	taken := v.branchTaken(op, dst, &src, is32)
-	if taken == 1 {
-		v.pc = target
-		return nil
-	}
-	if taken == 0 {
+	if taken >= 0 {
+		// The values decided the branch: they matter.
+		v.markOperandsPrecise(ins, x)
 		v.pc = pc + 1
+		if taken == 1 {
+			v.pc = target
+		}
 		return nil
 	}
 	if (dst.Type.IsPointer() || src.Type.IsPointer()) && v.opts.Unprivileged && !v.allowedPtrCompare(dst, &src, op, x, is32) {
 		return v.errorf(pc, "R%d pointer comparison prohibited", ins.Dst)
 	}
 
-	other := v.cur.clone()
+	other := v.cloneState(v.cur)
 	// Refine both sides: this (fall-through) and other (taken).
 	thisOK := v.refine(v.cur, pc, ins, op, is32, x, false)
 	otherOK := v.refine(other, pc, ins, op, is32, x, true)
@@ -89,14 +90,27 @@ func (v *verifier) checkCondJump(pc int, ins isa.Instruction, op uint8) error {
 		}
 		v.pc = pc + 1
 	case otherOK:
+		v.markOperandsPrecise(ins, x)
+		v.release(v.cur)
 		v.cur = other
 		v.pc = target
 	default:
 		// The fall-through is the only possibility (or neither, which a
 		// sound domain never produces; keep the fall-through).
+		v.markOperandsPrecise(ins, x)
+		v.release(other)
 		v.pc = pc + 1
 	}
 	return nil
+}
+
+// markOperandsPrecise marks the scalar operands of a comparison precise
+// when their values decided which way it goes.
+func (v *verifier) markOperandsPrecise(ins isa.Instruction, x bool) {
+	v.markRegPrecise(ins.Dst)
+	if x {
+		v.markRegPrecise(ins.Src)
+	}
 }
 
 // allowedPtrCompare: unprivileged programs may compare pointers only in a

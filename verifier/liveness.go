@@ -94,82 +94,26 @@ func usesDefs(ins isa.Instruction) (use, def regSet) {
 
 // computeLiveness returns, for every instruction, the registers live before
 // it. Calls are treated as reading R1-R5 and setting R0-R5; exits read R0.
+// Sweeps from the end reach the fixpoint (one sweep and a check when every
+// edge goes forward).
 func computeLiveness(insns []isa.Instruction) []regSet {
 	n := len(insns)
 	live := make([]regSet, n)
-	use := make([]regSet, n)
-	def := make([]regSet, n)
-	var preds [][]int32
-	preds = make([][]int32, n)
-	for pc := 0; pc < n; pc++ {
-		ins := insns[pc]
-		use[pc], def[pc] = usesDefs(ins)
-		next := pc + 1
-		if ins.IsLdImm64() {
-			next = pc + 2
-		}
-		addEdge := func(to int) {
-			if to >= 0 && to < n {
-				preds[to] = append(preds[to], int32(pc))
+	for changed := true; changed; {
+		changed = false
+		for pc := n - 1; pc >= 0; pc-- {
+			var out regSet
+			a, b := successors(insns, pc)
+			if a >= 0 {
+				out = live[a]
 			}
-		}
-		switch {
-		case ins.Op == isa.OpExit:
-		case ins.Op == isa.OpJA || ins.Op == isa.OpJA32:
-			t, _ := ins.JumpTarget(pc)
-			addEdge(t)
-		default:
-			if t, ok := ins.JumpTarget(pc); ok {
-				addEdge(t)
+			if b >= 0 {
+				out |= live[b]
 			}
-			addEdge(next)
-		}
-		if ins.IsLdImm64() {
-			pc++
-		}
-	}
-	// Backward worklist to the fixpoint.
-	work := make([]int32, 0, n)
-	queued := make([]bool, n)
-	for pc := n - 1; pc >= 0; pc-- {
-		work = append(work, int32(pc))
-		queued[pc] = true
-	}
-	succLive := func(pc int) regSet {
-		ins := insns[pc]
-		var out regSet
-		next := pc + 1
-		if ins.IsLdImm64() {
-			next = pc + 2
-		}
-		switch {
-		case ins.Op == isa.OpExit:
-			return 0
-		case ins.Op == isa.OpJA || ins.Op == isa.OpJA32:
-			t, _ := ins.JumpTarget(pc)
-			return live[t]
-		}
-		if t, ok := ins.JumpTarget(pc); ok {
-			out |= live[t]
-		}
-		if next < n {
-			out |= live[next]
-		}
-		return out
-	}
-	for len(work) > 0 {
-		pc := int(work[len(work)-1])
-		work = work[:len(work)-1]
-		queued[pc] = false
-		in := use[pc] | succLive(pc)&^def[pc]
-		if in == live[pc] {
-			continue
-		}
-		live[pc] = in
-		for _, p := range preds[pc] {
-			if !queued[p] {
-				queued[p] = true
-				work = append(work, p)
+			use, def := usesDefs(insns[pc])
+			if in := use | out&^def; in != live[pc] {
+				live[pc] = in
+				changed = true
 			}
 		}
 	}
@@ -180,6 +124,9 @@ func computeLiveness(insns []isa.Instruction) []regSet {
 // being verified those live at pc, for callers those live where they
 // resume.
 func (v *verifier) liveAt(st *State, i, pc int) regSet {
+	if v.live == nil {
+		v.live = computeLiveness(v.insns) // at the first comparison
+	}
 	if i == len(st.Frames)-1 {
 		return v.live[pc]
 	}
@@ -188,4 +135,19 @@ func (v *verifier) liveAt(st *State, i, pc int) regSet {
 		return v.live[callee.CallSite] // back to the helper call
 	}
 	return v.live[callee.CallSite+1]
+}
+
+// stackLiveAt returns the slots of frame i of st that matter: those live at
+// pc for the frame being verified, all for callers (a callee may reach
+// their stacks through pointers).
+func (v *verifier) stackLiveAt(st *State, i, pc int) uint64 {
+	if v.opts.Unprivileged || i != len(st.Frames)-1 {
+		return ^uint64(0)
+	}
+	if v.stackLive == nil {
+		// Computed at the first comparison: programs without prune
+		// points never need it.
+		v.stackLive = computeStackLiveness(v.insns, v.subs, v.callbackSites)
+	}
+	return v.stackLive[pc]
 }

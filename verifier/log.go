@@ -216,4 +216,5 @@ func (v *verifier) logStats() {
 	l.printf("processed %d insns (limit %d) max_states_per_insn %d total_states %d peak_states %d mark_read %d\n",
 		v.stats.Processed, MaxProcessed, v.stats.MaxStatesPerInsn, v.stats.TotalStates, v.stats.PeakStates, v.stats.MarkRead)
 	l.printf("pending_branches_peak %d peak_memory %d bytes\n", v.stats.PendingBranchPeak, v.stats.PeakMemory)
+	l.printf("insn_hist allocs %d entries %d peak %d precision_fallbacks %d\n", v.stats.HistoryAllocs, v.stats.HistoryEntries, v.stats.HistoryPeak, v.stats.PrecisionFallbacks)
 }

@@ -51,6 +51,10 @@ type explored struct {
 	parent   *explored
 	// evicted marks a state dropped from its instruction's list.
 	evicted bool
+	// pc is the instruction the state was remembered at, last the one
+	// processed before it on its path since its parent (-1: none), and
+	// histEnd the length of the instruction history then.
+	pc, last, histEnd int
 }
 
 // pathDone accounts for the end of the current path in its ancestors.
@@ -59,6 +63,11 @@ func (v *verifier) pathDone() {
 		p.branches--
 		if p.branches > 0 {
 			break
+		}
+		if p.evicted {
+			// Finished and forgotten: no path will compare with it or
+			// walk through it again.
+			v.release(p.st)
 		}
 	}
 }
@@ -75,8 +84,9 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 		// converge after some rounds by forgetting the scalars that keep
 		// changing (the kernel relies on precision tracking instead,
 		// which we do not have).
-		if v.statesEqual(e.st, v.cur, pc) {
+		if v.statesEqual(e.st, v.cur, pc, true) {
 			e.hit++
+			v.loopHit()
 			return true, nil
 		}
 		if v.cur.mayGotoDepth-e.st.mayGotoDepth >= mayGotoWiden {
@@ -90,8 +100,9 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 			// A callback's caller re-entered: the callback loop
 			// converged when nothing new can happen, or is made to
 			// converge by forgetting the scalars that keep changing.
-			if v.statesEqual(e.st, v.cur, pc) {
+			if v.statesEqual(e.st, v.cur, pc, true) {
 				e.hit++
+				v.loopHit()
 				return true, nil
 			}
 			if v.callbackSites[pc] {
@@ -99,16 +110,28 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 			}
 			return false, nil
 		}
-		if v.statesEqual(e.st, v.cur, pc) && v.statesEqual(v.cur, e.st, pc) && !iterDepthsDiffer(e.st, v.cur) && e.st.mayGotoDepth == v.cur.mayGotoDepth {
+		if v.statesEqual(e.st, v.cur, pc, true) && v.statesEqual(v.cur, e.st, pc, true) && !iterDepthsDiffer(e.st, v.cur) && e.st.mayGotoDepth == v.cur.mayGotoDepth {
 			return false, v.errorf(pc, "infinite loop detected at insn %d", pc)
 		}
 		return false, nil
 	}
-	if v.statesEqual(e.st, v.cur, pc) {
+	if v.statesEqual(e.st, v.cur, pc, false) {
 		e.hit++
+		v.propagatePrecision(e.st, pc)
 		return true, nil
 	}
 	return false, nil
+}
+
+// loopHit handles a state covered by an ancestor at the head of a callback
+// or may_goto loop. The ancestor's exploration is not finished, so its
+// precision marks are not final: the comparison counted every scalar, and
+// every scalar on the path is made precise, so that no state on the loop's
+// way is later compared more loosely than the loop's convergence assumed.
+func (v *verifier) loopHit() {
+	if !v.opts.Unprivileged {
+		v.markAllPrecise()
+	}
 }
 
 // mayGotoWiden is the number of rounds of a may_goto loop explored one by
@@ -155,6 +178,9 @@ func (v *verifier) prune(pc int) (bool, error) {
 				// count of states held drops now.
 				v.states--
 				v.stateBytes -= e.st.size()
+				if e.branches == 0 {
+					v.release(e.st)
+				}
 			}
 			return e.evicted
 		})
@@ -171,8 +197,12 @@ func (v *verifier) prune(pc int) (bool, error) {
 		return false, nil
 	}
 	v.lastAddJumps, v.lastAddInsns = v.jumps, v.stats.Processed
-	e := &explored{st: v.cur.clone(), branches: 1, parent: v.cur.parent}
+	e := &explored{st: v.cloneState(v.cur), branches: 1, parent: v.cur.parent, pc: pc, last: v.segLast, histEnd: len(v.hist)}
 	v.cur.parent = e
+	v.segLast = -1
+	if !v.opts.Unprivileged {
+		v.cur.forgetPrecision()
+	}
 	v.explored[pc] = append(list, e)
 	v.states++
 	v.stateBytes += e.st.size()
@@ -213,6 +243,22 @@ func widen(old, cur *State) {
 // idMap checks that ids correspond one to one between two states.
 type idMap struct {
 	old, cur []uint32
+	tmp      uint32
+}
+
+// checkScalar checks the ids linking scalars: an unlinked scalar in old
+// covers a linked one, but a link in old needs the same link in cur, so an
+// unlinked scalar in cur gets an id of its own, which no other register
+// shares (the kernel's check_scalar_ids).
+func (m *idMap) checkScalar(old, cur uint32) bool {
+	if old == 0 {
+		return true
+	}
+	if cur == 0 {
+		m.tmp++
+		cur = 1<<31 | m.tmp
+	}
+	return m.check(old, cur)
 }
 
 func (m *idMap) check(old, cur uint32) bool {
@@ -232,8 +278,11 @@ func (m *idMap) check(old, cur uint32) bool {
 	return true
 }
 
-// statesEqual reports whether old covers cur.
-func (v *verifier) statesEqual(old, cur *State, pc int) bool {
+// statesEqual reports whether old covers cur. With all set, imprecise
+// scalars of old are compared too (loop heads, whose precision marks are
+// not final yet, and infinite loop detection).
+func (v *verifier) statesEqual(old, cur *State, pc int, all bool) bool {
+	all = all || v.opts.Unprivileged
 	if len(old.Frames) != len(cur.Frames) || len(old.Refs) != len(cur.Refs) {
 		return false
 	}
@@ -248,11 +297,11 @@ func (v *verifier) statesEqual(old, cur *State, pc int) bool {
 			if live&(1<<r) == 0 {
 				continue // no path from here reads it
 			}
-			if !regsafe(&of.Regs[r], &cf.Regs[r], &ids) {
+			if !regsafe(&of.Regs[r], &cf.Regs[r], &ids, all) {
 				return false
 			}
 		}
-		if !v.stacksafe(of, cf, &ids) {
+		if !v.stacksafe(of, cf, &ids, all, v.stackLiveAt(old, i, pc)) {
 			return false
 		}
 	}
@@ -265,9 +314,8 @@ func (v *verifier) statesEqual(old, cur *State, pc int) bool {
 }
 
 // regsafe reports whether old covers cur for one register (the kernel's
-// regsafe, with every scalar treated as precise until precision tracking
-// lands).
-func regsafe(old, cur *Reg, ids *idMap) bool {
+// regsafe). An imprecise scalar in old covers any scalar unless all is set.
+func regsafe(old, cur *Reg, ids *idMap, all bool) bool {
 	if old.Type == NotInit {
 		// Nothing reads it on old's paths: any value is fine.
 		return true
@@ -277,15 +325,15 @@ func regsafe(old, cur *Reg, ids *idMap) bool {
 	}
 	switch old.Type {
 	case ScalarValue:
+		if !old.Precise && !all {
+			return true
+		}
 		if !within(cur.Scalar, old.Scalar) {
 			return false
 		}
 		// Linked scalars: bounds learned on one apply to the others, so
 		// the links must correspond.
-		if old.ID != 0 && !ids.check(old.ID, cur.ID) {
-			return false
-		}
-		return true
+		return ids.checkScalar(old.ID, cur.ID)
 	case PtrToPacket, PtrToPacketMeta:
 		if cur.Range < old.Range || old.Off != cur.Off {
 			return false
@@ -302,8 +350,11 @@ func regsafe(old, cur *Reg, ids *idMap) bool {
 }
 
 // stacksafe compares the stacks of two frames.
-func (v *verifier) stacksafe(old, cur *Frame, ids *idMap) bool {
+func (v *verifier) stacksafe(old, cur *Frame, ids *idMap, all bool, live uint64) bool {
 	for i := range old.Stack {
+		if i < 64 && live&(1<<i) == 0 {
+			continue // no path from here reads it
+		}
 		os := &old.Stack[i]
 		var cs *Slot
 		if i < len(cur.Stack) {
@@ -316,7 +367,7 @@ func (v *verifier) stacksafe(old, cur *Frame, ids *idMap) bool {
 			// The same spill (of the same size) must be there; bytes
 			// past a narrow spill compare as bytes.
 			first = os.spillSize()
-			if cs.spillSize() != first || !regsafe(&os.Spilled, &cs.Spilled, ids) {
+			if cs.spillSize() != first || !regsafe(&os.Spilled, &cs.Spilled, ids, all) {
 				return false
 			}
 		}

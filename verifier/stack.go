@@ -27,6 +27,7 @@ func (v *verifier) stackAccess(ptr *Reg, a access) (Reg, error) {
 		return v.stackVarAccess(f, ptr, a, int(lo), int(hi))
 	}
 	off := int(lo)
+	v.noteStackAccess(a.pc, int(ptr.Frame), (-off-1)/8)
 	if a.write {
 		return Reg{}, v.stackWrite(f, a, off)
 	}
@@ -64,6 +65,10 @@ func (v *verifier) stackWrite(f *Frame, a access, off int) error {
 	mark := StackMisc
 	if zero {
 		mark = StackZero
+		if a.val != nil {
+			// Zero bytes are not traced back to the register.
+			v.markRegPrecise(a.valReg)
+		}
 	}
 	// Part of a spilled register is overwritten: the rest of it is no
 	// longer a register, just bytes.

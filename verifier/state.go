@@ -176,13 +176,6 @@ type Frame struct {
 	Callback bool
 }
 
-// clone copies the frame; Stack is not shared.
-func (f *Frame) clone() *Frame {
-	c := *f
-	c.Stack = append([]Slot(nil), f.Stack...)
-	return &c
-}
-
 // slot returns the stack slot holding fp+off (off < 0), growing the stack.
 func (f *Frame) slot(off int) *Slot {
 	i := (-off - 1) / 8
@@ -217,12 +210,56 @@ func (s *State) cur() *Frame { return s.Frames[len(s.Frames)-1] }
 
 // clone copies the state deeply.
 func (s *State) clone() *State {
-	c := &State{Frames: make([]*Frame, len(s.Frames)), Refs: append([]Ref(nil), s.Refs...), parent: s.parent, callbackIter: s.callbackIter, mayGotoDepth: s.mayGotoDepth}
-	for i, f := range s.Frames {
-		c.Frames[i] = f.clone()
-	}
+	c := &State{}
+	s.copyTo(c)
 	return c
 }
+
+// copyTo makes c a deep copy of s, reusing c's frames and stacks.
+func (s *State) copyTo(c *State) {
+	frames := c.Frames[:cap(c.Frames)]
+	if len(frames) < len(s.Frames) {
+		frames = append(frames, make([]*Frame, len(s.Frames)-len(frames))...)
+	}
+	frames = frames[:len(s.Frames)]
+	for i, f := range s.Frames {
+		d := frames[i]
+		if d == nil {
+			d = &Frame{}
+			frames[i] = d
+		}
+		stack := d.Stack
+		*d = *f
+		d.Stack = append(stack[:0], f.Stack...)
+	}
+	c.Frames = frames
+	c.Refs = append(c.Refs[:0], s.Refs...)
+	c.parent, c.callbackIter, c.mayGotoDepth = s.parent, s.callbackIter, s.mayGotoDepth
+}
+
+// cloneState copies the current path's state s, reusing the memory of a
+// state whose path ended.
+func (v *verifier) cloneState(s *State) *State {
+	n := len(v.free)
+	if n == 0 {
+		return s.clone()
+	}
+	c := v.free[n-1]
+	v.free = v.free[:n-1]
+	s.copyTo(c)
+	return c
+}
+
+// release recycles a state nothing refers to any more: the current state
+// when its path ended or it was replaced.
+func (v *verifier) release(s *State) {
+	if len(v.free) < maxFreeStates {
+		v.free = append(v.free, s)
+	}
+}
+
+// maxFreeStates bounds the recycled states kept.
+const maxFreeStates = 64
 
 // size estimates the bytes a remembered state holds, for the peak memory
 // statistic.

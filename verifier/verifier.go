@@ -80,6 +80,9 @@ type Stats struct {
 	HistoryPeak       int   // most jump-history entries held at once
 	PeakMemory        int64 // bytes of verifier state at the peak
 	PendingBranchPeak int   // most branches waiting at once
+	// PrecisionFallbacks counts precision walks that could not follow a
+	// value (across callbacks) and marked every scalar precise instead.
+	PrecisionFallbacks int
 }
 
 // InsnAux holds what verification learned about one instruction, for the
@@ -149,6 +152,7 @@ type verifier struct {
 	nextID  uint32
 
 	live          []regSet // registers live before each instruction
+	stackLive     []uint64 // own stack slots live before each instruction (nil: not computed yet)
 	stateBytes    int64    // bytes of remembered states alive
 	prunePoints   []bool
 	callbackSites []bool // helper calls that take a callback
@@ -158,6 +162,18 @@ type verifier struct {
 	// lastAddInsns are the counts when a state was last remembered.
 	jumps                      int
 	lastAddJumps, lastAddInsns int
+
+	aluCache map[aluKey]Scalar // alu_cache.go
+	free     []*State          // states to reuse (state.go)
+
+	// The instruction history of the current path (precise.go).
+	hist []histEntry
+	// procPC is the instruction being processed, prevPC the one before
+	// it on this path (-1 at the start), nextPC the one that follows
+	// prevPC without a jump; segLast is the last instruction processed
+	// since the current state's remembered parent (-1: none); curEntry is
+	// the history entry of the instruction being processed (-1: none).
+	procPC, prevPC, nextPC, segLast, curEntry int
 }
 
 // pending is a branch waiting to be explored.
@@ -165,6 +181,8 @@ type pending struct {
 	st   *State
 	pc   int
 	from int
+	// histLen is the length of the instruction history at the branch.
+	histLen int
 }
 
 func newVerifier(insns []isa.Instruction, opts Options) *verifier {
@@ -217,7 +235,6 @@ func (v *verifier) run() error {
 	}
 	v.cur = v.initialState()
 	v.prunePoints = findPrunePoints(v.insns)
-	v.live = computeLiveness(v.insns)
 	v.callbackSites = make([]bool, len(v.insns))
 	for pc, ins := range v.insns {
 		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {

@@ -91,6 +91,10 @@ type Env struct {
 	Stack Region
 	// CPU is the runner id, what bpf_get_smp_processor_id returns.
 	CPU int
+	// Rand is the runner's bpf_get_prandom_u32 generator (nil: the engine
+	// uses its own). The JIT steps it in native code; it must stay valid
+	// for the run.
+	Rand *Rand
 	// Value is free for the program type and helpers to keep run state in.
 	Value any
 	// TailCalls counts the tail calls made so far in this run.

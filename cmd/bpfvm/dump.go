@@ -111,7 +111,9 @@ func dumpXlated(w io.Writer, spec *ebpf.CollectionSpec, names []string, jited bo
 			return fmt.Errorf("program %s runs on the interpreter: no machine code", name)
 		}
 		if jited {
-			fmt.Fprintf(w, "\n%s (jited, %d bytes of x86-64, verified=%v):\n", name, len(code), p.Verified())
+			info := p.JITInfo()
+			fmt.Fprintf(w, "\n%s (jited, %d bytes of x86-64 in %d pages of %s memory, %d native calls, verified=%v):\n",
+				name, len(code), info.Pages, info.Tier, info.NativeCalls, p.Verified())
 		} else {
 			fmt.Fprintf(w, "\n%s (xlated, %d insns, verified=%v):\n", name, len(insns), p.Verified())
 		}

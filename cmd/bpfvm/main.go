@@ -8,7 +8,7 @@
 //	bpfvm veristat -C base.csv new.csv
 //	bpfvm conformance [--engine E] PATH...
 //	bpfvm plugin [--engine E] [MEMORY-HEX] < PROGRAM-HEX
-//	bpfvm bench [--repeat N]
+//	bpfvm bench [--repeat N] [--run REGEXP]
 //
 // Usage errors exit with status 2.
 package main

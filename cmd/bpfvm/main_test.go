@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -115,6 +116,13 @@ func TestDumpXlatedAndJited(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "r1 = *(u64 *)(r1 +24)") {
 		t.Fatalf("xlated: exit %d, stderr %q, output lacks the inlined lookup:\n%s", code, stderr, stdout)
 	}
+	// Hash lookups inline too (on the default engine, the JIT): no call
+	// is left, and the seed and buckets come from the map header.
+	code, stdout, stderr = runCLI(t, "", "dump", "--xlated", "-p", "hash_lookup", "../../testdata/map_perf.o")
+	jit := runtime.GOARCH == "amd64" && runtime.GOOS == "linux"
+	if code != 0 || jit && (strings.Contains(stdout, "call bpf_map_lookup_elem") || !strings.Contains(stdout, "r0 = *(u64 *)(r1 +40)")) {
+		t.Fatalf("xlated hash: exit %d, stderr %q, output lacks the inlined lookup:\n%s", code, stderr, stdout)
+	}
 	code, stdout, stderr = runCLI(t, "", "dump", "--jited", "../../examples/xdp_filter/xdp_filter.o")
 	if code != 0 || !strings.Contains(stdout, "jited") || !strings.Contains(stdout, "mov") {
 		t.Fatalf("jited: exit %d, stderr %q:\n%s", code, stderr, stdout)
@@ -123,7 +131,8 @@ func TestDumpXlatedAndJited(t *testing.T) {
 
 func TestBench(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "", "bench", "--repeat", "10")
-	if code != 0 || !strings.Contains(stdout, "map_perf array") || !strings.Contains(stdout, "jhash") {
+	if code != 0 || !strings.Contains(stdout, "map_perf array") || !strings.Contains(stdout, "jhash") ||
+		!strings.Contains(stdout, "ALU loop") || !strings.Contains(stdout, "jit far retpoline") || !strings.Contains(stdout, "get_prandom_u32") {
 		t.Fatalf("exit %d, stderr %q:\n%s", code, stderr, stdout)
 	}
 }

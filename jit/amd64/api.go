@@ -17,7 +17,94 @@ const (
 type Options struct {
 	// Modes to compile eagerly; zero means Checked.
 	Modes Mode
+	// Natives says which helper ids a native routine serves: JIT code
+	// calls the routine directly instead of exiting to Go. Nil: none.
+	Natives func(id int32) Native
+	// Memory is the executable memory pool; nil is DefaultMemory().
+	Memory *Memory
+	// Unprivileged charges near memory against the pool's lower limit.
+	Unprivileged bool
+	// Far places the code in far memory, where calls to native routines
+	// are indirect (as when near memory is exhausted).
+	Far bool
+	// Retpoline makes indirect calls go through a retpoline thunk emitted
+	// once at the end of the image (Spectre v2 hardening).
+	Retpoline bool
+	// Blind rewrites every program-chosen immediate as imm^rnd with a
+	// fresh random rnd, undone at run time in a scratch register, so that
+	// a program cannot plant chosen bytes in executable memory (constant
+	// blinding, as the kernel's bpf_jit_harden).
+	Blind bool
 }
+
+// Native names a routine that JIT code calls directly for a helper.
+type Native uint8
+
+// Native routines. Each implements a helper exactly as the Go helpers of
+// package bpfvm do, reading run state from the execution context.
+const (
+	NoNative     Native = iota
+	NativeCPU           // bpf_get_smp_processor_id: env.CPU
+	NativeZero          // returns 0 (bpf_get_numa_node_id)
+	NativeRandom        // bpf_get_prandom_u32: steps env.Rand
+	nativeCount
+)
+
+// Tier says where a program's machine code lives.
+type Tier uint8
+
+// Tiers of executable memory.
+const (
+	// TierNone: no machine code (the program runs on the interpreter).
+	TierNone Tier = iota
+	// TierNear: near memory, within rel32 reach of the native routines.
+	TierNear
+	// TierFar: anywhere; native routines are called indirectly.
+	TierFar
+)
+
+func (t Tier) String() string {
+	switch t {
+	case TierNear:
+		return "near"
+	case TierFar:
+		return "far"
+	}
+	return "none"
+}
+
+// Info describes the machine code of a program in one memory mode.
+type Info struct {
+	Tier        Tier
+	CodeSize    int  // bytes of machine code
+	Pages       int  // pages of executable memory it occupies
+	NativeCalls int  // call sites of native routines
+	Indirect    bool // native routines are called indirectly
+	Retpoline   bool // ... through the retpoline thunk
+	Blinded     bool // constants are blinded
+}
+
+// MemoryConfig sets the limits of an executable memory pool (bytes).
+type MemoryConfig struct {
+	// NearLimit bounds the near memory of privileged loads, like the
+	// kernel's bpf_jit_limit; 0 means DefaultNearLimit.
+	NearLimit int
+	// UnprivNearLimit bounds near memory for unprivileged loads; 0 means
+	// a quarter of NearLimit.
+	UnprivNearLimit int
+	// FarLimit bounds far memory; 0 means no limit, negative no far
+	// memory at all.
+	FarLimit int
+}
+
+// DefaultNearLimit is the near memory of a pool by default. It is
+// reserved as address space near the Go binary's text and committed page
+// by page.
+const DefaultNearLimit = 128 << 20
+
+// ErrNoMemory is returned by Compile when neither near nor far executable
+// memory is available (the caller runs the program on the interpreter).
+var ErrNoMemory = errors.New("jit: no executable memory")
 
 // ErrClosed is returned by runs of a closed program.
 var ErrClosed = errors.New("jit: program closed")

@@ -539,3 +539,19 @@ func (a *asm) leaRIP(dst int, l label) {
 	d := a.target(l) - int32(len(a.b)+4)
 	a.imm32(d)
 }
+
+// callAbs emits a rel32 call to the absolute address target from code
+// placed at base; the caller has checked that it is in reach.
+func (a *asm) callAbs(base, target uint64) {
+	next := base + uint64(len(a.b)) + 5
+	a.emit(0xe8)
+	a.imm32(int32(target - next))
+}
+
+// movabs loads a 64-bit constant with the 10-byte form whatever its value,
+// so that its size does not depend on the value.
+func (a *asm) movabs(dst int, v uint64) {
+	a.rex(true, -1, -1, dst, false)
+	a.emit(0xb8 | byte(dst&7))
+	a.imm64(v)
+}

@@ -62,13 +62,16 @@ const maxPasses = 12
 
 // image is the machine code of a program for one memory mode.
 type image struct {
-	code    []byte   // the executable mapping
-	base    uint64   // its address
-	off     []uint32 // native offset of each instruction slot
-	entry   uint32   // entry stub: calls header.target, then exits
-	retStub uint32   // a bare ret: makes the current function return R0
-	size    int      // bytes of machine code
-	sites   []site   // helper calls, by the index in their exit word
+	alloc      *execAlloc
+	info       Info
+	code       []byte   // the executable mapping
+	base       uint64   // its address
+	off        []uint32 // native offset of each instruction slot
+	entry      uint32   // entry stub: calls header.target, then exits
+	retStub    uint32   // a bare ret: makes the current function return R0
+	size       int      // bytes of machine code
+	usesPacket bool     // LD_ABS/LD_IND read the packet bounds from the header
+	sites      []site   // helper calls, by the index in their exit word
 }
 
 // site is a helper call: what Go needs to serve its exit quickly.
@@ -111,20 +114,74 @@ type compiler struct {
 	sites []int // instruction index of each helper call site
 
 	exitCommon, entry, retStub, check, memfail, abort label
+	exitKeepR0                                        label // exitCommon after R0's store: helper exits
+	usesPacket                                        bool  // LD_ABS or LD_IND: Go keeps the packet bounds current
+
+	opts        *Options
+	native      []Native // by pc: the routine serving a helper call, if any
+	nativeCalls int
+	base        uint64 // the image's address once allocated (0: unknown)
+	allocSize   int    // bytes allocated at base
+	thunk       label  // the retpoline thunk
 }
 
 var errTooLarge = errors.New("jit: program too large")
 
-func compileImage(prog []isa.Instruction, helpers []vm.Helper, checked bool) (*image, error) {
-	c := &compiler{prog: prog, helpers: helpers, checked: checked}
+// compileImage compiles prog for one memory mode and places it in
+// executable memory. Jump sizes converge over passes with the image at an
+// unknown address, where every call of a native routine takes its
+// indirect form (movabs + call); then the memory is allocated. In near
+// memory, calls that reach their routine with rel32 shrink to direct
+// calls, so more passes run at the final address until the layout is
+// stable again (seed 003); it can only shrink, so it still fits. Should
+// those passes not converge, the first layout is used: it is correct at
+// any address.
+func compileImage(prog []isa.Instruction, helpers []vm.Helper, checked bool, opts *Options) (*image, error) {
+	c := &compiler{prog: prog, helpers: helpers, checked: checked, opts: opts}
 	c.analyze()
+	a, err := c.converge(nil)
+	if err != nil {
+		return nil, err
+	}
+	x, err := opts.Memory.alloc(len(a.b), opts.Unprivileged, opts.Far)
+	if err != nil {
+		return nil, err
+	}
+	if x.tier == TierNear && c.nativeCalls > 0 {
+		c.base, c.allocSize = x.base, x.size()
+		if b, err := c.converge(a); err == nil && len(b.b) <= len(a.b) {
+			a = b
+		} else {
+			c.base, c.allocSize = 0, 0
+		}
+	}
+	if err := x.write(a.b); err != nil {
+		x.free()
+		return nil, err
+	}
+	img := c.finish(a, x)
+	img.info = Info{
+		Tier: x.tier, CodeSize: len(a.b), Pages: x.pages, NativeCalls: c.nativeCalls,
+		Indirect: c.nativeCalls > 0 && c.base == 0, Retpoline: c.nativeCalls > 0 && c.base == 0 && opts.Retpoline,
+		Blinded: opts.Blind,
+	}
+	return img, nil
+}
+
+// converge runs layout passes until one reproduces the previous layout.
+// Starting from a converged layout (after allocation) every pass must
+// keep shrinking: jumps never take their long form again.
+func (c *compiler) converge(from *asm) (*asm, error) {
 	var prevPos, prevJmp []int32
 	prevSize := -1
+	if from != nil {
+		prevPos, prevJmp, prevSize = from.pos, from.jumps, len(from.b)
+	}
 	for pass := 0; ; pass++ {
-		if pass > maxPasses+3 {
+		if pass > maxPasses+3 || from != nil && pass > maxPasses {
 			return nil, errors.New("jit: code layout did not converge")
 		}
-		a := &asm{prev: prevPos, prevJmp: prevJmp, allLong: pass > maxPasses}
+		a := &asm{prev: prevPos, prevJmp: prevJmp, allLong: from == nil && pass > maxPasses}
 		if err := c.emitAll(a); err != nil {
 			return nil, err
 		}
@@ -132,7 +189,7 @@ func compileImage(prog []isa.Instruction, helpers []vm.Helper, checked bool) (*i
 			return nil, errTooLarge
 		}
 		if len(a.b) == prevSize && samePositions(a.pos, prevPos) {
-			return c.finish(a)
+			return a, nil
 		}
 		prevPos, prevJmp, prevSize = a.pos, a.jumps, len(a.b)
 	}
@@ -150,24 +207,20 @@ func samePositions(a, b []int32) bool {
 	return true
 }
 
-func (c *compiler) finish(a *asm) (*image, error) {
-	code, err := mapCode(a.b)
-	if err != nil {
-		return nil, err
-	}
-	img := &image{code: code, size: len(a.b)}
-	img.base = codeAddr(code)
+func (c *compiler) finish(a *asm, x *execAlloc) *image {
+	img := &image{alloc: x, code: x.bytes(), size: len(a.b), base: x.base}
 	img.off = make([]uint32, len(c.prog))
 	for pc := range c.prog {
 		img.off[pc] = uint32(a.pos[c.pcL[pc]])
 	}
 	img.entry = uint32(a.pos[c.entry])
+	img.usesPacket = c.usesPacket
 	img.retStub = uint32(a.pos[c.retStub])
 	img.sites = make([]site, len(c.sites))
 	for i, pc := range c.sites {
 		img.sites[i] = site{fn: c.helpers[c.prog[pc].Imm], resume: img.addr(pc + 1), pc: pc}
 	}
-	return img, nil
+	return img
 }
 
 // analyze finds the leaders: instructions where a block starts, so that
@@ -179,6 +232,7 @@ func (c *compiler) analyze() {
 	c.leader = make([]bool, n)
 	c.second = make([]bool, n)
 	c.count = make([]int32, n)
+	c.native = make([]Native, n)
 	c.leader[0] = true
 	for pc := 0; pc < n; pc++ {
 		ins := c.prog[pc]
@@ -192,6 +246,12 @@ func (c *compiler) analyze() {
 		}
 		if !isa.IsJump(ins.Class()) {
 			continue
+		}
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && c.opts.Natives != nil {
+			if n := c.opts.Natives(ins.Imm); n > NoNative && n < nativeCount {
+				c.native[pc] = n
+				c.nativeCalls++
+			}
 		}
 		c.mark(pc + 1)
 		if t, ok := ins.JumpTarget(pc); ok {
@@ -232,11 +292,13 @@ func (c *compiler) emitAll(a *asm) error {
 		c.pcL[i] = a.newLabel()
 	}
 	c.exitCommon = a.newLabel()
+	c.exitKeepR0 = a.newLabel()
 	c.entry = a.newLabel()
 	c.retStub = a.newLabel()
 	c.check = a.newLabel()
 	c.memfail = a.newLabel()
 	c.abort = a.newLabel()
+	c.thunk = a.newLabel()
 
 	for pc := 0; pc < n; pc++ {
 		if c.second[pc] {
@@ -267,8 +329,11 @@ func (c *compiler) common() {
 	a.storeImm(8, mem{regCtx, offExit}, exitDone)
 	// fall through
 	a.bind(c.exitCommon)
-	for i, r := range regMap {
-		a.store(8, mem{regCtx, offRegs + int32(8*i)}, r)
+	a.store(8, mem{regCtx, offRegs}, regMap[0])
+	// A helper's exit skips R0, which the helper's result replaces.
+	a.bind(c.exitKeepR0)
+	for i, r := range regMap[1:] {
+		a.store(8, mem{regCtx, offRegs + int32(8*(i+1))}, r)
 	}
 	a.store(8, mem{regCtx, offRegs + 8*11}, regLeft)
 	a.store(8, mem{regCtx, offNativeSP}, rsp)
@@ -295,6 +360,45 @@ func (c *compiler) common() {
 	if c.checked {
 		c.checkRoutine()
 	}
+	if c.opts.Retpoline && c.nativeCalls > 0 {
+		c.retpoline()
+	}
+}
+
+// callNative calls a native routine: a direct rel32 call when the image is
+// in reach of it, else movabs + an indirect call, through the retpoline
+// thunk if asked for.
+func (c *compiler) callNative(target uint64) {
+	a := c.a
+	if c.base != 0 && reach(target, c.base, c.allocSize) {
+		a.callAbs(c.base, target)
+		return
+	}
+	a.movabs(rax, target)
+	if c.opts.Retpoline {
+		a.call(c.thunk)
+		return
+	}
+	a.emit(0xff, 0xd0) // call rax
+}
+
+// retpoline emits the thunk for indirect calls (the call-site form of the
+// "Intel Retpoline" sequence, with the target in rax): the CALL pushes a
+// return address the CPU predicts into the capture loop, which the MOV
+// replaces with the target before the RET, so the indirect branch is
+// never predicted from the branch target buffer.
+func (c *compiler) retpoline() {
+	a := c.a
+	set, capture := a.newLabel(), a.newLabel()
+	a.bind(c.thunk)
+	a.call(set)
+	a.bind(capture)
+	a.emit(0xf3, 0x90)       // pause
+	a.emit(0x0f, 0xae, 0xe8) // lfence
+	a.jmp(capture)
+	a.bind(set)
+	a.emit(0x48, 0x89, 0x04, 0x24) // mov [rsp], rax
+	a.ret()
 }
 
 // checkRoutine validates an access that missed the inline stack check:
@@ -536,6 +640,9 @@ func (c *compiler) insn(pc int) error {
 	}
 	switch ins.Class() {
 	case isa.ClassALU, isa.ClassALU64:
+		if ins.Op == isa.OpCPUIndex {
+			return c.cpuIndex(ins)
+		}
 		return c.alu(ins)
 	case isa.ClassJMP, isa.ClassJMP32:
 		return c.jump(pc, ins)
@@ -555,6 +662,11 @@ func (c *compiler) insn(pc int) error {
 		}
 		size := isa.SizeBytes(ins.Op)
 		c.checkAccess(pc, ins.Dst, ins.Off, size, true, false)
+		if c.opts.Blind {
+			c.blindImm(rax, ins.Imm)
+			c.a.store(size, mem{regMap[ins.Dst], int32(ins.Off)}, rax)
+			break
+		}
 		c.a.storeImm(size, mem{regMap[ins.Dst], int32(ins.Off)}, ins.Imm)
 	case isa.ClassSTX:
 		size := isa.SizeBytes(ins.Op)
@@ -582,10 +694,14 @@ func (c *compiler) alu(ins isa.Instruction) error {
 	x := ins.Op&isa.SrcX != 0
 	dst, src := regMap[ins.Dst], regMap[ins.Src]
 	op := ins.Op & 0xf0
+	blind := c.opts.Blind && !x
 	switch op {
 	case isa.ALUAdd, isa.ALUSub, isa.ALUOr, isa.ALUAnd, isa.ALUXor:
 		o := aluGroup1[op>>4]
-		if x {
+		if blind {
+			c.blindImm(rax, ins.Imm)
+			a.aluRR(size, o, dst, rax)
+		} else if x {
 			a.aluRR(size, o, dst, src)
 		} else {
 			a.aluRI(size, o, dst, ins.Imm)
@@ -602,13 +718,20 @@ func (c *compiler) alu(ins isa.Instruction) error {
 			if size == 4 || dst != src {
 				a.movRR(size, dst, src)
 			}
+		case blind && size == 8:
+			c.blindImm(dst, ins.Imm)
+		case blind:
+			c.blindImm32(dst, uint32(ins.Imm))
 		case size == 8:
 			a.movRI64(dst, uint64(int64(ins.Imm)))
 		default:
 			a.movRI32(dst, uint32(ins.Imm))
 		}
 	case isa.ALUMul:
-		if x {
+		if blind {
+			c.blindImm(rax, ins.Imm)
+			a.imulRR(size, dst, rax)
+		} else if x {
 			a.imulRR(size, dst, src)
 		} else {
 			a.imulRRI(size, dst, dst, ins.Imm)
@@ -733,7 +856,12 @@ func (c *compiler) div(size int, mod, signed, x bool, dst, src int, imm int32) {
 			minusOne()
 			return
 		}
-		a.pushImm(imm)
+		if c.opts.Blind {
+			c.blindImm(rax, imm)
+			a.push(rax)
+		} else {
+			a.pushImm(imm)
+		}
 		divide(true)
 		a.lea(rsp, mem{rsp, 8})
 		return
@@ -776,11 +904,14 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 	case ins.Op == isa.OpExit:
 		a.ret()
 		return nil
+	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && c.native[pc] != NoNative:
+		c.callNative(nativeRoutines.addr[c.native[pc]])
+		return nil
 	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper):
 		// Go runs the helper and resumes at the next instruction.
 		a.storeImm(8, mem{regCtx, offExit}, exitWord(len(c.sites), exitHelper))
 		c.sites = append(c.sites, pc)
-		a.jmp(c.exitCommon)
+		a.jmp(c.exitKeepR0)
 		return nil
 	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallLocal):
 		a.aluRM(8, aluCmp, rbp, mem{regCtx, offMinFP})
@@ -824,6 +955,12 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 	switch {
 	case op == isa.JumpSet && x:
 		a.testRR(size, dst, regMap[ins.Src])
+	case c.opts.Blind && !x && op == isa.JumpSet:
+		c.blindImm(rax, ins.Imm)
+		a.testRR(size, dst, rax)
+	case c.opts.Blind && !x:
+		c.blindImm(rax, ins.Imm)
+		a.aluRR(size, aluCmp, dst, rax)
 	case op == isa.JumpSet:
 		a.testRI(size, dst, ins.Imm)
 	case x:
@@ -871,9 +1008,14 @@ func (c *compiler) ld(pc int, ins isa.Instruction) error {
 		if ins.IsPseudoFunc() {
 			v = interp.FuncValue(pc + 1 + int(ins.Imm))
 		}
+		if c.opts.Blind {
+			c.blindImm64(regMap[ins.Dst], v)
+			return nil
+		}
 		a.movRI64(regMap[ins.Dst], v)
 		return nil
 	case isa.ModeABS, isa.ModeIND:
+		c.usesPacket = true
 	default:
 		return errUnsupported
 	}
@@ -881,9 +1023,17 @@ func (c *compiler) ld(pc int, ins isa.Instruction) error {
 	if size == 8 {
 		return errUnsupported
 	}
-	if ins.Op&0xe0 == isa.ModeABS {
+	switch {
+	case ins.Op&0xe0 == isa.ModeABS && c.opts.Blind:
+		c.blindImm(rax, ins.Imm)
+	case ins.Op&0xe0 == isa.ModeABS:
 		a.movRI64(rax, uint64(int64(ins.Imm)))
-	} else {
+	case c.opts.Blind:
+		c.blindImm(rdx, ins.Imm)
+		a.movRR(4, rax, regMap[ins.Src])
+		a.aluRR(4, aluAdd, rax, rdx)
+		a.movsxRR(8, 4, rax, rax)
+	default:
 		a.movRR(4, rax, regMap[ins.Src])
 		a.aluRI(4, aluAdd, rax, ins.Imm)
 		a.movsxRR(8, 4, rax, rax)

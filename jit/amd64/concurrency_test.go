@@ -140,8 +140,9 @@ func TestClose(t *testing.T) {
 
 // TestHeaderLayout checks the offsets enter_amd64.s hard-codes.
 func TestHeaderLayout(t *testing.T) {
-	if offGoSP != 0 || offGoBP != 8 || offNativeSP != 16 || offResume != 24 || offRegs != 176 {
-		t.Fatalf("header layout changed: update enter_amd64.s")
+	if offGoSP != 0 || offGoBP != 8 || offNativeSP != 16 || offResume != 24 || offRegs != 176 ||
+		offCPU != 352 || offRand != 360 {
+		t.Fatalf("header layout changed: update enter_amd64.s and natives_amd64.s")
 	}
 }
 

@@ -3,6 +3,7 @@
 package amd64
 
 import (
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -42,6 +43,9 @@ type header struct {
 	hotStart   uint64    // the region the check routine matched last:
 	hotLim     [4]uint64 // length - size + 1 per size index, for reads
 	hotWLim    [4]uint64 // the same for writes (0 if read-only)
+	cpu        uint64    // 352: env.CPU, for the native bpf_get_smp_processor_id
+	rand       uint64    // 360: address of the run's vm.Rand (env.Rand or ownRand)
+	ownRand    vm.Rand   // 368: the generator of runs without env.Rand
 }
 
 // Offsets into header, for the code generator.
@@ -69,6 +73,9 @@ var (
 	offHotStart   = int32(unsafe.Offsetof(header{}.hotStart))
 	offHotLim     = int32(unsafe.Offsetof(header{}.hotLim))
 	offHotWLim    = int32(unsafe.Offsetof(header{}.hotWLim))
+	offCPU        = int32(unsafe.Offsetof(header{}.cpu))
+	offRand       = int32(unsafe.Offsetof(header{}.rand))
+	offOwnRand    = int32(unsafe.Offsetof(header{}.ownRand))
 )
 
 // A region table entry: start, length, writable (0 or 1).
@@ -126,6 +133,7 @@ func newExecCtx() *execCtx {
 	base := m.Addr() + guardSize + nativeStack
 	c := &execCtx{res: &ctxMem{mem: m}, base: base, h: (*header)(vm.Ptr(base)), cap: inlineEntries}
 	c.h.tablePtr = base + uint64(unsafe.Sizeof(header{}))
+	c.h.ownRand.Seed(rand.Uint64(), rand.Uint64())
 	runtime.AddCleanup(c, (*ctxMem).free, c.res)
 	registry.Lock()
 	registry.ctxs = append(registry.ctxs, weak.Make(c))

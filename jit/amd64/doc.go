@@ -10,9 +10,54 @@
 // the first pass emits every jump in its rel32 form; each later pass picks
 // rel8 wherever the previous pass's layout allows it. Sizes only shrink, so
 // a short jump stays short, and once a pass reproduces the previous layout
-// exactly its displacements are right. The image is copied into fresh
-// pages that are then made read-execute (never writable and executable at
-// once) and unmapped by Close.
+// exactly its displacements are right. The image is then placed in
+// executable memory (below): written while read-write, then made
+// read-execute, never both (W^X), and returned to the pool by Close.
+//
+// # Native routines and far calls
+//
+// A few helpers have native routines (natives_amd64.s: NativeCPU for
+// bpf_get_smp_processor_id, NativeRandom for bpf_get_prandom_u32 stepping
+// the run's vm.Rand, NativeZero for bpf_get_numa_node_id); Options.Natives
+// says which helper ids they serve. JIT code CALLs them directly, without
+// leaving native code: they live in the Go binary's text, take their state
+// from the header in r12, return in rbx, clobber only rax and rdx, and
+// never touch the goroutine. A call is a rel32 CALL when the image is in
+// reach of the routine, otherwise movabs rax + CALL rax, or with
+// Options.Retpoline a CALL to a retpoline thunk emitted once at the end of
+// the image (seed 003). Since the address decides the form, the passes run
+// first with every such call in its long indirect form at an unknown
+// address; then the memory is allocated; in near memory the passes run
+// again at the final address, where calls shrink to rel32 and jumps may
+// shrink further, until the layout is stable again. The reach test covers
+// the whole allocation, not the call site, so a call's form does not
+// depend on the layout and the extra passes converge; should they not,
+// the first layout, correct at any address, is used.
+//
+// # Executable memory
+//
+// A Memory pool (DefaultMemory unless Options.Memory) has two tiers. Near
+// memory is one range reserved (PROT_NONE, no memory committed) at an
+// address hint next to the binary's text, checked to be within rel32 reach
+// of every native routine, and handed out page by page, first fit; pages
+// are charged against NearLimit (like bpf_jit_limit), or the lower
+// UnprivNearLimit for Options.Unprivileged. When the limit is reached or
+// the range is full, the code goes to far memory (a fresh mapping
+// anywhere, bounded by FarLimit), where native calls stay indirect. When
+// that fails too, Compile returns ErrNoMemory and the caller runs the
+// program on the interpreter. Info reports the tier, size and pages.
+// Freed near pages are made inaccessible and released (MADV_DONTNEED) and
+// their range returns to the pool.
+//
+// # Constant blinding
+//
+// With Options.Blind every immediate the program chose (ALU and jump
+// operands, stores, LD_IMM64, LD_ABS/LD_IND offsets, division constants)
+// is emitted as imm^k with a fresh random k and undone at run time in rax
+// or rdx (or the destination of a move), as the kernel's
+// bpf_jit_blind_constants does with BPF_REG_AX; shift counts and memory
+// offsets stay. Blinded forms use fixed-size encodings, so the layout does
+// not depend on k.
 //
 // # Registers
 //
@@ -48,7 +93,9 @@
 //   - helper call: Go calls the helper with R1-R5 and the same vm.Env, puts
 //     the result in R0 and resumes at the next instruction. A *vm.TailCall
 //     runs the target with the interpreter's rules and resumes at a RET, so
-//     the target's result is the current function's.
+//     the target's result is the current function's. This is the fast path
+//     (about 5 ns): the exit skips storing R0, and Go refreshes nothing
+//     unless the code is checked or uses LD_ABS/LD_IND.
 //   - callx: Go resolves a helper id or a subprogram; a subprogram is
 //     called natively after Go has checked depth and budget.
 //   - checked-mode context access: Go calls env.CtxAccess and resumes after

@@ -136,8 +136,8 @@ func genProgram(data []byte) []isa.Instruction {
 			} else {
 				prog = append(prog, isa.Instruction{Op: isa.ClassLD | isa.ModeABS | size, Imm: imm % 80})
 			}
-		case 13: // helper
-			prog = append(prog, isa.Instruction{Op: isa.OpCall, Imm: 1})
+		case 13: // helper: served by Go, or by a native routine
+			prog = append(prog, isa.Instruction{Op: isa.OpCall, Imm: []int32{1, idCPU, idRandom, idNuma}[b[1]>>6]})
 		case 14: // pointer arithmetic on buffer-derived registers
 			prog = append(prog, isa.Instruction{Op: isa.ClassALU64 | isa.ALUMov | isa.SrcX, Dst: dst, Src: isa.R1},
 				isa.Instruction{Op: isa.ClassALU64 | isa.ALUAdd, Dst: dst, Imm: int32(int8(b[4]))})
@@ -150,12 +150,29 @@ func genProgram(data []byte) []isa.Instruction {
 }
 
 func fuzzHelpers(id int32) vm.Helper {
+	if testNatives(id) != NoNative {
+		return goHelpers(id)
+	}
 	if id != 1 {
 		return nil
 	}
 	return func(e *vm.Env, r1, r2, r3, r4, r5 uint64) (uint64, error) {
 		return r1*3 ^ r2*5 ^ r3*7 ^ r4*11 ^ r5*13, nil
 	}
+}
+
+// fuzzOptions picks compile options from the input: native routines in
+// near or far memory, indirect calls through the retpoline, blinding.
+func fuzzOptions(data []byte) Options {
+	sum := 0
+	for _, b := range data {
+		sum += int(b)
+	}
+	o := Options{Natives: testNatives}
+	o.Blind = sum&1 != 0
+	o.Far = sum&2 != 0
+	o.Retpoline = sum&4 != 0
+	return o
 }
 
 func FuzzJITvsInterp(f *testing.F) {
@@ -171,7 +188,7 @@ func FuzzJITvsInterp(f *testing.F) {
 		for i := range init {
 			init[i] = byte(i*37 + 11)
 		}
-		diffMode(t, diffCase{prog: prog, helpers: fuzzHelpers, size: 64, init: init, r2: 64}, true)
+		diffMode(t, diffCase{prog: prog, helpers: fuzzHelpers, size: 64, init: init, r2: 64, jit: fuzzOptions(data)}, true)
 	})
 }
 
@@ -211,7 +228,7 @@ func TestGenerated(t *testing.T) {
 		if isa.Validate(prog) != nil {
 			continue
 		}
-		diffMode(t, diffCase{prog: prog, helpers: fuzzHelpers, size: 64, init: init, r2: 64}, true)
+		diffMode(t, diffCase{prog: prog, helpers: fuzzHelpers, size: 64, init: init, r2: 64, jit: fuzzOptions(data)}, true)
 		if t.Failed() {
 			t.Fatalf("input %x", data)
 		}

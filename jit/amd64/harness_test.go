@@ -107,6 +107,7 @@ type diffCase struct {
 	reset   func(te *testEnv) // before each run
 
 	checkedOnly bool
+	jit         Options // compile options (Modes is set by the harness)
 	// sameErr, when set, decides whether differing errors are equivalent.
 	sameErr func(interpErr, jitErr error) bool
 }
@@ -133,12 +134,16 @@ func diffMode(t testing.TB, dc diffCase, checked bool) (outcome, outcome) {
 	if err != nil {
 		t.Fatalf("interp: %v", err)
 	}
-	jp, err := Compile(dc.prog, dc.helpers, Options{Modes: Checked | Unchecked})
+	opts := dc.jit
+	opts.Modes = Checked | Unchecked
+	jp, err := Compile(dc.prog, dc.helpers, opts)
 	if err != nil {
 		t.Fatalf("jit: %v", err)
 	}
 	defer jp.Close()
 	te := newEnv(t, checked, dc.size)
+	te.env.CPU = 3
+	var rng vm.Rand
 	if dc.setup != nil {
 		dc.setup(te)
 	}
@@ -149,11 +154,18 @@ func diffMode(t testing.TB, dc diffCase, checked bool) (outcome, outcome) {
 	if dc.reset != nil {
 		dc.reset(te)
 	}
+	rng.Seed(1, 2)
+	te.env.Rand = &rng
 	io := runOn(ip, te, dc.init, r1, dc.r2, dc.budget)
+	irng := rng
 	if dc.reset != nil {
 		dc.reset(te)
 	}
+	rng.Seed(1, 2)
 	jo := runOn(jp, te, dc.init, r1, dc.r2, dc.budget)
+	if rng != irng {
+		t.Errorf("generator state: interp %v, jit %v", irng, rng)
+	}
 	mode := "unchecked"
 	if checked {
 		mode = "checked"

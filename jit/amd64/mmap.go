@@ -3,9 +3,7 @@
 package amd64
 
 import (
-	"fmt"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,27 +11,6 @@ import (
 const protNone = unix.PROT_NONE
 
 func mprotect(b []byte, prot int) error { return unix.Mprotect(b, prot) }
-
-// mapCode copies machine code into fresh pages and makes them read-execute:
-// the pages are never writable and executable at once (W^X).
-func mapCode(code []byte) ([]byte, error) {
-	page := unix.Getpagesize()
-	size := (len(code) + page - 1) &^ (page - 1)
-	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return nil, fmt.Errorf("jit: mmap %d bytes: %w", size, err)
-	}
-	copy(b, code)
-	if err := unix.Mprotect(b, unix.PROT_READ|unix.PROT_EXEC); err != nil {
-		unix.Munmap(b)
-		return nil, fmt.Errorf("jit: mprotect: %w", err)
-	}
-	return b, nil
-}
-
-func unmapCode(b []byte) error { return unix.Munmap(b) }
-
-func codeAddr(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
 
 // membarrier(2) commands.
 const (

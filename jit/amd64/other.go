@@ -28,3 +28,18 @@ func (p *Program) Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint6
 
 // Close does nothing.
 func (p *Program) Close() error { return nil }
+
+// Info reports no machine code.
+func (p *Program) Info(checked bool) Info { return Info{} }
+
+// Memory is an executable memory pool; there is none on this platform.
+type Memory struct{}
+
+// NewMemory returns an empty pool.
+func NewMemory(cfg MemoryConfig) *Memory { return &Memory{} }
+
+// DefaultMemory returns an empty pool.
+func DefaultMemory() *Memory { return &Memory{} }
+
+// Usage reports no pages.
+func (m *Memory) Usage() (near, far int) { return 0, 0 }

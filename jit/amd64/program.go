@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"bpfvm/interp"
 	"bpfvm/isa"
@@ -21,6 +22,7 @@ type Program struct {
 	insns   []isa.Instruction
 	helpers []vm.Helper // by helper id
 	resolve interp.HelperFunc
+	opts    Options
 
 	modes [2]struct { // unchecked, checked
 		ready atomic.Pointer[image] // img, once compiled
@@ -41,19 +43,19 @@ var lastID atomic.Uint64
 // must not refer to anything that can reach the Program (such as helpers),
 // or the cleanup would keep the program alive forever.
 type codeSet struct {
-	mu    sync.Mutex
-	maps  [][]byte
-	freed bool
+	mu     sync.Mutex
+	allocs []*execAlloc
+	freed  bool
 }
 
-func (s *codeSet) add(code []byte) bool {
+func (s *codeSet) add(x *execAlloc) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.freed {
-		unmapCode(code)
+		x.free()
 		return false
 	}
-	s.maps = append(s.maps, code)
+	s.allocs = append(s.allocs, x)
 	return true
 }
 
@@ -64,20 +66,23 @@ func (s *codeSet) free() {
 		return
 	}
 	s.freed = true
-	for _, b := range s.maps {
-		unmapCode(b)
+	for _, x := range s.allocs {
+		x.free()
 	}
-	s.maps = nil
+	s.allocs = nil
 }
 
 // Compile translates prog to machine code. LD_IMM64 constants must already
 // be resolved, as for interp.New; every helper the program calls must be
 // known to helpers.
 func Compile(prog []isa.Instruction, helpers interp.HelperFunc, opts Options) (*Program, error) {
-	if err := isa.ValidateInternal(prog); err != nil {
+	if err := isa.ValidateXlated(prog); err != nil {
 		return nil, err
 	}
-	p := &Program{insns: append([]isa.Instruction(nil), prog...), resolve: helpers, id: lastID.Add(1), code: &codeSet{}}
+	if opts.Memory == nil {
+		opts.Memory = DefaultMemory()
+	}
+	p := &Program{insns: append([]isa.Instruction(nil), prog...), resolve: helpers, opts: opts, id: lastID.Add(1), code: &codeSet{}}
 	runtime.AddCleanup(p, (*codeSet).free, p.code)
 	for pc := 0; pc < len(prog); pc++ {
 		ins := prog[pc]
@@ -125,8 +130,8 @@ func (p *Program) image(checked bool) (*image, error) {
 		return img, nil
 	}
 	m.once.Do(func() {
-		m.img, m.err = compileImage(p.insns, p.helpers, checked)
-		if m.err == nil && !p.code.add(m.img.code) {
+		m.img, m.err = compileImage(p.insns, p.helpers, checked, &p.opts)
+		if m.err == nil && !p.code.add(m.img.alloc) {
 			m.img, m.err = nil, ErrClosed
 		}
 		if m.img != nil {
@@ -150,6 +155,19 @@ func (p *Program) CodeSize(checked bool) int {
 		return img.size
 	}
 	return 0
+}
+
+// Info describes the machine code compiled for a mode (Tier is TierNone if
+// that mode was not compiled).
+func (p *Program) Info(checked bool) Info {
+	i := 0
+	if checked {
+		i = 1
+	}
+	if img := p.modes[i].img; img != nil {
+		return img.info
+	}
+	return Info{}
 }
 
 // Close releases the machine code: at once if no run is in progress, else
@@ -248,6 +266,12 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64) (ui
 	h.regs[6], h.regs[7], h.regs[8], h.regs[9], h.regs[10] = 0, 0, 0, 0, env.Stack.End
 	h.regs[11] = uint64(chunk)
 	h.minFP = env.Stack.End - (maxDepth-1)*vm.StackSize
+	h.cpu = uint64(env.CPU)
+	if env.Rand != nil {
+		h.rand = uint64(uintptr(unsafe.Pointer(env.Rand)))
+	} else {
+		h.rand = c.base + uint64(offOwnRand)
+	}
 	h.loops = maxLoops
 	h.nativeSP = c.stackTop()
 	h.target = img.addr(entry)
@@ -280,6 +304,9 @@ func (r *run) loop() (uint64, error) {
 	base := uintptr(r.c.base)
 	env := r.env
 	sites := r.img.sites
+	// After a helper, checked code needs the region table refreshed and
+	// LD_ABS/LD_IND the packet bounds; other code needs nothing.
+	resync := r.checked || r.img.usesPacket
 	for {
 		enter(base)
 		word := h.exit
@@ -288,20 +315,12 @@ func (r *run) loop() (uint64, error) {
 			s := &sites[word>>8]
 			env.FP = h.regs[10]
 			v, err := s.fn(env, h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5])
-			if err != nil {
-				if err := r.helperError(s, err); err != nil {
-					return 0, err
-				}
-				continue
-			}
 			h.regs[0] = v
 			h.resume = s.resume
-			if r.checked {
-				if !r.c.sync(env, true) {
-					return 0, &vm.RunError{PC: s.pc, Err: errTable}
+			if err != nil || resync {
+				if err := r.afterHelper(s, err); err != nil {
+					return 0, err
 				}
-			} else {
-				h.syncPacket(env)
 			}
 			continue
 		}
@@ -336,6 +355,22 @@ func (r *run) loop() (uint64, error) {
 			return 0, fmt.Errorf("jit: bad exit word %#x", word)
 		}
 	}
+}
+
+// afterHelper is the slow part of serving a helper: its error, or the
+// refresh of what native code checks after a helper may have changed it.
+func (r *run) afterHelper(s *site, err error) error {
+	if err != nil {
+		return r.helperError(s, err)
+	}
+	if r.checked {
+		if !r.c.sync(r.env, true) {
+			return &vm.RunError{PC: s.pc, Err: errTable}
+		}
+		return nil
+	}
+	r.c.h.syncPacket(r.env)
+	return nil
 }
 
 var errTable = errors.New("jit: cannot allocate a region table")

@@ -82,3 +82,47 @@ func TestSpeedReport(t *testing.T) {
 		}
 	}
 }
+
+// TestCallSpeedReport prints the cost of a native routine call in each
+// form, best of many timings. Run with JIT_SPEED=1.
+func TestCallSpeedReport(t *testing.T) {
+	if os.Getenv("JIT_SPEED") == "" {
+		t.Skip("set JIT_SPEED=1 to measure")
+	}
+	src := ""
+	for range 1000 {
+		src += "call 8\n"
+	}
+	src += "exit"
+	prog, err := isa.Assemble(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	te := newEnv(t, false, 0)
+	var rng vm.Rand
+	te.env.Rand = &rng
+	for _, c := range []struct {
+		name string
+		opts Options
+	}{
+		{"near", Options{}}, {"far", Options{Far: true}}, {"far retpoline", Options{Far: true, Retpoline: true}},
+		{"go exit", Options{}},
+	} {
+		c.opts.Modes = Unchecked
+		if c.name != "go exit" {
+			c.opts.Natives = testNatives
+		}
+		p, err := Compile(prog, goHelpers, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := time.Hour
+		for range 2000 {
+			s := time.Now()
+			p.Run(te.env, 0, 0, 0)
+			d = min(d, time.Since(s))
+		}
+		t.Logf("%-14s %+v: %.2f ns/call", c.name, p.Info(false), float64(d)/1000)
+		p.Close()
+	}
+}
