@@ -14,8 +14,9 @@ import (
 // where it is active (R0 points at the next value, one level deeper); at a
 // _next call, a state covered by any remembered one, even one whose paths
 // are still being explored (an earlier round of the same loop), with the
-// iterator active, is pruned, and scalars that changed since the previous
-// round are widened so that such a cover is found after a few rounds.
+// iterator active, is pruned, and imprecise scalars that changed since the
+// previous round are widened so that such a cover is found after a few
+// rounds (precise ones keep their values, as in the kernel).
 
 // StackIter marks the bytes of a stack slot holding an iterator.
 const StackIter = StackZero + 1
@@ -88,7 +89,7 @@ func (v *verifier) iterNext(pc int, slot *Slot) error {
 		clearCallerSaved(af)
 		af.Regs[0] = Reg{Type: PtrToMem, Flags: Rdonly, MemSize: 4, Scalar: Const(0)}
 		if prev := v.prevIterState(pc); prev != nil {
-			widen(prev, active)
+			widenImprecise(prev, active)
 		}
 		if err := v.push(active, pc, pc+1); err != nil {
 			return err
@@ -216,4 +217,31 @@ func (v *verifier) noteLoopInline(pc int, name string, sub int, caller *Frame) {
 		aux.LoopNoInline = true
 	}
 	aux.LoopCallback = entry
+}
+
+// widenImprecise makes the scalars of cur that are imprecise in both
+// states and differ from old's unknown (the kernel's
+// widen_imprecise_scalars): pruning ignores their values anyway, and
+// keeping them would make every round of an iterator loop look new.
+func widenImprecise(old, cur *State) {
+	if len(old.Frames) != len(cur.Frames) {
+		return
+	}
+	maybe := func(o, c *Reg) {
+		if o.Type != ScalarValue || c.Type != ScalarValue || o.Precise || c.Precise || o.Scalar == c.Scalar && o.ID == c.ID {
+			return
+		}
+		c.Scalar, c.ID = Unknown(), 0
+	}
+	for i, of := range old.Frames {
+		cf := cur.Frames[i]
+		for r := range cf.Regs {
+			maybe(&of.Regs[r], &cf.Regs[r])
+		}
+		for j := range cf.Stack {
+			if j < len(of.Stack) && of.Stack[j].isSpill() && cf.Stack[j].isSpill() {
+				maybe(&of.Stack[j].Spilled, &cf.Stack[j].Spilled)
+			}
+		}
+	}
 }
