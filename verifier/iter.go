@@ -88,7 +88,7 @@ func (v *verifier) iterNext(pc int, slot *Slot) error {
 		as.Iter.Depth++
 		clearCallerSaved(af)
 		af.Regs[0] = Reg{Type: PtrToMem, Flags: Rdonly, MemSize: 4, Scalar: Const(0)}
-		if prev := v.prevIterState(pc); prev != nil {
+		if prev := v.prevLoopState(pc); prev != nil {
 			widenImprecise(prev, active)
 		}
 		if err := v.push(active, pc, pc+1); err != nil {
@@ -116,10 +116,10 @@ func (v *verifier) slotOffset(slot *Slot) slotRef {
 	return slotRef{}
 }
 
-// prevIterState is the state of the previous round of the loop at the
-// _next call pc: the latest one remembered there whose paths are still
-// being explored, other than the current visit's own.
-func (v *verifier) prevIterState(pc int) *State {
+// prevLoopState is the state of the previous round of the loop at pc (a
+// _next call or a may_goto): the latest one remembered there whose paths
+// are still being explored, other than the current visit's own.
+func (v *verifier) prevLoopState(pc int) *State {
 	list := v.explored[pc]
 	for i := len(list) - 1; i >= 0; i-- {
 		e := list[i]
