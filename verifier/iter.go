@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"fmt"
+
 	"bpfvm/isa"
 )
 
@@ -244,4 +246,14 @@ func widenImprecise(old, cur *State) {
 			}
 		}
 	}
+}
+
+// iterString prints an iterator slot as the kernel's log does:
+// "iter_num(ref_id=1,state=active,depth=0)".
+func iterString(s *Slot) string {
+	state := "active"
+	if s.Iter.State == IterDrained {
+		state = "drained"
+	}
+	return fmt.Sprintf("iter_num(ref_id=%d,state=%s,depth=%d)", s.Iter.Ref, state, s.Iter.Depth)
 }
