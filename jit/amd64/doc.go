@@ -94,12 +94,8 @@
 //     the result in R0 and resumes at the next instruction. A *vm.TailCall
 //     runs the target with the interpreter's rules and resumes at a RET, so
 //     the target's result is the current function's. This is the fast path
-//     (about 5 ns): the exit skips storing R0, Go refreshes nothing
-//     unless the code is checked or uses LD_ABS/LD_IND, and unchecked
-//     code resumes through enterAfterHelper, which leaves R1-R5 as Go left
-//     them: verified code never reads them after a call (the kernel's JIT
-//     clobbers them too), while checked code gets them back as the
-//     interpreter keeps them.
+//     (about 5 ns): the exit skips storing R0, and Go refreshes nothing
+//     unless the code is checked or uses LD_ABS/LD_IND.
 //   - callx: Go resolves a helper id or a subprogram; a subprogram is
 //     called natively after Go has checked depth and budget.
 //   - checked-mode context access: Go calls env.CtxAccess and resumes after

@@ -7,9 +7,3 @@ package amd64
 //
 //go:noescape
 func enter(ctx uintptr)
-
-// enterAfterHelper is enter for resuming verified code after a helper call:
-// it does not reload R1-R5, which such code never reads again.
-//
-//go:noescape
-func enterAfterHelper(ctx uintptr)

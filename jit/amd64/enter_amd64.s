@@ -31,23 +31,3 @@ TEXT ·enter(SB), NOSPLIT|NOFRAME, $0-8
 	MOVQ 264(R12), R11
 	MOVQ 16(R12), SP
 	JMP  AX
-
-// func enterAfterHelper(ctx uintptr)
-//
-// enterAfterHelper is enter without loading R1-R5 (DI SI CX R8 R9): after a
-// helper call, verified code never reads them (the verifier marks them
-// unreadable), so they keep whatever Go left there.
-TEXT ·enterAfterHelper(SB), NOSPLIT|NOFRAME, $0-8
-	MOVQ ctx+0(FP), R12
-	MOVQ SP, 0(R12)
-	MOVQ BP, 8(R12)
-	MOVQ 24(R12), AX
-	MOVQ 176(R12), BX
-	MOVQ 224(R12), R13
-	MOVQ 232(R12), R14
-	MOVQ 240(R12), R15
-	MOVQ 248(R12), R10
-	MOVQ 256(R12), BP
-	MOVQ 264(R12), R11
-	MOVQ 16(R12), SP
-	JMP  AX

@@ -307,18 +307,8 @@ func (r *run) loop() (uint64, error) {
 	// After a helper, checked code needs the region table refreshed and
 	// LD_ABS/LD_IND the packet bounds; other code needs nothing.
 	resync := r.checked || r.img.usesPacket
-	// Verified (unchecked) code never reads R1-R5 after a helper call: the
-	// verifier makes them unreadable, as the kernel's JIT clobbers them.
-	// Resuming there skips reloading them; checked code, whose programs
-	// may read them, gets them back as the interpreter keeps them.
-	skipArgs := !r.checked
-	afterCall := false
 	for {
-		if afterCall {
-			enterAfterHelper(base)
-		} else {
-			enter(base)
-		}
+		enter(base)
 		word := h.exit
 		if word&0xff == exitHelper {
 			// The fast path: a helper call.
@@ -327,7 +317,6 @@ func (r *run) loop() (uint64, error) {
 			v, err := s.fn(env, h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5])
 			h.regs[0] = v
 			h.resume = s.resume
-			afterCall = skipArgs && err == nil
 			if err != nil || resync {
 				if err := r.afterHelper(s, err); err != nil {
 					return 0, err
@@ -335,7 +324,6 @@ func (r *run) loop() (uint64, error) {
 			}
 			continue
 		}
-		afterCall = false
 		pc := int(word >> 8)
 		switch word & 0xff {
 		case exitDone:
