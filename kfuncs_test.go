@@ -115,3 +115,40 @@ func TestUnknownKfunc(t *testing.T) {
 		}
 	}
 }
+
+// Between rounds of an iterator loop the verifier widens only imprecise
+// scalars, as the kernel does: an index that settles after one round stays
+// known (here, a stack offset 0 then 1).
+func TestIterKeepsPreciseScalars(t *testing.T) {
+	prog, err := isa.Assemble(`
+		r6 = 0
+		r1 = r10
+		r1 += -8
+		r2 = 0
+		r3 = 100
+		call bpf_iter_num_new#1
+		r1 = r10
+		r1 += -8
+		call bpf_iter_num_next#2
+		if r0 == 0 goto pc+6
+		r2 = r10
+		r2 += -24
+		r2 += r6
+		*(u8 *)(r2 +0) = 1
+		r6 = 1
+		goto pc-10
+		r1 = r10
+		r1 += -8
+		call bpf_iter_num_destroy#3
+		r0 = 0
+		exit
+	`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := bpfvm.NewRawProgram("precise", ebpf.XDP, prog, bpfvm.ProgramOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+}

@@ -149,3 +149,11 @@ func sortedNames[V any](m map[string]V) []string {
 	}
 	return names
 }
+
+// Unprivileged loads may not call kernel functions, as in the kernel.
+func TestLoopsUnprivileged(t *testing.T) {
+	_, err := bpfvm.NewCollectionWithOptions(loopsSpec(t, "bad_iter_leak"), bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{Unprivileged: true}})
+	if err == nil || !strings.Contains(err.Error(), "calling kernel function bpf_iter_num_new is not allowed") {
+		t.Errorf("unprivileged load: %v", err)
+	}
+}

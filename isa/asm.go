@@ -651,6 +651,11 @@ func (p *parser) call(callx bool) (Instruction, error) {
 		}
 		imm, err := p.needImm32()
 		ins.Imm = imm
+		if id, ok := KfuncID(name); ok {
+			// A kfunc bpfvm knows, by name: its id here, not the
+			// kernel's BTF id a pasted log shows.
+			ins.Src, ins.Imm = Register(CallKfunc), id
+		}
 		return ins, p.finish(err)
 	}
 	if _, _, isReg := parseRegisterName(name); isReg {

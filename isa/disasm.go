@@ -55,8 +55,9 @@ const kfuncName = "kernel-function"
 //     "subprog[+N]" (PseudoFunc), "map[idx:N]" (PseudoMapIdx) and
 //     "map_value[idx:N]+OFF" (PseudoMapIdxValue). A nonzero upper
 //     immediate of the other forms prints as a "+N" suffix too.
-//   - kfunc calls print as "call kernel-function#ID", the kernel's text when
-//     it has no BTF to name the function.
+//   - kfunc calls print as "call NAME#ID" for the kfuncs bpfvm knows (ID is
+//     bpfvm's id, see KfuncID), otherwise as "call kernel-function#ID", the
+//     kernel's text when it has no BTF to name the function.
 //   - callx, which the kernel does not accept, prints as LLVM's "callx r2".
 //
 // Instructions with an undefined opcode print as the kernel's "BUG_..."
@@ -251,7 +252,11 @@ func formatJump(ins Instruction, helper HelperNamer) string {
 		case Register(CallLocal):
 			return fmt.Sprintf("call pc%+d", ins.Imm)
 		case Register(CallKfunc):
-			return fmt.Sprintf("call %s#%d", kfuncName, ins.Imm)
+			name := KfuncName(ins.Imm)
+			if name == "" {
+				name = kfuncName
+			}
+			return fmt.Sprintf("call %s#%d", name, ins.Imm)
 		}
 		name := helper(ins.Imm)
 		if name == "" {

@@ -200,7 +200,9 @@ func TestFormatHelperNamer(t *testing.T) {
 		{ins(OpCall, 0, 0, 0, 2), "call unknown#2"},
 		// Local calls and kfuncs do not consult the namer.
 		{ins(OpCall, 0, Register(CallLocal), 0, 1), "call pc+1"},
-		{ins(OpCall, 0, Register(CallKfunc), 0, 1), "call kernel-function#1"},
+		{ins(OpCall, 0, Register(CallKfunc), 0, 99), "call kernel-function#99"},
+		// bpfvm's kfuncs print by name, as the kernel's log does.
+		{ins(OpCall, 0, Register(CallKfunc), 0, KfuncIterNumNew), "call bpf_iter_num_new#1"},
 	}
 	for _, tt := range tests {
 		if got := Format([]Instruction{tt.ins}, 0, namer); got != tt.want {

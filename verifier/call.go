@@ -341,11 +341,13 @@ func (v *verifier) checkWideAccess(ptr *Reg, a access) (Reg, error) {
 // stack, for the rewrite's inlining of array lookups.
 func (v *verifier) noteConstKey(pc int, k uint64, ok bool) {
 	aux := &v.aux[pc]
-	if !ok || aux.Seen && aux.HasConstKey && aux.ConstKey != k {
-		aux.HasConstKey = false
-		return
+	switch {
+	case aux.ConstKeyConflict:
+	case !ok || aux.HasConstKey && aux.ConstKey != k:
+		aux.HasConstKey, aux.ConstKeyConflict = false, true
+	default:
+		aux.ConstKey, aux.HasConstKey = k, true
 	}
-	aux.ConstKey, aux.HasConstKey = k, true
 }
 
 // constStackKey returns the key a helper reads at reg when it is a constant

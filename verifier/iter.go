@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"fmt"
+
 	"bpfvm/isa"
 )
 
@@ -14,8 +16,9 @@ import (
 // where it is active (R0 points at the next value, one level deeper); at a
 // _next call, a state covered by any remembered one, even one whose paths
 // are still being explored (an earlier round of the same loop), with the
-// iterator active, is pruned, and scalars that changed since the previous
-// round are widened so that such a cover is found after a few rounds.
+// iterator active, is pruned, and imprecise scalars that changed since the
+// previous round are widened so that such a cover is found after a few
+// rounds (precise ones keep their values, as in the kernel).
 
 // StackIter marks the bytes of a stack slot holding an iterator.
 const StackIter = StackZero + 1
@@ -87,8 +90,8 @@ func (v *verifier) iterNext(pc int, slot *Slot) error {
 		as.Iter.Depth++
 		clearCallerSaved(af)
 		af.Regs[0] = Reg{Type: PtrToMem, Flags: Rdonly, MemSize: 4, Scalar: Const(0)}
-		if prev := v.prevIterState(pc); prev != nil {
-			widen(prev, active)
+		if prev := v.prevLoopState(pc); prev != nil {
+			widenImprecise(prev, active)
 		}
 		if err := v.push(active, pc, pc+1); err != nil {
 			return err
@@ -115,10 +118,10 @@ func (v *verifier) slotOffset(slot *Slot) slotRef {
 	return slotRef{}
 }
 
-// prevIterState is the state of the previous round of the loop at the
-// _next call pc: the latest one remembered there whose paths are still
-// being explored, other than the current visit's own.
-func (v *verifier) prevIterState(pc int) *State {
+// prevLoopState is the state of the previous round of the loop at pc (a
+// _next call or a may_goto): the latest one remembered there whose paths
+// are still being explored, other than the current visit's own.
+func (v *verifier) prevLoopState(pc int) *State {
 	list := v.explored[pc]
 	for i := len(list) - 1; i >= 0; i-- {
 		e := list[i]
@@ -216,4 +219,41 @@ func (v *verifier) noteLoopInline(pc int, name string, sub int, caller *Frame) {
 		aux.LoopNoInline = true
 	}
 	aux.LoopCallback = entry
+}
+
+// widenImprecise makes the scalars of cur that are imprecise in both
+// states and differ from old's unknown (the kernel's
+// widen_imprecise_scalars): pruning ignores their values anyway, and
+// keeping them would make every round of an iterator loop look new.
+func widenImprecise(old, cur *State) {
+	if len(old.Frames) != len(cur.Frames) {
+		return
+	}
+	maybe := func(o, c *Reg) {
+		if o.Type != ScalarValue || c.Type != ScalarValue || o.Precise || c.Precise || o.Scalar == c.Scalar && o.ID == c.ID {
+			return
+		}
+		c.Scalar, c.ID = Unknown(), 0
+	}
+	for i, of := range old.Frames {
+		cf := cur.Frames[i]
+		for r := range cf.Regs {
+			maybe(&of.Regs[r], &cf.Regs[r])
+		}
+		for j := range cf.Stack {
+			if j < len(of.Stack) && of.Stack[j].isSpill() && cf.Stack[j].isSpill() {
+				maybe(&of.Stack[j].Spilled, &cf.Stack[j].Spilled)
+			}
+		}
+	}
+}
+
+// iterString prints an iterator slot as the kernel's log does:
+// "iter_num(ref_id=1,state=active,depth=0)".
+func iterString(s *Slot) string {
+	state := "active"
+	if s.Iter.State == IterDrained {
+		state = "drained"
+	}
+	return fmt.Sprintf("iter_num(ref_id=%d,state=%s,depth=%d)", s.Iter.Ref, state, s.Iter.Depth)
 }

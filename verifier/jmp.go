@@ -34,6 +34,9 @@ func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {
 			return false, err
 		}
 		v.cur.mayGotoDepth++
+		if prev := v.prevLoopState(pc); prev != nil {
+			widenImprecise(prev, v.cur) // iter.go
+		}
 		v.pc = pc + 1
 		return false, nil
 	}

@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"fmt"
+
 	"bpfvm/isa"
 )
 
@@ -10,8 +12,9 @@ import (
 // rejects a kfunc it cannot find.
 func (v *verifier) checkKfuncCall(pc int, id int32) error {
 	name := isa.KfuncName(id)
-	if name == "" {
-		return v.errorf(pc, "calling kernel function %d is not allowed", id)
+	if name == "" || v.opts.Unprivileged {
+		// The kernel lets only CAP_BPF loads call kernel functions.
+		return v.errorf(pc, "calling kernel function %s is not allowed", kfuncText(id, name))
 	}
 	f := v.cur.cur()
 	it, err := v.readReg(pc, isa.R1)
@@ -64,7 +67,15 @@ func (v *verifier) checkKfuncCall(pc int, id int32) error {
 		f.Regs[0] = Reg{Type: NotInit}
 		return nil
 	}
-	return v.errorf(pc, "calling kernel function %s is not allowed", name)
+	return v.errorf(pc, "calling kernel function %s is not allowed", kfuncText(id, name))
+}
+
+// kfuncText names a kfunc in messages.
+func kfuncText(id int32, name string) string {
+	if name == "" {
+		return fmt.Sprint(id)
+	}
+	return name
 }
 
 // clearCallerSaved marks R1-R5 unreadable after a call.

@@ -282,7 +282,7 @@ func (m *idMap) check(old, cur uint32) bool {
 // scalars of old are compared too (loop heads, whose precision marks are
 // not final yet, and infinite loop detection).
 func (v *verifier) statesEqual(old, cur *State, pc int, all bool) bool {
-	all = all || v.opts.Unprivileged
+	all = all || v.opts.Unprivileged || v.exact
 	if len(old.Frames) != len(cur.Frames) || len(old.Refs) != len(cur.Refs) {
 		return false
 	}

@@ -229,6 +229,9 @@ func slotString(s *Slot) string {
 	if s.isSpill() {
 		return regString(&s.Spilled)
 	}
+	if s.Types[0] == StackIter {
+		return iterString(s) // iter.go
+	}
 	b := make([]byte, 8)
 	for i, t := range s.Types {
 		b[7-i] = "?rm0i"[t]

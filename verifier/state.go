@@ -69,13 +69,16 @@ type MapInfo struct {
 	Index int
 }
 
-// Reg is the abstract value of a register or a spilled stack slot.
+// Reg is the abstract value of a register or a spilled stack slot. The
+// fields are ordered to pack: states copy many of them.
 type Reg struct {
-	Type  RegType
-	Flags uint8
 	// Scalar holds a scalar's value, or for pointers the bounds of the
 	// variable part of the offset.
 	Scalar
+	// Map is the map of ConstPtrToMap, PtrToMapValue and PtrToMapKey.
+	Map *MapInfo
+	// Subprog is the subprogram a PtrToFunc names.
+	Subprog int
 	// Off is the fixed part of a pointer's offset.
 	Off int32
 	// ID links registers that share a null check (maybe-null pointers),
@@ -84,16 +87,14 @@ type Reg struct {
 	ID uint32
 	// RefID is the reference a pointer carries (ringbuf samples).
 	RefID uint32
-	// Map is the map of ConstPtrToMap, PtrToMapValue and PtrToMapKey.
-	Map *MapInfo
 	// Range is the number of bytes past a packet pointer proven in bounds.
 	Range int32
 	// MemSize is the size of PtrToMem memory.
 	MemSize uint32
+	Type    RegType
+	Flags   uint8
 	// Frame is the call frame a stack pointer points into.
 	Frame uint8
-	// Subprog is the subprogram a PtrToFunc names.
-	Subprog int
 	// Precise marks scalars whose exact value matters (for pruning).
 	Precise bool
 }

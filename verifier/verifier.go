@@ -100,9 +100,11 @@ type InsnAux struct {
 	Map *MapInfo
 	// MapConflict is set when paths called with different maps.
 	MapConflict bool
-	// ConstKey is the constant key of a map lookup when every path agrees.
-	ConstKey    uint64
-	HasConstKey bool
+	// ConstKey is the constant key of a map lookup when every path agrees
+	// (HasConstKey); ConstKeyConflict is set once a path disagreed.
+	ConstKey         uint64
+	HasConstKey      bool
+	ConstKeyConflict bool
 	// LoopCallback is 1 + the first instruction of the callback a bpf_loop
 	// call passed on every path with flags 0 (for inlining the loop), 0
 	// when there is none; LoopNoInline is set when paths disagreed.
@@ -122,8 +124,15 @@ type Result struct {
 // the error is an *Error (wrapping ErrRejected) and the log so far is in the
 // returned Result.
 func Verify(insns []isa.Instruction, opts Options) (*Result, error) {
+	return verify(insns, opts, false)
+}
+
+// verify is Verify; exact compares every scalar and stack slot, for tests
+// that check precision tracking and stack liveness against it.
+func verify(insns []isa.Instruction, opts Options, exact bool) (*Result, error) {
 	start := time.Now()
 	v := newVerifier(insns, opts)
+	v.exact = exact
 	err := v.run()
 	v.stats.Duration = time.Since(start)
 	if opts.LogLevel&4 != 0 {
@@ -165,6 +174,7 @@ type verifier struct {
 
 	aluCache map[aluKey]Scalar // alu_cache.go
 	free     []*State          // states to reuse (state.go)
+	exact    bool              // compare every scalar and slot (tests)
 
 	// The instruction history of the current path (precise.go).
 	hist []histEntry

@@ -18,10 +18,10 @@ const (
 
 // mayGotoTimed emits the rewrite's timed may_goto (isa.OpMayGotoTimed,
 // semantics in vm/maygoto.go) on the frame's hidden countdown at
-// [rbp+vm.MayGotoCount]. The common case is six instructions and no taken
-// branch:
+// [rbp+vm.MayGotoCount]. The common case is six instructions (two fused
+// compare-and-branch pairs) and no taken branch:
 //
-//	mov rax, [rbp-520]; test rax, rax; je target; sub rax, 1; mov [rbp-520], rax; je refill
+//	mov rax, [rbp-520]; test rax, rax; je target; sub rax, 1; je refill; mov [rbp-520], rax
 //
 // (measured faster here than one read-modify-write `sub qword [rbp-520], 1`
 // with a fix-up of the borrow). Reaching zero sends the refill stub to the
@@ -44,8 +44,8 @@ func (c *compiler) mayGotoTimed(pc int, ins isa.Instruction) {
 		a.bind(dec)
 	}
 	a.aluRI(8, aluSub, rax, 1)
-	a.store(8, count, rax)
 	a.jcc(ccE, c.loopStub(stubMayGotoRefill, back, uint32(ins.Imm)))
+	a.store(8, count, rax)
 	a.bind(back)
 }
 
@@ -81,11 +81,12 @@ func (c *compiler) emitLoopStub(s stub) {
 	count, start := mem{rbp, vm.MayGotoCount}, mem{rbp, vm.MayGotoStart}
 	switch s.kind {
 	case stubMayGotoRefill:
-		// The countdown is zero. rax = now (rdtsc: edx:eax; the
+		// The countdown reached zero. rax = now (rdtsc: edx:eax; the
 		// interpreter reads the same counter through package tsc,
 		// calibrated once per process); the budget is s.desc µs.
 		budget := tsc.Ticks(time.Duration(s.desc) * time.Microsecond)
 		first, refill := a.newLabel(), a.newLabel()
+		a.storeImm(8, count, 0)
 		a.emit(0x0f, 0x31)
 		a.shiftRI(8, shShl, rdx, 32)
 		a.aluRR(8, aluOr, rax, rdx)

@@ -1,0 +1,10 @@
+package verifier
+
+import "bpfvm/isa"
+
+// VerifyExact verifies comparing every scalar as precise and every stack
+// slot as live, as the verifier did before precision tracking and stack
+// liveness: what it rejects, Verify must not accept.
+func VerifyExact(insns []isa.Instruction, opts Options) (*Result, error) {
+	return verify(insns, opts, true)
+}
