@@ -184,7 +184,10 @@ type RunOptions struct {
 	Context any
 	// ContextOut receives the context after the run. Optional.
 	ContextOut any
-	// Repeat runs the program this many times (at least once).
+	// Repeat runs the program this many times (at least once), as the
+	// kernel's test run does: on the same context and packet, each run
+	// seeing them as the one before left them. The result and DataOut are
+	// the last run's.
 	Repeat uint32
 	// RunContext cancels the run: waiting for a free runner, and the run
 	// itself, which stops with the context's error soon after it is done.
