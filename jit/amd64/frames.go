@@ -1,0 +1,90 @@
+//go:build amd64 && linux
+
+package amd64
+
+import "bpfvm/isa"
+
+// A bpf-to-bpf call must preserve R6-R9 for the caller. The caller saves
+// them around the call (the callee could not: callx, Program.Call and
+// checked-mode programs may enter code anywhere), but only those the
+// callee can write: the instructions control can reach from the callee's
+// entry without entering another call are found by a flood fill that
+// follows jumps as they are encoded, so it holds for unverified programs
+// too, whose jumps may leave the function.
+
+// frameWork bounds the instructions the flood fills of one compilation
+// visit; past it calls save every register, as they otherwise would.
+const frameWork = 1 << 20
+
+// calleeSaves returns the registers among R6-R9 (as x86 registers) that a
+// call of the function at entry must save.
+func (c *compiler) calleeSaves(entry int) []int {
+	all := []int{regMap[6], regMap[7], regMap[8], regMap[9]}
+	if c.saves == nil {
+		c.saves = map[int][]int{}
+	}
+	if s, ok := c.saves[entry]; ok {
+		return s
+	}
+	mask, ok := c.writtenFrom(entry)
+	s := all
+	if ok {
+		s = nil
+		for r := isa.R6; r <= isa.R9; r++ {
+			if mask&(1<<r) != 0 {
+				s = append(s, regMap[r])
+			}
+		}
+	}
+	c.saves[entry] = s
+	return s
+}
+
+// writtenFrom returns the mask of BPF registers that instructions reachable
+// from entry (not entering calls) write, or false when the work bound is
+// reached.
+func (c *compiler) writtenFrom(entry int) (uint16, bool) {
+	n := len(c.prog)
+	seen := make([]bool, n)
+	stack := []int{entry}
+	var mask uint16
+	for len(stack) > 0 {
+		pc := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if pc < 0 || pc >= n || seen[pc] {
+			continue
+		}
+		if c.frameWork++; c.frameWork > frameWork {
+			return 0, false
+		}
+		seen[pc] = true
+		ins := c.prog[pc]
+		next := pc + 1
+		switch ins.Class() {
+		case isa.ClassALU, isa.ClassALU64, isa.ClassLDX:
+			mask |= 1 << ins.Dst
+		case isa.ClassLD:
+			mask |= 1<<ins.Dst | 1<<isa.R0
+			if ins.IsLdImm64() {
+				next = pc + 2
+			}
+		case isa.ClassSTX:
+			if ins.Op&0xe0 != isa.ModeMEM {
+				mask |= 1<<ins.Dst | 1<<ins.Src | 1<<isa.R0
+			}
+		case isa.ClassST:
+		default: // jumps, calls, exit
+			if ins.Op == isa.OpExit {
+				continue
+			}
+			if t, ok := ins.JumpTarget(pc); ok {
+				stack = append(stack, t)
+				if ins.Op&0xf0 == isa.JumpA {
+					continue
+				}
+			}
+		}
+		stack = append(stack, next)
+	}
+	return mask, true
+}
