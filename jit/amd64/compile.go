@@ -37,16 +37,17 @@ const (
 // Exit codes: the low byte of the exit word native code leaves in the
 // header when it returns to Go; the rest is the instruction index.
 const (
-	exitDone    = iota // the entry function returned; R0 is the result
-	exitHelper         // call a helper, then resume at the next instruction (site index, not pc)
-	exitCallx          // callx: Go decides between a helper and a subprogram
-	exitBudget         // budget chunk used up at a backward JA or a call
-	exitYield          // budget chunk used up at another backward jump
-	exitDepth          // call depth exceeded
-	exitMem            // checked access outside every region (exitAddr, exitDesc)
-	exitCtx            // access to the emulated context (exitAddr, exitDesc)
-	exitAbort          // LD_ABS/LD_IND out of bounds: the run returns 0
-	exitInvalid        // control reached the second slot of an LD_IMM64
+	exitHelper     = iota // call a helper, then resume at the next instruction (site index, not pc)
+	exitHelperSync        // exitHelper, then refresh what the code reads (checked, LD_ABS/LD_IND)
+	exitDone              // the entry function returned; R0 is the result
+	exitCallx             // callx: Go decides between a helper and a subprogram
+	exitBudget            // budget chunk used up at a backward JA or a call
+	exitYield             // budget chunk used up at another backward jump
+	exitDepth             // call depth exceeded
+	exitMem               // checked access outside every region (exitAddr, exitDesc)
+	exitCtx               // access to the emulated context (exitAddr, exitDesc)
+	exitAbort             // LD_ABS/LD_IND out of bounds: the run returns 0
+	exitInvalid           // control reached the second slot of an LD_IMM64
 )
 
 // Access descriptor bits (exitDesc and the check routine's edx).
@@ -63,16 +64,15 @@ const maxPasses = 12
 
 // image is the machine code of a program for one memory mode.
 type image struct {
-	alloc      *execAlloc
-	info       Info
-	code       []byte   // the executable mapping
-	base       uint64   // its address
-	off        []uint32 // native offset of each instruction slot
-	entry      uint32   // entry stub: calls header.target, then exits
-	retStub    uint32   // a bare ret: makes the current function return R0
-	size       int      // bytes of machine code
-	usesPacket bool     // LD_ABS/LD_IND read the packet bounds from the header
-	sites      []site   // helper calls, by the index in their exit word
+	alloc   *execAlloc
+	info    Info
+	code    []byte   // the executable mapping
+	base    uint64   // its address
+	off     []uint32 // native offset of each instruction slot
+	entry   uint32   // entry stub: calls header.target, then exits
+	retStub uint32   // a bare ret: makes the current function return R0
+	size    int      // bytes of machine code
+	sites   []site   // helper calls, by the index in their exit word
 }
 
 // site is a helper call: what Go needs to serve its exit quickly.
@@ -220,7 +220,6 @@ func (c *compiler) finish(a *asm, x *execAlloc) *image {
 		img.off[pc] = uint32(a.pos[c.pcL[pc]])
 	}
 	img.entry = uint32(a.pos[c.entry])
-	img.usesPacket = c.usesPacket
 	img.retStub = uint32(a.pos[c.retStub])
 	img.sites = make([]site, len(c.sites))
 	for i, pc := range c.sites {
@@ -252,6 +251,9 @@ func (c *compiler) analyze() {
 			}
 			pc++
 			continue
+		}
+		if ins.Class() == isa.ClassLD {
+			c.usesPacket = true // LD_ABS, LD_IND: the only other LD
 		}
 		if !isa.IsJump(ins.Class()) {
 			continue
@@ -951,7 +953,11 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 		return nil
 	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper):
 		// Go runs the helper and resumes at the next instruction.
-		a.storeImm(8, mem{regCtx, offExit}, exitWord(len(c.sites), exitHelper))
+		code := exitHelper
+		if c.checked || c.usesPacket {
+			code = exitHelperSync
+		}
+		a.storeImm(8, mem{regCtx, offExit}, exitWord(len(c.sites), code))
 		c.sites = append(c.sites, pc)
 		a.jmp(c.exitKeepR0)
 		return nil

@@ -44,47 +44,72 @@ func (c *compiler) calleeSaves(entry int) []int {
 // from entry (not entering calls) write, or false when the work bound is
 // reached.
 func (c *compiler) writtenFrom(entry int) (uint16, bool) {
-	n := len(c.prog)
-	seen := make([]bool, n)
-	stack := []int{entry}
+	in, ok := c.region(entry)
+	if !ok {
+		return 0, false
+	}
 	var mask uint16
-	for len(stack) > 0 {
-		pc := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if pc < 0 || pc >= n || seen[pc] {
+	for pc, r := range in {
+		if !r {
 			continue
 		}
-		if c.frameWork++; c.frameWork > frameWork {
-			return 0, false
-		}
-		seen[pc] = true
 		ins := c.prog[pc]
-		next := pc + 1
 		switch ins.Class() {
 		case isa.ClassALU, isa.ClassALU64, isa.ClassLDX:
 			mask |= 1 << ins.Dst
 		case isa.ClassLD:
 			mask |= 1<<ins.Dst | 1<<isa.R0
-			if ins.IsLdImm64() {
-				next = pc + 2
-			}
 		case isa.ClassSTX:
 			if ins.Op&0xe0 != isa.ModeMEM {
 				mask |= 1<<ins.Dst | 1<<ins.Src | 1<<isa.R0
 			}
-		case isa.ClassST:
-		default: // jumps, calls, exit
-			if ins.Op == isa.OpExit {
-				continue
-			}
-			if t, ok := ins.JumpTarget(pc); ok {
-				stack = append(stack, t)
-				if ins.Op&0xf0 == isa.JumpA {
-					continue
-				}
-			}
 		}
-		stack = append(stack, next)
 	}
 	return mask, true
+}
+
+// region returns the instructions control can reach from entry without
+// entering calls, following jumps as encoded, or false when the work bound
+// (frameWork) is reached.
+func (c *compiler) region(entry int) ([]bool, bool) {
+	n := len(c.prog)
+	seen := make([]bool, n)
+	stack := []int{entry}
+	for len(stack) > 0 {
+		pc := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if pc < 0 || pc >= n || seen[pc] || c.second[pc] {
+			continue
+		}
+		if c.frameWork++; c.frameWork > frameWork {
+			return nil, false
+		}
+		seen[pc] = true
+		for _, s := range c.succs(pc) {
+			if s >= 0 {
+				stack = append(stack, s)
+			}
+		}
+	}
+	return seen, true
+}
+
+// succs returns the instructions that can follow pc (-1: none), calls
+// falling through.
+func (c *compiler) succs(pc int) [2]int {
+	ins := c.prog[pc]
+	switch {
+	case ins.IsLdImm64():
+		return [2]int{pc + 2, -1}
+	case ins.Op == isa.OpExit:
+		return [2]int{-1, -1}
+	}
+	succ := [2]int{pc + 1, -1}
+	if t, ok := ins.JumpTarget(pc); ok {
+		succ[1] = t
+		if ins.Op&0xf0 == isa.JumpA {
+			succ[0] = -1
+		}
+	}
+	return succ
 }
