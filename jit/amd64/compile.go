@@ -113,6 +113,8 @@ type compiler struct {
 
 	saves     map[int][]int // calleeSaves by entry
 	frameWork int           // flood-fill work so far (frames.go)
+	stamp     []uint32      // region's visit marks, by pc
+	gen       uint32        // region's current mark
 
 	a     *asm
 	pcL   []label

@@ -49,10 +49,7 @@ func (c *compiler) writtenFrom(entry int) (uint16, bool) {
 		return 0, false
 	}
 	var mask uint16
-	for pc, r := range in {
-		if !r {
-			continue
-		}
+	for _, pc := range in {
 		ins := c.prog[pc]
 		switch ins.Class() {
 		case isa.ClassALU, isa.ClassALU64, isa.ClassLDX:
@@ -70,28 +67,34 @@ func (c *compiler) writtenFrom(entry int) (uint16, bool) {
 
 // region returns the instructions control can reach from entry without
 // entering calls, following jumps as encoded, or false when the work bound
-// (frameWork) is reached.
-func (c *compiler) region(entry int) ([]bool, bool) {
+// (frameWork) is reached. Visits are stamped in one array per compilation,
+// so many regions cost their size, not the program's.
+func (c *compiler) region(entry int) ([]int, bool) {
 	n := len(c.prog)
-	seen := make([]bool, n)
+	if c.stamp == nil {
+		c.stamp = make([]uint32, n)
+	}
+	c.gen++
+	var in []int
 	stack := []int{entry}
 	for len(stack) > 0 {
 		pc := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if pc < 0 || pc >= n || seen[pc] || c.second[pc] {
+		if pc < 0 || pc >= n || c.stamp[pc] == c.gen || c.second[pc] {
 			continue
 		}
 		if c.frameWork++; c.frameWork > frameWork {
 			return nil, false
 		}
-		seen[pc] = true
+		c.stamp[pc] = c.gen
+		in = append(in, pc)
 		for _, s := range c.succs(pc) {
 			if s >= 0 {
 				stack = append(stack, s)
 			}
 		}
 	}
-	return seen, true
+	return in, true
 }
 
 // succs returns the instructions that can follow pc (-1: none), calls
