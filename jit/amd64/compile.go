@@ -345,6 +345,13 @@ func (c *compiler) emitAll(a *asm) error {
 		if c.exact && c.leader[pc] {
 			a.aluRI(8, aluSub, regLeft, c.count[pc])
 		}
+		if k := c.fuse(pc); k > 0 {
+			for j := 1; j < k; j++ {
+				a.bind(c.pcL[pc+j])
+			}
+			pc += k - 1
+			continue
+		}
 		if err := c.insn(pc); err != nil {
 			return fmt.Errorf("insn %d: %w", pc, err)
 		}
