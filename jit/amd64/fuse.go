@@ -12,15 +12,13 @@ import "bpfvm/isa"
 //	rX = rY; rX <<= 32; rX >>= 32  mov eX, eY         (zero extension)
 //	rX = rY; rX <<= 32; rX s>>= 32 movsxd rX, eY      (sign extension)
 //
+// and bpf_iter_num_next followed by its NULL check (iterNumNext).
+//
 // The instructions after the first must not start a block, so nothing
 // jumps between them, and the budget charge of the block is unchanged.
 func (c *compiler) fuse(pc int) int {
 	p := c.prog
 	ins := p[pc]
-	if ins.Op != isa.ClassALU64|isa.ALUMov|isa.SrcX || ins.Off != 0 || ins.Imm != 0 {
-		return 0
-	}
-	x, y := ins.Dst, ins.Src
 	within := func(k int) bool {
 		if pc+k > len(p) {
 			return false
@@ -32,6 +30,18 @@ func (c *compiler) fuse(pc int) int {
 		}
 		return true
 	}
+	if ins.IsIterNumNext() && within(2) {
+		// bpf_for's r0 = bpf_iter_num_next(r1); if r0 == 0 goto done.
+		q := p[pc+1]
+		if t := pc + 2 + int(q.Off); q.Op == isa.ClassJMP|isa.JumpEQ|isa.SrcK && q.Dst == isa.R0 && q.Src == 0 && q.Imm == 0 && t > pc+1 {
+			c.iterNumNext(c.pcL[t]) // loops.go
+			return 2
+		}
+	}
+	if ins.Op != isa.ClassALU64|isa.ALUMov|isa.SrcX || ins.Off != 0 || ins.Imm != 0 {
+		return 0
+	}
+	x, y := ins.Dst, ins.Src
 	is := func(j int, op uint8, imm int32) bool {
 		q := p[pc+j]
 		return q.Op == op && q.Dst == x && q.Src == 0 && q.Off == 0 && q.Imm == imm

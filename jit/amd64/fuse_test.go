@@ -43,6 +43,14 @@ func TestFuse(t *testing.T) {
 	for budget := uint64(1); budget < 30; budget++ {
 		diff(t, diffCase{prog: loop, budget: budget, sameErr: budgetPC(loop)})
 	}
+	// bpf_for's next and NULL check (iterLoop), with budgets too.
+	iter := loopProgram(t, iterLoop)
+	for _, n := range []byte{0, 1, 5} {
+		diff(t, diffCase{prog: iter, size: 64, init: []byte{n}})
+		for budget := uint64(1); budget < 60; budget += 3 {
+			diff(t, diffCase{prog: iter, size: 64, init: []byte{n}, budget: budget, sameErr: budgetPC(iter)})
+		}
+	}
 	// The idioms take fewer bytes than their parts.
 	long, short := mustAssemble(t, "r0 = r2\n r0 <<= 32\n r0 >>= 32\n r0 = r1\n r0 += 8\n exit"), mustAssemble(t, "r0 = r2\n r0 <<= 32\n exit")
 	pl, err := Compile(long, nil, Options{Modes: Unchecked})

@@ -41,15 +41,21 @@ func (c *compiler) mayGotoTimed(pc int, ins isa.Instruction) {
 //
 //	mov eax, [r1]; add eax, 1; cmp eax, [r1+4]; jge end; mov [r1], eax; mov r0, r1
 //
-// with the end (both fields zeroed, R0 = NULL) out of line.
-func (c *compiler) iterNumNext() {
+// with the end (both fields zeroed, R0 = NULL) out of line, continuing
+// after the instruction, or at done if not -1: the target of the
+// `if r0 == 0 goto done` that follows (fuse), which the fast path, where R0
+// is R1 and not NULL, never takes.
+func (c *compiler) iterNumNext(done label) {
 	a := c.a
 	r0, r1 := regMap[isa.R0], regMap[isa.R1]
 	back := a.newLabel()
+	if done < 0 {
+		done = back
+	}
 	a.load(4, false, rax, mem{r1, 0})
 	a.aluRI(4, aluAdd, rax, 1)
 	a.aluRM(4, aluCmp, rax, mem{r1, 4})
-	a.jcc(ccGE, c.loopStub(stubIterEnd, back, 0))
+	a.jcc(ccGE, c.loopStub(stubIterEnd, done, 0))
 	a.store(4, mem{r1, 0}, rax)
 	a.movRR(8, r0, r1)
 	a.bind(back)
