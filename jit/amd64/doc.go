@@ -5,8 +5,9 @@
 // # Code
 //
 // Compile translates every instruction slot to machine code in one linear
-// image per memory mode (checked and unchecked), followed by out-of-line
-// stubs and a few shared routines. Jump sizes converge over several passes:
+// image per memory mode (checked and unchecked) and budget kind (below),
+// followed by out-of-line stubs and a few shared routines. A few idioms
+// clang emits in loops become one machine instruction (fuse.go). Jump sizes converge over several passes:
 // the first pass emits every jump in its rel32 form; each later pass picks
 // rel8 wherever the previous pass's layout allows it. Sizes only shrink, so
 // a short jump stays short, and once a pass reproduces the previous layout
