@@ -30,6 +30,12 @@ type Options struct {
 	// Retpoline makes indirect calls go through a retpoline thunk emitted
 	// once at the end of the image (Spectre v2 hardening).
 	Retpoline bool
+	// Budgeted says runs will be given an instruction budget: Compile
+	// generates code with exact instruction accounting, which such runs
+	// need. Runs without a budget use code that only counts backward jumps
+	// and calls, which is cheaper in loops. A run needing the other kind
+	// compiles it on first use.
+	Budgeted bool
 	// Blind rewrites every program-chosen immediate as imm^rnd with a
 	// fresh random rnd, undone at run time in a scratch register, so that
 	// a program cannot plant chosen bytes in executable memory (constant

@@ -5,6 +5,7 @@ package amd64
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"bpfvm/interp"
 	"bpfvm/isa"
@@ -36,16 +37,17 @@ const (
 // Exit codes: the low byte of the exit word native code leaves in the
 // header when it returns to Go; the rest is the instruction index.
 const (
-	exitDone    = iota // the entry function returned; R0 is the result
-	exitHelper         // call a helper, then resume at the next instruction (site index, not pc)
-	exitCallx          // callx: Go decides between a helper and a subprogram
-	exitBudget         // budget chunk used up at a backward JA or a call
-	exitYield          // budget chunk used up at another backward jump
-	exitDepth          // call depth exceeded
-	exitMem            // checked access outside every region (exitAddr, exitDesc)
-	exitCtx            // access to the emulated context (exitAddr, exitDesc)
-	exitAbort          // LD_ABS/LD_IND out of bounds: the run returns 0
-	exitInvalid        // control reached the second slot of an LD_IMM64
+	exitHelper     = iota // call a helper, then resume at the next instruction (site index, not pc)
+	exitHelperSync        // exitHelper, then refresh what the code reads (checked, LD_ABS/LD_IND)
+	exitDone              // the entry function returned; R0 is the result
+	exitCallx             // callx: Go decides between a helper and a subprogram
+	exitBudget            // budget chunk used up at a backward JA or a call
+	exitYield             // budget chunk used up at another backward jump
+	exitDepth             // call depth exceeded
+	exitMem               // checked access outside every region (exitAddr, exitDesc)
+	exitCtx               // access to the emulated context (exitAddr, exitDesc)
+	exitAbort             // LD_ABS/LD_IND out of bounds: the run returns 0
+	exitInvalid           // control reached the second slot of an LD_IMM64
 )
 
 // Access descriptor bits (exitDesc and the check routine's edx).
@@ -62,16 +64,15 @@ const maxPasses = 12
 
 // image is the machine code of a program for one memory mode.
 type image struct {
-	alloc      *execAlloc
-	info       Info
-	code       []byte   // the executable mapping
-	base       uint64   // its address
-	off        []uint32 // native offset of each instruction slot
-	entry      uint32   // entry stub: calls header.target, then exits
-	retStub    uint32   // a bare ret: makes the current function return R0
-	size       int      // bytes of machine code
-	usesPacket bool     // LD_ABS/LD_IND read the packet bounds from the header
-	sites      []site   // helper calls, by the index in their exit word
+	alloc   *execAlloc
+	info    Info
+	code    []byte   // the executable mapping
+	base    uint64   // its address
+	off     []uint32 // native offset of each instruction slot
+	entry   uint32   // entry stub: calls header.target, then exits
+	retStub uint32   // a bare ret: makes the current function return R0
+	size    int      // bytes of machine code
+	sites   []site   // helper calls, by the index in their exit word
 }
 
 // site is a helper call: what Go needs to serve its exit quickly.
@@ -104,9 +105,16 @@ type compiler struct {
 	prog    []isa.Instruction
 	helpers []vm.Helper // by id
 	checked bool
+	exact   bool // exact instruction accounting (runs with a budget)
 	leader  []bool
 	count   []int32 // instructions in the block starting at a leader
 	second  []bool  // second slots of LD_IMM64
+	funcs   []int   // function entries, ascending
+
+	saves     map[int][]int // calleeSaves by entry
+	frameWork int           // flood-fill work so far (frames.go)
+	stamp     []uint32      // region's visit marks, by pc
+	gen       uint32        // region's current mark
 
 	a     *asm
 	pcL   []label
@@ -136,8 +144,8 @@ var errTooLarge = errors.New("jit: program too large")
 // stable again (seed 003); it can only shrink, so it still fits. Should
 // those passes not converge, the first layout is used: it is correct at
 // any address.
-func compileImage(prog []isa.Instruction, helpers []vm.Helper, checked bool, opts *Options) (*image, error) {
-	c := &compiler{prog: prog, helpers: helpers, checked: checked, opts: opts}
+func compileImage(prog []isa.Instruction, helpers []vm.Helper, checked, exact bool, opts *Options) (*image, error) {
+	c := &compiler{prog: prog, helpers: helpers, checked: checked, exact: exact, opts: opts}
 	c.analyze()
 	a, err := c.converge(nil)
 	if err != nil {
@@ -214,7 +222,6 @@ func (c *compiler) finish(a *asm, x *execAlloc) *image {
 		img.off[pc] = uint32(a.pos[c.pcL[pc]])
 	}
 	img.entry = uint32(a.pos[c.entry])
-	img.usesPacket = c.usesPacket
 	img.retStub = uint32(a.pos[c.retStub])
 	img.sites = make([]site, len(c.sites))
 	for i, pc := range c.sites {
@@ -234,15 +241,21 @@ func (c *compiler) analyze() {
 	c.count = make([]int32, n)
 	c.native = make([]Native, n)
 	c.leader[0] = true
+	entry := make([]bool, n)
+	entry[0] = true
 	for pc := 0; pc < n; pc++ {
 		ins := c.prog[pc]
 		if ins.IsLdImm64() {
 			c.second[pc+1] = true
 			if ins.IsPseudoFunc() {
 				c.mark(pc + 1 + int(ins.Imm))
+				c.markEntry(entry, pc+1+int(ins.Imm))
 			}
 			pc++
 			continue
+		}
+		if ins.Class() == isa.ClassLD {
+			c.usesPacket = true // LD_ABS, LD_IND: the only other LD
 		}
 		if !isa.IsJump(ins.Class()) {
 			continue
@@ -259,6 +272,13 @@ func (c *compiler) analyze() {
 		}
 		if ins.IsLocalCall() {
 			c.mark(pc + 1 + int(ins.Imm))
+			c.markEntry(entry, pc+1+int(ins.Imm))
+		}
+	}
+	c.funcs = c.funcs[:0]
+	for pc, e := range entry {
+		if e {
+			c.funcs = append(c.funcs, pc)
 		}
 	}
 	start := 0
@@ -274,6 +294,22 @@ func (c *compiler) analyze() {
 		k++
 	}
 	c.count[start] = k
+}
+
+func (c *compiler) markEntry(entry []bool, pc int) {
+	if pc >= 0 && pc < len(entry) {
+		entry[pc] = true
+	}
+}
+
+// funcSize returns the number of instruction slots of the function that
+// starts at entry: up to the next function's entry.
+func (c *compiler) funcSize(entry int) int {
+	i, _ := slices.BinarySearch(c.funcs, entry+1)
+	if i < len(c.funcs) {
+		return c.funcs[i] - entry
+	}
+	return len(c.prog) - entry
 }
 
 func (c *compiler) mark(pc int) {
@@ -306,16 +342,24 @@ func (c *compiler) emitAll(a *asm) error {
 			continue
 		}
 		a.bind(c.pcL[pc])
-		if c.leader[pc] {
+		if c.exact && c.leader[pc] {
 			a.aluRI(8, aluSub, regLeft, c.count[pc])
+		}
+		if k := c.fuse(pc); k > 0 {
+			for j := 1; j < k; j++ {
+				a.bind(c.pcL[pc+j])
+			}
+			pc += k - 1
+			continue
 		}
 		if err := c.insn(pc); err != nil {
 			return fmt.Errorf("insn %d: %w", pc, err)
 		}
 	}
 	c.common()
-	for _, s := range c.stubs {
-		c.emitStub(s)
+	// Stubs may queue more stubs.
+	for i := 0; i < len(c.stubs); i++ {
+		c.emitStub(c.stubs[i])
 	}
 	return nil
 }
@@ -531,7 +575,7 @@ func (c *compiler) emitStub(s stub) {
 	case stubAlign:
 		a.movRI32(rdx, s.desc)
 		a.jmp(c.memfail)
-	case stubMayGotoRefill, stubIterEnd:
+	case stubMayGoto, stubIterEnd:
 		c.emitLoopStub(s) // loops.go
 	}
 }
@@ -546,11 +590,20 @@ func (c *compiler) exitStub(word int32, back label) label {
 
 // budgetCheck emits the check of a budget (or yield) site: if the chunk is
 // used up, exit to Go, which fails the run or refills the chunk and resumes
-// right after the check.
-func (c *compiler) budgetCheck(pc int, code int) {
+// right after the check. With exact accounting the blocks have charged
+// their instructions; otherwise (runs without a budget, where the chunk
+// only makes native code return to Go regularly) the site charges weight,
+// a bound on the instructions run since the previous site: the span of a
+// backward jump, the size of a called function. One fused sub+js in place
+// of an add per block and a test.
+func (c *compiler) budgetCheck(pc int, code int, weight int) {
 	a := c.a
 	back := a.newLabel()
-	a.testRR(8, regLeft, regLeft)
+	if c.exact {
+		a.testRR(8, regLeft, regLeft)
+	} else {
+		a.aluRI(8, aluSub, regLeft, int32(min(max(weight, 1), yieldChunk)))
+	}
 	a.jcc(ccS, c.exitStub(exitWord(pc, code), back))
 	a.bind(back)
 }
@@ -635,7 +688,7 @@ var errUnsupported = errors.New("unsupported instruction")
 func (c *compiler) insn(pc int) error {
 	ins := c.prog[pc]
 	if ins.Op == isa.OpIterNumNext {
-		c.iterNumNext() // loops.go
+		c.iterNumNext(-1) // loops.go
 		return nil
 	}
 	switch ins.Class() {
@@ -895,7 +948,7 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 	case op == isa.JumpA:
 		t, _ := ins.JumpTarget(pc)
 		if t <= pc {
-			c.budgetCheck(pc, exitBudget)
+			c.budgetCheck(pc, exitBudget, pc+1-t)
 		}
 		if t != pc+1 {
 			a.jmp(c.pcL[t])
@@ -909,15 +962,20 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 		return nil
 	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper):
 		// Go runs the helper and resumes at the next instruction.
-		a.storeImm(8, mem{regCtx, offExit}, exitWord(len(c.sites), exitHelper))
+		code := exitHelper
+		if c.checked || c.usesPacket {
+			code = exitHelperSync
+		}
+		a.storeImm(8, mem{regCtx, offExit}, exitWord(len(c.sites), code))
 		c.sites = append(c.sites, pc)
 		a.jmp(c.exitKeepR0)
 		return nil
 	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallLocal):
 		a.aluRM(8, aluCmp, rbp, mem{regCtx, offMinFP})
 		a.jcc(ccBE, c.exitStub(exitWord(pc, exitDepth), -1))
-		c.budgetCheck(pc, exitBudget)
-		c.callFrame(func() { a.call(c.pcL[pc+1+int(ins.Imm)]) })
+		t := pc + 1 + int(ins.Imm)
+		c.budgetCheck(pc, exitBudget, c.funcSize(t))
+		c.callFrame(c.calleeSaves(t), func() { a.call(c.pcL[t]) })
 		return nil
 	case ins.Op == isa.OpCallX:
 		// Go checks the target; a subprogram is called at resume.
@@ -928,7 +986,7 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 		a.store(8, mem{regCtx, offResume}, rax)
 		a.jmp(c.exitCommon)
 		a.bind(resume)
-		c.callFrame(func() { a.callM(mem{regCtx, offTarget}) })
+		c.callFrame([]int{regMap[6], regMap[7], regMap[8], regMap[9]}, func() { a.callM(mem{regCtx, offTarget}) })
 		return nil
 	case ins.Op == isa.OpMayGotoTimed:
 		c.mayGotoTimed(pc, ins) // loops.go
@@ -939,7 +997,7 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 		a.aluMI(8, aluCmp, mem{regCtx, offLoops}, 0)
 		a.jcc(ccNE, dec)
 		if t <= pc {
-			c.budgetCheck(pc, exitYield)
+			c.budgetCheck(pc, exitYield, pc+1-t)
 		}
 		a.jmp(c.pcL[t])
 		a.bind(dec)
@@ -952,6 +1010,13 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 	}
 	dst := regMap[ins.Dst]
 	x := ins.Op&isa.SrcX != 0
+	t := pc + 1 + int(ins.Off)
+	if t <= pc && !c.exact {
+		// Without exact accounting a backward jump may charge whether or
+		// not it is taken: the check goes before the compare, and the
+		// jump is a single conditional branch.
+		c.budgetCheck(pc, exitYield, pc+1-t)
+	}
 	switch {
 	case op == isa.JumpSet && x:
 		a.testRR(size, dst, regMap[ins.Src])
@@ -965,33 +1030,36 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 		a.testRI(size, dst, ins.Imm)
 	case x:
 		a.aluRR(size, aluCmp, dst, regMap[ins.Src])
+	case ins.Imm == 0:
+		a.testRR(size, dst, dst) // the flags of cmp dst, 0
 	default:
 		a.aluRI(size, aluCmp, dst, ins.Imm)
 	}
-	t := pc + 1 + int(ins.Off)
-	if t > pc {
+	if t > pc || !c.exact {
 		a.jcc(cc, c.pcL[t])
 		return nil
 	}
 	// Backward: check the budget chunk on the taken path.
 	skip := a.newLabel()
 	a.jcc(cc^1, skip)
-	c.budgetCheck(pc, exitYield)
+	c.budgetCheck(pc, exitYield, pc+1-t)
 	a.jmp(c.pcL[t])
 	a.bind(skip)
 	return nil
 }
 
-// callFrame saves the callee-saved registers and the frame pointer around a
-// bpf-to-bpf call, giving the callee the next 512-byte frame.
-func (c *compiler) callFrame(call func()) {
+// callFrame saves the callee-saved registers the callee may write
+// (calleeSaves) around a bpf-to-bpf call and gives the callee the next
+// frame. R10 is read-only, so the callee returns with the frame pointer it
+// got, which the caller moves back.
+func (c *compiler) callFrame(saved []int, call func()) {
 	a := c.a
-	saved := []int{regMap[6], regMap[7], regMap[8], regMap[9], regMap[10]}
 	for _, r := range saved {
 		a.push(r)
 	}
 	a.aluRI(8, aluSub, rbp, vm.StackSize)
 	call()
+	a.aluRI(8, aluAdd, rbp, vm.StackSize)
 	for i := len(saved) - 1; i >= 0; i-- {
 		a.pop(saved[i])
 	}

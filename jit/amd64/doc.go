@@ -5,8 +5,9 @@
 // # Code
 //
 // Compile translates every instruction slot to machine code in one linear
-// image per memory mode (checked and unchecked), followed by out-of-line
-// stubs and a few shared routines. Jump sizes converge over several passes:
+// image per memory mode (checked and unchecked) and budget kind (below),
+// followed by out-of-line stubs and a few shared routines. A few idioms
+// clang emits in loops become one machine instruction (fuse.go). Jump sizes converge over several passes:
 // the first pass emits every jump in its rel32 form; each later pass picks
 // rel8 wherever the previous pass's layout allows it. Sizes only shrink, so
 // a short jump stays short, and once a pass reproduces the previous layout
@@ -76,8 +77,10 @@
 // The BPF stack is env.Stack, as in the interpreter: R10 starts at its end
 // and a bpf-to-bpf call moves it down by 512 bytes. The native stack is a
 // separate off-heap mapping (with a guard page) in each execution context;
-// a bpf-to-bpf call pushes R6-R9 and R10 there and CALLs the callee, whose
-// EXIT is a RET. The run itself enters through a stub that CALLs the entry
+// a bpf-to-bpf call pushes there those of R6-R9 that the callee can write
+// (the instructions reachable from its entry without entering calls, as
+// encoded, so also for unverified code), moves R10 down and CALLs the
+// callee, whose EXIT is a RET. The run itself enters through a stub that CALLs the entry
 // function, so an EXIT at any depth is a RET.
 //
 // # Entering and leaving native code
@@ -94,8 +97,9 @@
 //     the result in R0 and resumes at the next instruction. A *vm.TailCall
 //     runs the target with the interpreter's rules and resumes at a RET, so
 //     the target's result is the current function's. This is the fast path
-//     (about 5.2 ns): the exit skips storing R0, and Go refreshes nothing
-//     unless the code is checked or uses LD_ABS/LD_IND.
+//     (about 5.1 ns): the exit skips storing R0, and Go refreshes nothing
+//     unless the code is checked or uses LD_ABS/LD_IND (whose helper exits
+//     have their own code).
 //   - callx: Go resolves a helper id or a subprogram; a subprogram is
 //     called natively after Go has checked depth and budget.
 //   - checked-mode context access: Go calls env.CtxAccess and resumes after
@@ -126,17 +130,23 @@
 // # Budget
 //
 // The interpreter counts every instruction and checks the count at
-// backward JA and at calls. Native code charges each basic block's
-// instruction count to r11 when the block starts (blocks end at every jump
-// and call, so the count is exact wherever it is looked at) and tests r11
-// at backward jumps and calls. r11 holds at most a chunk of 2^20
-// instructions of the remaining budget, so that native code returns to Go
-// regularly and the runtime can stop the world (a goroutine in native code
-// cannot be preempted). When the chunk runs out Go either fails the run
-// (vm.ErrBudget at a budget site) or refills the chunk and yields. After
-// the budget is exhausted, conditional backward jumps, which the
-// interpreter does not check, keep exiting to Go and continue, so results
-// stay identical.
+// backward jumps and calls. Each memory mode has two kinds of code, for
+// runs with and without a budget, compiled on first use (Options.Budgeted
+// picks the kind Compile generates). With a budget, native code charges
+// each basic block's instruction count to r11 when the block starts
+// (blocks end at every jump and call, so the count is exact wherever it is
+// looked at) and tests r11 at taken backward jumps and at calls, so both
+// engines stop at the same instruction with the same error. Without one,
+// the count only makes native code return to Go regularly, and a budget
+// site charges a bound on the instructions run since the previous one
+// instead, one fused sub+js: a backward jump the length of the span it
+// jumps back over (charged before the compare, taken or not, so the jump
+// stays a single branch), a call the size of the callee. Either way r11
+// holds at most a chunk of 2^20 of the remaining budget, so that native
+// code returns to Go regularly and the runtime can stop the world (a
+// goroutine in native code cannot be preempted). When the chunk runs out
+// Go either fails the run (vm.ErrBudget) or checks the run's context,
+// refills the chunk and yields.
 //
 // # Runs
 //

@@ -12,40 +12,28 @@ import (
 
 // Out-of-line stubs of the loop instructions (emitted by loopStub).
 const (
-	stubMayGotoRefill = stubInvalid + 100 + iota // countdown ran out: look at the clock
-	stubIterEnd                                  // bpf_iter_num_next at the end
+	stubMayGoto = stubInvalid + 100 + iota // countdown ran out or was out
+	stubIterEnd                            // bpf_iter_num_next at the end
 )
 
 // mayGotoTimed emits the rewrite's timed may_goto (isa.OpMayGotoTimed,
 // semantics in vm/maygoto.go) on the frame's hidden countdown at
-// [rbp+vm.MayGotoCount]. The common case is six instructions (two fused
-// compare-and-branch pairs) and no taken branch:
+// [rbp+vm.MayGotoCount] as one read-modify-write and a branch:
 //
-//	mov rax, [rbp-520]; test rax, rax; je target; sub rax, 1; je refill; mov [rbp-520], rax
+//	sub qword [rbp-520], 1; jbe stub
 //
-// (measured faster here than one read-modify-write `sub qword [rbp-520], 1`
-// with a fix-up of the borrow). Reaching zero sends the refill stub to the
-// clock, once every vm.MayGotoRefill rounds. A backward target (rare: clang
-// jumps forward out of loops) gets a budget check first, as jumps do.
+// which falls through while the count stays above zero. The stub tells
+// the two other cases apart by the flags of the subtraction: a borrow
+// (the count was zero) restores the zero and takes the jump; a zero result
+// (the count ran out) looks at the clock and refills or leaves it at zero,
+// then falls through. A backward target (rare: clang jumps forward out of
+// loops) gets a budget check in the stub, as jumps do.
 func (c *compiler) mayGotoTimed(pc int, ins isa.Instruction) {
 	a := c.a
-	count := mem{rbp, vm.MayGotoCount}
-	t := pc + 1 + int(ins.Off)
-	back := a.newLabel()
-	a.load(8, false, rax, count)
-	a.testRR(8, rax, rax)
-	if t > pc {
-		a.jcc(ccE, c.pcL[t])
-	} else {
-		dec := a.newLabel()
-		a.jcc(ccNE, dec)
-		c.budgetCheck(pc, exitYield)
-		a.jmp(c.pcL[t])
-		a.bind(dec)
-	}
-	a.aluRI(8, aluSub, rax, 1)
-	a.jcc(ccE, c.loopStub(stubMayGotoRefill, back, uint32(ins.Imm)))
-	a.store(8, count, rax)
+	back, l := a.newLabel(), a.newLabel()
+	c.stubs = append(c.stubs, stub{kind: stubMayGoto, l: l, back: back, desc: uint32(ins.Imm), word: int32(pc)})
+	a.aluMI(8, aluSub, mem{rbp, vm.MayGotoCount}, 1)
+	a.jcc(ccBE, l)
 	a.bind(back)
 }
 
@@ -53,15 +41,21 @@ func (c *compiler) mayGotoTimed(pc int, ins isa.Instruction) {
 //
 //	mov eax, [r1]; add eax, 1; cmp eax, [r1+4]; jge end; mov [r1], eax; mov r0, r1
 //
-// with the end (both fields zeroed, R0 = NULL) out of line.
-func (c *compiler) iterNumNext() {
+// with the end (both fields zeroed, R0 = NULL) out of line, continuing
+// after the instruction, or at done if not -1: the target of the
+// `if r0 == 0 goto done` that follows (fuse), which the fast path, where R0
+// is R1 and not NULL, never takes.
+func (c *compiler) iterNumNext(done label) {
 	a := c.a
 	r0, r1 := regMap[isa.R0], regMap[isa.R1]
 	back := a.newLabel()
+	if done < 0 {
+		done = back
+	}
 	a.load(4, false, rax, mem{r1, 0})
 	a.aluRI(4, aluAdd, rax, 1)
 	a.aluRM(4, aluCmp, rax, mem{r1, 4})
-	a.jcc(ccGE, c.loopStub(stubIterEnd, back, 0))
+	a.jcc(ccGE, c.loopStub(stubIterEnd, done, 0))
 	a.store(4, mem{r1, 0}, rax)
 	a.movRR(8, r0, r1)
 	a.bind(back)
@@ -80,13 +74,18 @@ func (c *compiler) emitLoopStub(s stub) {
 	a := c.a
 	count, start := mem{rbp, vm.MayGotoCount}, mem{rbp, vm.MayGotoStart}
 	switch s.kind {
-	case stubMayGotoRefill:
-		// The countdown reached zero. rax = now (rdtsc: edx:eax; the
-		// interpreter reads the same counter through package tsc,
-		// calibrated once per process); the budget is s.desc µs.
+	case stubMayGoto:
+		// Flags of the countdown's subtraction: CF, it was zero; else ZF,
+		// it is zero now.
+		pc := int(s.word)
+		t := pc + 1 + int(c.prog[pc].Off)
+		out := a.newLabel()
+		a.jcc(ccB, out)
+		// rax = now (rdtsc: edx:eax; the interpreter reads the same
+		// counter through package tsc, calibrated once per process); the
+		// budget is s.desc µs.
 		budget := tsc.Ticks(time.Duration(s.desc) * time.Microsecond)
 		first, refill := a.newLabel(), a.newLabel()
-		a.storeImm(8, count, 0)
 		a.emit(0x0f, 0x31)
 		a.shiftRI(8, shShl, rdx, 32)
 		a.aluRR(8, aluOr, rax, rdx)
@@ -103,6 +102,13 @@ func (c *compiler) emitLoopStub(s stub) {
 		a.bind(refill)
 		a.storeImm(8, count, vm.MayGotoRefill)
 		a.jmp(s.back)
+		// The count was zero: undo the borrow and jump.
+		a.bind(out)
+		a.storeImm(8, count, 0)
+		if t <= pc {
+			c.budgetCheck(pc, exitYield, pc+1-t)
+		}
+		a.jmp(c.pcL[t])
 	case stubIterEnd:
 		r1 := regMap[isa.R1]
 		a.storeImm(8, mem{r1, 0}, 0)

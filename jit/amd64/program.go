@@ -24,7 +24,10 @@ type Program struct {
 	resolve interp.HelperFunc
 	opts    Options
 
-	modes [2]struct { // unchecked, checked
+	// Images by mode: [checked][exact]. Exact instruction accounting is
+	// for runs with a budget; runs without one use code that only counts
+	// backward jumps and calls (see budgetCheck).
+	modes [2][2]struct {
 		ready atomic.Pointer[image] // img, once compiled
 		once  sync.Once
 		img   *image
@@ -112,7 +115,7 @@ func Compile(prog []isa.Instruction, helpers interp.HelperFunc, opts Options) (*
 	}
 	for _, m := range []Mode{Checked, Unchecked} {
 		if modes&m != 0 {
-			if _, err := p.image(m == Checked); err != nil {
+			if _, err := p.image(m == Checked, opts.Budgeted); err != nil {
 				p.Close()
 				return nil, err
 			}
@@ -121,16 +124,13 @@ func Compile(prog []isa.Instruction, helpers interp.HelperFunc, opts Options) (*
 	return p, nil
 }
 
-func (p *Program) image(checked bool) (*image, error) {
-	m := &p.modes[0]
-	if checked {
-		m = &p.modes[1]
-	}
+func (p *Program) image(checked, exact bool) (*image, error) {
+	m := &p.modes[b2i(checked)][b2i(exact)]
 	if img := m.ready.Load(); img != nil {
 		return img, nil
 	}
 	m.once.Do(func() {
-		m.img, m.err = compileImage(p.insns, p.helpers, checked, &p.opts)
+		m.img, m.err = compileImage(p.insns, p.helpers, checked, exact, &p.opts)
 		if m.err == nil && !p.code.add(m.img.alloc) {
 			m.img, m.err = nil, ErrClosed
 		}
@@ -141,17 +141,30 @@ func (p *Program) image(checked bool) (*image, error) {
 	return m.img, m.err
 }
 
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// compiled returns the image of a memory mode, preferring the accounting
+// Options.Budgeted chose (nil if that mode was not compiled).
+func (p *Program) compiled(checked bool) *image {
+	m := &p.modes[b2i(checked)]
+	if img := m[b2i(p.opts.Budgeted)].ready.Load(); img != nil {
+		return img
+	}
+	return m[b2i(!p.opts.Budgeted)].ready.Load()
+}
+
 // Len returns the number of instruction slots.
 func (p *Program) Len() int { return len(p.insns) }
 
 // CodeSize returns the bytes of machine code generated for a mode (0 if
 // that mode was not compiled).
 func (p *Program) CodeSize(checked bool) int {
-	i := 0
-	if checked {
-		i = 1
-	}
-	if img := p.modes[i].img; img != nil {
+	if img := p.compiled(checked); img != nil {
 		return img.size
 	}
 	return 0
@@ -160,11 +173,7 @@ func (p *Program) CodeSize(checked bool) int {
 // Info describes the machine code compiled for a mode (Tier is TierNone if
 // that mode was not compiled).
 func (p *Program) Info(checked bool) Info {
-	i := 0
-	if checked {
-		i = 1
-	}
-	if img := p.modes[i].img; img != nil {
+	if img := p.compiled(checked); img != nil {
 		return img.info
 	}
 	return Info{}
@@ -260,7 +269,7 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n u
 		return 0, ErrClosed
 	}
 	checked := env.Checked
-	img, err := p.image(checked)
+	img, err := p.image(checked, budget != 0)
 	if err != nil {
 		return 0, err
 	}
@@ -342,29 +351,42 @@ func (r *run) loop() (uint64, error) {
 	h := r.c.h
 	base := uintptr(r.c.base)
 	env := r.env
-	sites := r.img.sites
-	// After a helper, checked code needs the region table refreshed and
-	// LD_ABS/LD_IND the packet bounds; other code needs nothing.
-	resync := r.checked || r.img.usesPacket
+	// Native code names helper sites by their index in img.sites.
+	sites := unsafe.Pointer(unsafe.SliceData(r.img.sites))
+	enter(base)
 	for {
-		enter(base)
 		word := h.exit
 		if word&0xff == exitHelper {
-			// The fast path: a helper call.
-			s := &sites[word>>8]
-			env.FP = h.regs[10]
+			// The fast path: a helper call after which nothing needs a
+			// refresh.
+			s := (*site)(unsafe.Add(sites, uintptr(word>>8)*unsafe.Sizeof(site{})))
+			if fp := h.regs[10]; env.FP != fp {
+				env.FP = fp // a load and compare measured 0.25 ns faster than a store
+			}
 			v, err := s.fn(env, h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5])
 			h.regs[0] = v
 			h.resume = s.resume
-			if err != nil || resync {
-				if err := r.afterHelper(s, err); err != nil {
+			if err != nil {
+				if err := r.helperError(s, err); err != nil {
 					return 0, err
 				}
 			}
+			enter(base)
 			continue
 		}
 		pc := int(word >> 8)
 		switch word & 0xff {
+		case exitHelperSync:
+			// A helper call after which checked code needs the region
+			// table refreshed and LD_ABS/LD_IND the packet bounds.
+			s := &r.img.sites[pc]
+			env.FP = h.regs[10]
+			v, err := s.fn(env, h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5])
+			h.regs[0] = v
+			h.resume = s.resume
+			if err := r.afterHelper(s, err); err != nil {
+				return 0, err
+			}
 		case exitDone:
 			return h.regs[0], nil
 		case exitCallx:
@@ -393,11 +415,13 @@ func (r *run) loop() (uint64, error) {
 		default:
 			return 0, fmt.Errorf("jit: bad exit word %#x", word)
 		}
+		enter(base)
 	}
 }
 
 // afterHelper is the slow part of serving a helper: its error, or the
-// refresh of what native code checks after a helper may have changed it.
+// refresh of what native code checks after a helper may have changed it:
+// checked code the region table, LD_ABS/LD_IND the packet bounds.
 func (r *run) afterHelper(s *site, err error) error {
 	if err != nil {
 		return r.helperError(s, err)
@@ -431,10 +455,16 @@ func (r *run) helperError(s *site, err error) error {
 	env := r.env
 	// The target replaces the current function: it runs on this frame's
 	// stack space and its result is this function's return value.
-	n := r.executed()
+	// What is left of the budget, as in the interpreter. A run without a
+	// budget passes none on: its code does not count instructions.
+	left := uint64(0)
+	if r.budget != ^uint64(0) {
+		n := r.executed()
+		left = max(r.budget-min(n, r.budget), 1)
+	}
 	saved := env.Stack
 	env.Stack.End = h.regs[10]
-	v, err := tc.Target.Run(env, h.regs[1], 0, max(r.budget-min(n, r.budget), 1))
+	v, err := tc.Target.Run(env, h.regs[1], 0, left)
 	env.Stack = saved
 	if err != nil {
 		return err
@@ -558,11 +588,7 @@ func (r *run) ctxAccess(pc int) error {
 // offset in it of every instruction slot, for disassembly (nil if that mode
 // was not compiled).
 func (p *Program) Code(checked bool) (code []byte, offsets []uint32) {
-	i := 0
-	if checked {
-		i = 1
-	}
-	img := p.modes[i].img
+	img := p.compiled(checked)
 	if img == nil {
 		return nil, nil
 	}
