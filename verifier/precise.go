@@ -374,7 +374,11 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 		}
 	}
 	var linked []uint32
-	for fr, f := range st.Frames {
+	for fr := range st.Frames {
+		f := st.Frames[fr]
+		if b.regs[fr] != 0 || b.slots[fr] != 0 {
+			f = st.frame(fr) // marks are the state's own
+		}
 		for r := range f.Regs {
 			if b.regs[fr]&(1<<r) == 0 {
 				continue
@@ -409,7 +413,8 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 		}
 	}
 	for _, id := range linked {
-		for fr, f := range st.Frames {
+		for fr := range st.Frames {
+			f := st.frame(fr)
 			for r := range f.Regs {
 				if reg := &f.Regs[r]; reg.Type == ScalarValue && reg.ID == id && !reg.Precise {
 					reg.Precise = true
@@ -434,11 +439,7 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 func (v *verifier) markAllPrecise() {
 	v.stats.PrecisionFallbacks++
 	setAll := func(st *State) {
-		st.forEachReg(func(r *Reg) {
-			if r.Type == ScalarValue {
-				r.Precise = true
-			}
-		})
+		st.forEachReg(func(r *Reg) bool { return r.Type == ScalarValue && !r.Precise }, func(r *Reg) { r.Precise = true })
 	}
 	setAll(v.cur)
 	for e := v.cur.parent; e != nil; e = e.parent {
@@ -450,5 +451,5 @@ func (v *verifier) markAllPrecise() {
 // copy of it is remembered: the marks belong to the remembered states,
 // where backtracking puts them (the kernel's mark_all_scalars_imprecise).
 func (st *State) forgetPrecision() {
-	st.forEachReg(func(r *Reg) { r.Precise = false })
+	st.forEachReg(func(r *Reg) bool { return r.Precise }, func(r *Reg) { r.Precise = false })
 }

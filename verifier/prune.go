@@ -220,7 +220,7 @@ func widen(old, cur *State) {
 		return
 	}
 	for i, of := range old.Frames {
-		cf := cur.Frames[i]
+		cf := cur.frame(i)
 		for r := range cf.Regs {
 			o, c := &of.Regs[r], &cf.Regs[r]
 			if c.Type == ScalarValue && o.Type == ScalarValue && !within(c.Scalar, o.Scalar) {

@@ -290,7 +290,9 @@ func (v *verifier) initialState() *State {
 	}
 	f.Regs[1].Scalar = Const(0)
 	f.Regs[10] = Reg{Type: PtrToStack, Scalar: Const(0)}
-	return &State{Frames: []*Frame{f}}
+	st := &State{pool: &framePool{}}
+	st.pushFrame(f)
+	return st
 }
 
 // checkLdImm64 checks the pseudo sources of LD_IMM64 instructions.
