@@ -172,7 +172,7 @@ type verifier struct {
 	jumps                      int
 	lastAddJumps, lastAddInsns int
 
-	aluCache map[aluKey]Scalar // alu_cache.go
+	aluCache aluCache // alu_cache.go
 	free     []*State          // states to reuse (state.go)
 	exact    bool              // compare every scalar and slot (tests)
 
