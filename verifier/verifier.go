@@ -173,8 +173,8 @@ type verifier struct {
 	lastAddJumps, lastAddInsns int
 
 	aluCache aluCache // alu_cache.go
-	free     []*State          // states to reuse (state.go)
-	exact    bool              // compare every scalar and slot (tests)
+	free     []*State // states to reuse (state.go)
+	exact    bool     // compare every scalar and slot (tests)
 
 	// The instruction history of the current path (precise.go).
 	hist []histEntry
