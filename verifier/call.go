@@ -444,6 +444,12 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		st.popFrame()
 		st.callbackIter++
 		v.pc = f.CallSite
+		// Scalars that are imprecise and changed since the previous
+		// round are forgotten (the kernel's widen_imprecise_scalars at
+		// a callback's return), so that the loop converges.
+		if prev := v.prevLoopState(f.CallSite); prev != nil {
+			widenImprecise(prev, st)
+		}
 		return false, nil
 	}
 	if len(st.Frames) > 1 {

@@ -114,7 +114,16 @@ func (v *verifier) propagatePrecision(old *State, pc int) {
 	if v.opts.Unprivileged {
 		return
 	}
-	b := btMasks{frame: len(v.cur.Frames) - 1}
+	b := precMasks(v, old, pc, len(v.cur.Frames)-1)
+	if !b.empty() {
+		v.backtrack(&b)
+	}
+}
+
+// precMasks are the live precise scalars of old at pc, to be traced from
+// an instruction in frame.
+func precMasks(v *verifier, old *State, pc, frame int) btMasks {
+	b := btMasks{frame: frame}
 	for i, f := range old.Frames {
 		live := v.liveAt(old, i, pc)
 		for r := range f.Regs {
@@ -128,9 +137,7 @@ func (v *verifier) propagatePrecision(old *State, pc int) {
 			}
 		}
 	}
-	if !b.empty() {
-		v.backtrack(&b)
-	}
+	return b
 }
 
 // segment is the part of the current path between a remembered state and
@@ -166,18 +173,22 @@ func exploredSegment(e *explored) segment {
 // processed, marking the sources of the values in b precise in the
 // remembered states on the way.
 func (v *verifier) backtrack(b *btMasks) {
-	seg := v.curSegment()
-	e := v.cur.parent
+	v.backtrackFrom(b, v.curSegment(), v.cur.parent, v.cur)
+}
+
+// backtrackFrom walks back from segment seg of a path whose state is st
+// (nil: a path that ended) and whose last remembered state is e.
+func (v *verifier) backtrackFrom(b *btMasks, seg segment, e *explored, st *State) {
 	for {
 		if !v.backtrackSegment(b, seg) {
-			v.markAllPrecise()
+			v.markAllPreciseFrom(st, e)
 			return
 		}
 		if e == nil || b.empty() {
 			return
 		}
 		if !v.markIn(e.st, b) {
-			v.markAllPrecise()
+			v.markAllPreciseFrom(st, e)
 			return
 		}
 		if b.empty() {
@@ -389,6 +400,7 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 				continue
 			}
 			reg.Precise = true
+			v.marks++
 			if reg.ID != 0 {
 				linked = append(linked, reg.ID)
 			}
@@ -403,6 +415,7 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 				continue
 			}
 			sl.Spilled.Precise = true
+			v.marks++
 			if sl.Spilled.ID != 0 {
 				linked = append(linked, sl.Spilled.ID)
 			}
@@ -418,12 +431,14 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 			for r := range f.Regs {
 				if reg := &f.Regs[r]; reg.Type == ScalarValue && reg.ID == id && !reg.Precise {
 					reg.Precise = true
+					v.marks++
 					b.regs[fr] |= 1 << r
 				}
 			}
 			for s := range f.Stack {
 				if sl := &f.Stack[s]; sl.isSpill() && sl.Spilled.Type == ScalarValue && sl.Spilled.ID == id && !sl.Spilled.Precise {
 					sl.Spilled.Precise = true
+					v.marks++
 					b.slots[fr] |= 1 << s
 				}
 			}
@@ -436,13 +451,22 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 // every scalar of the current state and of its remembered ancestors
 // becomes precise, which is what comparing without precision tracking
 // would do.
-func (v *verifier) markAllPrecise() {
+func (v *verifier) markAllPrecise() { v.markAllPreciseFrom(v.cur, v.cur.parent) }
+
+// markAllPreciseFrom marks every scalar of st (unless nil) and of e and its
+// ancestors precise.
+func (v *verifier) markAllPreciseFrom(st *State, e *explored) {
 	v.stats.PrecisionFallbacks++
 	setAll := func(st *State) {
-		st.forEachReg(func(r *Reg) bool { return r.Type == ScalarValue && !r.Precise }, func(r *Reg) { r.Precise = true })
+		st.forEachReg(func(r *Reg) bool { return r.Type == ScalarValue && !r.Precise }, func(r *Reg) {
+			r.Precise = true
+			v.marks++
+		})
 	}
-	setAll(v.cur)
-	for e := v.cur.parent; e != nil; e = e.parent {
+	if st != nil {
+		setAll(st)
+	}
+	for ; e != nil; e = e.parent {
 		setAll(e.st)
 	}
 }

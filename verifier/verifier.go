@@ -170,6 +170,7 @@ type verifier struct {
 	// jumps counts the jump instructions processed; lastAddJumps and
 	// lastAddInsns are the counts when a state was last remembered.
 	jumps                      int
+	marks                      int // precision marks set, to see when tracing adds nothing
 	lastAddJumps, lastAddInsns int
 
 	aluCache aluCache // alu_cache.go
