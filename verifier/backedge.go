@@ -85,11 +85,15 @@ func (v *verifier) closeLoop(e *explored) {
 	outer := e.openFor
 	for _, bk := range e.backedges {
 		for s := bk.parent; s != bk.equal; s = s.parent {
+			if len(s.openFor) == 0 {
+				continue // closed already, on another back-edge's way
+			}
 			s.openFor = slices.DeleteFunc(s.openFor, func(h *explored) bool { return h == e })
 			for _, h := range outer {
 				s.openLoop(h)
 			}
 			if len(s.openFor) == 0 && s.evicted && s.branches == 0 {
+				// Finished, forgotten, and now closed.
 				v.release(s.st)
 			}
 		}

@@ -166,6 +166,13 @@ func (v *verifier) pruneIterNext(pc int, e *explored) bool {
 		return false
 	}
 	e.hit++
+	// What e's paths need precise, this path needs too; an earlier
+	// round's marks are not final yet (backedge.go).
+	if e.branches > 0 {
+		v.loopHit(e, pc)
+	} else {
+		v.propagatePrecision(e.st, pc)
+	}
 	return true
 }
 
