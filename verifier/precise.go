@@ -326,6 +326,17 @@ func (v *verifier) backtrackInsn(b *btMasks, i, subseq int, flags uint32) bool {
 		b.regs[b.frame] &^= callerRegs // LD_ABS/IND: R0 loaded, R1-R5 clobbered
 	case isa.ClassJMP, isa.ClassJMP32:
 		switch {
+		case ins.Op == isa.OpExit && v.exitKind(i, subseq) == exitAmbiguous:
+			return false
+		case ins.Op == isa.OpExit && v.exitKind(i, subseq) == exitCallback:
+			// Back from the helper call a callback returned to into the
+			// callback: the caller's registers are as they were, and
+			// the callback's R0 went to the helper only.
+			b.frame++
+			if b.frame >= MaxCallFrames {
+				return false
+			}
+			b.regs[b.frame], b.slots[b.frame] = 0, 0
 		case ins.Op == isa.OpExit:
 			// Back from the caller (at subseq, after the call) into the
 			// callee: the caller's R0 is the callee's.
@@ -350,11 +361,22 @@ func (v *verifier) backtrackInsn(b *btMasks, i, subseq int, flags uint32) bool {
 			b.regs[callee], b.slots[callee] = 0, 0
 			b.frame--
 			b.regs[b.frame] |= args
+		case ins.Op == isa.OpCall && v.callbackSites[i] && subseq != i+1:
+			// Back out of a callback's entry into the helper call that
+			// called it: the helper made its arguments, from its own
+			// (the caller's R3 is the callback's context argument).
+			callee := b.frame
+			if callee == 0 || subseq != v.subs[subprogAt(v.subs, subseq)].Start || b.regs[callee]&^argRegs != 0 || b.slots[callee] != 0 {
+				return false
+			}
+			args := b.regs[callee]
+			b.regs[callee] = 0
+			b.frame--
+			if args != 0 {
+				b.setReg(isa.R3)
+			}
 		case ins.Op == isa.OpCall:
 			b.regs[b.frame] &^= callerRegs // R0 returned, R1-R5 clobbered
-			if v.callbackSites[i] && (subseq != i+1 || !b.empty()) {
-				return false // across a callback: not followed
-			}
 		case ins.Op == isa.OpCallX:
 			return false
 		case ins.Op&0xf0 == isa.JumpA || ins.Op == isa.OpMayGoto:
@@ -368,6 +390,24 @@ func (v *verifier) backtrackInsn(b *btMasks, i, subseq int, flags uint32) bool {
 		}
 	}
 	return true
+}
+
+// Kinds of exits met walking backwards.
+const (
+	exitCall      = iota // a return after a bpf-to-bpf call
+	exitCallback         // back to the helper call that called a callback
+	exitAmbiguous        // could be either
+)
+
+// exitKind tells how the exit at i went on to subseq.
+func (v *verifier) exitKind(i, subseq int) int {
+	if subseq < 0 || subseq >= len(v.insns) || !v.callbackSites[subseq] || !v.subs[subprogAt(v.subs, i)].Callback {
+		return exitCall
+	}
+	if c := subseq - 1; c >= 0 && v.insns[c].IsLocalCall() && c+1+int(v.insns[c].Imm) == v.subs[subprogAt(v.subs, i)].Start {
+		return exitAmbiguous
+	}
+	return exitCallback
 }
 
 // markIn marks the traced registers and slots precise in the remembered
