@@ -80,8 +80,10 @@ type Stats struct {
 	HistoryPeak       int   // most jump-history entries held at once
 	PeakMemory        int64 // bytes of verifier state at the peak
 	PendingBranchPeak int   // most branches waiting at once
-	// PrecisionFallbacks counts precision walks that could not follow a
-	// value (across callbacks) and marked every scalar precise instead.
+	// PrecisionFallbacks counts the times every scalar of a path was
+	// marked precise: a precision walk that could not follow a value (an
+	// indirect call), or a state covered by one whose marks are not final
+	// yet (inside a loop still being explored, backedge.go).
 	PrecisionFallbacks int
 }
 
