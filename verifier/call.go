@@ -14,10 +14,8 @@ func (st *State) releaseRef(id uint32) bool {
 		if r.ID == id {
 			st.Refs = slices.Delete(st.Refs, i, i+1)
 			// Every copy of the released pointer becomes unusable.
-			st.forEachReg(func(reg *Reg) {
-				if reg.RefID == id {
-					*reg = unknownScalar()
-				}
+			st.forEachReg(func(reg *Reg) bool { return reg.RefID == id }, func(reg *Reg) {
+				*reg = unknownScalar()
 			})
 			return true
 		}
@@ -177,11 +175,9 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	}
 	if packetHelpers[name] {
 		// The packet may have moved: every packet pointer is stale.
-		v.cur.forEachReg(func(r *Reg) {
-			if r.Type == PtrToPacket || r.Type == PtrToPacketEnd || r.Type == PtrToPacketMeta {
-				*r = unknownScalar()
-			}
-		})
+		v.cur.forEachReg(func(r *Reg) bool {
+			return r.Type == PtrToPacket || r.Type == PtrToPacketEnd || r.Type == PtrToPacketMeta
+		}, func(r *Reg) { *r = unknownScalar() })
 	}
 	for r := isa.R1; r <= isa.R5; r++ {
 		f.Regs[r] = Reg{Type: NotInit}
@@ -260,7 +256,7 @@ func (v *verifier) enterCallback(pc int, name string, sub int, m *MapInfo) error
 		return v.errorf(pc, "callbacks of %s are not supported", name)
 	}
 	callee.Regs[10] = Reg{Type: PtrToStack, Frame: uint8(callee.Number), Scalar: Const(0)}
-	st.Frames = append(st.Frames, callee)
+	st.pushFrame(callee)
 	v.pc = v.subs[sub].Start
 	return nil
 }
@@ -274,7 +270,7 @@ func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int
 	switch reg.Type {
 	case PtrToStack:
 		s := reg.Scalar
-		f := v.cur.Frames[reg.Frame]
+		f := v.cur.frame(int(reg.Frame))
 		lo := int64(reg.Off) + s.Smin
 		hi := int64(reg.Off) + s.Smax + int64(size)
 		if lo < -MaxStack || hi > 0 {
@@ -356,7 +352,7 @@ func (v *verifier) constStackKey(pc int, reg *Reg, size int) (uint64, bool) {
 	if reg.Type != PtrToStack || !reg.IsConst() || size > 8 || size&(size-1) != 0 {
 		return 0, false
 	}
-	f := v.cur.Frames[reg.Frame]
+	f := v.cur.frame(int(reg.Frame)) // reading may grow the stack
 	off := int(reg.Off) + int(reg.Const())
 	if off%size != 0 {
 		return 0, false
@@ -387,7 +383,7 @@ func (v *verifier) checkLocalCall(pc, target int) error {
 		callee.Regs[r] = caller.Regs[r]
 	}
 	callee.Regs[10] = Reg{Type: PtrToStack, Frame: uint8(callee.Number), Scalar: Const(0)}
-	st.Frames = append(st.Frames, callee)
+	st.pushFrame(callee)
 	// The caller's argument registers are clobbered by the call.
 	for r := isa.R1; r <= isa.R5; r++ {
 		caller.Regs[r] = Reg{Type: NotInit}
@@ -445,9 +441,15 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		}
 		v.markRegPrecise(isa.R0)
 		// Back to the helper call, which may call the callback again.
-		st.Frames = st.Frames[:len(st.Frames)-1]
+		st.popFrame()
 		st.callbackIter++
 		v.pc = f.CallSite
+		// Scalars that are imprecise and changed since the previous
+		// round are forgotten (the kernel's widen_imprecise_scalars at
+		// a callback's return), so that the loop converges.
+		if prev := v.prevLoopState(f.CallSite); prev != nil {
+			widenImprecise(prev, st)
+		}
 		return false, nil
 	}
 	if len(st.Frames) > 1 {
@@ -459,7 +461,7 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		if v.opts.Unprivileged && r0.Type.IsPointer() {
 			return false, v.errorf(pc, "R0 leaks addr as return value")
 		}
-		st.Frames = st.Frames[:len(st.Frames)-1]
+		st.popFrame()
 		caller := st.cur()
 		caller.Regs[0] = *r0
 		if v.log.level > 0 {

@@ -58,7 +58,7 @@ func (v *verifier) iterSlot(pc int, reg *Reg) (*Slot, error) {
 	if off%8 != 0 || off < -MaxStack || off > -8 {
 		return nil, v.errorf(pc, "arg#0 expected pointer to an iterator on stack")
 	}
-	f := v.cur.Frames[reg.Frame]
+	f := v.cur.frame(int(reg.Frame))
 	v.noteStackDepth(f, int(-off))
 	return f.slot(int(off)), nil
 }
@@ -81,12 +81,11 @@ func (v *verifier) initializedIter(pc int, reg *Reg) (*Slot, error) {
 // the int it yields; the current one goes on with the iterator drained and
 // R0 = NULL.
 func (v *verifier) iterNext(pc int, slot *Slot) error {
-	f := v.cur.cur()
+	off := v.slotOffset(slot)
 	if slot.Iter.State == IterActive {
 		active := v.cur.clone()
 		af := active.cur()
-		off := v.slotOffset(slot)
-		as := active.Frames[off.frame].slot(off.off)
+		as := active.frame(off.frame).slot(off.off)
 		as.Iter.Depth++
 		clearCallerSaved(af)
 		af.Regs[0] = Reg{Type: PtrToMem, Flags: Rdonly, MemSize: 4, Scalar: Const(0)}
@@ -97,7 +96,9 @@ func (v *verifier) iterNext(pc int, slot *Slot) error {
 			return err
 		}
 	}
-	slot.Iter.State = IterDrained
+	// The copy shares the frames: find the slot again, for writing.
+	v.cur.frame(off.frame).slot(off.off).Iter.State = IterDrained
+	f := v.cur.cur()
 	clearCallerSaved(f)
 	f.Regs[0] = constScalar(0)
 	return nil
@@ -165,6 +166,13 @@ func (v *verifier) pruneIterNext(pc int, e *explored) bool {
 		return false
 	}
 	e.hit++
+	// What e's paths need precise, this path needs too; an earlier
+	// round's marks are not final yet (backedge.go).
+	if e.branches > 0 {
+		v.loopHit(e, pc)
+	} else {
+		v.propagatePrecision(e.st, pc)
+	}
 	return true
 }
 
@@ -236,7 +244,7 @@ func widenImprecise(old, cur *State) {
 		c.Scalar, c.ID = Unknown(), 0
 	}
 	for i, of := range old.Frames {
-		cf := cur.Frames[i]
+		cf := cur.frame(i)
 		for r := range cf.Regs {
 			maybe(&of.Regs[r], &cf.Regs[r])
 		}

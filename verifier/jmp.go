@@ -195,25 +195,46 @@ func (v *verifier) propagateScalar(st *State, r *Reg) {
 		return
 	}
 	id, s := r.ID, r.Scalar
-	st.forEachReg(func(o *Reg) {
-		if o.Type == ScalarValue && o.ID == id {
-			o.Scalar = s
-		}
-	})
+	st.forEachReg(func(o *Reg) bool {
+		return o.Type == ScalarValue && o.ID == id && o.Scalar != s
+	}, func(o *Reg) { o.Scalar = s })
 }
 
-// forEachReg calls fn for every register and spilled register of st.
-func (st *State) forEachReg(fn func(*Reg)) {
-	for _, f := range st.Frames {
+// forEachReg calls fn for every register and spilled register of st that
+// match reports (match must not change anything). A frame shared with
+// other states is copied only when a register in it matches.
+func (st *State) forEachReg(match func(*Reg) bool, fn func(*Reg)) {
+	for fi, f := range st.Frames {
+		if f.refs > 1 && !anyReg(f, match) {
+			continue
+		}
+		f = st.frame(fi)
 		for i := range f.Regs {
-			fn(&f.Regs[i])
+			if match(&f.Regs[i]) {
+				fn(&f.Regs[i])
+			}
 		}
 		for i := range f.Stack {
-			if f.Stack[i].isSpill() {
+			if f.Stack[i].isSpill() && match(&f.Stack[i].Spilled) {
 				fn(&f.Stack[i].Spilled)
 			}
 		}
 	}
+}
+
+// anyReg reports whether a register or spilled register of f matches.
+func anyReg(f *Frame, match func(*Reg) bool) bool {
+	for i := range f.Regs {
+		if match(&f.Regs[i]) {
+			return true
+		}
+	}
+	for i := range f.Stack {
+		if f.Stack[i].isSpill() && match(&f.Stack[i].Spilled) {
+			return true
+		}
+	}
+	return false
 }
 
 // isNullCheck reports whether a 64-bit comparison of dst with the
@@ -237,10 +258,7 @@ func (v *verifier) nullCheck(st *State, dst, src *Reg, op uint8, taken bool) {
 	}
 	isNull := (op == isa.JumpEQ) == taken
 	id, ref := ptr.ID, ptr.RefID
-	st.forEachReg(func(r *Reg) {
-		if r.ID != id || !r.maybeNull() {
-			return
-		}
+	st.forEachReg(func(r *Reg) bool { return r.ID == id && r.maybeNull() }, func(r *Reg) {
 		if isNull {
 			*r = constScalar(0)
 			return
@@ -310,11 +328,9 @@ func (v *verifier) packetCompare(st *State, dst, src *Reg, op uint8, taken bool)
 		newRange++
 	}
 	typ, id := ptr.Type, ptr.ID
-	st.forEachReg(func(r *Reg) {
-		if r.Type == typ && r.ID == id && r.Range < newRange {
-			r.Range = newRange
-		}
-	})
+	st.forEachReg(func(r *Reg) bool {
+		return r.Type == typ && r.ID == id && r.Range < newRange
+	}, func(r *Reg) { r.Range = newRange })
 }
 
 // maxPacketOff is the largest packet offset the verifier reasons about.

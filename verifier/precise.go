@@ -114,7 +114,16 @@ func (v *verifier) propagatePrecision(old *State, pc int) {
 	if v.opts.Unprivileged {
 		return
 	}
-	b := btMasks{frame: len(v.cur.Frames) - 1}
+	b := precMasks(v, old, pc, len(v.cur.Frames)-1)
+	if !b.empty() {
+		v.backtrack(&b)
+	}
+}
+
+// precMasks are the live precise scalars of old at pc, to be traced from
+// an instruction in frame.
+func precMasks(v *verifier, old *State, pc, frame int) btMasks {
+	b := btMasks{frame: frame}
 	for i, f := range old.Frames {
 		live := v.liveAt(old, i, pc)
 		for r := range f.Regs {
@@ -128,9 +137,7 @@ func (v *verifier) propagatePrecision(old *State, pc int) {
 			}
 		}
 	}
-	if !b.empty() {
-		v.backtrack(&b)
-	}
+	return b
 }
 
 // segment is the part of the current path between a remembered state and
@@ -166,18 +173,22 @@ func exploredSegment(e *explored) segment {
 // processed, marking the sources of the values in b precise in the
 // remembered states on the way.
 func (v *verifier) backtrack(b *btMasks) {
-	seg := v.curSegment()
-	e := v.cur.parent
+	v.backtrackFrom(b, v.curSegment(), v.cur.parent, v.cur)
+}
+
+// backtrackFrom walks back from segment seg of a path whose state is st
+// (nil: a path that ended) and whose last remembered state is e.
+func (v *verifier) backtrackFrom(b *btMasks, seg segment, e *explored, st *State) {
 	for {
 		if !v.backtrackSegment(b, seg) {
-			v.markAllPrecise()
+			v.markAllPreciseFrom(st, e)
 			return
 		}
 		if e == nil || b.empty() {
 			return
 		}
 		if !v.markIn(e.st, b) {
-			v.markAllPrecise()
+			v.markAllPreciseFrom(st, e)
 			return
 		}
 		if b.empty() {
@@ -315,6 +326,17 @@ func (v *verifier) backtrackInsn(b *btMasks, i, subseq int, flags uint32) bool {
 		b.regs[b.frame] &^= callerRegs // LD_ABS/IND: R0 loaded, R1-R5 clobbered
 	case isa.ClassJMP, isa.ClassJMP32:
 		switch {
+		case ins.Op == isa.OpExit && v.exitKind(i, subseq) == exitAmbiguous:
+			return false
+		case ins.Op == isa.OpExit && v.exitKind(i, subseq) == exitCallback:
+			// Back from the helper call a callback returned to into the
+			// callback: the caller's registers are as they were, and
+			// the callback's R0 went to the helper only.
+			b.frame++
+			if b.frame >= MaxCallFrames {
+				return false
+			}
+			b.regs[b.frame], b.slots[b.frame] = 0, 0
 		case ins.Op == isa.OpExit:
 			// Back from the caller (at subseq, after the call) into the
 			// callee: the caller's R0 is the callee's.
@@ -339,11 +361,22 @@ func (v *verifier) backtrackInsn(b *btMasks, i, subseq int, flags uint32) bool {
 			b.regs[callee], b.slots[callee] = 0, 0
 			b.frame--
 			b.regs[b.frame] |= args
+		case ins.Op == isa.OpCall && v.callbackSites[i] && subseq != i+1:
+			// Back out of a callback's entry into the helper call that
+			// called it: the helper made its arguments, from its own
+			// (the caller's R3 is the callback's context argument).
+			callee := b.frame
+			if callee == 0 || subseq != v.subs[subprogAt(v.subs, subseq)].Start || b.regs[callee]&^argRegs != 0 || b.slots[callee] != 0 {
+				return false
+			}
+			args := b.regs[callee]
+			b.regs[callee] = 0
+			b.frame--
+			if args != 0 {
+				b.setReg(isa.R3)
+			}
 		case ins.Op == isa.OpCall:
 			b.regs[b.frame] &^= callerRegs // R0 returned, R1-R5 clobbered
-			if v.callbackSites[i] && (subseq != i+1 || !b.empty()) {
-				return false // across a callback: not followed
-			}
 		case ins.Op == isa.OpCallX:
 			return false
 		case ins.Op&0xf0 == isa.JumpA || ins.Op == isa.OpMayGoto:
@@ -357,6 +390,24 @@ func (v *verifier) backtrackInsn(b *btMasks, i, subseq int, flags uint32) bool {
 		}
 	}
 	return true
+}
+
+// Kinds of exits met walking backwards.
+const (
+	exitCall      = iota // a return after a bpf-to-bpf call
+	exitCallback         // back to the helper call that called a callback
+	exitAmbiguous        // could be either
+)
+
+// exitKind tells how the exit at i went on to subseq.
+func (v *verifier) exitKind(i, subseq int) int {
+	if subseq < 0 || subseq >= len(v.insns) || !v.callbackSites[subseq] || !v.subs[subprogAt(v.subs, i)].Callback {
+		return exitCall
+	}
+	if c := subseq - 1; c >= 0 && v.insns[c].IsLocalCall() && c+1+int(v.insns[c].Imm) == v.subs[subprogAt(v.subs, i)].Start {
+		return exitAmbiguous
+	}
+	return exitCallback
 }
 
 // markIn marks the traced registers and slots precise in the remembered
@@ -374,7 +425,11 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 		}
 	}
 	var linked []uint32
-	for fr, f := range st.Frames {
+	for fr := range st.Frames {
+		f := st.Frames[fr]
+		if b.regs[fr] != 0 || b.slots[fr] != 0 {
+			f = st.frame(fr) // marks are the state's own
+		}
 		for r := range f.Regs {
 			if b.regs[fr]&(1<<r) == 0 {
 				continue
@@ -385,6 +440,7 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 				continue
 			}
 			reg.Precise = true
+			v.marks++
 			if reg.ID != 0 {
 				linked = append(linked, reg.ID)
 			}
@@ -399,6 +455,7 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 				continue
 			}
 			sl.Spilled.Precise = true
+			v.marks++
 			if sl.Spilled.ID != 0 {
 				linked = append(linked, sl.Spilled.ID)
 			}
@@ -409,16 +466,19 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 		}
 	}
 	for _, id := range linked {
-		for fr, f := range st.Frames {
+		for fr := range st.Frames {
+			f := st.frame(fr)
 			for r := range f.Regs {
 				if reg := &f.Regs[r]; reg.Type == ScalarValue && reg.ID == id && !reg.Precise {
 					reg.Precise = true
+					v.marks++
 					b.regs[fr] |= 1 << r
 				}
 			}
 			for s := range f.Stack {
 				if sl := &f.Stack[s]; sl.isSpill() && sl.Spilled.Type == ScalarValue && sl.Spilled.ID == id && !sl.Spilled.Precise {
 					sl.Spilled.Precise = true
+					v.marks++
 					b.slots[fr] |= 1 << s
 				}
 			}
@@ -431,17 +491,22 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 // every scalar of the current state and of its remembered ancestors
 // becomes precise, which is what comparing without precision tracking
 // would do.
-func (v *verifier) markAllPrecise() {
+func (v *verifier) markAllPrecise() { v.markAllPreciseFrom(v.cur, v.cur.parent) }
+
+// markAllPreciseFrom marks every scalar of st (unless nil) and of e and its
+// ancestors precise.
+func (v *verifier) markAllPreciseFrom(st *State, e *explored) {
 	v.stats.PrecisionFallbacks++
 	setAll := func(st *State) {
-		st.forEachReg(func(r *Reg) {
-			if r.Type == ScalarValue {
-				r.Precise = true
-			}
+		st.forEachReg(func(r *Reg) bool { return r.Type == ScalarValue && !r.Precise }, func(r *Reg) {
+			r.Precise = true
+			v.marks++
 		})
 	}
-	setAll(v.cur)
-	for e := v.cur.parent; e != nil; e = e.parent {
+	if st != nil {
+		setAll(st)
+	}
+	for ; e != nil; e = e.parent {
 		setAll(e.st)
 	}
 }
@@ -450,5 +515,5 @@ func (v *verifier) markAllPrecise() {
 // copy of it is remembered: the marks belong to the remembered states,
 // where backtracking puts them (the kernel's mark_all_scalars_imprecise).
 func (st *State) forgetPrecision() {
-	st.forEachReg(func(r *Reg) { r.Precise = false })
+	st.forEachReg(func(r *Reg) bool { return r.Precise }, func(r *Reg) { r.Precise = false })
 }

@@ -55,6 +55,11 @@ type explored struct {
 	// processed before it on its path since its parent (-1: none), and
 	// histEnd the length of the instruction history then.
 	pc, last, histEnd int
+	// backedges are the loop hits against this state (backedge.go);
+	// openFor are the loop heads with such a hit past this state whose
+	// exploration has not finished: its marks are not final.
+	backedges []*backedge
+	openFor   []*explored
 }
 
 // pathDone accounts for the end of the current path in its ancestors.
@@ -64,7 +69,10 @@ func (v *verifier) pathDone() {
 		if p.branches > 0 {
 			break
 		}
-		if p.evicted {
+		if len(p.backedges) > 0 {
+			v.closeLoop(p)
+		}
+		if p.evicted && len(p.openFor) == 0 {
 			// Finished and forgotten: no path will compare with it or
 			// walk through it again.
 			v.release(p.st)
@@ -86,7 +94,7 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 		// which we do not have).
 		if v.statesEqual(e.st, v.cur, pc, true) {
 			e.hit++
-			v.loopHit()
+			v.loopHit(e, pc)
 			return true, nil
 		}
 		if v.cur.mayGotoDepth-e.st.mayGotoDepth >= mayGotoWiden {
@@ -102,7 +110,7 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 			// converge by forgetting the scalars that keep changing.
 			if v.statesEqual(e.st, v.cur, pc, true) {
 				e.hit++
-				v.loopHit()
+				v.loopHit(e, pc)
 				return true, nil
 			}
 			if v.callbackSites[pc] {
@@ -115,23 +123,20 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 		}
 		return false, nil
 	}
-	if v.statesEqual(e.st, v.cur, pc, false) {
+	if v.statesEqual(e.st, v.cur, pc, len(e.openFor) > 0) {
 		e.hit++
+		if len(e.openFor) > 0 {
+			// e's marks are not final: compared exactly, and the path
+			// keeps every scalar precise.
+			if !v.opts.Unprivileged {
+				v.markAllPrecise()
+			}
+			return true, nil
+		}
 		v.propagatePrecision(e.st, pc)
 		return true, nil
 	}
 	return false, nil
-}
-
-// loopHit handles a state covered by an ancestor at the head of a callback
-// or may_goto loop. The ancestor's exploration is not finished, so its
-// precision marks are not final: the comparison counted every scalar, and
-// every scalar on the path is made precise, so that no state on the loop's
-// way is later compared more loosely than the loop's convergence assumed.
-func (v *verifier) loopHit() {
-	if !v.opts.Unprivileged {
-		v.markAllPrecise()
-	}
 }
 
 // mayGotoWiden is the number of rounds of a may_goto loop explored one by
@@ -178,7 +183,7 @@ func (v *verifier) prune(pc int) (bool, error) {
 				// count of states held drops now.
 				v.states--
 				v.stateBytes -= e.st.size()
-				if e.branches == 0 {
+				if e.branches == 0 && len(e.openFor) == 0 {
 					v.release(e.st)
 				}
 			}
@@ -220,7 +225,7 @@ func widen(old, cur *State) {
 		return
 	}
 	for i, of := range old.Frames {
-		cf := cur.Frames[i]
+		cf := cur.frame(i)
 		for r := range cf.Regs {
 			o, c := &of.Regs[r], &cf.Regs[r]
 			if c.Type == ScalarValue && o.Type == ScalarValue && !within(c.Scalar, o.Scalar) {

@@ -8,7 +8,7 @@ import (
 // stackAccess checks a load or store through a stack pointer and updates
 // the stack's byte marks (the kernel's check_stack_read/write).
 func (v *verifier) stackAccess(ptr *Reg, a access) (Reg, error) {
-	f := v.cur.Frames[ptr.Frame]
+	f := v.cur.frame(int(ptr.Frame))
 	s := ptr.Scalar
 	lo := int64(ptr.Off) + int64(a.off) + s.Smin
 	hi := int64(ptr.Off) + int64(a.off) + s.Smax + int64(a.size)

@@ -175,6 +175,12 @@ type Frame struct {
 	Number int
 	// Callback, when set, is the helper call whose callback this frame runs.
 	Callback bool
+	// refs counts the states whose Frames hold this frame: states share
+	// the frames a path has not written since they were copied, and a
+	// frame with refs > 1 is copied before it is written (State.frame).
+	// Counting too high only costs a copy; too low would let one state's
+	// write show in another.
+	refs int32
 }
 
 // slot returns the stack slot holding fp+off (off < 0), growing the stack.
@@ -204,38 +210,103 @@ type State struct {
 	// mayGotoDepth counts the may_goto instructions this path went on
 	// past: a cycle through one is bounded by its budget.
 	mayGotoDepth int
+	// pool holds frames no state refers to any more, for reuse; all
+	// states of a verification share it.
+	pool *framePool
 }
 
-// cur returns the frame of the function being verified.
-func (s *State) cur() *Frame { return s.Frames[len(s.Frames)-1] }
+// framePool is a free list of frames.
+type framePool struct{ frames []*Frame }
 
-// clone copies the state deeply.
+// maxPoolFrames bounds the frames kept for reuse.
+const maxPoolFrames = 256
+
+// get returns a frame to overwrite.
+func (p *framePool) get() *Frame {
+	if p == nil || len(p.frames) == 0 {
+		return new(Frame)
+	}
+	f := p.frames[len(p.frames)-1]
+	p.frames = p.frames[:len(p.frames)-1]
+	return f
+}
+
+// put keeps f, which no state refers to, for reuse.
+func (p *framePool) put(f *Frame) {
+	if p != nil && len(p.frames) < maxPoolFrames {
+		p.frames = append(p.frames, f)
+	}
+}
+
+// cur returns the frame of the function being verified, for writing.
+func (s *State) cur() *Frame { return s.frame(len(s.Frames) - 1) }
+
+// top returns the frame of the function being verified, for reading only.
+func (s *State) top() *Frame { return s.Frames[len(s.Frames)-1] }
+
+// frame returns frame i for writing: a frame other states share is copied
+// first. A pointer it returns may be written only until the state is
+// copied again.
+func (s *State) frame(i int) *Frame {
+	f := s.Frames[i]
+	if f.refs <= 1 {
+		return f
+	}
+	c := s.pool.get()
+	stack := c.Stack
+	*c = *f
+	c.Stack = append(stack[:0], f.Stack...)
+	c.refs = 1
+	f.refs--
+	s.Frames[i] = c
+	return c
+}
+
+// pushFrame enters a new frame, owned by s.
+func (s *State) pushFrame(f *Frame) {
+	f.refs = 1
+	s.Frames = append(s.Frames, f)
+}
+
+// popFrame leaves the frame of the function being verified and returns it
+// (for reading).
+func (s *State) popFrame() *Frame {
+	n := len(s.Frames) - 1
+	f := s.Frames[n]
+	f.refs--
+	s.Frames[n] = nil
+	s.Frames = s.Frames[:n]
+	return f
+}
+
+// dropFrames lets go of s's frames.
+func (s *State) dropFrames() {
+	for i, f := range s.Frames {
+		if f.refs--; f.refs == 0 {
+			s.pool.put(f)
+		}
+		s.Frames[i] = nil
+	}
+	s.Frames = s.Frames[:0]
+}
+
+// clone copies the state; the copy shares its frames until either writes.
 func (s *State) clone() *State {
 	c := &State{}
 	s.copyTo(c)
 	return c
 }
 
-// copyTo makes c a deep copy of s, reusing c's frames and stacks.
+// copyTo makes c a copy of s, sharing s's frames (copy on write) and
+// reusing c's slices.
 func (s *State) copyTo(c *State) {
-	frames := c.Frames[:cap(c.Frames)]
-	if len(frames) < len(s.Frames) {
-		frames = append(frames, make([]*Frame, len(s.Frames)-len(frames))...)
+	c.dropFrames()
+	c.Frames = append(c.Frames, s.Frames...)
+	for _, f := range s.Frames {
+		f.refs++
 	}
-	frames = frames[:len(s.Frames)]
-	for i, f := range s.Frames {
-		d := frames[i]
-		if d == nil {
-			d = &Frame{}
-			frames[i] = d
-		}
-		stack := d.Stack
-		*d = *f
-		d.Stack = append(stack[:0], f.Stack...)
-	}
-	c.Frames = frames
 	c.Refs = append(c.Refs[:0], s.Refs...)
-	c.parent, c.callbackIter, c.mayGotoDepth = s.parent, s.callbackIter, s.mayGotoDepth
+	c.parent, c.callbackIter, c.mayGotoDepth, c.pool = s.parent, s.callbackIter, s.mayGotoDepth, s.pool
 }
 
 // cloneState copies the current path's state s, reusing the memory of a
@@ -254,6 +325,7 @@ func (v *verifier) cloneState(s *State) *State {
 // release recycles a state nothing refers to any more: the current state
 // when its path ended or it was replaced.
 func (v *verifier) release(s *State) {
+	s.dropFrames()
 	if len(v.free) < maxFreeStates {
 		v.free = append(v.free, s)
 	}

@@ -80,8 +80,10 @@ type Stats struct {
 	HistoryPeak       int   // most jump-history entries held at once
 	PeakMemory        int64 // bytes of verifier state at the peak
 	PendingBranchPeak int   // most branches waiting at once
-	// PrecisionFallbacks counts precision walks that could not follow a
-	// value (across callbacks) and marked every scalar precise instead.
+	// PrecisionFallbacks counts the times every scalar of a path was
+	// marked precise: a precision walk that could not follow a value (an
+	// indirect call), or a state covered by one whose marks are not final
+	// yet (inside a loop still being explored, backedge.go).
 	PrecisionFallbacks int
 }
 
@@ -170,11 +172,12 @@ type verifier struct {
 	// jumps counts the jump instructions processed; lastAddJumps and
 	// lastAddInsns are the counts when a state was last remembered.
 	jumps                      int
+	marks                      int // precision marks set, to see when tracing adds nothing
 	lastAddJumps, lastAddInsns int
 
-	aluCache map[aluKey]Scalar // alu_cache.go
-	free     []*State          // states to reuse (state.go)
-	exact    bool              // compare every scalar and slot (tests)
+	aluCache aluCache // alu_cache.go
+	free     []*State // states to reuse (state.go)
+	exact    bool     // compare every scalar and slot (tests)
 
 	// The instruction history of the current path (precise.go).
 	hist []histEntry
@@ -290,7 +293,9 @@ func (v *verifier) initialState() *State {
 	}
 	f.Regs[1].Scalar = Const(0)
 	f.Regs[10] = Reg{Type: PtrToStack, Scalar: Const(0)}
-	return &State{Frames: []*Frame{f}}
+	st := &State{pool: &framePool{}}
+	st.pushFrame(f)
+	return st
 }
 
 // checkLdImm64 checks the pseudo sources of LD_IMM64 instructions.

@@ -1,0 +1,128 @@
+package verifier
+
+import "slices"
+
+// Precision across loop back-edges (the kernel's SCC back-edges and
+// propagate_backedges). At the head of a callback or may_goto loop, a state
+// covered by an ancestor whose exploration is not finished (a loop hit)
+// ends its path; what the rest of the loop needs precise is whatever the
+// ancestor ends up needing, which is not known yet. So the hit is
+// remembered as a back-edge (the path's instruction history from the head
+// on), and when the head's exploration finishes, its final marks are traced
+// back along every back-edge, again until nothing changes, marking the
+// states on the loop's way and, past the head, its ancestors.
+//
+// Until then, the states between the head and the hit have incomplete
+// marks: they are "open" and compare every scalar, and a state they cover
+// gets every scalar of its path marked precise, as does a loop hit against
+// an open head. A head that is itself open (an inner loop) hands its
+// back-edges to the outer heads when it finishes: its marks can still grow,
+// so they are traced again when those finish, and the states on the way
+// stay open until then.
+
+// backedge is a path that ended in a loop hit.
+type backedge struct {
+	// equal is the state that covered the path: its marks are traced.
+	equal *explored
+	// hist is the instruction history of the path from index base on;
+	// the part before it is still in v.hist when the back-edge is traced
+	// (base is the end of the finished head's own path).
+	base int
+	hist []histEntry
+	// seg is the hit's own segment, parent the state it started from.
+	seg    segment
+	parent *explored
+	// frame is the frame the hit happened in.
+	frame int
+}
+
+// loopHit handles a state covered by its ancestor e at a loop head.
+func (v *verifier) loopHit(e *explored, pc int) {
+	if v.opts.Unprivileged {
+		return
+	}
+	if v.exact || len(e.openFor) > 0 {
+		// Compared exactly anyway, or e's own marks are not final and
+		// its back-edges are traced elsewhere: be conservative.
+		v.markAllPrecise()
+		return
+	}
+	v.propagatePrecision(e.st, pc)
+	bk := &backedge{
+		equal:  e,
+		base:   e.histEnd,
+		hist:   slices.Clone(v.hist[e.histEnd:]),
+		seg:    v.curSegment(),
+		parent: v.cur.parent,
+		frame:  len(v.cur.Frames) - 1,
+	}
+	e.backedges = append(e.backedges, bk)
+	for s := bk.parent; s != e; s = s.parent {
+		s.openLoop(e)
+	}
+}
+
+// openLoop records that s is on the way of a back-edge of the head h.
+func (s *explored) openLoop(h *explored) {
+	if !slices.Contains(s.openFor, h) {
+		s.openFor = append(s.openFor, h)
+	}
+}
+
+// closeLoop traces the final marks of the loop head e, whose exploration
+// just finished, along its back-edges until they add nothing, then closes
+// the states on their way. v.hist still holds e's path.
+func (v *verifier) closeLoop(e *explored) {
+	for {
+		before := v.marks
+		for _, bk := range e.backedges {
+			v.replay(bk)
+		}
+		if v.marks == before {
+			break
+		}
+	}
+	outer := e.openFor
+	for _, bk := range e.backedges {
+		for s := bk.parent; s != bk.equal; s = s.parent {
+			if len(s.openFor) == 0 {
+				continue // closed already, on another back-edge's way
+			}
+			s.openFor = slices.DeleteFunc(s.openFor, func(h *explored) bool { return h == e })
+			for _, h := range outer {
+				s.openLoop(h)
+			}
+			if len(s.openFor) == 0 && s.evicted && s.branches == 0 {
+				// Finished, forgotten, and now closed.
+				v.release(s.st)
+			}
+		}
+		for _, h := range outer {
+			// Traced again when h finishes, from h's path: keep the
+			// history between h and e.
+			h.backedges = append(h.backedges, &backedge{
+				equal:  bk.equal,
+				base:   h.histEnd,
+				hist:   append(slices.Clone(v.hist[h.histEnd:bk.base]), bk.hist...),
+				seg:    bk.seg,
+				parent: bk.parent,
+				frame:  bk.frame,
+			})
+		}
+	}
+	e.backedges = nil
+}
+
+// replay traces the precise scalars of the state that covered bk's path
+// back along it.
+func (v *verifier) replay(bk *backedge) {
+	e := bk.equal
+	b := precMasks(v, e.st, e.pc, bk.frame)
+	if b.empty() {
+		return
+	}
+	live := v.hist
+	v.hist = append(v.hist[:bk.base:bk.base], bk.hist...)
+	v.backtrackFrom(&b, bk.seg, bk.parent, nil)
+	v.hist = live
+}
