@@ -324,9 +324,9 @@ func (r *run) loop() (uint64, error) {
 			if fp := h.regs[10]; env.FP != fp {
 				env.FP = fp // a load and compare measured 0.25 ns faster than a store
 			}
+			h.resume = s.resume
 			v, err := s.fn(env, h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5])
 			h.regs[0] = v
-			h.resume = s.resume
 			if err != nil {
 				if err := r.helperError(s, err); err != nil {
 					return 0, err
