@@ -97,7 +97,7 @@
 //     the result in R0 and resumes at the next instruction. A *vm.TailCall
 //     runs the target with the interpreter's rules and resumes at a RET, so
 //     the target's result is the current function's. This is the fast path
-//     (about 5.1 ns): the exit skips storing R0, and Go refreshes nothing
+//     (about 5 ns): the exit skips storing R0, and Go refreshes nothing
 //     unless the code is checked or uses LD_ABS/LD_IND (whose helper exits
 //     have their own code).
 //   - callx: Go resolves a helper id or a subprogram; a subprogram is

@@ -363,9 +363,9 @@ func (r *run) loop() (uint64, error) {
 			if fp := h.regs[10]; env.FP != fp {
 				env.FP = fp // a load and compare measured 0.25 ns faster than a store
 			}
+			h.resume = s.resume
 			v, err := s.fn(env, h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5])
 			h.regs[0] = v
-			h.resume = s.resume
 			if err != nil {
 				if err := r.helperError(s, err); err != nil {
 					return 0, err
@@ -375,18 +375,21 @@ func (r *run) loop() (uint64, error) {
 			continue
 		}
 		pc := int(word >> 8)
-		switch word & 0xff {
-		case exitHelperSync:
+		if word&0xff == exitHelperSync {
 			// A helper call after which checked code needs the region
 			// table refreshed and LD_ABS/LD_IND the packet bounds.
 			s := &r.img.sites[pc]
 			env.FP = h.regs[10]
+			h.resume = s.resume
 			v, err := s.fn(env, h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5])
 			h.regs[0] = v
-			h.resume = s.resume
 			if err := r.afterHelper(s, err); err != nil {
 				return 0, err
 			}
+			enter(base)
+			continue
+		}
+		switch word & 0xff {
 		case exitDone:
 			return h.regs[0], nil
 		case exitCallx:
