@@ -298,6 +298,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 		if jp, err := amd64.Compile(resolved, p.helper, amd64.Options{
 			Modes: mode, Natives: p.native, Memory: jo.Memory, Unprivileged: opts.Unprivileged,
 			Far: jo.Far, Retpoline: jo.Retpoline, Blind: jo.Blind || opts.Unprivileged,
+			Budgeted: opts.Budget != 0,
 		}); err == nil {
 			p.engine, p.kind = jp, EngineJIT
 			p.jit = jp.Info(mode == amd64.Checked)
