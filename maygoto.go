@@ -34,7 +34,8 @@ func (p *Program) expandMayGoto() error {
 
 // cancelPoint checks the run's context every 256 rounds of a helper's
 // callback loop: each callback is a short run of its own, which the
-// engines' checks (every few thousand instructions) never reach.
+// engines' checks (every 2^16 instructions on the interpreter, 2^20 on
+// the JIT) never reach.
 func cancelPoint(e *vm.Env, round uint64) error {
 	if round%256 != 0 || e.Context == nil {
 		return nil

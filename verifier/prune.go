@@ -90,8 +90,8 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 		// A loop through may_goto, which ends it at run time: it
 		// converged once a round brings nothing new, and is made to
 		// converge after some rounds by forgetting the scalars that keep
-		// changing (the kernel relies on precision tracking instead,
-		// which we do not have).
+		// changing; the imprecise ones are widened every round at the
+		// may_goto (jmp.go), as the kernel does, this catches the rest.
 		if v.statesEqual(e.st, v.cur, pc, true) {
 			e.hit++
 			v.loopHit(e, pc)

@@ -75,7 +75,8 @@
 // # Stacks
 //
 // The BPF stack is env.Stack, as in the interpreter: R10 starts at its end
-// and a bpf-to-bpf call moves it down by 512 bytes. The native stack is a
+// and a bpf-to-bpf call moves it down by vm.StackSize bytes (the 512 a
+// program may address and the hidden slots below them). The native stack is a
 // separate off-heap mapping (with a guard page) in each execution context;
 // a bpf-to-bpf call pushes there those of R6-R9 that the callee can write
 // (the instructions reachable from its entry without entering calls, as
@@ -151,7 +152,9 @@
 // # Runs
 //
 // Runs allocate nothing: an execution context (native stack, header and
-// region table, all off-heap) comes from a sync.Pool. A run marks its
+// region table, all off-heap) is the one the runner keeps in vm.Env.Cache,
+// or, for a run without one or nested in a run using it, comes from a
+// sync.Pool. A run marks its
 // context with the program's id using plain stores; Close uses
 // membarrier(2) to see those marks, so it unmaps the code immediately when
 // the program is idle and otherwise leaves it to the last run.
