@@ -473,9 +473,9 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 	return res, err
 }
 
-// execute is Execute, filling in res (left zero when the run fails); timed says whether to measure Result.Duration (Run
-// does not report it, and reading the clock is a good part of a short
-// run's cost).
+// execute is Execute, filling in res (left zero when the run fails);
+// timed says whether to measure Result.Duration (Run does not report it,
+// and reading the clock is a good part of a short run's cost).
 //
 // Repetitions run as in the kernel's test run: on the same context and
 // packet, each seeing what the one before left (a packet moved by

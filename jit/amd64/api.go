@@ -69,6 +69,7 @@ const (
 	TierFar
 )
 
+// String returns the tier's name: near, far or none.
 func (t Tier) String() string {
 	switch t {
 	case TierNear:
