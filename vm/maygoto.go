@@ -3,9 +3,10 @@ package vm
 // The hidden part of a frame: 40 bytes below the 512 a program may address
 // (the verifier rejects any access there), where the rewrite keeps the
 // frame's may_goto state, as the kernel keeps it in stack it adds to the
-// frame. The rewrite initialises both slots at the function's entry
-// (count MayGotoRefill, start 0) and replaces may_goto with isa.OpMayGotoTimed, which
-// both engines implement the same way:
+// frame (and an inlined bpf_loop its saved registers, LoopSave). The
+// rewrite initialises both may_goto slots at the function's entry (count
+// MayGotoRefill, start 0) and replaces may_goto with isa.OpMayGotoTimed,
+// which both engines implement the same way:
 //
 //	count := *(fp + MayGotoCount)
 //	if count == 0 { goto target }

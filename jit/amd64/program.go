@@ -300,7 +300,7 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n u
 	for {
 		total := int64(min(budget, budgetLimit))
 		chunk := min(total, yieldChunk)
-		r.reserve, r.spins = total-chunk, 0
+		r.reserve = total - chunk
 		h.regs[0], h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5] = 0, args[0], args[1], args[2], args[3], args[4]
 		h.regs[6], h.regs[7], h.regs[8], h.regs[9], h.regs[10] = 0, 0, 0, 0, env.Stack.End
 		h.regs[11] = uint64(chunk)
@@ -344,7 +344,6 @@ type run struct {
 	checked bool
 	budget  uint64 // as given (0 replaced by the maximum)
 	reserve int64  // budget not yet handed to native code
-	spins   int    // exits at yield sites after the budget ran out
 }
 
 func (r *run) loop() (uint64, error) {
@@ -399,7 +398,7 @@ func (r *run) loop() (uint64, error) {
 		case exitBudget, exitYield:
 			// Every backward jump and call is a budget site, as in the
 			// interpreter.
-			if err := r.refill(pc, true); err != nil {
+			if err := r.refill(pc); err != nil {
 				return 0, err
 			}
 		case exitDepth:
@@ -514,22 +513,14 @@ func (r *run) callx(pc int) error {
 }
 
 // refill runs when native code finds its budget chunk used up at a check
-// site. A budget site (backward JA, call) fails the run if the budget is
-// exceeded, as the interpreter does; at other backward jumps the
-// interpreter does not check, so the run goes on (exiting at every such
-// site from then on, which keeps the count exact).
-func (r *run) refill(pc int, budgetSite bool) error {
+// site (a backward jump or a call): it fails the run if the budget is
+// exceeded, as the interpreter does, else checks the run's context and
+// hands native code the next chunk.
+func (r *run) refill(pc int) error {
 	h := r.c.h
 	total := r.reserve + int64(h.regs[11])
 	if total < 0 {
-		if budgetSite {
-			return &vm.RunError{PC: pc, Err: vm.ErrBudget}
-		}
-		r.reserve, h.regs[11] = 0, uint64(total)
-		if r.spins++; r.spins%1024 == 0 {
-			runtime.Gosched()
-		}
-		return nil
+		return &vm.RunError{PC: pc, Err: vm.ErrBudget}
 	}
 	if ctx := r.env.Context; ctx != nil {
 		select {
