@@ -1,7 +1,9 @@
-// Package rewrite transforms verified programs before they run: it replaces
+// Package rewrite transforms programs before they run: it replaces
 // instructions with sequences (the kernel's bpf_patch_insn_data), keeping
 // jump and call offsets and the verifier's per-instruction facts aligned,
-// and implements the rewrites built on that, such as inlining map lookups.
+// and implements the rewrites built on that: inlining map lookups, bpf_loop
+// and bpf_iter_num_next in verified programs, and the timed may_goto in
+// every program.
 package rewrite
 
 import (

@@ -41,8 +41,7 @@ const (
 	exitHelperSync        // exitHelper, then refresh what the code reads (checked, LD_ABS/LD_IND)
 	exitDone              // the entry function returned; R0 is the result
 	exitCallx             // callx: Go decides between a helper and a subprogram
-	exitBudget            // budget chunk used up at a backward JA or a call
-	exitYield             // budget chunk used up at another backward jump
+	exitBudget            // budget chunk used up at a backward jump or a call
 	exitDepth             // call depth exceeded
 	exitMem               // checked access outside every region (exitAddr, exitDesc)
 	exitCtx               // access to the emulated context (exitAddr, exitDesc)
@@ -588,15 +587,15 @@ func (c *compiler) exitStub(word int32, back label) label {
 	return l
 }
 
-// budgetCheck emits the check of a budget (or yield) site: if the chunk is
-// used up, exit to Go, which fails the run or refills the chunk and resumes
-// right after the check. With exact accounting the blocks have charged
+// budgetCheck emits the check of a budget site (a backward jump or a
+// call): if the chunk is used up, exit to Go, which fails the run or
+// refills the chunk and resumes right after the check. With exact accounting the blocks have charged
 // their instructions; otherwise (runs without a budget, where the chunk
 // only makes native code return to Go regularly) the site charges weight,
 // a bound on the instructions run since the previous site: the span of a
 // backward jump, the size of a called function. One fused sub+js in place
 // of an add per block and a test.
-func (c *compiler) budgetCheck(pc int, code int, weight int) {
+func (c *compiler) budgetCheck(pc int, weight int) {
 	a := c.a
 	back := a.newLabel()
 	if c.exact {
@@ -604,7 +603,7 @@ func (c *compiler) budgetCheck(pc int, code int, weight int) {
 	} else {
 		a.aluRI(8, aluSub, regLeft, int32(min(max(weight, 1), yieldChunk)))
 	}
-	a.jcc(ccS, c.exitStub(exitWord(pc, code), back))
+	a.jcc(ccS, c.exitStub(exitWord(pc, exitBudget), back))
 	a.bind(back)
 }
 
@@ -948,7 +947,7 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 	case op == isa.JumpA:
 		t, _ := ins.JumpTarget(pc)
 		if t <= pc {
-			c.budgetCheck(pc, exitBudget, pc+1-t)
+			c.budgetCheck(pc, pc+1-t)
 		}
 		if t != pc+1 {
 			a.jmp(c.pcL[t])
@@ -974,7 +973,7 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 		a.aluRM(8, aluCmp, rbp, mem{regCtx, offMinFP})
 		a.jcc(ccBE, c.exitStub(exitWord(pc, exitDepth), -1))
 		t := pc + 1 + int(ins.Imm)
-		c.budgetCheck(pc, exitBudget, c.funcSize(t))
+		c.budgetCheck(pc, c.funcSize(t))
 		c.callFrame(c.calleeSaves(t), func() { a.call(c.pcL[t]) })
 		return nil
 	case ins.Op == isa.OpCallX:
@@ -997,7 +996,7 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 		a.aluMI(8, aluCmp, mem{regCtx, offLoops}, 0)
 		a.jcc(ccNE, dec)
 		if t <= pc {
-			c.budgetCheck(pc, exitYield, pc+1-t)
+			c.budgetCheck(pc, pc+1-t)
 		}
 		a.jmp(c.pcL[t])
 		a.bind(dec)
@@ -1015,7 +1014,7 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 		// Without exact accounting a backward jump may charge whether or
 		// not it is taken: the check goes before the compare, and the
 		// jump is a single conditional branch.
-		c.budgetCheck(pc, exitYield, pc+1-t)
+		c.budgetCheck(pc, pc+1-t)
 	}
 	switch {
 	case op == isa.JumpSet && x:
@@ -1042,7 +1041,7 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 	// Backward: check the budget chunk on the taken path.
 	skip := a.newLabel()
 	a.jcc(cc^1, skip)
-	c.budgetCheck(pc, exitYield, pc+1-t)
+	c.budgetCheck(pc, pc+1-t)
 	a.jmp(c.pcL[t])
 	a.bind(skip)
 	return nil

@@ -106,7 +106,7 @@ func (c *compiler) emitLoopStub(s stub) {
 		a.bind(out)
 		a.storeImm(8, count, 0)
 		if t <= pc {
-			c.budgetCheck(pc, exitYield, pc+1-t)
+			c.budgetCheck(pc, pc+1-t)
 		}
 		a.jmp(c.pcL[t])
 	case stubIterEnd:

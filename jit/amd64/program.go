@@ -395,7 +395,7 @@ func (r *run) loop() (uint64, error) {
 			if err := r.callx(pc); err != nil {
 				return 0, err
 			}
-		case exitBudget, exitYield:
+		case exitBudget:
 			// Every backward jump and call is a budget site, as in the
 			// interpreter.
 			if err := r.refill(pc); err != nil {
