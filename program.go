@@ -106,8 +106,9 @@ type ProgramOptions struct {
 	LogSize  int
 	// Unprivileged verifies with the rules for loads without CAP_BPF.
 	Unprivileged bool
-	// NoInline keeps helper calls that the rewrite would inline (array
-	// map lookups, bpf_iter_num_next), for measuring what inlining gains.
+	// NoInline keeps helper calls that the rewrite would inline (map
+	// lookups, bpf_get_smp_processor_id, bpf_loop, bpf_iter_num_next),
+	// for measuring what inlining gains.
 	NoInline bool
 	// JIT tunes the JIT.
 	JIT JITOptions

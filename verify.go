@@ -112,8 +112,8 @@ func (p *Program) verify() error {
 }
 
 // inline sets the rewritten program of a verified program for an engine:
-// helper calls inlined where that pays on it (DESIGN.md, "Inlined map
-// lookups per engine"): everything on the JIT; on the interpreter, where
+// helper calls inlined where that pays on it (DESIGN.md, "Map lookups are
+// inlined per engine"): everything on the JIT; on the interpreter, where
 // each inlined instruction is a dispatch, only the short sequences.
 func (p *Program) inline(e Engine) error {
 	if !p.verified {
