@@ -274,7 +274,4 @@ func ptrKindName(t RegType) string {
 	return t.String()
 }
 
-const (
-	minInt64 = -1 << 63
-	maxInt64 = 1<<63 - 1
-)
+const minInt64 = -1 << 63
