@@ -100,7 +100,7 @@ func checkKfuncs(insns []isa.Instruction) error {
 			}
 		case isa.CallHelper:
 			if isa.IsKfuncHelper(ins.Imm) {
-				return fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, helperName(ins.Imm))
+				return fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, isa.HelperLabel(ins.Imm))
 			}
 		}
 	}

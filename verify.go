@@ -12,14 +12,6 @@ import (
 	"bpfvm/vm"
 )
 
-// helperName names a helper in errors: "bpf_map_lookup_elem#1" or "#99999".
-func helperName(id int32) string {
-	if name := isa.HelperName(id); name != "" {
-		return fmt.Sprintf("%s#%d", name, id)
-	}
-	return fmt.Sprintf("#%d", id)
-}
-
 // VerifierError is a program the verifier rejected, with its log, like
 // cilium/ebpf's.
 type VerifierError struct {
@@ -72,7 +64,7 @@ func (p *Program) verify() error {
 	// would call it an invalid function.
 	for pc, ins := range p.insns {
 		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && p.helper(ins.Imm) == nil {
-			return fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, helperName(ins.Imm))
+			return fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, isa.HelperLabel(ins.Imm))
 		}
 	}
 	infos := make([]verifier.MapInfo, len(p.maps))

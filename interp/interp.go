@@ -37,35 +37,47 @@ func New(prog []isa.Instruction, helpers HelperFunc) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Program{code: code, resolve: helpers}
+	table, err := Helpers(prog, helpers)
+	if err != nil {
+		return nil, err
+	}
 	for pc := range code {
-		in := &code[pc]
-		switch {
-		case in.op == opCall:
-			id := int32(in.imm)
-			var h vm.Helper
-			if helpers != nil && id >= 0 {
-				h = helpers(id)
-			}
-			if h == nil {
-				return nil, fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, helperName(id))
-			}
-			if int(id) >= len(p.helpers) {
-				p.helpers = append(p.helpers, make([]vm.Helper, int(id)+1-len(p.helpers))...)
-			}
-			p.helpers[id] = h
-		case in.op == opLdImm64 && prog[pc].Src == isa.Register(isa.PseudoFunc):
+		if in := &code[pc]; in.op == opLdImm64 && prog[pc].Src == isa.Register(isa.PseudoFunc) {
 			in.imm = int64(FuncValue(pc + 1 + int(prog[pc].Imm)))
 		}
 	}
-	return p, nil
+	return &Program{code: code, resolve: helpers, helpers: table}, nil
 }
 
-func helperName(id int32) string {
-	if name := isa.HelperName(id); name != "" {
-		return fmt.Sprintf("%s#%d", name, id)
+// Helpers resolves the helper calls of prog into a table indexed by helper
+// id (nil where no call needs it); a call helpers does not know is an error
+// naming the instruction and the helper. Both engines call helpers through
+// such a table.
+func Helpers(prog []isa.Instruction, helpers HelperFunc) ([]vm.Helper, error) {
+	var table []vm.Helper
+	for pc := 0; pc < len(prog); pc++ {
+		ins := prog[pc]
+		if ins.IsLdImm64() {
+			pc++
+			continue
+		}
+		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {
+			continue
+		}
+		id := ins.Imm
+		var h vm.Helper
+		if helpers != nil && id >= 0 {
+			h = helpers(id)
+		}
+		if h == nil {
+			return nil, fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, isa.HelperLabel(id))
+		}
+		if int(id) >= len(table) {
+			table = append(table, make([]vm.Helper, int(id)+1-len(table))...)
+		}
+		table[id] = h
 	}
-	return fmt.Sprintf("#%d", id)
+	return table, nil
 }
 
 // funcTag marks register values that name a subprogram (PseudoFunc): the low

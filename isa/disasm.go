@@ -21,6 +21,12 @@ func HelperName(id int32) string {
 	return helperNames[id]
 }
 
+// HelperLabel names helper id for messages as the kernel's log does:
+// "bpf_map_lookup_elem#1", or "#99999" for an unknown id.
+func HelperLabel(id int32) string {
+	return fmt.Sprintf("%s#%d", HelperName(id), id)
+}
+
 // HelperID returns the id of the kernel helper function called name, such
 // as 1 for "bpf_map_lookup_elem". It is the inverse of HelperName.
 func HelperID(name string) (int32, bool) {

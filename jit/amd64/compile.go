@@ -1183,11 +1183,3 @@ func (c *compiler) atomic(pc int, ins isa.Instruction, size int) error {
 	}
 	return nil
 }
-
-// helperName names a helper id for errors, as the interpreter does.
-func helperName(id int32) string {
-	if name := isa.HelperName(id); name != "" {
-		return fmt.Sprintf("%s#%d", name, id)
-	}
-	return fmt.Sprintf("#%d", id)
-}

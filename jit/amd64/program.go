@@ -87,28 +87,11 @@ func Compile(prog []isa.Instruction, helpers interp.HelperFunc, opts Options) (*
 	}
 	p := &Program{insns: append([]isa.Instruction(nil), prog...), resolve: helpers, opts: opts, id: lastID.Add(1), code: &codeSet{}}
 	runtime.AddCleanup(p, (*codeSet).free, p.code)
-	for pc := 0; pc < len(prog); pc++ {
-		ins := prog[pc]
-		if ins.IsLdImm64() {
-			pc++
-			continue
-		}
-		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {
-			continue
-		}
-		id := ins.Imm
-		var h vm.Helper
-		if helpers != nil && id >= 0 {
-			h = helpers(id)
-		}
-		if h == nil {
-			return nil, fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, helperName(id))
-		}
-		if int(id) >= len(p.helpers) {
-			p.helpers = append(p.helpers, make([]vm.Helper, int(id)+1-len(p.helpers))...)
-		}
-		p.helpers[id] = h
+	table, err := interp.Helpers(prog, helpers)
+	if err != nil {
+		return nil, err
 	}
+	p.helpers = table
 	modes := opts.Modes
 	if modes == 0 {
 		modes = Checked
