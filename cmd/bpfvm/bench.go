@@ -317,20 +317,27 @@ func (c benchCase) load() (*ebpf.CollectionSpec, error) {
 	return loader.LoadCollectionSpecFromReader(bytes.NewReader(obj), c.file)
 }
 
+// fillMaps gives the maps of a collection, ours or the kernel's, the case's
+// contents.
+func fillMaps[M mapPutter](c benchCase, ms map[string]M) error {
+	if c.fill == nil {
+		return nil
+	}
+	maps := make(map[string]mapPutter, len(ms))
+	for name, m := range ms {
+		maps[name] = m
+	}
+	return c.fill(maps)
+}
+
 func benchOurs(spec *ebpf.CollectionSpec, c benchCase, opts bpfvm.ProgramOptions, repeat int) (time.Duration, error) {
 	coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: opts})
 	if err != nil {
 		return 0, err
 	}
 	defer coll.Close()
-	if c.fill != nil {
-		maps := map[string]mapPutter{}
-		for name, m := range coll.Maps {
-			maps[name] = m
-		}
-		if err := c.fill(maps); err != nil {
-			return 0, err
-		}
+	if err := fillMaps(c, coll.Maps); err != nil {
+		return 0, err
 	}
 	p := coll.Programs[c.prog]
 	if p == nil {
@@ -377,14 +384,8 @@ func benchKernel(spec *ebpf.CollectionSpec, c benchCase, repeat int) (time.Durat
 		return 0, err
 	}
 	defer coll.Close()
-	if c.fill != nil {
-		maps := map[string]mapPutter{}
-		for name, m := range coll.Maps {
-			maps[name] = m
-		}
-		if err := c.fill(maps); err != nil {
-			return 0, err
-		}
+	if err := fillMaps(c, coll.Maps); err != nil {
+		return 0, err
 	}
 	return bestBatch(repeat, func(n int) (time.Duration, error) {
 		_, d, err := coll.Programs[c.prog].Benchmark(c.data, n, nil)
