@@ -195,9 +195,12 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				inner.Spec = *m.Spec.InnerMap
 			}
 			*r0 = Reg{Type: ConstPtrToMap, Flags: MaybeNull, Map: inner, ID: v.newID(), Scalar: Const(0)}
-		} else if (m.Spec.Type == maps.Array || m.Spec.Type == maps.PerCPUArray) && hasConstKey && constKey < uint64(m.Spec.MaxEntries) {
+		} else if (m.Spec.Type == maps.Array || m.Spec.Type == maps.PerCPUArray) && m.Spec.Flags&maps.FlagInnerMap == 0 && hasConstKey && constKey < uint64(m.Spec.MaxEntries) {
 			// A constant key inside an array: the element exists, as the
-			// kernel concludes too. The key's value matters.
+			// kernel concludes too. The key's value matters. Not with
+			// BPF_F_INNER_MAP: such an array is the template of inner
+			// maps that may have fewer entries (the kernel's fix of
+			// can_elide_value_nullness).
 			v.markSlotPrecise(int(keyReg.Frame), (-(int(keyReg.Off)+int(keyReg.Const()))-1)/8)
 			*r0 = Reg{Type: PtrToMapValue, Map: m, Scalar: Const(0)}
 		} else {
