@@ -10,6 +10,7 @@ import (
 
 // Maps of the selftests beyond those of verifier_test.go.
 var (
+	rdonlyOne = maps.Spec{Name: "ro1", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1, Flags: 0x80}
 	rdonlyArr = maps.Spec{Name: "ro", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4, Flags: 0x80}
 	wronlyArr = maps.Spec{Name: "wo", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4, Flags: 0x100}
 	oneArr    = maps.Spec{Name: "one", Type: maps.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1}
@@ -80,6 +81,10 @@ func TestSelftestMapValues(t *testing.T) {
 		// pointer is not NULL.
 		{name: "array const key unchecked", maps: []maps.Spec{arrayMap}, asm: lookup4 + "r0 = *(u64 *)(r0 +0)" + out},
 		{name: "array const key out of range", maps: []maps.Spec{arrayMap}, asm: "*(u32 *)(r10 -4) = 4\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nr0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access"},
+		// The branch of the elided check is never explored: whatever it
+		// does is accepted, and the rewrite makes it unreachable.
+		{name: "dead branch writes a read-only map", maps: []maps.Spec{arrayMap, rdonlyOne}, asm: lookup4 + "if r0 == 0 goto dead\nr0 = *(u64 *)(r0 +0)\nexit\ndead: r1 = map_value[fd:1]+0 ll\n*(u64 *)(r1 +0) = 1" + out},
+		{name: "explored branch writes a read-only map", maps: []maps.Spec{hashMap, rdonlyOne}, asm: lookup8 + "if r0 == 0 goto dead\nr0 = *(u64 *)(r0 +0)\nexit\ndead: r1 = map_value[fd:1]+0 ll\n*(u64 *)(r1 +0) = 1" + out, err: "write into map forbidden, value_size=8 off=0 size=8", kmsg: true},
 		// Not with BPF_F_INNER_MAP: the array is the template of inner
 		// maps that may be smaller (the kernel's fix of
 		// can_elide_value_nullness, which 6.18 has).
