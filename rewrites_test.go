@@ -64,6 +64,8 @@ func rewritesWant(name string, n uint32, arr, hash map[uint32]uint64) runOut {
 	case "loops_in_subprogs":
 		m := uint64(n & 255)
 		v = arr[1] + 5 + hash[1] + tri(m) + 100*m + (arr[2]+5)*3 + hash[2] + tri(m/2) + 100*(m/2)
+	case "nested_loops":
+		v = arr[1] + uint64(n&63)*13 + 8000
 	case "all_together":
 		m := uint64(n & 511)
 		sub := 100*m + tri(m) - m + 3*m

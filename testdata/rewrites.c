@@ -173,4 +173,43 @@ int all_together(struct xdp_md *ctx)
 	return sum;
 }
 
+static long add_one(__u64 i, void *c)
+{
+	*(__u64 *)c += 1;
+	return 0;
+}
+
+static long loop_in_callback(__u64 i, void *c)
+{
+	bpf_loop(3, add_one, c, 0);
+	*(__u64 *)c += 10;
+	return 0;
+}
+
+static long may_goto_in_callback(__u64 i, void *c)
+{
+	for (__u32 j = 0; j < 4; j++) {
+		cond_break;
+		*(__u64 *)c += 1000;
+	}
+	return 0;
+}
+
+// nested_loops: bpf_loop whose callback calls bpf_loop, and one whose
+// callback has a may_goto loop (a prologue the inlined call must enter),
+// after an array lookup: n * 13 + 8000 + the array's element 1.
+SEC("xdp")
+int nested_loops(struct xdp_md *ctx)
+{
+	ARGS;
+	__u32 k = 1;
+	__u64 *v = bpf_map_lookup_elem(&arr, &k);
+	__u64 sum = v ? *v : 3;
+
+	bpf_loop(a->n & 63, loop_in_callback, &sum, 0);
+	bpf_loop(2, may_goto_in_callback, &sum, 0);
+	a->out = sum;
+	return sum;
+}
+
 char _license[] SEC("license") = "GPL";
