@@ -2,11 +2,14 @@ package bpfvm_test
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 
 	"bpfvm"
 	"bpfvm/maps"
@@ -82,6 +85,10 @@ func TestInnerMapCompatibility(t *testing.T) {
 		{name: "inner-map array bigger", tmpl: arr(4, innerMap), key: 6, cpus: [2]int{2, 2}, inner: arr(8, innerMap), want: 3, runs: 3},
 		{name: "inner-map array without the flag", tmpl: arr(4, innerMap), cpus: [2]int{2, 2}, inner: arr(4, 0), err: "flags 0x0, want 0x1000"},
 	} {
+		if c.cpus[0] == c.cpus[1] {
+			// The kernel has one number of CPUs: compare the rest.
+			kernelInnerPut(t, c.name, c.tmpl, c.inner, c.err == "")
+		}
 		configs := append([]bpfvm.ProgramOptions{{NoVerify: true}}, inlineConfigs...)
 		for _, o := range configs {
 			t.Run(c.name+"/"+configName(o)+checkedName(o), func(t *testing.T) {
@@ -134,4 +141,29 @@ func checkedName(o bpfvm.ProgramOptions) string {
 		return "-checked"
 	}
 	return ""
+}
+
+// kernelInnerPut stores an inner map made from inner into a kernel array of
+// maps with template tmpl and checks that the kernel accepts it when ok and
+// refuses it with EINVAL otherwise; it does nothing without bpf().
+func kernelInnerPut(t *testing.T, name string, tmpl, inner *ebpf.MapSpec, ok bool) {
+	t.Helper()
+	if os.Getuid() != 0 || rlimit.RemoveMemlock() != nil {
+		return
+	}
+	outer, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: 1, InnerMap: tmpl.Copy()})
+	if err != nil {
+		t.Logf("kernel: %v", err)
+		return
+	}
+	defer outer.Close()
+	in, err := ebpf.NewMap(inner.Copy())
+	if err != nil {
+		t.Fatalf("%s: kernel inner map: %v", name, err)
+	}
+	defer in.Close()
+	err = outer.Put(uint32(0), in)
+	if ok != (err == nil) || err != nil && !errors.Is(err, unix.EINVAL) {
+		t.Errorf("%s: kernel put: %v, want accepted %v (or EINVAL)", name, err, ok)
+	}
 }
