@@ -15,14 +15,14 @@ import (
 	"bpfvm/maps"
 )
 
-// innerSpec is a collection with an array of maps outer, whose template is
-// tmpl, and an inner candidate of its own; program "bump" adds 1 to
+// innerSpec is a collection with a map of maps outer of type typ, whose
+// template is tmpl, and an inner candidate of its own; program "bump" adds 1 to
 // outer[0][key] (checking both lookups) and returns the new value, or
 // 1000 when either lookup misses.
-func innerSpec(tmpl, own *ebpf.MapSpec, key int32) *ebpf.CollectionSpec {
+func innerSpec(typ ebpf.MapType, tmpl, own *ebpf.MapSpec, key int32) *ebpf.CollectionSpec {
 	return &ebpf.CollectionSpec{
 		Maps: map[string]*ebpf.MapSpec{
-			"outer": {Name: "outer", Type: ebpf.ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: 1, InnerMap: tmpl},
+			"outer": {Name: "outer", Type: typ, KeySize: 4, ValueSize: 4, MaxEntries: 1, InnerMap: tmpl},
 			"own":   own,
 		},
 		Programs: map[string]*ebpf.ProgramSpec{"bump": {
@@ -90,48 +90,50 @@ func TestInnerMapCompatibility(t *testing.T) {
 			kernelInnerPut(t, c.name, c.tmpl, c.inner, c.err == "")
 		}
 		configs := append([]bpfvm.ProgramOptions{{NoVerify: true}}, inlineConfigs...)
-		for _, o := range configs {
-			t.Run(c.name+"/"+configName(o)+checkedName(o), func(t *testing.T) {
-				a, err := bpfvm.NewCollectionWithOptions(innerSpec(c.tmpl, c.tmpl, c.key), bpfvm.CollectionOptions{Programs: o, NumCPU: c.cpus[0]})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer a.Close()
-				b, err := bpfvm.NewCollectionWithOptions(innerSpec(c.tmpl, c.inner, c.key), bpfvm.CollectionOptions{Programs: o, NumCPU: c.cpus[1]})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer b.Close()
-				err = a.Maps["outer"].Put(uint32(0), b.Maps["own"])
-				if c.err != "" {
-					if !errors.Is(err, maps.ErrInvalid) || !strings.Contains(err.Error(), c.err) {
-						t.Fatalf("put: %v, want EINVAL saying %q", err, c.err)
-					}
-					// Nothing was stored: the program misses.
-					if r, err := a.Programs["bump"].Run(&bpfvm.RunOptions{Data: make([]byte, 64)}); r != 1000 || err != nil {
-						t.Errorf("run after a refused put: %d, %v", r, err)
-					}
-					return
-				}
-				if err != nil {
-					t.Fatalf("put: %v", err)
-				}
-				if o.NoVerify {
-					// Checked mode lets a program touch the maps of its
-					// own collection only, not an inner map from another
-					// (reported on issue #11).
-					return
-				}
-				var r uint32
-				for range c.runs {
-					if r, err = a.Programs["bump"].Run(&bpfvm.RunOptions{Data: make([]byte, 64)}); err != nil {
+		for _, typ := range []ebpf.MapType{ebpf.ArrayOfMaps, ebpf.HashOfMaps} {
+			for _, o := range configs {
+				t.Run(c.name+"/"+typ.String()+"/"+configName(o)+checkedName(o), func(t *testing.T) {
+					a, err := bpfvm.NewCollectionWithOptions(innerSpec(typ, c.tmpl, c.tmpl, c.key), bpfvm.CollectionOptions{Programs: o, NumCPU: c.cpus[0]})
+					if err != nil {
 						t.Fatal(err)
 					}
-				}
-				if uint64(r) != c.want {
-					t.Errorf("last of %d runs returned %d, want %d", c.runs, r, c.want)
-				}
-			})
+					defer a.Close()
+					b, err := bpfvm.NewCollectionWithOptions(innerSpec(typ, c.tmpl, c.inner, c.key), bpfvm.CollectionOptions{Programs: o, NumCPU: c.cpus[1]})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer b.Close()
+					err = a.Maps["outer"].Put(uint32(0), b.Maps["own"])
+					if c.err != "" {
+						if !errors.Is(err, maps.ErrInvalid) || !strings.Contains(err.Error(), c.err) {
+							t.Fatalf("put: %v, want EINVAL saying %q", err, c.err)
+						}
+						// Nothing was stored: the program misses.
+						if r, err := a.Programs["bump"].Run(&bpfvm.RunOptions{Data: make([]byte, 64)}); r != 1000 || err != nil {
+							t.Errorf("run after a refused put: %d, %v", r, err)
+						}
+						return
+					}
+					if err != nil {
+						t.Fatalf("put: %v", err)
+					}
+					if o.NoVerify {
+						// Checked mode lets a program touch the maps of its
+						// own collection only, not an inner map from another
+						// (reported on issue #11).
+						return
+					}
+					var r uint32
+					for range c.runs {
+						if r, err = a.Programs["bump"].Run(&bpfvm.RunOptions{Data: make([]byte, 64)}); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if uint64(r) != c.want {
+						t.Errorf("last of %d runs returned %d, want %d", c.runs, r, c.want)
+					}
+				})
+			}
 		}
 	}
 }
