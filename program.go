@@ -307,8 +307,12 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	}
 	if p.engine == nil {
 		if opts.Engine != EngineInterpreter && p.verified {
-			// Rewritten for the JIT, which could not take it.
+			// Rewritten for the JIT, which could not take it: every
+			// rewrite again, in the same order.
 			if err := p.inline(EngineInterpreter); err != nil {
+				return nil, fmt.Errorf("program %s: %w", name, err)
+			}
+			if err := p.expandMayGoto(); err != nil {
 				return nil, fmt.Errorf("program %s: %w", name, err)
 			}
 			if resolved, err = p.resolve(); err != nil {

@@ -2,9 +2,12 @@ package bpfvm_test
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"bpfvm"
+	"bpfvm/isa"
+	"bpfvm/jit/amd64"
 	"bpfvm/loader"
 )
 
@@ -22,29 +25,45 @@ func TestRewritesCompose(t *testing.T) {
 	kern := kernelSpec(t, spec)
 	arr := map[uint32]uint64{0: 10, 1: 20, 2: 30, 3: 40}
 	hash := map[uint32]uint64{1: 1000, 2: 2000}
-	configs := append([]bpfvm.ProgramOptions{{NoVerify: true}}, inlineConfigs...)
+	// A JIT without executable memory: the programs are rewritten for the
+	// interpreter instead, every rewrite again.
+	noMemory := bpfvm.ProgramOptions{Engine: bpfvm.EngineJIT, JIT: bpfvm.JITOptions{Memory: amd64.NewMemory(amd64.MemoryConfig{NearLimit: 1, FarLimit: -1})}}
+	configs := append([]bpfvm.ProgramOptions{{NoVerify: true}, noMemory}, inlineConfigs...)
 	for _, o := range configs {
+		cfg := configName(o) + checkedName(o)
+		if o.JIT.Memory != nil {
+			cfg += "-nomemory"
+		}
 		c, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: o})
 		if err != nil {
-			t.Fatalf("%s: %v", configName(o), err)
+			t.Fatalf("%s: %v", cfg, err)
 		}
 		t.Cleanup(c.Close)
 		fill(t, c, kern, "arr", arr)
 		fill(t, c, kern, "hash", hash)
 		for _, name := range sortedNames(spec.Programs) {
-			if !o.NoVerify && !c.Programs[name].Verified() {
-				t.Fatalf("%s: %s not verified", configName(o), name)
+			p := c.Programs[name]
+			if !o.NoVerify && !p.Verified() {
+				t.Fatalf("%s: %s not verified", cfg, name)
+			}
+			if o.JIT.Memory != nil {
+				if p.Engine() != bpfvm.EngineInterpreter {
+					t.Fatalf("%s runs on %s without executable memory", name, p.Engine())
+				}
+				if slices.ContainsFunc(p.XlatedInstructions(), func(ins isa.Instruction) bool { return ins.Op == isa.OpMayGoto }) {
+					t.Errorf("%s: may_goto not expanded after the fallback", name)
+				}
 			}
 			for _, n := range []uint32{0, 1, 2, 5, 100} {
 				data := loopsPacket(n)
-				got := run(t, c.Programs[name], data, nil)
+				got := run(t, p, data, nil)
 				want, ok := kernelRun(t, kern, name, data, nil)
 				if !ok {
 					want = rewritesWant(name, n, arr, hash)
 					want.data = nil
 				}
 				if got.ret != want.ret || want.data != nil && !bytes.Equal(got.data, want.data) {
-					t.Errorf("%s %s n=%d: got %d, want %d", name, configName(o), n, got.ret, want.ret)
+					t.Errorf("%s %s n=%d: got %d, want %d", name, cfg, n, got.ret, want.ret)
 				}
 			}
 		}
