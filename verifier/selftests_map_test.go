@@ -80,6 +80,8 @@ func TestSelftestMapValues(t *testing.T) {
 		// Array lookups with a constant in-range key find an element: the
 		// pointer is not NULL.
 		{name: "array const key unchecked", maps: []maps.Spec{arrayMap}, asm: lookup4 + "r0 = *(u64 *)(r0 +0)" + out},
+		{name: "array const key unchecked unpriv", unpriv: true, maps: []maps.Spec{arrayMap}, asm: lookup4 + "r0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access 'map_value_or_null'"},
+		{name: "array const key checked unpriv", unpriv: true, maps: []maps.Spec{arrayMap}, asm: lookup4 + "if r0 == 0 goto out\nr0 = *(u64 *)(r0 +0)" + out},
 		{name: "array const key out of range", maps: []maps.Spec{arrayMap}, asm: "*(u32 *)(r10 -4) = 4\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nr0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access"},
 		// The branch of the elided check is never explored: whatever it
 		// does is accepted, and the rewrite makes it unreachable.
@@ -93,6 +95,9 @@ func TestSelftestMapValues(t *testing.T) {
 		{name: "inner array const key unchecked, template BPF_F_INNER_MAP", maps: []maps.Spec{outerFlagged}, asm: lookupInner + innerLookup4 + "r0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access 'map_value_or_null'", kmsg: true},
 		{name: "inner array const key checked, template BPF_F_INNER_MAP", maps: []maps.Spec{outerFlagged}, asm: lookupInner + innerLookup4 + "if r0 == 0 goto out\nr0 = *(u64 *)(r0 +0)" + out},
 		{name: "inner array const key out of template range", maps: []maps.Spec{outerFlagged}, asm: lookupInner + "*(u32 *)(r10 -4) = 4\nr1 = r6\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nr0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access 'map_value_or_null'", kmsg: true},
+		// The shape of issue #11: the branch of the check is explored now,
+		// and its write into a read-only map refused.
+		{name: "inner array const key, branch writes a read-only map", maps: []maps.Spec{outerFlagged, rdonlyOne}, asm: lookupInner + innerLookup4 + "if r0 == 0 goto dead\nr0 = *(u64 *)(r0 +0)\nexit\ndead: r1 = map_value[fd:1]+0 ll\n*(u64 *)(r1 +0) = 1" + out, err: "write into map forbidden, value_size=8 off=0 size=8", kmsg: true},
 		// Without the flag every inner map has the template's size.
 		{name: "inner array const key unchecked, fixed template", maps: []maps.Spec{outerFixed}, asm: lookupInner + innerLookup4 + "r0 = *(u64 *)(r0 +0)" + out},
 		{name: "hash of maps: inner array const key unchecked, template BPF_F_INNER_MAP", maps: []maps.Spec{hashOuterFlagged}, asm: lookupInner + innerLookup4 + "r0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access 'map_value_or_null'", kmsg: true},
