@@ -1,9 +1,11 @@
 // Package rewrite transforms programs before they run: it replaces
 // instructions with sequences (the kernel's bpf_patch_insn_data), keeping
 // jump and call offsets and the verifier's per-instruction facts aligned,
-// and implements the rewrites built on that: inlining map lookups, bpf_loop
-// and bpf_iter_num_next in verified programs, and the timed may_goto in
-// every program.
+// and implements the rewrites built on that: making the code the verifier
+// never reached unreachable, inlining map lookups, bpf_loop and
+// bpf_iter_num_next in verified programs, and the timed may_goto in every
+// program. A pass addresses an instruction it learnt about before an
+// earlier patch only through Program.At.
 package rewrite
 
 import (
