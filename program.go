@@ -108,7 +108,8 @@ type ProgramOptions struct {
 	Unprivileged bool
 	// NoInline keeps helper calls that the rewrite would inline (map
 	// lookups, bpf_get_smp_processor_id, bpf_loop, bpf_iter_num_next),
-	// for measuring what inlining gains.
+	// for measuring what inlining gains. Code the verifier never reached
+	// is made unreachable either way.
 	NoInline bool
 	// JIT tunes the JIT.
 	JIT JITOptions
