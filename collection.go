@@ -188,6 +188,18 @@ func convert(spec *ebpf.ProgramSpec) ([]isa.Instruction, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// cilium/ebpf writes a function reference's offset as a 64-bit
+	// constant, so a backward one (a callback placed before the function
+	// that passes it) has all ones in the upper half, which the kernel
+	// ignores and Validate refuses: the offset is the lower half.
+	for i := 0; i+1 < len(prog); i++ {
+		if prog[i].IsPseudoFunc() {
+			prog[i+1].Imm = 0
+		}
+		if prog[i].IsLdImm64() {
+			i++
+		}
+	}
 	return prog, refs, nil
 }
 

@@ -108,7 +108,8 @@ type ProgramOptions struct {
 	Unprivileged bool
 	// NoInline keeps helper calls that the rewrite would inline (map
 	// lookups, bpf_get_smp_processor_id, bpf_loop, bpf_iter_num_next),
-	// for measuring what inlining gains.
+	// for measuring what inlining gains. Code the verifier never reached
+	// is made unreachable either way.
 	NoInline bool
 	// JIT tunes the JIT.
 	JIT JITOptions
@@ -307,8 +308,12 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	}
 	if p.engine == nil {
 		if opts.Engine != EngineInterpreter && p.verified {
-			// Rewritten for the JIT, which could not take it.
+			// Rewritten for the JIT, which could not take it: every
+			// rewrite again, in the same order.
 			if err := p.inline(EngineInterpreter); err != nil {
+				return nil, fmt.Errorf("program %s: %w", name, err)
+			}
+			if err := p.expandMayGoto(); err != nil {
 				return nil, fmt.Errorf("program %s: %w", name, err)
 			}
 			if resolved, err = p.resolve(); err != nil {

@@ -115,6 +115,9 @@ func (p *Program) inline(e Engine) error {
 	if err != nil {
 		return err
 	}
+	// First, while every instruction's aux is its own: what the verifier
+	// never reached must not run (DESIGN.md, "Dead code stops the run").
+	rewrite.SanitizeDeadCode(rp, !p.opts.Unprivileged)
 	if !p.opts.NoInline {
 		if _, err := rewrite.InlineHelpers(rp, rewrite.InlineOptions{Interpreter: e == EngineInterpreter}); err != nil {
 			return err

@@ -204,6 +204,7 @@ const (
 	opIterNumNext
 	opNop      // second slot of LD_IMM64; never executed
 	opCPUIndex // internal isa.OpCPUIndex: dst = env.CPU
+	opDead     // internal isa.OpDead: stop with vm.ErrDeadCode
 
 	numOps
 )
@@ -273,6 +274,9 @@ func decode(prog []isa.Instruction) ([]insn, error) {
 func decodeOp(ins isa.Instruction) uint8 {
 	if ins.Op == isa.OpCPUIndex {
 		return opCPUIndex
+	}
+	if ins.Op == isa.OpDead {
+		return opDead
 	}
 	if ins.IsIterNumNext() {
 		return opIterNumNext

@@ -354,6 +354,8 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 
 		case opCPUIndex:
 			r[in.dst] = uint64(env.CPU)
+		case opDead:
+			return fail(vm.ErrDeadCode)
 
 		// Loads and stores.
 		case opLdImm64:

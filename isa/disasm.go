@@ -113,6 +113,9 @@ func format(prog []Instruction, pc int, helper HelperNamer) string {
 	if ins.Op == OpCPUIndex {
 		return fmt.Sprintf("r%d = cpu_index", ins.Dst)
 	}
+	if ins.Op == OpDead && ins == (Instruction{Op: OpDead}) {
+		return "dead ; not reached by the verifier: stops the run"
+	}
 	if ins.IsIterNumNext() {
 		return "r0 = bpf_iter_num_next(r1) ; inline"
 	}

@@ -128,6 +128,14 @@ const (
 	// unused by the ISA, so an engine that does not know it fails to load
 	// rather than running something else.
 	OpCPUIndex uint8 = ClassALU64 | 0xe0 // 0xe7
+
+	// OpDead is internal like OpCPUIndex: it stops the run with
+	// vm.ErrDeadCode. The rewrite puts it in place of every instruction the
+	// verifier never reached (the kernel's sanitize_dead_code), so that
+	// code whose safety nobody proved cannot run even if control got
+	// there. All its fields are zero; it never falls through, so it may
+	// end a program.
+	OpDead uint8 = ClassALU | 0xe0 // 0xe4
 )
 
 // Class returns the instruction class of an opcode.

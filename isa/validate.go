@@ -12,7 +12,8 @@ const MaxInstructions = 1_000_000
 func Validate(prog []Instruction) error { return validate(prog, false) }
 
 // ValidateXlated is Validate for programs after rewriting, which may also
-// hold the internal instructions rewrites emit (OpCPUIndex, OpMayGotoTimed):
+// hold the internal instructions rewrites emit (OpCPUIndex, OpMayGotoTimed,
+// OpIterNumNext, OpDead):
 // what the engines accept; the loaders never do.
 func ValidateXlated(prog []Instruction) error { return validate(prog, true) }
 
@@ -50,6 +51,12 @@ func validate(prog []Instruction, internal bool) error {
 			}
 			continue
 		}
+		if internal && ins.Op == OpDead {
+			if ins.Dst != 0 || ins.Src != 0 || ins.Off != 0 || ins.Imm != 0 {
+				return insnErr(i, "internal dead code uses reserved fields")
+			}
+			continue
+		}
 		if internal && ins.Op == OpCPUIndex {
 			if ins.Src != 0 || ins.Off != 0 || ins.Imm != 0 || ins.Dst > MaxRegister || ins.Dst == R10 {
 				return insnErr(i, "internal cpu index uses reserved fields")
@@ -83,7 +90,7 @@ func validate(prog []Instruction, internal bool) error {
 	if second[n-1] {
 		last = prog[n-2]
 	}
-	if last.Op != OpExit && last.Op != OpJA && last.Op != OpJA32 {
+	if last.Op != OpExit && last.Op != OpJA && last.Op != OpJA32 && !(internal && last.Op == OpDead) {
 		return insnErr(n-1, "last insn is not an exit or jmp")
 	}
 	return nil

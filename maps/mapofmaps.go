@@ -20,7 +20,10 @@ import (
 // says that no run can still use the handle it looked up, like the memory
 // of a hash element.
 type innerRefs struct {
-	d       *Domain
+	d *Domain
+	// ncpu is the outer map's number of CPUs: the runners of the programs
+	// that use it, whose CPU numbers index per-CPU inner maps.
+	ncpu    int
 	mu      sync.Mutex
 	held    map[uint64]*innerRef // by handle
 	pending []pendingRef         // in tag order
@@ -36,8 +39,9 @@ type pendingRef struct {
 	tag    uint64
 }
 
-// resolve finds the inner map with id and checks it against the template.
-func resolveInner(tmpl *Spec, value []byte) (Map, uint32, error) {
+// resolveInner finds the inner map with id and checks it against the
+// template and the outer map's number of CPUs.
+func resolveInner(tmpl *Spec, ncpu int, value []byte) (Map, uint32, error) {
 	if len(value) != 4 {
 		return nil, 0, fmt.Errorf("value of %d bytes, want 4 (a map id): %w", len(value), ErrInvalid)
 	}
@@ -48,6 +52,12 @@ func resolveInner(tmpl *Spec, value []byte) (Map, uint32, error) {
 	}
 	if err := checkInner(tmpl, m); err != nil {
 		return nil, 0, err
+	}
+	// The programs of the outer map index a per-CPU inner map's values
+	// by their runner's CPU number: the inner map must have as many (the
+	// kernel has one number of CPUs for all maps).
+	if n := numCPU(m); tmpl.Type.PerCPU() && n != ncpu {
+		return nil, 0, fmt.Errorf("inner map %s has values for %d CPUs, want %d (the CPUs of the map of maps' collection): %w", m.Spec().Name, n, ncpu, ErrInvalid)
 	}
 	return m, id, nil
 }
@@ -141,7 +151,7 @@ func newArrayOfMaps(spec Spec, opts Options) (*arrayOfMaps, error) {
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
 	}
 	a := &arrayOfMaps{spec: spec, mem: mem, base: mem.Addr(), ids: make([]uint32, spec.MaxEntries)}
-	a.refs.d = opts.Domain
+	a.refs.d, a.refs.ncpu = opts.Domain, opts.NumCPU
 	if err := a.header.init(a); err != nil {
 		mem.Free()
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
@@ -227,7 +237,7 @@ func (a *arrayOfMaps) UpdateBytes(key, value []byte, flags uint64) error {
 	if i >= a.spec.MaxEntries {
 		return fmt.Errorf("index %d of %d: %w", i, a.spec.MaxEntries, ErrFull)
 	}
-	m, id, err := resolveInner(a.spec.InnerMap, value)
+	m, id, err := resolveInner(a.spec.InnerMap, a.refs.ncpu, value)
 	if err != nil {
 		return err
 	}
@@ -277,7 +287,7 @@ func newHashOfMaps(spec Spec, opts Options) (*hashOfMaps, error) {
 		return nil, err
 	}
 	h := &hashOfMaps{hashMap: hm, outer: spec}
-	h.refs.d = opts.Domain
+	h.refs.d, h.refs.ncpu = opts.Domain, opts.NumCPU
 	hm.unlinked = func(e uint64) { h.refs.release(load(e + hm.valOff)) }
 	if err := hm.header.init(h); err != nil {
 		hm.free()
@@ -328,7 +338,7 @@ func (h *hashOfMaps) UpdateBytes(key, value []byte, flags uint64) error {
 	if err := checkHashFlags(flags); err != nil {
 		return err
 	}
-	m, id, err := resolveInner(h.outer.InnerMap, value)
+	m, id, err := resolveInner(h.outer.InnerMap, h.refs.ncpu, value)
 	if err != nil {
 		return err
 	}

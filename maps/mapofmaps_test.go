@@ -3,6 +3,8 @@ package maps
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -44,6 +46,44 @@ func TestMapOfMapsTemplate(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// A per-CPU inner map must have the outer map's number of CPUs: the
+// programs using the outer map index the inner map's values by their
+// runner's CPU number. Other inner maps do not depend on it.
+func TestMapOfMapsNumCPU(t *testing.T) {
+	for _, inner := range []Spec{
+		{Type: PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 4},
+		{Type: PerCPUHash, KeySize: 4, ValueSize: 8, MaxEntries: 4},
+		{Type: LRUPerCPUHash, KeySize: 4, ValueSize: 8, MaxEntries: 4},
+		{Type: Array, KeySize: 4, ValueSize: 8, MaxEntries: 4},
+		{Type: Hash, KeySize: 4, ValueSize: 8, MaxEntries: 4},
+	} {
+		for _, outer := range []Type{ArrayOfMaps, HashOfMaps} {
+			for _, cpus := range [][2]int{{2, 2}, {2, 4}, {4, 2}, {1, 3}, {0, 1}} {
+				t.Run(fmt.Sprintf("%s in %s cpus %v", typeName(inner.Type), typeName(outer), cpus), func(t *testing.T) {
+					m := newTestMap(t, Spec{Name: "outer", Type: outer, KeySize: 4, ValueSize: 4, MaxEntries: 4, InnerMap: &inner}, Options{NumCPU: cpus[0]})
+					in := newTestMap(t, inner, Options{NumCPU: cpus[1]})
+					var want error
+					if inner.Type.PerCPU() && max(cpus[0], 1) != cpus[1] {
+						want = ErrInvalid
+					}
+					err := m.UpdateBytes(u32(1), u32(IDOf(in)), UpdateAny)
+					if sentinel(err) != want {
+						t.Fatalf("update: %v, want %v", err, want)
+					}
+					if want != nil {
+						if !strings.Contains(err.Error(), "CPUs") {
+							t.Errorf("error %q does not say why", err)
+						}
+						if m.Lookup(unsafe.Pointer(&[]uint32{1}[0]), 0) != nil {
+							t.Error("a refused inner map was stored")
+						}
+					}
+				})
+			}
 		}
 	}
 }

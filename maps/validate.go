@@ -220,6 +220,18 @@ func checkInner(tmpl *Spec, m Map) error {
 	return nil
 }
 
+// numCPU returns how many CPUs' values a map keeps per element: its
+// NumCPU for per-CPU maps, 1 for the others.
+func numCPU(m Map) int {
+	switch m := m.(type) {
+	case *array:
+		return m.ncpu
+	case *hashMap:
+		return m.ncpu
+	}
+	return 1
+}
+
 // typeName names a map type as the kernel's enum does, for messages.
 func typeName(t Type) string {
 	switch t {

@@ -1,6 +1,9 @@
 package rewrite
 
 import (
+	"errors"
+	"fmt"
+
 	"bpfvm/isa"
 	"bpfvm/vm"
 )
@@ -14,7 +17,13 @@ import (
 // more than 1<<23 loops. It returns the number of calls inlined.
 func InlineLoops(p *Program) (int, error) {
 	id, _ := isa.HelperID("bpf_loop")
-	n := 0
+	// Every loop in one PatchAll, each addressed by its original index;
+	// the callbacks' calls are set afterwards from where the patch put
+	// everything (At): earlier rewrites and the other loops move code,
+	// and the verifier's callback index names the original program.
+	type loop struct{ call, callback int }
+	var rs []Replacement
+	var loops []loop
 	for pc := 0; pc < len(p.Insns); pc++ {
 		ins := p.Insns[pc]
 		if ins.IsLdImm64() {
@@ -25,23 +34,31 @@ func InlineLoops(p *Program) (int, error) {
 			continue
 		}
 		aux := p.Aux[pc]
-		if aux.LoopCallback == 0 || aux.LoopNoInline {
+		if aux.LoopCallback == 0 || aux.LoopNoInline || p.Orig[pc] < 0 {
 			continue
 		}
-		callback := aux.LoopCallback - 1
-		seq := loopSeq()
-		if err := p.Patch(pc, seq); err != nil {
-			return n, err
+		if _, ok := p.At(aux.LoopCallback - 1); !ok {
+			return 0, fmt.Errorf("rewrite: insn %d: bpf_loop callback %d outside the program", pc, aux.LoopCallback-1)
 		}
-		if callback > pc {
-			callback += len(seq) - 1
-		}
-		call := pc + loopCallAt
-		p.Insns[call].Imm = int32(callback - call - 1)
-		pc += len(seq) - 1
-		n++
+		rs = append(rs, Replacement{pc, loopSeq()})
+		loops = append(loops, loop{p.Orig[pc], aux.LoopCallback - 1})
 	}
-	return n, nil
+	if len(rs) == 0 {
+		return 0, nil
+	}
+	if err := p.PatchAll(rs); err != nil {
+		if errors.Is(err, ErrJumpRange) {
+			return 0, nil // the calls stay, as InlineHelpers does
+		}
+		return 0, err
+	}
+	for _, l := range loops {
+		at, _ := p.At(l.call)
+		callback, _ := p.At(l.callback)
+		call := at + loopCallAt
+		p.Insns[call].Imm = int32(callback - call - 1)
+	}
+	return len(loops), nil
 }
 
 // loopCallAt is the index in loopSeq of the callback's call.

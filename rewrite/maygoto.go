@@ -130,5 +130,12 @@ func (p *Program) insertPrologue(pc int, seq []isa.Instruction) error {
 		orig[i] = -1
 	}
 	p.Orig = slices.Insert(p.Orig, pc, orig...)
+	// An instruction at pc starts the function: it is entered through
+	// the prologue, where At keeps pointing.
+	for o, at := range p.at {
+		if at > pc {
+			p.at[o] = at + k
+		}
+	}
 	return nil
 }

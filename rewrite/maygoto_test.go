@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -104,5 +105,98 @@ func TestInlineLoops(t *testing.T) {
 	p, _ = New(insns, aux)
 	if n, _ := InlineLoops(p); n != 0 {
 		t.Errorf("inlined %d calls the verifier did not prove", n)
+	}
+}
+
+// InlineLoops finds each callback through the patcher's mapping, whatever
+// earlier patches (here a grown instruction before both loops, as an
+// inlined map lookup is) and the other inlined loop moved.
+func TestInlineLoopsAfterPatches(t *testing.T) {
+	insns, err := isa.Assemble(`
+		r9 = 0
+		r1 = 5
+		r2 = 0
+		r3 = 0
+		r4 = 0
+		call bpf_loop
+		r6 = r0
+		r6 *= 100
+		r1 = 5
+		r2 = 0
+		r3 = 0
+		r4 = 0
+		call bpf_loop
+		r0 += r6
+		r0 += r9
+		exit
+	cont:
+		r0 = 0
+		exit
+	stop:
+		r0 = 1
+		exit
+	`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aux := make([]verifier.InsnAux, len(insns))
+	aux[5].LoopCallback = 16 + 1  // cont: every round
+	aux[12].LoopCallback = 18 + 1 // stop: one round
+	for _, grow := range []int{0, 1, 7, 40} {
+		p, err := New(insns, aux)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if grow > 0 {
+			seq := slices.Repeat([]isa.Instruction{{Op: isa.ClassALU64 | isa.ALUAdd | isa.SrcK, Dst: isa.R9, Imm: 0}}, grow)
+			if err := p.Patch(0, seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := InlineLoops(p); n != 2 || err != nil {
+			t.Fatalf("grow %d: InlineLoops: %d, %v", grow, n, err)
+		}
+		for o := range insns {
+			at, ok := p.At(o)
+			if !ok || p.Orig[at] != o && !(o == 0 && grow > 0) {
+				t.Fatalf("grow %d: At(%d) = %d, %v; Orig there %d", grow, o, at, ok, p.Orig[at])
+			}
+		}
+		if r0 := run(t, p.Insns); r0 != 501 {
+			t.Errorf("grow %d: r0 = %d, want 501 (5 rounds, then 1)", grow, r0)
+		}
+	}
+}
+
+// At follows every patch and prologue: an original instruction maps to the
+// start of its replacement, a function's first instruction to its prologue.
+func TestAt(t *testing.T) {
+	insns := patchProgram(t)
+	p, err := New(insns, make([]verifier.InsnAux, len(insns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := []isa.Instruction{{Op: isa.OpJA}, {Op: isa.OpJA}}
+	if err := p.PatchAll([]Replacement{{0, two}, {3, two}}); err != nil {
+		t.Fatal(err)
+	}
+	f := len(insns) - 5 // the subprogram's first instruction
+	want := map[int]int{0: 0, 1: 2, 3: 4, 4: 6, f: f + 2}
+	for o, w := range want {
+		if at, _ := p.At(o); at != w {
+			t.Errorf("after patches: At(%d) = %d, want %d", o, at, w)
+		}
+	}
+	if err := p.insertPrologue(f+2, two); err != nil {
+		t.Fatal(err)
+	}
+	want[f], want[f+1] = f+2, f+5
+	for o, w := range want {
+		if at, _ := p.At(o); at != w {
+			t.Errorf("after prologue: At(%d) = %d, want %d", o, at, w)
+		}
+	}
+	if _, ok := p.At(len(insns)); ok {
+		t.Error("At past the program")
 	}
 }

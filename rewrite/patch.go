@@ -1,9 +1,11 @@
 // Package rewrite transforms programs before they run: it replaces
 // instructions with sequences (the kernel's bpf_patch_insn_data), keeping
 // jump and call offsets and the verifier's per-instruction facts aligned,
-// and implements the rewrites built on that: inlining map lookups, bpf_loop
-// and bpf_iter_num_next in verified programs, and the timed may_goto in
-// every program.
+// and implements the rewrites built on that: making the code the verifier
+// never reached unreachable, inlining map lookups, bpf_loop and
+// bpf_iter_num_next in verified programs, and the timed may_goto in every
+// program. A pass addresses an instruction it learnt about before an
+// earlier patch only through Program.At.
 package rewrite
 
 import (
@@ -22,6 +24,23 @@ type Program struct {
 	// Orig maps each instruction to the index it had before rewriting, for
 	// error messages and dumps (-1 for instructions a patch added).
 	Orig []int
+	// at is Orig's inverse: at[o] is where original instruction o now
+	// starts (At); at[len] is the length.
+	at []int
+}
+
+// At returns where the instruction that had index orig before rewriting now
+// starts: the first instruction of the sequence that replaced it, or of the
+// prologue inserted before it when it starts a function (where calls to it
+// enter). Rewrites address instructions they learnt about before an earlier
+// patch (the verifier's facts, such as a loop's callback) only through At:
+// an index taken before a patch is stale after it. ok is false for an index
+// outside the original program.
+func (p *Program) At(orig int) (pc int, ok bool) {
+	if orig < 0 || orig >= len(p.at)-1 {
+		return -1, false
+	}
+	return p.at[orig], true
 }
 
 // New starts rewriting insns; aux must have one entry per instruction.
@@ -33,9 +52,13 @@ func New(insns []isa.Instruction, aux []verifier.InsnAux) (*Program, error) {
 		Insns: append([]isa.Instruction(nil), insns...),
 		Aux:   append([]verifier.InsnAux(nil), aux...),
 		Orig:  make([]int, len(insns)),
+		at:    make([]int, len(insns)+1),
 	}
 	for i := range p.Orig {
 		p.Orig[i] = i
+	}
+	for i := range p.at {
+		p.at[i] = i
 	}
 	return p, nil
 }
@@ -139,5 +162,8 @@ func (p *Program) PatchAll(rs []Replacement) error {
 		}
 	}
 	p.Insns, p.Aux, p.Orig = insns, aux, orig
+	for o, pc := range p.at {
+		p.at[o] = at[pc]
+	}
 	return nil
 }

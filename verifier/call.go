@@ -195,9 +195,14 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				inner.Spec = *m.Spec.InnerMap
 			}
 			*r0 = Reg{Type: ConstPtrToMap, Flags: MaybeNull, Map: inner, ID: v.newID(), Scalar: Const(0)}
-		} else if (m.Spec.Type == maps.Array || m.Spec.Type == maps.PerCPUArray) && hasConstKey && constKey < uint64(m.Spec.MaxEntries) {
+		} else if name == "bpf_map_lookup_elem" && (m.Spec.Type == maps.Array || m.Spec.Type == maps.PerCPUArray) && m.Spec.Flags&maps.FlagInnerMap == 0 && hasConstKey && constKey < uint64(m.Spec.MaxEntries) {
 			// A constant key inside an array: the element exists, as the
-			// kernel concludes too. The key's value matters.
+			// kernel concludes too. The key's value matters. Not with
+			// BPF_F_INNER_MAP: such an array is the template of inner
+			// maps that may have fewer entries (the kernel's fix of
+			// can_elide_value_nullness). Only for bpf_map_lookup_elem,
+			// as the kernel: a lookup with more arguments (a CPU) may
+			// miss whatever the key.
 			v.markSlotPrecise(int(keyReg.Frame), (-(int(keyReg.Off)+int(keyReg.Const()))-1)/8)
 			*r0 = Reg{Type: PtrToMapValue, Map: m, Scalar: Const(0)}
 		} else {
@@ -349,7 +354,9 @@ func (v *verifier) noteConstKey(pc int, k uint64, ok bool) {
 // constStackKey returns the key a helper reads at reg when it is a constant
 // on the stack (what a load of the key would give).
 func (v *verifier) constStackKey(pc int, reg *Reg, size int) (uint64, bool) {
-	if reg.Type != PtrToStack || !reg.IsConst() || size > 8 || size&(size-1) != 0 {
+	// Without CAP_BPF the kernel tracks no constant keys (and elides no
+	// NULL check).
+	if v.opts.Unprivileged || reg.Type != PtrToStack || !reg.IsConst() || size > 8 || size&(size-1) != 0 {
 		return 0, false
 	}
 	f := v.cur.frame(int(reg.Frame)) // reading may grow the stack

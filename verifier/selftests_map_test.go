@@ -10,6 +10,7 @@ import (
 
 // Maps of the selftests beyond those of verifier_test.go.
 var (
+	rdonlyOne = maps.Spec{Name: "ro1", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1, Flags: 0x80}
 	rdonlyArr = maps.Spec{Name: "ro", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4, Flags: 0x80}
 	wronlyArr = maps.Spec{Name: "wo", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4, Flags: 0x100}
 	oneArr    = maps.Spec{Name: "one", Type: maps.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1}
@@ -18,6 +19,19 @@ var (
 	progArray = maps.Spec{Name: "progs", Type: maps.ProgArray, KeySize: 4, ValueSize: 4, MaxEntries: 4}
 	perCPUArr = maps.Spec{Name: "pcpu", Type: maps.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 4}
 	lruHash   = maps.Spec{Name: "lru", Type: maps.LRUHash, KeySize: 8, ValueSize: 16, MaxEntries: 16}
+)
+
+// Maps of maps whose inner maps are arrays like arrayMap, with and without
+// BPF_F_INNER_MAP on the template. lookupInner leaves the inner map of slot
+// 0 in r6 (or goes to out when the slot is empty); innerLookup4 looks key 0
+// up in it.
+var (
+	innerFlagArr     = maps.Spec{Name: "inner", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4, Flags: maps.FlagInnerMap}
+	outerFlagged     = maps.Spec{Name: "outer", Type: maps.ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: 2, InnerMap: &innerFlagArr}
+	outerFixed       = maps.Spec{Name: "outer", Type: maps.ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: 2, InnerMap: &arrayMap}
+	hashOuterFlagged = maps.Spec{Name: "houter", Type: maps.HashOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: 2, InnerMap: &innerFlagArr}
+	lookupInner      = "*(u32 *)(r10 -8) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -8\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto out\nr6 = r0\n"
+	innerLookup4     = "*(u32 *)(r10 -4) = 0\nr1 = r6\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\n"
 )
 
 // TestSelftestMapValues covers map lookups: null checks in every form,
@@ -66,7 +80,27 @@ func TestSelftestMapValues(t *testing.T) {
 		// Array lookups with a constant in-range key find an element: the
 		// pointer is not NULL.
 		{name: "array const key unchecked", maps: []maps.Spec{arrayMap}, asm: lookup4 + "r0 = *(u64 *)(r0 +0)" + out},
+		{name: "array const key unchecked unpriv", unpriv: true, maps: []maps.Spec{arrayMap}, asm: lookup4 + "r0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access 'map_value_or_null'"},
+		{name: "array const key checked unpriv", unpriv: true, maps: []maps.Spec{arrayMap}, asm: lookup4 + "if r0 == 0 goto out\nr0 = *(u64 *)(r0 +0)" + out},
 		{name: "array const key out of range", maps: []maps.Spec{arrayMap}, asm: "*(u32 *)(r10 -4) = 4\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nr0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access"},
+		// The branch of the elided check is never explored: whatever it
+		// does is accepted, and the rewrite makes it unreachable.
+		{name: "dead branch writes a read-only map", maps: []maps.Spec{arrayMap, rdonlyOne}, asm: lookup4 + "if r0 == 0 goto dead\nr0 = *(u64 *)(r0 +0)\nexit\ndead: r1 = map_value[fd:1]+0 ll\n*(u64 *)(r1 +0) = 1" + out},
+		{name: "explored branch writes a read-only map", maps: []maps.Spec{hashMap, rdonlyOne}, asm: lookup8 + "if r0 == 0 goto dead\nr0 = *(u64 *)(r0 +0)\nexit\ndead: r1 = map_value[fd:1]+0 ll\n*(u64 *)(r1 +0) = 1" + out, err: "write into map forbidden, value_size=8 off=0 size=8", kmsg: true},
+		// Not with BPF_F_INNER_MAP: the array is the template of inner
+		// maps that may be smaller (the kernel's fix of
+		// can_elide_value_nullness, which 6.18 has).
+		{name: "inner-map array const key unchecked", maps: []maps.Spec{innerFlagArr}, asm: lookup4 + "r0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access 'map_value_or_null'", kmsg: true},
+		{name: "inner-map array const key checked", maps: []maps.Spec{innerFlagArr}, asm: lookup4 + "if r0 == 0 goto out\nr0 = *(u64 *)(r0 +0)" + out},
+		{name: "inner array const key unchecked, template BPF_F_INNER_MAP", maps: []maps.Spec{outerFlagged}, asm: lookupInner + innerLookup4 + "r0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access 'map_value_or_null'", kmsg: true},
+		{name: "inner array const key checked, template BPF_F_INNER_MAP", maps: []maps.Spec{outerFlagged}, asm: lookupInner + innerLookup4 + "if r0 == 0 goto out\nr0 = *(u64 *)(r0 +0)" + out},
+		{name: "inner array const key out of template range", maps: []maps.Spec{outerFlagged}, asm: lookupInner + "*(u32 *)(r10 -4) = 4\nr1 = r6\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nr0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access 'map_value_or_null'", kmsg: true},
+		// The shape of issue #11: the branch of the check is explored now,
+		// and its write into a read-only map refused.
+		{name: "inner array const key, branch writes a read-only map", maps: []maps.Spec{outerFlagged, rdonlyOne}, asm: lookupInner + innerLookup4 + "if r0 == 0 goto dead\nr0 = *(u64 *)(r0 +0)\nexit\ndead: r1 = map_value[fd:1]+0 ll\n*(u64 *)(r1 +0) = 1" + out, err: "write into map forbidden, value_size=8 off=0 size=8", kmsg: true},
+		// Without the flag every inner map has the template's size.
+		{name: "inner array const key unchecked, fixed template", maps: []maps.Spec{outerFixed}, asm: lookupInner + innerLookup4 + "r0 = *(u64 *)(r0 +0)" + out},
+		{name: "hash of maps: inner array const key unchecked, template BPF_F_INNER_MAP", maps: []maps.Spec{hashOuterFlagged}, asm: lookupInner + innerLookup4 + "r0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access 'map_value_or_null'", kmsg: true},
 		{name: "array var key", maps: []maps.Spec{arrayMap}, asm: "r6 = *(u32 *)(r1 +12)\n*(u32 *)(r10 -4) = r6\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nr0 = *(u64 *)(r0 +0)" + out, err: "R0 invalid mem access 'map_value_or_null'", kmsg: true},
 		// Direct value access.
 		{name: "direct value", maps: []maps.Spec{oneArr}, asm: "r1 = map_value[fd:0]+8 ll\nr0 = *(u64 *)(r1 +0)\nexit"},

@@ -133,7 +133,11 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, insns 
 	}
 	var fds []int
 	for _, s := range specs {
-		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.MapType(s.Type), KeySize: s.KeySize, ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Flags: s.Flags})
+		ks := &ebpf.MapSpec{Type: ebpf.MapType(s.Type), KeySize: s.KeySize, ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Flags: s.Flags}
+		if in := s.InnerMap; in != nil {
+			ks.InnerMap = &ebpf.MapSpec{Type: ebpf.MapType(in.Type), KeySize: in.KeySize, ValueSize: in.ValueSize, MaxEntries: in.MaxEntries, Flags: in.Flags}
+		}
+		m, err := ebpf.NewMap(ks)
 		if err != nil {
 			t.Logf("kernel map: %v", err)
 			return "", false

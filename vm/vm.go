@@ -29,6 +29,9 @@ var (
 	ErrCallDepth = errors.New("call depth exceeded")
 	// ErrHelper means a call to a helper the program has no implementation of.
 	ErrHelper = errors.New("unknown helper")
+	// ErrDeadCode means control reached an instruction the verifier never
+	// did (isa.OpDead): a verifier bug, stopped rather than run.
+	ErrDeadCode = errors.New("dead code reached: the verifier never explored this instruction")
 )
 
 // RunError is an error that stopped a run, naming the instruction.

@@ -123,6 +123,12 @@ func TestDumpXlatedAndJited(t *testing.T) {
 	if code != 0 || jit && (strings.Contains(stdout, "call bpf_map_lookup_elem") || !strings.Contains(stdout, "r0 = *(u64 *)(r1 +40)")) {
 		t.Fatalf("xlated hash: exit %d, stderr %q, output lacks the inlined lookup:\n%s", code, stderr, stdout)
 	}
+	// Code the verifier never reached (switch cases on a read-only global)
+	// shows as dead.
+	code, stdout, stderr = runCLI(t, "", "dump", "--xlated", "-p", "fmt", "../../testdata/helpers_fmt.o")
+	if code != 0 || !strings.Contains(stdout, "(e4) dead ; not reached by the verifier") {
+		t.Fatalf("xlated dead code: exit %d, stderr %q:\n%s", code, stderr, stdout)
+	}
 	code, stdout, stderr = runCLI(t, "", "dump", "--jited", "../../examples/xdp_filter/xdp_filter.o")
 	if code != 0 || !strings.Contains(stdout, "jited") || !strings.Contains(stdout, "mov") {
 		t.Fatalf("jited: exit %d, stderr %q:\n%s", code, stderr, stdout)

@@ -47,6 +47,7 @@ const (
 	exitCtx               // access to the emulated context (exitAddr, exitDesc)
 	exitAbort             // LD_ABS/LD_IND out of bounds: the run returns 0
 	exitInvalid           // control reached the second slot of an LD_IMM64
+	exitDead              // control reached isa.OpDead
 )
 
 // Access descriptor bits (exitDesc and the check routine's edx).
@@ -694,6 +695,10 @@ func (c *compiler) insn(pc int) error {
 	case isa.ClassALU, isa.ClassALU64:
 		if ins.Op == isa.OpCPUIndex {
 			return c.cpuIndex(ins)
+		}
+		if ins.Op == isa.OpDead {
+			c.a.jmp(c.exitStub(exitWord(pc, exitDead), -1))
+			return nil
 		}
 		return c.alu(ins)
 	case isa.ClassJMP, isa.ClassJMP32:

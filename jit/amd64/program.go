@@ -395,6 +395,8 @@ func (r *run) loop() (uint64, error) {
 			}
 		case exitAbort:
 			return 0, nil
+		case exitDead:
+			return 0, &vm.RunError{PC: pc, Err: vm.ErrDeadCode}
 		case exitInvalid:
 			return 0, &vm.RunError{PC: pc, Err: fmt.Errorf("%w: second slot of ld_imm64 executed", isa.ErrInvalidProgram)}
 		default:
