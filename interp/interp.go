@@ -6,7 +6,6 @@
 package interp
 
 import (
-	"errors"
 	"fmt"
 	"math/bits"
 
@@ -165,10 +164,6 @@ func checkLimits(env *vm.Env, n, budget uint64, limit *uint64) error {
 	return nil
 }
 
-// errExit carries a program exit out of LD_ABS/LD_IND bounds failures, which
-// end the program with R0 = 0 as in the kernel.
-var errExit = errors.New("exit")
-
 func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64) (ret uint64, err error) {
 	// A tail-called program gets what is left below its caller's frames.
 	maxDepth := int(min((env.Stack.End-env.Stack.Start)/vm.StackSize, vm.MaxFrames))
@@ -199,9 +194,6 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 	r[1], r[2], r[3], r[4], r[5] = args[0], args[1], args[2], args[3], args[4]
 	r[10] = env.Stack.End
 	fail := func(e error) (uint64, error) {
-		if e == errExit {
-			return 0, nil
-		}
 		return 0, &vm.RunError{PC: pc - 1, Err: e}
 	}
 	for {
@@ -416,11 +408,19 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 				off = uint64(int64(int32(uint32(r[in.src]) + uint32(in.imm))))
 				size = 1 << (in.op - opLdIndB)
 			}
-			v, err := loadPacket(env, off, size)
-			if err != nil {
-				return fail(err)
-			}
+			v, ok := loadPacket(env, off, size)
 			r[0] = v
+			if ok {
+				break
+			}
+			// Out of bounds: the kernel's expansion of the load returns 0
+			// from the current function, not from the program.
+			if depth == 0 {
+				return 0, nil
+			}
+			depth--
+			f := &frames[depth]
+			pc, r[6], r[7], r[8], r[9], r[10] = f.ret, f.r6, f.r7, f.r8, f.r9, f.fp
 
 		// Atomics.
 		case opAtomicAdd32, opAtomicOr32, opAtomicAnd32, opAtomicXor32,

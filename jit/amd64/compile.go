@@ -45,7 +45,6 @@ const (
 	exitDepth             // call depth exceeded
 	exitMem               // checked access outside every region (exitAddr, exitDesc)
 	exitCtx               // access to the emulated context (exitAddr, exitDesc)
-	exitAbort             // LD_ABS/LD_IND out of bounds: the run returns 0
 	exitInvalid           // control reached the second slot of an LD_IMM64
 )
 
@@ -254,7 +253,11 @@ func (c *compiler) analyze() {
 			continue
 		}
 		if ins.Class() == isa.ClassLD {
-			c.usesPacket = true // LD_ABS, LD_IND: the only other LD
+			// LD_ABS, LD_IND: the only other LD. Out of bounds it returns
+			// from the function, so it ends its block: the budget charged
+			// stays exact.
+			c.usesPacket = true
+			c.mark(pc + 1)
 		}
 		if !isa.IsJump(ins.Class()) {
 			continue
@@ -387,9 +390,12 @@ func (c *compiler) common() {
 	a.bind(c.retStub)
 	a.ret()
 
+	// abort: LD_ABS/LD_IND out of bounds returns 0 from the current
+	// function, as the kernel's expansion of them does; at depth 0 that
+	// ends the run.
 	a.bind(c.abort)
-	a.storeImm(8, mem{regCtx, offExit}, exitAbort)
-	a.jmp(c.exitCommon)
+	a.aluRR(4, aluXor, regMap[0], regMap[0])
+	a.ret()
 
 	// memfail: rax = address, edx = descriptor.
 	a.bind(c.memfail)

@@ -393,8 +393,6 @@ func (r *run) loop() (uint64, error) {
 			if err := r.ctxAccess(pc); err != nil {
 				return 0, err
 			}
-		case exitAbort:
-			return 0, nil
 		case exitInvalid:
 			return 0, &vm.RunError{PC: pc, Err: fmt.Errorf("%w: second slot of ld_imm64 executed", isa.ErrInvalidProgram)}
 		default:
