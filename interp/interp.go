@@ -143,24 +143,38 @@ func (p *Program) Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint6
 	return v, err
 }
 
-// cancelSlice is how many instructions run between checks of the run's
-// context: about 0.2 ms on the interpreter.
-const cancelSlice = 1 << 16
+// Slices of instructions between checks of the run's context: the first
+// is firstSlice, the next sized by how long the last took (vm.NextSlice).
+const (
+	firstSlice = 1 << 10 // a few microseconds of plain ALU code, 0.1 ms of page faults
+	minSlice   = 1 << 8
+	maxSlice   = 1 << 22
+)
+
+// pacer sizes the slices between checks of the run's context.
+type pacer struct {
+	slice uint64 // instructions in the current slice
+	last  int64  // the clock at the last check (0: none yet)
+	lastN uint64 // instructions executed at the last check
+}
 
 // checkLimits is the slow path of the budget check: the budget itself, and
 // the run's context when it can be cancelled.
-func checkLimits(env *vm.Env, n, budget uint64, limit *uint64) error {
+func checkLimits(env *vm.Env, n, budget uint64, limit *uint64, pace *pacer) error {
 	if n > budget {
 		return vm.ErrBudget
 	}
 	if env.Context != nil {
-		select {
-		case <-env.Context.Done():
-			return env.Context.Err()
-		default:
+		now := vm.Now()
+		if err := env.Stopped(now); err != nil {
+			return err
 		}
+		if pace.last != 0 {
+			pace.slice = uint64(vm.NextSlice(int64(n-pace.lastN), now-pace.last, minSlice, maxSlice))
+		}
+		pace.last, pace.lastN = now, n
 	}
-	*limit = min(budget, n+cancelSlice)
+	*limit = min(budget, n+pace.slice)
 	return nil
 }
 
@@ -177,8 +191,9 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 	// when the run can be cancelled, so that cancellation is noticed within
 	// a slice of instructions.
 	limit := budget
+	pace := pacer{slice: firstSlice}
 	if env.Context != nil && env.Context.Done() != nil {
-		limit = min(budget, cancelSlice)
+		limit = min(budget, firstSlice)
 	}
 	code := p.code
 	checked := env.Checked
@@ -466,7 +481,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		// budget, so that is where the budget is checked.
 		case opJA:
 			if in.off < 0 && n > limit {
-				if err := checkLimits(env, n, budget, &limit); err != nil {
+				if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 					return fail(err)
 				}
 			}
@@ -474,7 +489,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJeqK:
 			if r[in.dst] == uint64(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -483,7 +498,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJeqX:
 			if r[in.dst] == r[in.src] {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -492,7 +507,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJgtK:
 			if r[in.dst] > uint64(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -501,7 +516,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJgtX:
 			if r[in.dst] > r[in.src] {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -510,7 +525,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJgeK:
 			if r[in.dst] >= uint64(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -519,7 +534,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJgeX:
 			if r[in.dst] >= r[in.src] {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -528,7 +543,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsetK:
 			if r[in.dst]&uint64(in.imm) != 0 {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -537,7 +552,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsetX:
 			if r[in.dst]&r[in.src] != 0 {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -546,7 +561,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJneK:
 			if r[in.dst] != uint64(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -555,7 +570,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJneX:
 			if r[in.dst] != r[in.src] {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -564,7 +579,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsgtK:
 			if int64(r[in.dst]) > in.imm {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -573,7 +588,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsgtX:
 			if int64(r[in.dst]) > int64(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -582,7 +597,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsgeK:
 			if int64(r[in.dst]) >= in.imm {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -591,7 +606,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsgeX:
 			if int64(r[in.dst]) >= int64(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -600,7 +615,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJltK:
 			if r[in.dst] < uint64(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -609,7 +624,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJltX:
 			if r[in.dst] < r[in.src] {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -618,7 +633,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJleK:
 			if r[in.dst] <= uint64(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -627,7 +642,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJleX:
 			if r[in.dst] <= r[in.src] {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -636,7 +651,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsltK:
 			if int64(r[in.dst]) < in.imm {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -645,7 +660,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsltX:
 			if int64(r[in.dst]) < int64(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -654,7 +669,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsleK:
 			if int64(r[in.dst]) <= in.imm {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -663,7 +678,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsleX:
 			if int64(r[in.dst]) <= int64(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -672,7 +687,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJeq32K:
 			if uint32(r[in.dst]) == uint32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -681,7 +696,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJeq32X:
 			if uint32(r[in.dst]) == uint32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -690,7 +705,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJgt32K:
 			if uint32(r[in.dst]) > uint32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -699,7 +714,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJgt32X:
 			if uint32(r[in.dst]) > uint32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -708,7 +723,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJge32K:
 			if uint32(r[in.dst]) >= uint32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -717,7 +732,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJge32X:
 			if uint32(r[in.dst]) >= uint32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -726,7 +741,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJset32K:
 			if uint32(r[in.dst])&uint32(in.imm) != 0 {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -735,7 +750,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJset32X:
 			if uint32(r[in.dst])&uint32(r[in.src]) != 0 {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -744,7 +759,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJne32K:
 			if uint32(r[in.dst]) != uint32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -753,7 +768,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJne32X:
 			if uint32(r[in.dst]) != uint32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -762,7 +777,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsgt32K:
 			if int32(r[in.dst]) > int32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -771,7 +786,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsgt32X:
 			if int32(r[in.dst]) > int32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -780,7 +795,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsge32K:
 			if int32(r[in.dst]) >= int32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -789,7 +804,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsge32X:
 			if int32(r[in.dst]) >= int32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -798,7 +813,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJlt32K:
 			if uint32(r[in.dst]) < uint32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -807,7 +822,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJlt32X:
 			if uint32(r[in.dst]) < uint32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -816,7 +831,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJle32K:
 			if uint32(r[in.dst]) <= uint32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -825,7 +840,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJle32X:
 			if uint32(r[in.dst]) <= uint32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -834,7 +849,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJslt32K:
 			if int32(r[in.dst]) < int32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -843,7 +858,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJslt32X:
 			if int32(r[in.dst]) < int32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -852,7 +867,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsle32K:
 			if int32(r[in.dst]) <= int32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -861,7 +876,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsle32X:
 			if int32(r[in.dst]) <= int32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -872,7 +887,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			// the interpreter keeps the kernel's per-run loop budget.
 			if loops == 0 {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -887,7 +902,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			c := *cp
 			if c == 0 {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -960,7 +975,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 				return fail(vm.ErrCallDepth)
 			}
 			if n > limit {
-				if err := checkLimits(env, n, budget, &limit); err != nil {
+				if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 					return fail(err)
 				}
 			}

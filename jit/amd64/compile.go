@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"bpfvm/interp"
 	"bpfvm/isa"
@@ -71,6 +72,10 @@ type image struct {
 	retStub uint32   // a bare ret: makes the current function return R0
 	size    int      // bytes of machine code
 	sites   []site   // helper calls, by the index in their exit word
+	// chunk is the budget chunk runs of this image start with: the size
+	// the last measured refill found to take about vm.SliceTime (0: none
+	// measured yet; see refill).
+	chunk atomic.Int64
 }
 
 // site is a helper call: what Go needs to serve its exit quickly.
