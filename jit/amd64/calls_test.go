@@ -295,6 +295,48 @@ func TestBudget(t *testing.T) {
 	}
 }
 
+// TestPacketLoadBudget: an LD_ABS/LD_IND out of bounds returns 0 from the
+// function it is in, and budgeted code charges exactly what ran, so both
+// engines stop at the same instruction for every budget.
+func TestPacketLoadBudget(t *testing.T) {
+	prog := mustAssemble(t, `
+		r6 = 0
+		r8 = 0
+	l:
+		r7 = r6
+		call f
+		r8 += r0
+		r6 += 1
+		if r6 < 20 goto l
+		r0 = r8
+		exit
+	f:
+		r0 = *(u8 *)skb[r7 + 0]
+		r0 += 1
+		r0 = *(u16 *)skb[r7 + 3]
+		r0 += 1
+		exit
+	`)
+	init := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	// f returns the u16 at r7+3, plus 1, where both loads are in bounds,
+	// else 0 from the load that fails.
+	var want uint64
+	for r7 := 0; r7+5 <= len(init); r7++ {
+		want += uint64(init[r7+3])<<8 | uint64(init[r7+4]) + 1
+	}
+	for _, opts := range []Options{{}, {Blind: true}, {Far: true}} {
+		for budget := uint64(0); budget < 300; budget++ {
+			io, _ := diff(t, diffCase{prog: prog, size: len(init), init: init, budget: budget, sameErr: budgetPC(prog), jit: opts})
+			if t.Failed() {
+				t.Fatalf("%+v: budget %d", opts, budget)
+			}
+			if budget == 0 && (io.err != nil || io.r0 != want) {
+				t.Fatalf("no budget: %v", io)
+			}
+		}
+	}
+}
+
 // TestYield runs a long loop in small chunks: the result must not change.
 func TestYield(t *testing.T) {
 	prog := mustAssemble(t, `
