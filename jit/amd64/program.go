@@ -196,10 +196,10 @@ const maxLoops = 1 << 23 // may_goto budget per run, as BPF_MAX_LOOPS
 // size for its next runs. A chunk of cheap ALU code stays near yieldChunk;
 // one of helper calls, cache misses or inlined callbacks is smaller, so
 // that every chunk ends in time for the run's deadline. A run that can be
-// cancelled reads the clock when it starts, so that its first chunk is
-// measured too, and until the image has a measured size such runs start
-// with the small firstChunk; other runs keep yieldChunk until then, so
-// that short runs never stop for a refill.
+// cancelled (not a callback's) reads the clock when it starts, so that its
+// first chunk is measured too; until the image has a measured size,
+// cancellable runs start with the small firstChunk and others with
+// yieldChunk, so that short runs never stop for a refill.
 const (
 	yieldChunk  = 1 << 20
 	firstChunk  = 1 << 12
@@ -291,19 +291,24 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n u
 	if !c.sync(env, checked) {
 		return 0, errTable
 	}
-	timed := !nested && env.Context != nil
+	// A run that can be cancelled reads the clock when it starts, so that
+	// its first chunk is measured: the first of a Run or Repeat, not a
+	// callback's (the helper running callbacks paces them, and they are
+	// many and short).
+	cancellable := env.Context != nil && env.Context.Done() != nil
+	timed := cancellable && !nested
 	for {
 		total := int64(min(budget, budgetLimit))
 		r.chunk, r.last = img.chunk.Load(), 0
 		if timed {
-			// The first run of a Run or Repeat, outside callbacks (which
-			// the helper running them paces).
 			timed, r.last = false, vm.Now()
-			if r.chunk == 0 {
+		}
+		if r.chunk == 0 {
+			// No size measured yet: small while a deadline may be near.
+			r.chunk = yieldChunk
+			if cancellable {
 				r.chunk = firstChunk
 			}
-		} else if r.chunk == 0 {
-			r.chunk = yieldChunk
 		}
 		chunk := min(total, r.chunk)
 		r.reserve, r.handed = total-chunk, chunk
