@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -102,6 +103,9 @@ func TestLdAbsReturnsFromFunction(t *testing.T) {
 		// reject, when set, is part of the verifier's message for a
 		// program both verifiers refuse.
 		reject string
+		// kernelBug marks a program the kernel refuses with "verifier
+		// bug" (EFAULT): a kernel fault, not a verdict to follow.
+		kernelBug bool
 	}{
 		{name: "main in range", asm: "r6 = r1\nr0 = *(u8 *)skb[5]\nexit",
 			want: map[int]uint32{64: 6}},
@@ -138,6 +142,15 @@ func TestLdAbsReturnsFromFunction(t *testing.T) {
 		// unverified, it returns 0 (continue) from the callback.
 		{name: "bpf_loop callback", asm: "r6 = r1\nr1 = 4\nr2 = subprog[cb] ll\nr3 = 0\nr4 = 0\ncall bpf_loop#181\nexit\ncb: r0 = *(u8 *)skb[60]\nr0 = 1\nexit",
 			reject: "R6 !read_ok", want: map[int]uint32{64: 1, 14: 4}},
+		// But the context can reach a callback spilled in its caller's
+		// stack, which bpf_loop passes on. (Loaded directly in the
+		// callback, 6.18 fails with "verifier bug: callback unexpected
+		// regs 1" in __mark_chain_precision; through a subprogram it
+		// accepts.)
+		{name: "bpf_loop callback ctx from the stack", asm: "*(u64 *)(r10 -8) = r1\nr6 = r1\nr1 = 4\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_loop#181\nexit\ncb: r6 = *(u64 *)(r2 +0)\nr0 = *(u8 *)skb[60]\nr0 = 1\nexit",
+			want: map[int]uint32{64: 1, 14: 4}, kernelBug: true},
+		{name: "bpf_loop callback ctx from the stack, subprog", asm: "*(u64 *)(r10 -8) = r1\nr6 = r1\nr1 = 4\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_loop#181\nexit\ncb: r1 = *(u64 *)(r2 +0)\ncall f\nr0 &= 1\nexit\nf: r6 = r1\nr0 = *(u8 *)skb[60]\nr0 = 1\nexit",
+			want: map[int]uint32{64: 1, 14: 4}},
 		{name: "bpf_loop callback ctx in R6", asm: "r6 = r1\nr1 = 4\nr2 = subprog[cb] ll\nr3 = 0\nr4 = 0\ncall bpf_loop#181\nexit\ncb: r6 = r2\nr0 = *(u8 *)skb[60]\nr0 = 1\nexit",
 			reject: "R6 != pointer to skb", want: map[int]uint32{64: 1, 14: 4}},
 	}
@@ -149,7 +162,13 @@ func TestLdAbsReturnsFromFunction(t *testing.T) {
 					t.Fatal(err)
 				}
 				kern, kerr := kernelFuncProgram(t, typ, insns)
-				if (kerr != nil) != (c.reject != "") {
+				switch {
+				case c.kernelBug:
+					if kerr == nil || !errors.Is(kerr, syscall.EFAULT) {
+						t.Logf("kernel verdict (a kernel bug expected): %v", kerr)
+					}
+					kern = nil
+				case (kerr != nil) != (c.reject != ""):
 					t.Errorf("kernel verdict: %v", kerr)
 				}
 				for _, v := range ldAbsVariants {
