@@ -85,10 +85,11 @@ func deadlineSpec(t testing.TB, body string) *ebpf.CollectionSpec {
 
 // TestDeadline checks that a run with a 1 ms deadline returns soon after
 // it, whatever the program spends its time on, on both engines, verified
-// (unchecked) and unverified (checked). The figure is the median of
-// several runs (a loaded machine can deschedule any one of them); the
-// bound is generous for the same reason, but far below the 8 ms a JIT
-// chunk of 2^20 expensive instructions took.
+// (unchecked) and unverified (checked). A loaded machine can deschedule
+// any run for milliseconds, so of several runs the best must be within
+// 1 ms of the deadline (noise only ever adds, and a slice too long for its
+// deadline shows in every run: with fixed chunks of 2^20 the best was 2 to
+// 25 ms on the JIT), and the median within a generous 5 ms.
 func TestDeadline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing test")
@@ -96,9 +97,10 @@ func TestDeadline(t *testing.T) {
 	const (
 		deadline = time.Millisecond
 		runs     = 7
-		bound    = 2 * time.Millisecond // overshoot, median of runs
+		bestOver = time.Millisecond     // overshoot of the best run
+		medOver  = 5 * time.Millisecond // overshoot of the median run
 	)
-	var worst time.Duration
+	var worst, worstBest, worstMax time.Duration
 	worstName := ""
 	for _, shape := range deadlineShapes {
 		spec := deadlineSpec(t, shape.body)
@@ -142,14 +144,16 @@ func TestDeadline(t *testing.T) {
 					if med > worst {
 						worst, worstName = med, name
 					}
-					if med > bound {
-						t.Errorf("returned %v after a 1 ms deadline (median of %d), want at most %v", med, runs, bound)
+					worstBest, worstMax = max(worstBest, over[0]), max(worstMax, over[len(over)-1])
+					if over[0] > bestOver || med > medOver {
+						t.Errorf("returned %v (best of %d) and %v (median) after a 1 ms deadline, want at most %v and %v",
+							over[0], runs, med, bestOver, medOver)
 					}
 				})
 			}
 		}
 	}
 	if os.Getenv("BPFVM_DEADLINE_REPORT") != "" || testing.Verbose() {
-		t.Logf("worst median overshoot: %v (%s)", worst, worstName)
+		t.Logf("worst median overshoot: %v (%s); worst best run %v, worst run %v", worst, worstName, worstBest, worstMax)
 	}
 }

@@ -224,3 +224,80 @@ func ldAbsFrame(typ ebpf.ProgramType, pkt []byte) []byte {
 	}
 	return append(make([]byte, 14), pkt...)
 }
+
+// TestLdAbsHeaderOffsets checks the negative offsets of LD_ABS and LD_IND
+// that name headers (SKF_NET_OFF, SKF_LL_OFF), with the kernel's bounds,
+// against the kernel's test run. Both program types see the same frame
+// here: its link-layer header at the start, the network header 14 bytes
+// in, the packet ending with the frame.
+func TestLdAbsHeaderOffsets(t *testing.T) {
+	frame := make([]byte, 64)
+	for i := range frame {
+		frame[i] = byte(i + 1)
+	}
+	load := func(size string, off int) string {
+		return fmt.Sprintf("r6 = r1\nr0 = *(%s *)skb[%d]\nr0 += 1\nexit", size, off)
+	}
+	const net, ll = -0x100000, -0x200000
+	cases := []struct {
+		name string
+		asm  string
+		want uint32
+	}{
+		{"ll start", load("u8", ll), 2},
+		{"ll 2", load("u8", ll+2), 4},
+		{"ll word at the end", load("u32", ll+60), 0x3d3e3f41},
+		{"ll word past the end", load("u32", ll+61), 0},
+		{"ll half past the end", load("u16", ll+63), 0},
+		{"ll far past the end", load("u8", ll+0xfffff), 0},
+		{"below ll", load("u8", ll-1), 0},
+		{"net start", load("u8", net), 0x10},
+		{"net 2", load("u8", net+2), 0x12},
+		{"net word at the end", load("u32", net+46), 0x3d3e3f41},
+		{"net word past the end", load("u32", net+47), 0},
+		{"ancillary", load("u8", -0x1000), 0},
+		{"minus one", load("u8", -1), 0},
+		{"int min", load("u8", -0x80000000), 0},
+		{"ld_ind calling convention r7", "r6 = r1\nr7 = 1\nr0 = *(u32 *)skb[r7 + -0x200000]\nr0 = r7\nexit", 1},
+		{"ld_ind net", "r6 = r1\nr7 = -0x100000\nr0 = *(u16 *)skb[r7 + 4]\nexit", 0x1314},
+		{"ld_ind wraps to ll", "r6 = r1\nr7 = 0x7fffffff\nr0 = *(u8 *)skb[r7 + -0x7fffffff]\nr8 = -0x200000\nr0 = *(u8 *)skb[r8 + 5]\nexit", 6},
+		{"subprog header fails", "r6 = r1\ncall f\nr0 += 100\nexit\nf: r6 = r1\nr0 = *(u8 *)skb[-0x1000]\nr0 = 7\nexit", 100},
+		{"subprog header", "r6 = r1\ncall f\nr0 += 100\nexit\nf: r6 = r1\nr0 = *(u8 *)skb[-0x200000]\nr0 += 7\nexit", 108},
+	}
+	for _, typ := range []ebpf.ProgramType{ebpf.SocketFilter, ebpf.SchedCLS} {
+		for _, c := range cases {
+			t.Run(typ.String()+"/"+c.name, func(t *testing.T) {
+				insns, err := isa.Assemble(c.asm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kern, kerr := kernelFuncProgram(t, typ, insns)
+				if kerr != nil {
+					t.Fatalf("kernel verdict: %v", kerr)
+				}
+				if kern != nil {
+					ret, err := kern.Run(&ebpf.RunOptions{Data: frame})
+					if err != nil {
+						t.Fatalf("kernel run: %v", err)
+					}
+					if ret != c.want {
+						t.Errorf("kernel returned %#x, want %#x", ret, c.want)
+					}
+				}
+				for _, v := range ldAbsVariants {
+					p, err := bpfvm.NewRawProgram(c.name, typ, insns, v.opts)
+					if err != nil {
+						t.Fatalf("%s: %v", v.name, err)
+					}
+					res, err := p.Execute(&bpfvm.RunOptions{Data: frame})
+					p.Close()
+					if err != nil {
+						t.Errorf("%s: %v", v.name, err)
+					} else if uint32(res.R0) != c.want {
+						t.Errorf("%s: returned %#x, want %#x", v.name, res.R0, c.want)
+					}
+				}
+			})
+		}
+	}
+}

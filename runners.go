@@ -91,6 +91,7 @@ func (r *runner) startEnv(ctx context.Context) {
 	e.Rand = &r.hs.rng
 	e.Value = r
 	e.TailCalls, e.FP = 0, 0
+	e.MacHeader, e.NetHeader = 0, 0
 	e.SetContext(ctx)
 	r.pace = vm.Pacer{}
 	e.Cache = &r.cache

@@ -423,7 +423,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 				off = uint64(int64(int32(uint32(r[in.src]) + uint32(in.imm))))
 				size = 1 << (in.op - opLdIndB)
 			}
-			v, ok := loadPacket(env, off, size)
+			v, ok := vm.LoadPacket(env, off, size)
 			r[0] = v
 			if ok {
 				break

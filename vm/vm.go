@@ -87,6 +87,10 @@ type Env struct {
 	CtxAccess CtxAccess
 	// Packet is the packet data that LD_ABS and LD_IND read.
 	Packet Region
+	// MacHeader and NetHeader are the addresses of the packet's link-layer
+	// and network headers (0: none), where the negative offsets of LD_ABS
+	// and LD_IND count from (LoadPacket).
+	MacHeader, NetHeader uint64
 	// Stack is the span of all frames' stacks.
 	Stack Region
 	// CPU is the runner id, what bpf_get_smp_processor_id returns.

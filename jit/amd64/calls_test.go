@@ -394,6 +394,29 @@ func TestPacketLoads(t *testing.T) {
 	// An empty packet.
 	diff(t, diffCase{prog: []isa.Instruction{insn(isa.ClassLD|isa.ModeABS|isa.SizeB, 0, 0, 0, 0), exitInsn},
 		setup: func(te *testEnv) { te.env.Packet = vm.Region{} }})
+	// Negative offsets naming headers (vm.LoadPacket), in the entry and
+	// in a callee, where a miss returns 0 from the callee.
+	headers := func(te *testEnv) {
+		te.env.MacHeader, te.env.NetHeader = te.env.Packet.Start, te.env.Packet.Start+4
+	}
+	for _, size := range []uint8{isa.SizeB, isa.SizeH, isa.SizeW} {
+		for _, imm := range []int32{vm.SKFLLOff, vm.SKFLLOff + 3, vm.SKFLLOff + 12, vm.SKFLLOff + 15, vm.SKFLLOff - 1,
+			vm.SKFNetOff, vm.SKFNetOff + 8, vm.SKFNetOff + 11, vm.SKFNetOff + 12, vm.SKFNetOff - 1, -1, -0x1000} {
+			for _, blind := range []bool{false, true} {
+				var prog []isa.Instruction
+				prog = append(prog, ldImm(isa.R0, 0x1234)...)
+				prog = append(prog, insn(isa.ClassJMP|isa.JumpCall, 0, isa.Register(isa.CallLocal), 0, 2),
+					insn(isa.ClassALU64|isa.ALUAdd, isa.R0, 0, 0, 1), exitInsn,
+					insn(isa.ClassLD|isa.ModeABS|size, 0, 0, 0, imm),
+					insn(isa.ClassALU64|isa.ALUAdd, isa.R0, 0, 0, 0x100), exitInsn)
+				init := []byte{0x81, 0x92, 0xa3, 0xb4, 0xc5, 0xd6, 0xe7, 0xf8, 9, 10, 11, 12, 13, 14, 15, 16}
+				io, _ := diff(t, diffCase{prog: prog, size: 16, init: init, setup: headers, jit: Options{Blind: blind}})
+				if size == isa.SizeB && (imm == vm.SKFLLOff+3 && io.r0 != 0xb4+0x101 || imm == vm.SKFNetOff+11 && io.r0 != 16+0x101 || imm == -1 && io.r0 != 1) {
+					t.Errorf("offset %#x: %v", imm, io)
+				}
+			}
+		}
+	}
 }
 
 func TestMayGoto(t *testing.T) {

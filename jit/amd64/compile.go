@@ -47,6 +47,7 @@ const (
 	exitMem               // checked access outside every region (exitAddr, exitDesc)
 	exitCtx               // access to the emulated context (exitAddr, exitDesc)
 	exitInvalid           // control reached the second slot of an LD_IMM64
+	exitPacket            // LD_ABS/LD_IND at a negative offset: Go loads it (header offsets)
 )
 
 // Access descriptor bits (exitDesc and the check routine's edx).
@@ -102,6 +103,7 @@ const (
 	stubSlow           // call the region check routine, then continue at back
 	stubAlign          // misaligned atomic: memory error
 	stubInvalid        // second slot of LD_IMM64
+	stubPacket         // LD_ABS/LD_IND offset out of range: negative offsets exit to Go
 )
 
 type compiler struct {
@@ -585,6 +587,12 @@ func (c *compiler) emitStub(s stub) {
 	case stubAlign:
 		a.movRI32(rdx, s.desc)
 		a.jmp(c.memfail)
+	case stubPacket:
+		// rax = the offset. Past the end: return 0 (abort); negative:
+		// it may name a header (vm.LoadPacket), which Go reads.
+		a.testRR(8, rax, rax)
+		a.jcc(ccS^1, c.abort)
+		a.jmp(c.exitStub(s.word, s.back))
 	case stubMayGoto, stubIterEnd:
 		c.emitLoopStub(s) // loops.go
 	}
@@ -1116,8 +1124,10 @@ func (c *compiler) ld(pc int, ins isa.Instruction) error {
 		a.aluRI(4, aluAdd, rax, ins.Imm)
 		a.movsxRR(8, 4, rax, rax)
 	}
+	back, far := a.newLabel(), a.newLabel()
+	c.stubs = append(c.stubs, stub{kind: stubPacket, l: far, back: back, word: exitWord(pc, exitPacket)})
 	a.aluRM(8, aluCmp, rax, mem{regCtx, offPktLen})
-	a.jcc(ccAE, c.abort)
+	a.jcc(ccAE, far) // also every negative offset, unsigned
 	a.lea(rdx, mem{rax, int32(size)})
 	a.aluRM(8, aluCmp, rdx, mem{regCtx, offPktLen})
 	a.jcc(ccA, c.abort)
@@ -1130,6 +1140,7 @@ func (c *compiler) ld(pc int, ins isa.Instruction) error {
 	case 4:
 		a.bswap(4, r0)
 	}
+	a.bind(back)
 	return nil
 }
 

@@ -424,6 +424,8 @@ func (r *run) loop() (uint64, error) {
 			if err := r.ctxAccess(pc); err != nil {
 				return 0, err
 			}
+		case exitPacket:
+			r.packetHeader(pc)
 		case exitInvalid:
 			return 0, &vm.RunError{PC: pc, Err: fmt.Errorf("%w: second slot of ld_imm64 executed", isa.ErrInvalidProgram)}
 		default:
@@ -552,6 +554,23 @@ func (r *run) refill(pc int) error {
 	runtime.Gosched()
 	r.last = vm.Now()
 	return nil
+}
+
+// packetHeader serves an LD_ABS/LD_IND at a negative offset, which may
+// name a header (vm.LoadPacket): it resumes after the load, or returns 0
+// from the current function if nothing is there.
+func (r *run) packetHeader(pc int) {
+	h := r.c.h
+	ins := r.p.insns[pc]
+	off := uint64(int64(ins.Imm))
+	if ins.Op&0xe0 == isa.ModeIND {
+		off = uint64(int64(int32(uint32(h.regs[ins.Src]) + uint32(ins.Imm))))
+	}
+	v, ok := vm.LoadPacket(r.env, off, uint64(isa.SizeBytes(ins.Op)))
+	h.regs[0] = v
+	if !ok {
+		h.resume = r.img.base + uint64(r.img.retStub)
+	}
 }
 
 // ctxAccess emulates a load or store to the context region with
