@@ -6,9 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -86,19 +86,20 @@ func deadlineSpec(t testing.TB, body string) *ebpf.CollectionSpec {
 // TestDeadline checks that a run with a 1 ms deadline returns soon after
 // it, whatever the program spends its time on, on both engines, verified
 // (unchecked) and unverified (checked). A loaded machine can deschedule
-// any run for milliseconds, so of several runs the best must be within
-// 1 ms of the deadline (noise only ever adds, and a slice too long for its
-// deadline shows in every run: with fixed chunks of 2^20 the best was 2 to
-// 25 ms on the JIT), and the median within a generous 5 ms.
+// any run for milliseconds, so the figure is the median of a batch of
+// runs, and a batch over the bound is measured again, up to maxBatches:
+// noise comes and goes, while a slice of work too long for its deadline
+// shows in every batch (with fixed chunks of 2^20 the median was 2 to
+// 29 ms on the JIT in nine of these cases).
 func TestDeadline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing test")
 	}
 	const (
-		deadline = time.Millisecond
-		runs     = 7
-		bestOver = time.Millisecond     // overshoot of the best run
-		medOver  = 5 * time.Millisecond // overshoot of the median run
+		deadline   = time.Millisecond
+		runs       = 7 // a batch
+		maxBatches = 8
+		bound      = time.Millisecond // overshoot of a batch's median
 	)
 	var worst, worstBest, worstMax time.Duration
 	worstName := ""
@@ -122,32 +123,36 @@ func TestDeadline(t *testing.T) {
 					if err := c.Maps["jmp"].Put(uint32(0), p); err != nil {
 						t.Fatal(err)
 					}
-					over := make([]time.Duration, runs)
-					for i := range over {
-						ctx, cancel := context.WithTimeout(context.Background(), deadline)
-						start := time.Now()
-						_, err := p.Run(&bpfvm.RunOptions{Data: make([]byte, 64), RunContext: ctx})
-						over[i] = time.Since(start) - deadline
-						cancel()
-						if shape.name == "tail calls" && err == nil {
-							// The chain may end before the deadline.
-							over[i] = 0
-							continue
+					var over []time.Duration
+					med := time.Duration(math.MaxInt64)
+					batches := 0
+					for ; batches < maxBatches && med > bound; batches++ {
+						over = over[:0]
+						for i := range runs {
+							// The clock first: a deschedule between the two
+							// would otherwise count against the deadline.
+							start := time.Now()
+							ctx, cancel := context.WithTimeout(context.Background(), deadline)
+							_, err := p.Run(&bpfvm.RunOptions{Data: make([]byte, 64), RunContext: ctx})
+							d := time.Since(start) - deadline
+							cancel()
+							if shape.name == "tail calls" && err == nil {
+								d = 0 // the chain may end before the deadline
+							} else if !errors.Is(err, context.DeadlineExceeded) {
+								t.Fatalf("run %d: %v, want context.DeadlineExceeded", i, err)
+							}
+							over = append(over, d)
 						}
-						if !errors.Is(err, context.DeadlineExceeded) {
-							t.Fatalf("run %d: %v, want context.DeadlineExceeded", i, err)
-						}
+						slices.Sort(over)
+						med = over[len(over)/2]
 					}
-					sort.Slice(over, func(i, j int) bool { return over[i] < over[j] })
-					med := over[len(over)/2]
-					t.Logf("overshoot of a 1 ms deadline: median %v, min %v, max %v", med, over[0], slices.Max(over))
+					t.Logf("overshoot of a 1 ms deadline: median %v, best %v, worst %v (batch %d)", med, over[0], over[len(over)-1], batches)
 					if med > worst {
 						worst, worstName = med, name
 					}
 					worstBest, worstMax = max(worstBest, over[0]), max(worstMax, over[len(over)-1])
-					if over[0] > bestOver || med > medOver {
-						t.Errorf("returned %v (best of %d) and %v (median) after a 1 ms deadline, want at most %v and %v",
-							over[0], runs, med, bestOver, medOver)
+					if med > bound {
+						t.Errorf("returned %v after a 1 ms deadline (median of %d runs, in each of %d batches), want at most %v", med, runs, batches, bound)
 					}
 				})
 			}
