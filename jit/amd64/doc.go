@@ -106,6 +106,11 @@
 //   - checked-mode context access: Go calls env.CtxAccess and resumes after
 //     the instruction; memory error, depth, budget: Go builds the
 //     interpreter's *vm.RunError.
+//   - LD_ABS/LD_IND at a negative offset: Go reads the header it names
+//     (vm.LoadPacket) and resumes after the load, or at a RET with R0 = 0
+//     when nothing is there. Past the packet's end native code itself
+//     returns 0 from the function, as the kernel's expansion of the load
+//     does.
 //   - budget chunk used up: see below.
 //
 // Helpers may run callbacks (Call) and tail calls: those are new runs on
