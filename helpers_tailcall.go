@@ -92,6 +92,12 @@ func helperTailCall(e *vm.Env, _, r2, r3, _, _ uint64) (uint64, error) {
 type tailTarget struct{ p *Program }
 
 func (t *tailTarget) Run(e *vm.Env, r1, r2, budget uint64) (uint64, error) {
+	// Each target is a new run for the engine, whose first look at the
+	// context comes only after a slice of work: look before it starts,
+	// so that a chain of short targets stops in time too.
+	if err := e.Stopped(vm.Now()); err != nil {
+		return 0, err
+	}
 	r := runnerOf(e)
 	caller := r.prog
 	depth := e.TailCalls

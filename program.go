@@ -531,6 +531,13 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	}
 	r.startEnv(opts.RunContext)
 	env := &r.env
+	if len(frame) >= ethHeader {
+		// Where negative LD_ABS/LD_IND offsets count from: the frame's
+		// Ethernet header and what follows it, as in the kernel's test
+		// run (which also counts a socket filter's from there).
+		env.MacHeader = pktStart - uint64(len(frame)-len(pkt))
+		env.NetHeader = env.MacHeader + ethHeader
+	}
 	var r1, r2 uint64
 	if pt.ContextSize == 0 {
 		r1, r2 = r.pkt.data, uint64(len(pkt))

@@ -54,7 +54,7 @@ type runner struct {
 	hs       helperState  // helpers' per-runner state (helpers_state.go)
 	cache    vm.Cache     // the engines' state kept from run to run
 	between  func() error // r.nextRun, made once: what engines call between repetitions
-	repeats  uint32       // repetitions run, for nextRun
+	pace     vm.Pacer     // nextRun's looks at the run's context
 }
 
 // setPacket moves the packet boundaries (after bpf_xdp_adjust_head and
@@ -91,7 +91,9 @@ func (r *runner) startEnv(ctx context.Context) {
 	e.Rand = &r.hs.rng
 	e.Value = r
 	e.TailCalls, e.FP = 0, 0
-	e.Context = ctx
+	e.MacHeader, e.NetHeader = 0, 0
+	e.SetContext(ctx)
+	r.pace = vm.Pacer{}
 	e.Cache = &r.cache
 	r.setPacket(r.pkt)
 }

@@ -471,6 +471,12 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		st.popFrame()
 		caller := st.cur()
 		caller.Regs[0] = *r0
+		if v.subs[f.Subprog].LdAbs {
+			// A failed LD_ABS/LD_IND returns 0 before any exit: the
+			// caller may get that instead of R0 here, as the kernel's
+			// has_abnormal_return says.
+			caller.Regs[0] = unknownScalar()
+		}
 		if v.log.level > 0 {
 			v.log.printf("returning from callee:\n %s\nto caller at %d:\n %s\n", frameString(f), f.CallSite+1, frameString(caller))
 		}
