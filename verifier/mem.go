@@ -232,7 +232,13 @@ func (v *verifier) mapValueAccess(ptr *Reg, a access) (Reg, error) {
 	if v.leaks(a) {
 		return Reg{}, v.errorf(a.pc, "R%d leaks addr into map", a.valReg)
 	}
-	if err := v.boundsCheck(ptr, a, int64(m.Spec.ValueSize), "map value, value_size"); err != nil {
+	what := "map value, value_size"
+	if ptr.maybeNull() {
+		// Helpers take values that may be NULL; the kernel's message
+		// then names the type with its flag, as plain memory.
+		what = "memory, mem_size"
+	}
+	if err := v.boundsCheck(ptr, a, int64(m.Spec.ValueSize), what); err != nil {
 		return Reg{}, err
 	}
 	return v.loadedScalar(a.size), nil
