@@ -1,0 +1,223 @@
+package bpfvm_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"bpfvm"
+	"bpfvm/isa"
+)
+
+// Helper memory arguments through the public API (issue #11): the shapes
+// that broke soundness are rejected with the kernel's messages, and the
+// programs next to them that the verifier accepts run alike verified and
+// in checked mode, on both engines. Rejected programs also run in checked
+// mode, where they must end in an error or a result, never a crash.
+
+// memMap is a map of a helper memory case: the name programs reference
+// as map[fd:N] (N its index) and what it holds before the runs.
+type memMap struct {
+	spec  *ebpf.MapSpec
+	value []byte // of key 0, or nil
+	key   any    // key 0 of the map's key size: nil is a uint32
+}
+
+// asmCollection assembles a program of type typ referencing maps by index
+// (map[fd:N]) into a collection spec with one program, "prog".
+func asmCollection(t *testing.T, typ ebpf.ProgramType, text string, ms []memMap) *ebpf.CollectionSpec {
+	t.Helper()
+	insns, err := isa.Assemble(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinsns, err := asm.AppendInstructions(nil, bytes.NewReader(isa.EncodeProgram(insns)), binary.LittleEndian, "linux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{
+		"prog": {Name: "prog", Type: typ, License: "GPL", Instructions: kinsns},
+	}}
+	for _, m := range ms {
+		s := *m.spec
+		if m.value != nil {
+			key := m.key
+			if key == nil {
+				key = uint32(0)
+			}
+			s.Contents = []ebpf.MapKV{{Key: key, Value: m.value}}
+		}
+		spec.Maps[s.Name] = &s
+	}
+	for i := range kinsns {
+		if kinsns[i].IsLoadFromMap() {
+			fd := uint32(kinsns[i].Constant)
+			kinsns[i] = kinsns[i].WithReference(ms[fd].spec.Name)
+		}
+	}
+	return spec
+}
+
+// memRun runs prog once; a run error is returned, not fatal.
+func memRun(p *bpfvm.Program) (uint64, error) {
+	res, err := p.Execute(&bpfvm.RunOptions{Data: make([]byte, 64)})
+	if err != nil {
+		return 0, err
+	}
+	return res.R0, nil
+}
+
+// memConfigs are the ways an accepted program runs.
+var memConfigs = []struct {
+	name string
+	opts bpfvm.ProgramOptions
+}{
+	{"verified/interp", bpfvm.ProgramOptions{Engine: bpfvm.EngineInterpreter}},
+	{"verified/jit", bpfvm.ProgramOptions{Engine: bpfvm.EngineJIT}},
+	{"checked/interp", bpfvm.ProgramOptions{Engine: bpfvm.EngineInterpreter, NoVerify: true}},
+	{"checked/jit", bpfvm.ProgramOptions{Engine: bpfvm.EngineJIT, NoVerify: true}},
+}
+
+func TestHelperMemSoundness(t *testing.T) {
+	rodata := &ebpf.MapSpec{Name: "rodata", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1, Flags: 1 << 7}
+	hash8 := &ebpf.MapSpec{Name: "hash8", Type: ebpf.Hash, KeySize: 8, ValueSize: 8, MaxEntries: 4}
+	val16 := &ebpf.MapSpec{Name: "val16", Type: ebpf.Hash, KeySize: 4, ValueSize: 16, MaxEntries: 4}
+	xy := []byte("xy\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+	noNUL := []byte("0123456789abcdef")
+	// strtol parses "42" at fp-32 into the 8 bytes at r4.
+	strtol := "*(u64 *)(r10 -32) = 0x3234\nr1 = r10\nr1 += -32\nr2 = 2\nr3 = 0\ncall bpf_strtol#105\n"
+	const efault = uint64(0xfffffffffffffff2) // -EFAULT
+	for _, c := range []struct {
+		name string
+		typ  ebpf.ProgramType
+		maps []memMap
+		asm  string
+		err  string // "" accepts, and every configuration returns want
+		want uint64
+	}{
+		// Class 1: the end of an unbounded variable-offset range
+		// wrapped negative.
+		{name: "unbounded stack write", asm: "r6 = *(u64 *)(r10 -64)\nif r6 s< 0 goto out\nr4 = r10\nr4 += 16\nr4 += r6\n" + strtol + "out: r0 = 0\nexit", err: "invalid unbounded variable-offset write to stack R4"},
+		{name: "unbounded stack read", asm: "r6 = *(u64 *)(r10 -64)\nif r6 s< 0 goto out\nr1 = r10\nr1 += 16\nr1 += r6\nr2 = 8\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28\nout: r0 = 0\nexit", err: "invalid unbounded variable-offset read from stack R1"},
+		{name: "bounded stack write", asm: "*(u64 *)(r10 -16) = 0\n*(u64 *)(r10 -8) = 0\ncall bpf_get_prandom_u32#7\nr0 &= 8\nr4 = r10\nr4 += -16\nr4 += r0\n" + strtol + "r0 = *(u64 *)(r10 -16)\nr1 = *(u64 *)(r10 -8)\nr0 += r1\nexit", want: 42},
+		// Class 4: NULL with a size that may be more than 0.
+		{name: "null with size range", asm: "call bpf_get_prandom_u32#7\nr2 = r0\nr2 &= 8\nr1 = 0\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28\nr0 = 0\nexit", err: "R1 type=scalar expected=fp"},
+		{name: "null with size 0", asm: "r1 = 0\nr2 = 0\nr3 = 0\nr4 = 0\nr5 = 7\ncall bpf_csum_diff#28\nexit", want: 7},
+		{name: "maybe-null value with size", maps: []memMap{{spec: val16}}, asm: "*(u32 *)(r10 -4) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nr1 = r0\nr2 = 8\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28\nexit", want: efault},
+		{name: "snprintf into maybe-null value", maps: []memMap{{spec: val16}, {spec: rodata, value: xy}}, asm: "*(u32 *)(r10 -4) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nr1 = r0\nr2 = 16\nr3 = map_value[fd:1]+0 ll\nr4 = 0\nr5 = 0\ncall bpf_snprintf#165\nexit", want: efault},
+		// Class 5: constant strings.
+		{name: "format without NUL", maps: []memMap{{spec: rodata, value: noNUL}}, asm: "*(u64 *)(r10 -8) = 0\nr1 = r10\nr1 += -8\nr2 = 8\nr3 = map_value[fd:0]+0 ll\nr4 = 0\nr5 = 0\ncall bpf_snprintf#165\nexit", err: "string is not zero-terminated"},
+		{name: "format at variable offset", maps: []memMap{{spec: rodata, value: xy}}, asm: "call bpf_get_prandom_u32#7\nr0 &= 1\n*(u64 *)(r10 -8) = 0\nr1 = r10\nr1 += -8\nr2 = 8\nr3 = map_value[fd:0]+0 ll\nr3 += r0\nr4 = 0\nr5 = 0\ncall bpf_snprintf#165\nexit", err: "R3 is not a constant address'"},
+		{name: "format", maps: []memMap{{spec: rodata, value: xy}}, asm: "*(u64 *)(r10 -8) = 0\nr1 = r10\nr1 += -8\nr2 = 8\nr3 = map_value[fd:0]+0 ll\nr4 = 0\nr5 = 0\ncall bpf_snprintf#165\nexit", want: 3},
+		// Class 10: a helper writes a for_each callback's key.
+		{name: "strtol into key", maps: []memMap{{spec: hash8}}, asm: "r1 = map[fd:0] ll\nr2 = subprog[cb] ll\nr3 = 0\nr4 = 0\ncall bpf_for_each_map_elem#164\nr0 = 0\nexit\ncb: r4 = r2\n" + strtol + "r0 = 0\nexit", err: "R4 cannot write into map_key"},
+		{name: "strtol into value", maps: []memMap{{spec: hash8, value: make([]byte, 8), key: uint64(0)}}, asm: "r1 = map[fd:0] ll\nr2 = subprog[cb] ll\nr3 = 0\nr4 = 0\ncall bpf_for_each_map_elem#164\n*(u64 *)(r10 -8) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -8\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto out\nr0 = *(u64 *)(r0 +0)\nexit\nout: r0 = 1\nexit\ncb: r4 = r3\n" + strtol + "r0 = 0\nexit", want: 42},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			typ := c.typ
+			if typ == ebpf.UnspecifiedProgram {
+				typ = ebpf.XDP
+			}
+			spec := asmCollection(t, typ, c.asm, c.maps)
+			for _, cfg := range memConfigs {
+				if c.err != "" && !cfg.opts.NoVerify {
+					_, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: cfg.opts})
+					var ve *bpfvm.VerifierError
+					if !errors.As(err, &ve) || !strings.Contains(err.Error(), c.err) {
+						t.Errorf("%s: %v, want a verifier error with %q", cfg.name, err, c.err)
+					}
+					continue
+				}
+				opts := cfg.opts
+				if c.err != "" {
+					opts.Budget = 1 << 20 // a rejected program may loop
+				}
+				coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: opts})
+				if err != nil {
+					t.Fatalf("%s: %v", cfg.name, err)
+				}
+				got, err := memRun(coll.Programs["prog"])
+				if c.err == "" && (err != nil || got != c.want) {
+					t.Errorf("%s: %#x, %v; want %#x", cfg.name, got, err, c.want)
+				}
+				coll.Close()
+			}
+		})
+	}
+}
+
+// A program verified against a format string still runs safely after Go
+// code takes the format's NUL away: bpfvm has no frozen maps, so the
+// helper bounds the string by the map value and returns -EINVAL.
+func TestHelperMemFormatRewritten(t *testing.T) {
+	rodata := &ebpf.MapSpec{Name: "rodata", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1, Flags: 1 << 7}
+	spec := asmCollection(t, ebpf.XDP, "*(u64 *)(r10 -8) = 0\nr1 = r10\nr1 += -8\nr2 = 8\nr3 = map_value[fd:0]+4 ll\nr4 = 0\nr5 = 0\ncall bpf_snprintf#165\nexit",
+		[]memMap{{spec: rodata, value: []byte("....xy\x00.........")}})
+	for _, cfg := range memConfigs {
+		coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: cfg.opts})
+		if err != nil {
+			t.Fatalf("%s: %v", cfg.name, err)
+		}
+		if got, err := memRun(coll.Programs["prog"]); err != nil || got != 3 {
+			t.Errorf("%s: %d, %v; want 3", cfg.name, got, err)
+		}
+		if err := coll.Maps["rodata"].Put(uint32(0), []byte("0123456789abcdef")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := memRun(coll.Programs["prog"]); err != nil || got != 0xffffffffffffffea {
+			t.Errorf("%s after the NUL is gone: %#x, %v; want -EINVAL", cfg.name, got, err)
+		}
+		coll.Close()
+	}
+}
+
+// Class 11: a helper write over an iterator destroys it.
+func TestHelperMemIterator(t *testing.T) {
+	// The loop counts the rounds in r6; strtol writes 42 at r4 first.
+	prog := func(at string) string {
+		return "r1 = r10\nr1 += -8\nr2 = 0\nr3 = 10\ncall bpf_iter_num_new#0\n" +
+			"r4 = r10\nr4 += " + at + "\n*(u64 *)(r10 -32) = 0x3234\nr1 = r10\nr1 += -32\nr2 = 2\nr3 = 0\ncall bpf_strtol#105\n" +
+			"r6 = 0\nloop: r1 = r10\nr1 += -8\ncall bpf_iter_num_next#0\nif r0 == 0 goto done\nr6 += 1\ngoto loop\n" +
+			"done: r1 = r10\nr1 += -8\ncall bpf_iter_num_destroy#0\nr0 = r6\nexit"
+	}
+	for _, c := range []struct {
+		name, at, err string
+		want         uint64
+	}{
+		{name: "over the iterator", at: "-8", err: "expected an initialized iter_num as arg #0"},
+		{name: "next to the iterator", at: "-16", want: 10},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			insns, err := isa.Assemble(prog(c.at))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cfg := range memConfigs {
+				opts := cfg.opts
+				if c.err != "" && !opts.NoVerify {
+					_, err := bpfvm.NewRawProgram("iter", ebpf.XDP, insns, opts)
+					var ve *bpfvm.VerifierError
+					if !errors.As(err, &ve) || !strings.Contains(err.Error(), c.err) {
+						t.Errorf("%s: %v, want a verifier error with %q", cfg.name, err, c.err)
+					}
+					continue
+				}
+				opts.Budget = 1 << 20 // unverified, the clobbered iterator may run on
+				p, err := bpfvm.NewRawProgram("iter", ebpf.XDP, insns, opts)
+				if err != nil {
+					t.Fatalf("%s: %v", cfg.name, err)
+				}
+				got, err := memRun(p)
+				if c.err == "" && (err != nil || got != c.want) {
+					t.Errorf("%s: %d, %v; want %d", cfg.name, got, err, c.want)
+				}
+				p.Close()
+			}
+		})
+	}
+}
