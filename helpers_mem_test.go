@@ -187,7 +187,7 @@ func TestHelperMemIterator(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, at, err string
-		want         uint64
+		want          uint64
 	}{
 		{name: "over the iterator", at: "-8", err: "expected an initialized iter_num as arg #0"},
 		{name: "next to the iterator", at: "-16", want: 10},
