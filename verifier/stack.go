@@ -219,11 +219,10 @@ func (v *verifier) stackVarAccess(f *Frame, ptr *Reg, a access, lo, hi int) (Reg
 		}
 		return Reg{}, nil
 	}
-	for off := lo; off < hi; off++ {
-		s, b := stackByte(f, off)
-		if s.Types[b] == StackInvalid && v.opts.Unprivileged {
-			return Reg{}, v.errorf(a.pc, "invalid variable-offset read from stack R%d var_off=%s off=%d size=%d", a.reg, ptr.Scalar.Var, ptr.Off+a.off, a.size)
-		}
+	// The kernel checks the range as for helpers: iterators, for one,
+	// may not be read.
+	if err := v.stackRangeInit(a.pc, a.reg, ptr, f, int64(lo), int64(hi), a.size, false); err != nil {
+		return Reg{}, err
 	}
 	return v.loadedScalar(a.size), nil
 }
@@ -251,6 +250,14 @@ func (v *verifier) helperStack(pc int, regno isa.Register, reg *Reg, size int, w
 		*rw = rawWrite{set: true, regno: regno, frame: int(reg.Frame), off: int(lo), size: size}
 		return nil
 	}
+	return v.stackRangeInit(pc, regno, reg, f, lo, hi, size, write)
+}
+
+// stackRangeInit checks that [lo, hi) of a frame may be read: initialised
+// bytes (privileged, any) or spilled scalars (privileged, any spilled
+// register), not iterators. write makes the bytes unknown and spilled
+// registers unknown bytes.
+func (v *verifier) stackRangeInit(pc int, regno isa.Register, reg *Reg, f *Frame, lo, hi int64, size int, write bool) error {
 	for off := int(lo); off < int(hi); off++ {
 		s, b := stackByte(f, off)
 		switch t := s.Types[b]; {
@@ -265,7 +272,7 @@ func (v *verifier) helperStack(pc int, regno isa.Register, reg *Reg, size int, w
 			}
 		case s.isSpill() && t == StackSpill:
 			return v.errorf(pc, "R%d leaks addr into helper function", regno)
-		case c:
+		case reg.IsConst():
 			return v.errorf(pc, "invalid read from stack R%d off %d+%d size %d", regno, lo, int64(off)-lo, size)
 		default:
 			return v.errorf(pc, "invalid read from stack R%d var_off %s+%d size %d", regno, reg.Scalar.Var, int64(off)-lo, size)
