@@ -202,13 +202,18 @@ func TestSelftestHelperMemReadOnly(t *testing.T) {
 		// The shape of the issue: a helper writes the key. The kernel
 		// needs BTF for callbacks, which these programs lack: its
 		// message is from check_helper_mem_access.
-		{name: "strtol into key", noKernel: true, maps: []maps.Spec{hash8}, asm: forEach("*(u64 *)(r10 -8) = 0\nr4 = r2\nr1 = r10\nr1 += -8\nr2 = 4\nr3 = 0\ncall bpf_strtol#105"), err: "R4 cannot write into map_key", kmsg: true},
-		{name: "pop into key", noKernel: true, maps: []maps.Spec{hash8, queue8}, asm: forEach("r1 = map[fd:1] ll\ncall bpf_map_pop_elem#88"), err: "R2 cannot write into map_key", kmsg: true},
-		{name: "snprintf into key", noKernel: true, maps: []maps.Spec{hash8, rodata}, values: map[int][]byte{1: fmtValue}, asm: forEach("r1 = r2\nr2 = 8\nr3 = map_value[fd:1]+3 ll\nr4 = 0\nr5 = 0\ncall bpf_snprintf#165"), err: "R1 cannot write into map_key", kmsg: true},
-		{name: "read key", noKernel: true, maps: []maps.Spec{hash8}, asm: forEach("r1 = r2\nr2 = 8\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28")},
-		{name: "lookup with key", noKernel: true, maps: []maps.Spec{hash8}, asm: forEach("r1 = map[fd:0] ll\ncall bpf_map_lookup_elem#1")},
-		{name: "strtol into value", noKernel: true, maps: []maps.Spec{hash8}, asm: forEach("*(u64 *)(r10 -8) = 0\nr4 = r3\nr1 = r10\nr1 += -8\nr2 = 4\nr3 = 0\ncall bpf_strtol#105")},
-		{name: "strtol into rdonly value", noKernel: true, maps: []maps.Spec{ro48}, asm: forEach("*(u64 *)(r10 -8) = 0\nr4 = r3\nr1 = r10\nr1 += -8\nr2 = 4\nr3 = 0\ncall bpf_strtol#105"), err: "write into map forbidden, value_size=48 off=0 size=8", kmsg: true},
+		{name: "strtol into key", maps: []maps.Spec{hash8}, asm: forEach("*(u64 *)(r10 -8) = 0\nr4 = r2\nr1 = r10\nr1 += -8\nr2 = 4\nr3 = 0\ncall bpf_strtol#105"), err: "R4 cannot write into map_key", kmsg: true},
+		{name: "pop into key", maps: []maps.Spec{hash8, queue8}, asm: forEach("r1 = map[fd:1] ll\ncall bpf_map_pop_elem#88"), err: "R2 cannot write into map_key", kmsg: true},
+		{name: "snprintf into key", maps: []maps.Spec{hash8, rodata}, values: map[int][]byte{1: fmtValue}, asm: forEach("r1 = r2\nr2 = 8\nr3 = map_value[fd:1]+3 ll\nr4 = 0\nr5 = 0\ncall bpf_snprintf#165"), err: "R1 cannot write into map_key", kmsg: true},
+		{name: "read past key", maps: []maps.Spec{hash8}, asm: forEach("r1 = r2\nr2 = 12\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28"), err: "invalid access to map key, key_size=8 off=0 size=12", kmsg: true},
+		{name: "read key var offset", maps: []maps.Spec{hash8}, asm: forEach("r6 = r2\ncall bpf_get_prandom_u32#7\nr0 &= 4\nr6 += r0\nr1 = r6\nr2 = 4\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28")},
+		{name: "read key var offset past end", maps: []maps.Spec{hash8}, asm: forEach("r6 = r2\ncall bpf_get_prandom_u32#7\nr0 &= 4\nr6 += r0\nr1 = r6\nr2 = 5\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28"), err: "R1 max value is outside of the allowed memory range", kmsg: true},
+		{name: "key as update value", maps: []maps.Spec{hash8}, asm: forEach("r3 = r2\nr1 = map[fd:0] ll\nr4 = 0\ncall bpf_map_update_elem#2")},
+		{name: "snprintf into key var size", maps: []maps.Spec{hash8, rodata}, values: map[int][]byte{1: fmtValue}, asm: forEach("r6 = r2\ncall bpf_get_prandom_u32#7\nr2 = r0\nr2 &= 7\nr1 = r6\nr3 = map_value[fd:1]+3 ll\nr4 = 0\nr5 = 0\ncall bpf_snprintf#165"), err: "R1 cannot write into map_key", kmsg: true},
+		{name: "read key", maps: []maps.Spec{hash8}, asm: forEach("r1 = r2\nr2 = 8\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28")},
+		{name: "lookup with key", maps: []maps.Spec{hash8}, asm: forEach("r1 = map[fd:0] ll\ncall bpf_map_lookup_elem#1")},
+		{name: "strtol into value", maps: []maps.Spec{hash8}, asm: forEach("*(u64 *)(r10 -8) = 0\nr4 = r3\nr1 = r10\nr1 += -8\nr2 = 4\nr3 = 0\ncall bpf_strtol#105")},
+		{name: "strtol into rdonly value", maps: []maps.Spec{ro48}, asm: forEach("*(u64 *)(r10 -8) = 0\nr4 = r3\nr1 = r10\nr1 += -8\nr2 = 4\nr3 = 0\ncall bpf_strtol#105"), err: "write into map forbidden, value_size=48 off=0 size=8", kmsg: true},
 		// Read-only and write-only map values.
 		{name: "load bytes into rdonly value", typ: tc, maps: []maps.Spec{ro48}, asm: "r6 = r1\n" + lookup4 + "if r0 == 0 goto out\nr1 = r6\nr2 = 0\nr3 = r0\nr4 = 8\ncall bpf_skb_load_bytes#26\n" + outExit, err: "write into map forbidden, value_size=48 off=0 size=8", kmsg: true},
 		{name: "snprintf into rdonly value", maps: []maps.Spec{ro48, rodata}, values: map[int][]byte{1: fmtValue}, asm: lookup4 + "if r0 == 0 goto out\nr1 = r0\nr2 = 8\nr3 = map_value[fd:1]+3 ll\nr4 = 0\nr5 = 0\ncall bpf_snprintf#165\n" + outExit, err: "write into map forbidden, value_size=48 off=0 size=8", kmsg: true},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -179,6 +180,7 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, values
 	if err != nil {
 		t.Fatalf("unmarshal for the kernel: %v", err)
 	}
+	withFuncInfo(insns, kinsns)
 	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, Instructions: kinsns, License: "GPL"},
 		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 20})
 	if kerr == nil {
@@ -200,6 +202,43 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, values
 		kernelAgreed.Add(1)
 	}
 	return log, true
+}
+
+// withFuncInfo gives the functions of a program that passes callbacks
+// (which the kernel verifies only with BTF function information) static
+// BTF functions of five scalar arguments.
+func withFuncInfo(insns []isa.Instruction, kinsns asm.Instructions) {
+	starts := map[int]bool{0: true}
+	callbacks := false
+	for pc, ins := range insns {
+		switch {
+		case ins.IsLdImm64() && ins.Src == isa.Register(isa.PseudoFunc):
+			callbacks = true
+			starts[pc+1+int(ins.Imm)] = true
+		case ins.IsLocalCall():
+			starts[pc+1+int(ins.Imm)] = true
+		}
+	}
+	if !callbacks {
+		return
+	}
+	u64 := &btf.Int{Name: "u64", Size: 8}
+	params := make([]btf.FuncParam, 5)
+	for i := range params {
+		params[i] = btf.FuncParam{Name: fmt.Sprintf("a%d", i), Type: u64}
+	}
+	pc := 0
+	for i := range kinsns {
+		if starts[pc] {
+			fn := &btf.Func{Name: fmt.Sprintf("f%d", pc), Type: &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Params: params}, Linkage: btf.StaticFunc}
+			if pc == 0 {
+				fn.Linkage = btf.GlobalFunc
+				fn.Type = &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Params: params[:1]}
+			}
+			kinsns[i] = btf.WithFuncMetadata(kinsns[i], fn)
+		}
+		pc += int(kinsns[i].Size() / 8)
+	}
 }
 
 // kfuncBTFID returns the vmlinux BTF id of a kernel function.
