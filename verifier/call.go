@@ -67,10 +67,11 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		if err != nil {
 			return err
 		}
+		if at != ArgAnything && reg.Type.isPacket() && !p.PktAccess {
+			// Before any other check of the argument, as the kernel.
+			return v.errorf(pc, "helper access to the packet is not allowed")
+		}
 		if at.isMem() {
-			if reg.Type.isPacket() && !p.PktAccess {
-				return v.errorf(pc, "helper access to the packet is not allowed")
-			}
 			if err := v.checkMemArgType(pc, regno, reg, at); err != nil {
 				return err
 			}
@@ -79,6 +80,10 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		case ArgAnything:
 			if reg.Type.IsPointer() && v.opts.Unprivileged {
 				return v.errorf(pc, "R%d leaks addr into helper function", regno)
+			}
+		case ArgStackOrNull:
+			if reg.Type != PtrToStack && !(reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0) {
+				return v.errorf(pc, "R%d type=%s expected=fp", regno, regTypeString(reg))
 			}
 		case ArgScalar:
 			if reg.Type != ScalarValue {

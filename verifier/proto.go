@@ -53,6 +53,9 @@ const (
 	// ARG_PTR_TO_MEM_OR_NULL | MEM_WRITE). Unlike ArgUninitMem, stack
 	// memory must be initialised; a pointer that may be NULL passes.
 	ArgWriteMemOrNull
+	// ArgStackOrNull is a pointer into the stack or NULL, passed on
+	// unchecked (callback contexts: the kernel's ARG_PTR_TO_STACK_OR_NULL).
+	ArgStackOrNull
 )
 
 // isMem reports whether an argument points at memory the helper accesses.
@@ -150,8 +153,8 @@ var builtinProtos = map[string]Proto{
 	"bpf_xdp_adjust_meta":      {Args: [5]ArgType{ArgCtx, ArgAnything}},
 	"bpf_redirect":             {Args: [5]ArgType{ArgAnything, ArgAnything}},
 	"bpf_redirect_map":         {Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}, MapTypes: []maps.Type{maps.DevMap, maps.DevMapHash, maps.CPUMap, maps.XSKMap}, ProgTypes: []string{"xdp"}},
-	"bpf_loop":                 {Args: [5]ArgType{ArgAnything, ArgCallback, ArgAnything, ArgAnything}},
-	"bpf_for_each_map_elem":    {Args: [5]ArgType{ArgConstMapPtr, ArgCallback, ArgAnything, ArgAnything}},
+	"bpf_loop":                 {Args: [5]ArgType{ArgAnything, ArgCallback, ArgStackOrNull, ArgAnything}},
+	"bpf_for_each_map_elem":    {Args: [5]ArgType{ArgConstMapPtr, ArgCallback, ArgStackOrNull, ArgAnything}},
 	"bpf_strtol":               {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}},
 	"bpf_strtoul":              {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}},
 }

@@ -214,6 +214,14 @@ func TestSelftestHelperMemReadOnly(t *testing.T) {
 		{name: "lookup with key", maps: []maps.Spec{hash8}, asm: forEach("r1 = map[fd:0] ll\ncall bpf_map_lookup_elem#1")},
 		{name: "strtol into value", maps: []maps.Spec{hash8}, asm: forEach("*(u64 *)(r10 -8) = 0\nr4 = r3\nr1 = r10\nr1 += -8\nr2 = 4\nr3 = 0\ncall bpf_strtol#105")},
 		{name: "strtol into rdonly value", maps: []maps.Spec{ro48}, asm: forEach("*(u64 *)(r10 -8) = 0\nr4 = r3\nr1 = r10\nr1 += -8\nr2 = 4\nr3 = 0\ncall bpf_strtol#105"), err: "write into map forbidden, value_size=48 off=0 size=8", kmsg: true},
+		// Callback contexts are on the stack, or NULL.
+		{name: "loop ctx stack", asm: "r1 = 4\nr2 = subprog[cb] ll\nr3 = r10\nr4 = 0\ncall bpf_loop#181\nr0 = 0\nexit\ncb: r0 = 0\nexit"},
+		{name: "loop ctx stack var offset", asm: boundedR6 + "r3 = r10\nr3 += -16\nr3 += r6\nr1 = 4\nr2 = subprog[cb] ll\nr4 = 0\ncall bpf_loop#181\nr0 = 0\nexit\ncb: r0 = 0\nexit"},
+		{name: "loop ctx null", asm: "r1 = 4\nr2 = subprog[cb] ll\nr3 = 0\nr4 = 0\ncall bpf_loop#181\nr0 = 0\nexit\ncb: r0 = 0\nexit"},
+		{name: "loop ctx scalar", asm: "r1 = 4\nr2 = subprog[cb] ll\nr3 = 7\nr4 = 0\ncall bpf_loop#181\nr0 = 0\nexit\ncb: r0 = 0\nexit", err: "R3 type=scalar expected=fp", kmsg: true},
+		{name: "loop ctx map value", maps: []maps.Spec{val48}, asm: lookup4 + "if r0 == 0 goto out\nr1 = 4\nr2 = subprog[cb] ll\nr3 = r0\nr4 = 0\ncall bpf_loop#181\n" + outExit + "\ncb: r0 = 0\nexit", err: "R3 type=map_value expected=fp", kmsg: true},
+		{name: "for_each ctx map value", maps: []maps.Spec{val48}, asm: lookup4 + "if r0 == 0 goto out\nr3 = r0\nr1 = map[fd:0] ll\nr2 = subprog[cb] ll\nr4 = 0\ncall bpf_for_each_map_elem#164\n" + outExit + "\ncb: r0 = 0\nexit", err: "R3 type=map_value expected=fp", kmsg: true},
+		{name: "for_each ctx packet", asm: xdpPkt + "r1 = map[fd:0] ll\nr3 = r2\nr2 = subprog[cb] ll\nr4 = 0\ncall bpf_for_each_map_elem#164\n" + outExit + "\ncb: r0 = 0\nexit", maps: []maps.Spec{hash8}, err: "helper access to the packet is not allowed", kmsg: true},
 		// Read-only and write-only map values.
 		{name: "load bytes into rdonly value", typ: tc, maps: []maps.Spec{ro48}, asm: "r6 = r1\n" + lookup4 + "if r0 == 0 goto out\nr1 = r6\nr2 = 0\nr3 = r0\nr4 = 8\ncall bpf_skb_load_bytes#26\n" + outExit, err: "write into map forbidden, value_size=48 off=0 size=8", kmsg: true},
 		{name: "snprintf into rdonly value", maps: []maps.Spec{ro48, rodata}, values: map[int][]byte{1: fmtValue}, asm: lookup4 + "if r0 == 0 goto out\nr1 = r0\nr2 = 8\nr3 = map_value[fd:1]+3 ll\nr4 = 0\nr5 = 0\ncall bpf_snprintf#165\n" + outExit, err: "write into map forbidden, value_size=48 off=0 size=8", kmsg: true},
