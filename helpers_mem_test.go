@@ -281,17 +281,20 @@ func TestHelperMemMatrix(t *testing.T) {
 	helpers := []struct {
 		name, call string
 		sized      bool
+		tc         bool // a tc program: r9 is a struct __sk_buff
 	}{
-		{"csum_diff from", "r1 = r6\nr2 = r7\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28\n", true},
-		{"csum_diff to", "r1 = 0\nr2 = 0\nr3 = r6\nr4 = r7\nr5 = 0\ncall bpf_csum_diff#28\n", true},
-		{"snprintf str", "r1 = r6\nr2 = r7\nr3 = map_value[fd:1]+0 ll\nr4 = 0\nr5 = 0\ncall bpf_snprintf#165\n", true},
-		{"ringbuf_output", "r1 = map[fd:3] ll\nr2 = r6\nr3 = r7\nr4 = 0\ncall bpf_ringbuf_output#130\n", true},
-		{"trace_printk", "r1 = r6\nr2 = r7\ncall bpf_trace_printk#6\n", true},
-		{"strtol buf", "r1 = r6\nr2 = r7\nr3 = 0\nr4 = r10\nr4 += -24\ncall bpf_strtol#105\n", true},
-		{"strtol res", "r1 = r10\nr1 += -32\nr2 = 1\nr3 = 0\nr4 = r6\ncall bpf_strtol#105\n", false},
-		{"lookup key", "r1 = map[fd:2] ll\nr2 = r6\ncall bpf_map_lookup_elem#1\n", false},
-		{"update value", "r1 = map[fd:2] ll\nr2 = r10\nr2 += -40\nr3 = r6\nr4 = 0\ncall bpf_map_update_elem#2\n", false},
-		{"pop", "r1 = map[fd:4] ll\nr2 = r6\ncall bpf_map_pop_elem#88\n", false},
+		{"skb_load_bytes", "r1 = r9\nr2 = 0\nr3 = r6\nr4 = r7\ncall bpf_skb_load_bytes#26\n", true, true},
+		{"skb_store_bytes", "r1 = r9\nr2 = 0\nr3 = r6\nr4 = r7\nr5 = 0\ncall bpf_skb_store_bytes#9\n", true, true},
+		{"csum_diff from", "r1 = r6\nr2 = r7\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28\n", true, false},
+		{"csum_diff to", "r1 = 0\nr2 = 0\nr3 = r6\nr4 = r7\nr5 = 0\ncall bpf_csum_diff#28\n", true, false},
+		{"snprintf str", "r1 = r6\nr2 = r7\nr3 = map_value[fd:1]+0 ll\nr4 = 0\nr5 = 0\ncall bpf_snprintf#165\n", true, false},
+		{"ringbuf_output", "r1 = map[fd:3] ll\nr2 = r6\nr3 = r7\nr4 = 0\ncall bpf_ringbuf_output#130\n", true, false},
+		{"trace_printk", "r1 = r6\nr2 = r7\ncall bpf_trace_printk#6\n", true, false},
+		{"strtol buf", "r1 = r6\nr2 = r7\nr3 = 0\nr4 = r10\nr4 += -24\ncall bpf_strtol#105\n", true, false},
+		{"strtol res", "r1 = r10\nr1 += -32\nr2 = 1\nr3 = 0\nr4 = r6\ncall bpf_strtol#105\n", false, false},
+		{"lookup key", "r1 = map[fd:2] ll\nr2 = r6\ncall bpf_map_lookup_elem#1\n", false, false},
+		{"update value", "r1 = map[fd:2] ll\nr2 = r10\nr2 += -40\nr3 = r6\nr4 = 0\ncall bpf_map_update_elem#2\n", false, false},
+		{"pop", "r1 = map[fd:4] ll\nr2 = r6\ncall bpf_map_pop_elem#88\n", false, false},
 	}
 	kernelOK := os.Getuid() == 0 && rlimit.RemoveMemlock() == nil
 	var n, compared, agreed, msgs, ran int
@@ -307,11 +310,16 @@ func TestHelperMemMatrix(t *testing.T) {
 						continue
 					}
 					name := fmt.Sprintf("%s/%s/%s/%s", h.name, p.name, o.name, sz.name)
-					text := prologue + p.setup + o.setup + sz.setup + h.call + "end: " + p.tail + "end0: r0 = 0\nexit"
-					if p.tail == "" {
-						text = prologue + p.setup + o.setup + sz.setup + h.call + "end: r0 = 0\nexit"
+					setup, typ := p.setup, ebpf.XDP
+					if h.tc {
+						// struct __sk_buff's data and data_end.
+						setup, typ = strings.ReplaceAll(strings.ReplaceAll(setup, "(r9 +0)", "(r9 +76)"), "(r9 +4)", "(r9 +80)"), ebpf.SchedCLS
 					}
-					spec := asmCollection(t, ebpf.XDP, text, ms)
+					text := prologue + setup + o.setup + sz.setup + h.call + "end: " + p.tail + "end0: r0 = 0\nexit"
+					if p.tail == "" {
+						text = prologue + setup + o.setup + sz.setup + h.call + "end: r0 = 0\nexit"
+					}
+					spec := asmCollection(t, typ, text, ms)
 					coll, ours := bpfvm.NewCollection(spec)
 					var ve *bpfvm.VerifierError
 					if ours != nil && !errors.As(ours, &ve) {
