@@ -11,6 +11,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/rlimit"
 
 	"bpfvm"
@@ -58,6 +59,9 @@ func asmCollection(t *testing.T, typ ebpf.ProgramType, text string, ms []memMap)
 		spec.Maps[s.Name] = &s
 	}
 	for i := range kinsns {
+		if kinsns[i].IsKfuncCall() {
+			kinsns[i] = kinsns[i].WithReference(isa.KfuncName(int32(kinsns[i].Constant)))
+		}
 		if kinsns[i].IsLoadFromMap() {
 			// By name, with no fd left (loaders keep a nonzero one).
 			fd := uint32(kinsns[i].Constant)
@@ -230,7 +234,7 @@ func TestHelperMemIterator(t *testing.T) {
 // The matrix of helper memory arguments: pointer kinds × offsets × sizes ×
 // helpers. Each program's verdict is compared with the running kernel's,
 // and each program bpfvm accepts runs in checked mode, where a memory
-// fault would be a verifier bug. -short takes every fifth program.
+// fault would be a verifier bug.
 func TestHelperMemMatrix(t *testing.T) {
 	ms := []memMap{
 		{spec: &ebpf.MapSpec{Name: "arr16", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1}},
@@ -248,6 +252,10 @@ func TestHelperMemMatrix(t *testing.T) {
 	ptrs := []struct{ name, setup, tail string }{
 		{"fp", "*(u64 *)(r10 -16) = 0\n*(u64 *)(r10 -8) = 0\nr6 = r10\nr6 += -16\n", ""},
 		{"fp uninit", "r6 = r10\nr6 += -64\n", ""},
+		// An iterator at fp-16, destroyed at the end; a spilled context
+		// pointer at fp-16, used at the end.
+		{"fp iter", "r1 = r10\nr1 += -16\nr2 = 0\nr3 = 4\ncall bpf_iter_num_new#0\n*(u64 *)(r10 -8) = 0\nr6 = r10\nr6 += -16\n", "r1 = r10\nr1 += -16\ncall bpf_iter_num_destroy#0\n"},
+		{"fp spill", "*(u64 *)(r10 -16) = r9\n*(u64 *)(r10 -8) = 0\nr6 = r10\nr6 += -16\n", "r1 = *(u64 *)(r10 -16)\nr0 = *(u32 *)(r1 +0)\n"},
 		{"value", "r1 = map[fd:0] ll\nr2 = r10\nr2 += -48\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto end\nr6 = r0\n", ""},
 		{"rdonly value", "r6 = map_value[fd:1]+0 ll\n", ""},
 		{"maybe-null value", "r1 = map[fd:2] ll\nr2 = r10\nr2 += -40\ncall bpf_map_lookup_elem#1\nr6 = r0\n", ""},
@@ -297,6 +305,16 @@ func TestHelperMemMatrix(t *testing.T) {
 		{"pop", "r1 = map[fd:4] ll\nr2 = r6\ncall bpf_map_pop_elem#88\n", false, false},
 	}
 	kernelOK := os.Getuid() == 0 && rlimit.RemoveMemlock() == nil
+	// Every fourth program (a stride that walks every size, offset and
+	// pointer kind), every sixteenth with -short, all with
+	// BPFVM_HELPERMEM=all.
+	stride := 4
+	switch {
+	case os.Getenv("BPFVM_HELPERMEM") == "all":
+		stride = 1
+	case testing.Short():
+		stride = 16
+	}
 	var n, compared, agreed, msgs, ran int
 	for _, h := range helpers {
 		for _, p := range ptrs {
@@ -306,7 +324,7 @@ func TestHelperMemMatrix(t *testing.T) {
 						break
 					}
 					n++
-					if testing.Short() && n%5 != 0 {
+					if n%stride != 0 {
 						continue
 					}
 					name := fmt.Sprintf("%s/%s/%s/%s", h.name, p.name, o.name, sz.name)
@@ -329,7 +347,7 @@ func TestHelperMemMatrix(t *testing.T) {
 						coll.Close()
 					}
 					if kernelOK {
-						kc, kerr := ebpf.NewCollection(spec.Copy())
+						kc, kerr := ebpf.NewCollection(kernelKfuncs(t, spec))
 						if kerr == nil {
 							kc.Close()
 						}
@@ -366,6 +384,35 @@ func TestHelperMemMatrix(t *testing.T) {
 		}
 	}
 	t.Logf("%d programs; %d compared with the kernel, %d verdicts agree, %d of the rejections with the kernel's message; %d accepted ran clean in checked mode", n, compared, agreed, msgs, ran)
+}
+
+// kernelKfuncs returns a copy of spec whose kfunc calls call the kernel's
+// functions by their vmlinux BTF ids.
+func kernelKfuncs(t *testing.T, spec *ebpf.CollectionSpec) *ebpf.CollectionSpec {
+	spec = spec.Copy()
+	for _, p := range spec.Programs {
+		for i := range p.Instructions {
+			ins := &p.Instructions[i]
+			if !ins.IsKfuncCall() {
+				continue
+			}
+			kspec, err := btf.LoadKernelSpec()
+			if err != nil {
+				t.Skipf("kernel BTF: %v", err)
+			}
+			typ, err := kspec.AnyTypeByName(ins.Reference())
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := kspec.TypeID(typ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			*ins = ins.WithReference("")
+			ins.Constant = int64(id)
+		}
+	}
+	return spec
 }
 
 // lastLine is the verifier's message: an error's text after "insn N: ".
