@@ -255,6 +255,9 @@ func TestHelperMemMatrix(t *testing.T) {
 		// An iterator at fp-16, destroyed at the end; a spilled context
 		// pointer at fp-16, used at the end.
 		{"fp iter", "r1 = r10\nr1 += -16\nr2 = 0\nr3 = 4\ncall bpf_iter_num_new#0\n*(u64 *)(r10 -8) = 0\nr6 = r10\nr6 += -16\n", "r1 = r10\nr1 += -16\ncall bpf_iter_num_destroy#0\n"},
+		// The caller's fp-16 in a function the helper is called from
+		// (see below).
+		{"caller fp", "", ""},
 		{"fp spill", "*(u64 *)(r10 -16) = r9\n*(u64 *)(r10 -8) = 0\nr6 = r10\nr6 += -16\n", "r1 = *(u64 *)(r10 -16)\nr0 = *(u32 *)(r1 +0)\n"},
 		{"value", "r1 = map[fd:0] ll\nr2 = r10\nr2 += -48\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto end\nr6 = r0\n", ""},
 		{"rdonly value", "r6 = map_value[fd:1]+0 ll\n", ""},
@@ -336,6 +339,12 @@ func TestHelperMemMatrix(t *testing.T) {
 					text := prologue + setup + o.setup + sz.setup + h.call + "end: " + p.tail + "end0: r0 = 0\nexit"
 					if p.tail == "" {
 						text = prologue + setup + o.setup + sz.setup + h.call + "end: r0 = 0\nexit"
+					}
+					if p.name == "caller fp" {
+						// The function gets the pointer in r1 and the
+						// context in r2, and lays out its own slots.
+						text = "*(u64 *)(r10 -16) = 0\n*(u64 *)(r10 -8) = 0\nr2 = r1\nr1 = r10\nr1 += -16\ncall sub\nr0 = 0\nexit\n" +
+							"sub: r6 = r1\n" + strings.Replace(prologue, "r9 = r1", "r9 = r2", 1) + o.setup + sz.setup + h.call + "end: r0 = 0\nexit"
 					}
 					spec := asmCollection(t, typ, text, ms)
 					coll, ours := bpfvm.NewCollection(spec)
