@@ -433,3 +433,51 @@ func lastLine(s string) string {
 	}
 	return s
 }
+
+// Formats may hold bytes past ASCII, as in the kernel; control characters
+// are refused at verification.
+func TestHelperMemFormatBytes(t *testing.T) {
+	text := "*(u64 *)(r10 -8) = 0\nr1 = r10\nr1 += -8\nr2 = 8\nr3 = map_value[fd:0]+0 ll\nr4 = 0\nr5 = 0\ncall bpf_snprintf#165\nr0 = *(u64 *)(r10 -8)\nexit"
+	for _, c := range []struct {
+		format string
+		want   uint64 // the output, a NUL-terminated little-endian string
+		err    string
+	}{
+		{format: "\x80xy", want: 0x797880},
+		{format: "a\xffb", want: 0x62ff61},
+		{format: "a\x01b", err: "Invalid format string"},
+		{format: "a\x7fb", err: "Invalid format string"},
+	} {
+		v := make([]byte, 16)
+		copy(v, c.format)
+		spec := asmCollection(t, ebpf.XDP, text, []memMap{{spec: &ebpf.MapSpec{Name: ".rodata", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1, Flags: 1 << 7}, value: v}})
+		if c.err != "" {
+			_, err := bpfvm.NewCollection(spec)
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: %v, want %q", c.format, err, c.err)
+			}
+			continue
+		}
+		if os.Getuid() == 0 && rlimit.RemoveMemlock() == nil {
+			kc, err := ebpf.NewCollection(spec.Copy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := kc.Programs["prog"].Run(&ebpf.RunOptions{Data: make([]byte, 64)})
+			kc.Close()
+			if err != nil || uint64(got) != c.want&0xffffffff {
+				t.Errorf("%q: kernel %#x, %v; want %#x", c.format, got, err, c.want)
+			}
+		}
+		for _, cfg := range memConfigs {
+			coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: cfg.opts})
+			if err != nil {
+				t.Fatalf("%s: %v", cfg.name, err)
+			}
+			if got, err := memRun(coll.Programs["prog"]); err != nil || got != c.want {
+				t.Errorf("%q %s: %#x, %v; want %#x", c.format, cfg.name, got, err, c.want)
+			}
+			coll.Close()
+		}
+	}
+}

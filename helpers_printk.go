@@ -130,7 +130,9 @@ func bprintf(e *vm.Env, w *fmtBuf, f []byte, args []uint64) int64 {
 	nspec := 0
 	for i := 0; i < len(f); i++ {
 		c := f[i]
-		if !isPrint(c) && !isSpace(c) {
+		// Control characters are refused; bytes past ASCII are not,
+		// as in the running kernel.
+		if c < ' ' && !isSpace(c) || c == 0x7f {
 			return -einval
 		}
 		if c != '%' {

@@ -187,6 +187,11 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	if err := v.applyRawWrite(pc, &raw); err != nil {
 		return err
 	}
+	if name == "bpf_snprintf" {
+		if err := v.checkSnprintf(pc, f); err != nil {
+			return err
+		}
+	}
 	if callback >= 0 {
 		return v.enterCallback(pc, name, callback, m)
 	}

@@ -1,6 +1,7 @@
 package verifier_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -189,6 +190,40 @@ func TestSelftestHelperMemConstStr(t *testing.T) {
 		{name: "stack", asm: snprintfCall(str+"*(u64 *)(r10 -16) = 0\nr8 = r10\nr8 += -16\n", "r9", "8", "r8", "0", "0"), err: "R3 type=fp expected=map_value", kmsg: true},
 		{name: "null", asm: snprintfCall(str, "r9", "8", "0", "0", "0"), err: "R3 type=scalar expected=map_value", kmsg: true},
 	})
+}
+
+// bpf_snprintf's format is checked against its data at verification.
+func TestSelftestHelperMemSnprintfFormat(t *testing.T) {
+	var cases []vcase
+	for _, c := range []struct {
+		format string
+		nargs  int
+		ok     bool
+	}{
+		{"xy", 0, true}, {"%d", 0, false}, {"%d", 1, true}, {"%d%d", 1, false}, {"%d%d", 2, true},
+		{"%%", 0, true}, {"100%", 1, false}, {"%5d", 1, true}, {"%-08lld", 1, true}, {"%+ 3lx", 1, true},
+		{"%llX", 1, true}, {"%lli", 1, true}, {"%lu", 1, true}, {"%q", 1, false}, {"%ld", 1, true}, {"%lc", 1, false},
+		{"%s", 1, true}, {"%s.", 1, true}, {"%sx", 1, false}, {"%c", 1, true}, {"%5c", 1, true},
+		{"%p", 1, true}, {"%pK", 1, true}, {"%px", 1, true}, {"%ps", 1, true}, {"%pS", 1, true}, {"%pB", 1, true},
+		{"%pks", 1, true}, {"%pus", 1, true}, {"%pksx", 1, false}, {"%pI4", 1, true}, {"%pi6", 1, true}, {"%pI5", 1, false},
+		{"%pZ", 1, false}, {"%p-", 1, true}, {"a\tb", 0, true}, {"a\x01", 0, false}, {"\x7f", 0, false}, {"\x80", 0, true}, {"\x9f", 0, true}, {"\xa0", 0, true}, {"\xc3", 0, true}, {"\xff", 0, true}, {"\x80%d", 0, false}, {"%d\x80", 1, true}, {"%.2d", 1, false},
+	} {
+		value := make([]byte, 16)
+		copy(value, c.format)
+		vc := vcase{
+			name: fmt.Sprintf("%q with %d", c.format, c.nargs), maps: []maps.Spec{rodata}, values: map[int][]byte{0: value},
+			asm: snprintfCall("*(u64 *)(r10 -8) = 0\nr9 = r10\nr9 += -8\n*(u64 *)(r10 -112) = 0\n*(u64 *)(r10 -104) = 0\nr7 = r10\nr7 += -112\nr8 = map_value[fd:0]+0 ll\n", "r9", "8", "r8", "r7", fmt.Sprint(8*c.nargs)),
+		}
+		if !c.ok {
+			vc.err, vc.kmsg = "Invalid format string", true
+		}
+		cases = append(cases, vc)
+	}
+	cases = append(cases,
+		vcase{name: "data length not a multiple of 8", maps: []maps.Spec{rodata}, values: map[int][]byte{0: fmtValue}, asm: snprintfCall("*(u64 *)(r10 -8) = 0\nr9 = r10\nr9 += -8\n*(u64 *)(r10 -16) = 0\nr7 = r10\nr7 += -16\nr8 = map_value[fd:0]+0 ll\n", "r9", "8", "r8", "r7", "4"), err: "not a multiple of 8"},
+		vcase{name: "data length variable", maps: []maps.Spec{rodata}, values: map[int][]byte{0: fmtValue}, asm: snprintfCall("*(u64 *)(r10 -8) = 0\nr9 = r10\nr9 += -8\n*(u64 *)(r10 -16) = 0\nr7 = r10\nr7 += -16\nr8 = map_value[fd:0]+0 ll\ncall bpf_get_prandom_u32#7\nr6 = r0\nr6 &= 8\n", "r9", "8", "r8", "r7", "r6"), err: "Invalid format string", kmsg: true},
+	)
+	runCases(t, cases)
 }
 
 func TestSelftestHelperMemReadOnly(t *testing.T) {
