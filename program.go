@@ -156,6 +156,9 @@ type Program struct {
 	opts   ProgramOptions
 
 	regions []vm.Region // map value memory, for checked accesses
+	// strValues are the values of the read-only single-value arrays,
+	// which bound the constant strings helpers read (constString).
+	strValues []vm.Region
 
 	// VerifierLog is the verifier's log (with ProgramOptions.LogLevel > 0).
 	VerifierLog string
@@ -328,6 +331,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	}
 	for _, m := range maps {
 		p.regions = append(p.regions, m.m.Memory()...)
+		if readOnlyValue(m.m) != nil {
+			p.strValues = append(p.strValues, vm.Region{Start: m.m.Memory()[0].Start, End: m.m.Memory()[0].Start + uint64(m.m.Spec().ValueSize)})
+		}
 	}
 	p.register()
 	return p, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/rlimit"
 
 	"bpfvm/isa"
@@ -39,6 +41,11 @@ type vcase struct {
 	// whose kernel wording differs from ours: it shows that the kernel
 	// rejects for the same reason.
 	klog string
+	// values are values of key 0 (u32 keys) by map index, written before
+	// the load; maps read-only to programs are then frozen in the kernel
+	// (as constant-string arguments require) and give the verifier their
+	// value (MapInfo.ReadOnlyValue).
+	values map[int][]byte
 }
 
 // Kernel comparison counts, reported by TestMain.
@@ -71,7 +78,11 @@ func runCases(t *testing.T, cases []vcase) {
 			}
 			var infos []verifier.MapInfo
 			for i, m := range c.maps {
-				infos = append(infos, verifier.MapInfo{Name: m.Name, Spec: m, Index: i})
+				info := verifier.MapInfo{Name: m.Name, Spec: m, Index: i}
+				if m.Flags&maps.FlagRdonlyProg != 0 {
+					info.ReadOnlyValue = c.values[i]
+				}
+				infos = append(infos, info)
 			}
 			typ := c.typ
 			if typ == ebpf.UnspecifiedProgram {
@@ -89,7 +100,7 @@ func runCases(t *testing.T, cases []vcase) {
 				t.Errorf("error %v does not wrap ErrRejected", err)
 			}
 			if !c.unpriv && !c.noKernel {
-				klog, ran := kernelVerdict(t, typ, c.maps, insns, err)
+				klog, ran := kernelVerdict(t, typ, c.maps, c.values, insns, err)
 				want := c.klog
 				if c.kmsg {
 					want = c.err
@@ -123,7 +134,7 @@ func lastLines(log string, n int) string {
 // kernelVerdict loads the program into the running kernel and compares its
 // verdict with ours; it skips where bpf() is not permitted. It returns the
 // kernel's log of a rejection and whether the comparison ran.
-func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, insns []isa.Instruction, ours error) (string, bool) {
+func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, values map[int][]byte, insns []isa.Instruction, ours error) (string, bool) {
 	t.Helper()
 	if os.Getuid() != 0 {
 		return "", false
@@ -143,6 +154,16 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, insns 
 			return "", false
 		}
 		defer m.Close()
+		if v, ok := values[len(fds)]; ok {
+			if err := m.Put(uint32(0), v); err != nil {
+				t.Fatalf("kernel map value: %v", err)
+			}
+			if s.Flags&maps.FlagRdonlyProg != 0 {
+				if err := m.Freeze(); err != nil {
+					t.Fatalf("kernel map freeze: %v", err)
+				}
+			}
+		}
 		fds = append(fds, m.FD())
 	}
 	patched := append([]isa.Instruction(nil), insns...)
@@ -150,11 +171,20 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, insns 
 		if patched[i].IsLdImm64() && (patched[i].Src == isa.Register(isa.PseudoMapFD) || patched[i].Src == isa.Register(isa.PseudoMapValue)) {
 			patched[i].Imm = int32(fds[patched[i].Imm])
 		}
+		if patched[i].Op == isa.OpCall && patched[i].Src == isa.Register(isa.CallKfunc) {
+			// Kernel functions are called by their vmlinux BTF id.
+			id, ok := kfuncBTFID(t, isa.KfuncName(patched[i].Imm))
+			if !ok {
+				return "", false
+			}
+			patched[i].Imm = id
+		}
 	}
 	kinsns, err := asm.AppendInstructions(nil, bytes.NewReader(isa.EncodeProgram(patched)), binary.LittleEndian, "linux")
 	if err != nil {
 		t.Fatalf("unmarshal for the kernel: %v", err)
 	}
+	withFuncInfo(insns, kinsns)
 	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, Instructions: kinsns, License: "GPL"},
 		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 20})
 	if kerr == nil {
@@ -176,6 +206,63 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, insns 
 		kernelAgreed.Add(1)
 	}
 	return log, true
+}
+
+// withFuncInfo gives the functions of a program that passes callbacks
+// (which the kernel verifies only with BTF function information) static
+// BTF functions of five scalar arguments.
+func withFuncInfo(insns []isa.Instruction, kinsns asm.Instructions) {
+	starts := map[int]bool{0: true}
+	callbacks := false
+	for pc, ins := range insns {
+		switch {
+		case ins.IsLdImm64() && ins.Src == isa.Register(isa.PseudoFunc):
+			callbacks = true
+			starts[pc+1+int(ins.Imm)] = true
+		case ins.IsLocalCall():
+			starts[pc+1+int(ins.Imm)] = true
+		}
+	}
+	if !callbacks {
+		return
+	}
+	u64 := &btf.Int{Name: "u64", Size: 8}
+	params := make([]btf.FuncParam, 5)
+	for i := range params {
+		params[i] = btf.FuncParam{Name: fmt.Sprintf("a%d", i), Type: u64}
+	}
+	pc := 0
+	for i := range kinsns {
+		if starts[pc] {
+			fn := &btf.Func{Name: fmt.Sprintf("f%d", pc), Type: &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Params: params}, Linkage: btf.StaticFunc}
+			if pc == 0 {
+				fn.Linkage = btf.GlobalFunc
+				fn.Type = &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Params: params[:1]}
+			}
+			kinsns[i] = btf.WithFuncMetadata(kinsns[i], fn)
+		}
+		pc += int(kinsns[i].Size() / 8)
+	}
+}
+
+// kfuncBTFID returns the vmlinux BTF id of a kernel function.
+func kfuncBTFID(t *testing.T, name string) (int32, bool) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Logf("kernel BTF: %v", err)
+		return 0, false
+	}
+	typ, err := spec.AnyTypeByName(name)
+	if err != nil {
+		t.Logf("kernel BTF: %v", err)
+		return 0, false
+	}
+	id, err := spec.TypeID(typ)
+	if err != nil {
+		t.Logf("kernel BTF: %v", err)
+		return 0, false
+	}
+	return int32(id), true
 }
 
 func TestControlFlow(t *testing.T) {
