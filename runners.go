@@ -345,4 +345,7 @@ func (c *cpus) drain() {
 		r.freeHelperState()
 		r.cache = vm.Cache{} // the execution context is freed when unreachable
 	}
+	// No run of these runners is left: grace periods need not wait for
+	// them any more.
+	c.domain.Close()
 }

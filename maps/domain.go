@@ -1,7 +1,9 @@
 package maps
 
 import (
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Domain defers the reuse of map memory until no running program can still
@@ -18,6 +20,31 @@ type Domain struct {
 	slots []slot
 }
 
+// The live domains and the objects waiting for them. A map's memory is
+// freed (and a program's code released) only once every run of every
+// domain that was inside when it became unreachable has left: handles cross
+// collections (maps of maps, checked-mode handles from the live-map table),
+// so a run of any collection may hold one.
+var (
+	domainsMu sync.Mutex
+	domains   = map[*Domain]struct{}{}
+
+	reclaimMu sync.Mutex
+	pending   []deferred // objects waiting for their grace period
+	reclaimer bool       // a goroutine polls pending
+)
+
+// deferred is a free waiting for the runs inside when it was deferred.
+type deferred struct {
+	wait []retiredIn
+	free func()
+}
+
+type retiredIn struct {
+	d   *Domain
+	tag uint64
+}
+
 // slot holds epoch+1 while its runner is inside a run, 0 while idle. It is
 // padded to a cache line so runners do not share lines.
 type slot struct {
@@ -25,9 +52,101 @@ type slot struct {
 	_ [56]byte
 }
 
-// NewDomain returns a domain for n runners.
+// NewDomain returns a domain for n runners. It takes part in every grace
+// period (Defer) until Close.
 func NewDomain(n int) *Domain {
-	return &Domain{slots: make([]slot, max(n, 1))}
+	d := &Domain{slots: make([]slot, max(n, 1))}
+	domainsMu.Lock()
+	domains[d] = struct{}{}
+	domainsMu.Unlock()
+	return d
+}
+
+// Close removes the domain from grace periods: its runners have stopped
+// for good.
+func (d *Domain) Close() {
+	domainsMu.Lock()
+	delete(domains, d)
+	domainsMu.Unlock()
+}
+
+// Defer calls free once no run of any domain that is inside a run now can
+// still be inside it: the grace period of the kernel's call_rcu. The caller
+// has made the object unreachable for runs that enter from now on. free
+// runs at once when no run is inside (the common case), else on a
+// background goroutine, so Defer never blocks, even when called from a run.
+func Defer(free func()) {
+	var wait []retiredIn
+	domainsMu.Lock()
+	for d := range domains {
+		if tag := d.Retire(); !d.Safe(tag) {
+			wait = append(wait, retiredIn{d, tag})
+		}
+	}
+	domainsMu.Unlock()
+	if len(wait) == 0 {
+		free()
+		return
+	}
+	reclaimMu.Lock()
+	pending = append(pending, deferred{wait: wait, free: free})
+	start := !reclaimer
+	reclaimer = true
+	reclaimMu.Unlock()
+	if start {
+		go reclaim()
+	}
+}
+
+// reclaim polls the pending frees until none is left, backing off while
+// runs stay inside.
+func reclaim() {
+	sleep := 20 * time.Microsecond
+	for {
+		time.Sleep(sleep)
+		if Reclaim() == 0 {
+			reclaimMu.Lock()
+			if len(pending) == 0 {
+				reclaimer = false
+				reclaimMu.Unlock()
+				return
+			}
+			reclaimMu.Unlock()
+		}
+		sleep = min(2*sleep, 5*time.Millisecond)
+	}
+}
+
+// Reclaim runs the pending frees whose grace period is over and returns how
+// many are still waiting.
+func Reclaim() int {
+	reclaimMu.Lock()
+	var ready []func()
+	k := 0
+	for _, p := range pending {
+		if p.safe() {
+			ready = append(ready, p.free)
+		} else {
+			pending[k] = p
+			k++
+		}
+	}
+	clear(pending[k:])
+	pending = pending[:k]
+	reclaimMu.Unlock()
+	for _, f := range ready {
+		f()
+	}
+	return k
+}
+
+func (p *deferred) safe() bool {
+	for _, w := range p.wait {
+		if !w.d.Safe(w.tag) {
+			return false
+		}
+	}
+	return true
 }
 
 // Enter marks runner i as running.
