@@ -524,4 +524,3 @@ func (m *hashMap) free() error {
 	}
 	return err
 }
-
