@@ -32,6 +32,9 @@ type batchSlice struct {
 }
 
 func newBatchSlice(s any, size int) (batchSlice, error) {
+	if size == 0 {
+		return batchSlice{}, fmt.Errorf("batch operation on a map without keys or values: %w", ErrNotSupported)
+	}
 	if b, ok := s.([]byte); ok {
 		if len(b)%size != 0 {
 			return batchSlice{}, fmt.Errorf("%d byte buffer for %d byte elements", len(b), size)

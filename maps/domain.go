@@ -135,9 +135,11 @@ func Reclaim() int {
 	pending = pending[:k]
 	reclaimMu.Unlock()
 	for _, f := range ready {
-		f()
+		f() // may defer more (a map's second grace period)
 	}
-	return k
+	reclaimMu.Lock()
+	defer reclaimMu.Unlock()
+	return len(pending)
 }
 
 func (p *deferred) safe() bool {

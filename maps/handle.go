@@ -107,15 +107,21 @@ func (h *header) Release() {
 	if n < 0 {
 		return // released more often than acquired: already freed
 	}
-	// Unregistered first: no run that enters from now on can find the map
-	// (checked handles, ids for maps of maps), so once every run inside
-	// has left, nothing can.
-	liveMaps.Delete(h.addr)
+	// Two grace periods, as nothing may find the map once it is freed. Go
+	// code can no longer store it in a map of maps (nor Acquire it). Runs
+	// inside now may still hold its handle from an outer map, and in
+	// checked mode turn it back into the map (FromHandle): the handle
+	// stays valid until they have left. Then it leaves the live-map table,
+	// and once the runs that might have looked it up there have left too,
+	// the memory goes.
 	mapIDs.Delete(h.id)
 	m := h.r.m
 	Defer(func() {
-		_ = m.free()
-		_ = h.mem.Free()
+		liveMaps.Delete(h.addr)
+		Defer(func() {
+			_ = m.free()
+			_ = h.mem.Free()
+		})
 	})
 }
 

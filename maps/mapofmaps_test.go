@@ -106,8 +106,8 @@ func TestMapOfMaps(t *testing.T) {
 			if n := refs.count(); n != 1 {
 				t.Errorf("%d inner maps referenced after the replacement, want 1", n)
 			}
-			if _, err := FromHandle(a.Handle(), true); err == nil {
-				t.Error("inner map without references still in the live-map table")
+			if got, err := FromHandle(a.Handle(), true); got != a {
+				t.Errorf("handle of a replaced inner map invalid during a run: %v", err)
 			}
 			if Reclaim() == 0 {
 				t.Error("inner map freed while a run may hold its handle")
@@ -118,6 +118,9 @@ func TestMapOfMaps(t *testing.T) {
 			}
 			d.Exit(0)
 			waitReclaimed(t)
+			if got, _ := FromHandle(a.Handle(), true); got == a {
+				t.Error("freed inner map still in the live-map table")
+			}
 			if err := m.Delete(unsafe.Pointer(&key)); err != nil {
 				t.Fatal(err)
 			}
