@@ -18,6 +18,8 @@ import (
 
 	"bpfvm"
 	"bpfvm/maps"
+	"bpfvm/verifier"
+	"bpfvm/vm"
 )
 
 // lifetimeConfigs are the ways the lifetime tests run programs: verified on
@@ -665,4 +667,74 @@ func isAny(err error, targets []error) bool {
 		}
 	}
 	return false
+}
+
+// An inner map removed from its outer map and closed during a run stays
+// usable by that run, as the kernel's RCU keeps it: the run writes the
+// value it looked up before, after the removal, and that write lands in the
+// inner map, not in memory allocated meanwhile; the map goes once the run
+// has left.
+func TestInnerMapRemovedMidRun(t *testing.T) {
+	const hostHelper = 10000
+	for _, cfg := range lifetimeConfigs[:2] { // checked mode: see TestClosedObjectsStillReferenced
+		t.Run(lifetimeConfigName(cfg), func(t *testing.T) {
+			spec := lifetimeSpec()
+			spec.Programs["midrun"] = &ebpf.ProgramSpec{Name: "midrun", Type: ebpf.XDP, License: "GPL", Instructions: asm.Instructions{
+				// r7 = &outer[0][0], or return 0.
+				asm.StoreImm(asm.RFP, -4, 0, asm.Word),
+				asm.LoadMapPtr(asm.R1, 0).WithReference("outer"),
+				asm.Mov.Reg(asm.R2, asm.RFP),
+				asm.Add.Imm(asm.R2, -4),
+				asm.FnMapLookupElem.Call(),
+				asm.JEq.Imm(asm.R0, 0, "miss"),
+				asm.Mov.Reg(asm.R1, asm.R0),
+				asm.Mov.Reg(asm.R2, asm.RFP),
+				asm.Add.Imm(asm.R2, -4),
+				asm.FnMapLookupElem.Call(),
+				asm.JEq.Imm(asm.R0, 0, "miss"),
+				asm.Mov.Reg(asm.R7, asm.R0),
+				// The host removes and closes the inner map.
+				asm.BuiltinFunc(hostHelper).Call(),
+				asm.Mov.Imm(asm.R1, 0x55),
+				asm.StoreMem(asm.R7, 0, asm.R1, asm.DWord),
+				asm.Mov.Imm(asm.R0, 1),
+				asm.Return(),
+				asm.Mov.Imm(asm.R0, 0).WithSymbol("miss"),
+				asm.Return(),
+			}}
+			var coll *bpfvm.Collection
+			var fresh *canary
+			var pendingInside int
+			remove := func(*vm.Env, uint64, uint64, uint64, uint64, uint64) (uint64, error) {
+				coll.Maps["a"].Close()
+				if err := coll.Maps["outer"].Delete(uint32(0)); err != nil {
+					return 0, err
+				}
+				fresh = newCanary(t)
+				pendingInside = maps.Reclaim()
+				return 0, nil
+			}
+			opts := cfg
+			opts.Helpers = map[int32]vm.Helper{hostHelper: remove}
+			opts.HelperProtos = map[int32]*verifier.Proto{hostHelper: {Name: "remove_inner"}}
+			var err error
+			coll, err = bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: opts, NumCPU: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer coll.Close()
+			aID := coll.Maps["a"].ID()
+			wantRun(t, coll.Programs["midrun"], 1)
+			if pendingInside == 0 {
+				t.Error("inner map freed while a run held its value")
+			}
+			fresh.check(t)
+			waitReclaimed(t)
+			if err := coll.Maps["outer"].Put(uint32(0), aID); !errors.Is(err, maps.ErrInvalid) {
+				t.Errorf("put of the freed inner map by id: %v, want ErrInvalid", err)
+			}
+			wantRun(t, coll.Programs["midrun"], 0)
+			fresh.check(t)
+		})
+	}
 }
