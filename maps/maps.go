@@ -179,7 +179,10 @@ type Map interface {
 	Memory() []vm.Region
 	// Close drops the creator's reference: the memory is freed once no
 	// program, map of maps, reader or operation in progress holds the map
-	// and no run can still see it. Closing twice does nothing.
+	// and no run can still see it. Closing twice does nothing. Go code that
+	// may race with Close calls the other methods only while it holds a
+	// reference (as bpfvm.Map does): after the last one they touch freed
+	// memory.
 	Close() error
 
 	// free releases the memory; called once, after the last reference.
