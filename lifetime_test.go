@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	maps_ "maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -78,6 +80,12 @@ func lifetimeSpec() *ebpf.CollectionSpec {
 			"jmp": {Name: "jmp", Type: ebpf.ProgramArray, KeySize: 4, ValueSize: 4, MaxEntries: 2,
 				Contents: []ebpf.MapKV{{Key: uint32(0), Value: "target"}}},
 			"rb": {Name: "rb", Type: ebpf.RingBuf, MaxEntries: uint32(os.Getpagesize())},
+			// Used by Go only, for the other kinds of memory.
+			"hom": {Name: "hom", Type: ebpf.HashOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: 2,
+				InnerMap: counter("a"), Contents: []ebpf.MapKV{{Key: uint32(0), Value: "a"}}},
+			"q":   {Name: "q", Type: ebpf.Queue, ValueSize: 8, MaxEntries: 4},
+			"pc":  {Name: "pc", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+			"lru": {Name: "lru", Type: ebpf.LRUHash, KeySize: 4, ValueSize: 8, MaxEntries: 4},
 		},
 		Programs: map[string]*ebpf.ProgramSpec{
 			"count": prog("count", countIn(asm.LoadMapPtr(asm.R1, 0).WithReference("m"))),
@@ -349,10 +357,12 @@ func TestClosedObjectsStillReferenced(t *testing.T) {
 			if err := outer.Delete(uint32(1)); err != nil {
 				t.Error(err)
 			}
-			// Out of the outer map, it is gone: lookups miss, and its id
+			// Out of the outer maps, it is gone: lookups miss, and its id
 			// names nothing once the last reference is dropped.
-			if err := outer.Delete(uint32(0)); err != nil {
-				t.Error(err)
+			for _, o := range []*bpfvm.Map{outer, coll.Maps["hom"]} {
+				if err := o.Delete(uint32(0)); err != nil {
+					t.Error(err)
+				}
 			}
 			innerRun(0)
 			waitReclaimed(t)
@@ -424,7 +434,7 @@ type canary struct {
 	want [][]byte
 }
 
-const canaryEntries = 64
+const canaryEntries = 16
 
 func newCanary(t testing.TB) *canary {
 	t.Helper()
@@ -470,20 +480,21 @@ var lifetimeKinds = []struct {
 	name  string
 	close func(t *testing.T, c *bpfvm.Collection, rd *maps.RingReader)
 	runs  []string // programs whose runs fail once closed
-	maps  []string // maps whose operations fail once closed
-	after func(t *testing.T, c *bpfvm.Collection)
+	maps  []string // maps whose operations fail once closed ("*": all)
 }{
 	{name: "map", close: func(_ *testing.T, c *bpfvm.Collection, _ *maps.RingReader) { c.Maps["m"].Close() }, maps: []string{"m"}},
 	{name: "go-only map", close: func(_ *testing.T, c *bpfvm.Collection, _ *maps.RingReader) { c.Maps["h"].Close() }, maps: []string{"h"}},
 	{name: "program", close: func(_ *testing.T, c *bpfvm.Collection, _ *maps.RingReader) { c.Programs["count"].Close() }, runs: []string{"count"}},
 	{name: "collection", close: func(_ *testing.T, c *bpfvm.Collection, _ *maps.RingReader) { c.Close() },
-		runs: []string{"count", "inner", "tail", "target", "ring"}, maps: []string{"m", "a", "h", "outer", "jmp", "rb"}},
+		runs: []string{"count", "inner", "tail", "target", "ring"}, maps: []string{"*"}},
 	{name: "outer map", close: func(_ *testing.T, c *bpfvm.Collection, _ *maps.RingReader) { c.Maps["outer"].Close() }, maps: []string{"outer"}},
 	{name: "inner map", close: func(t *testing.T, c *bpfvm.Collection, _ *maps.RingReader) {
 		c.Maps["a"].Close()
 		// Go-side batch deletes may have emptied the slot already.
-		if err := c.Maps["outer"].Delete(uint32(0)); err != nil && !errors.Is(err, maps.ErrKeyNotExist) {
-			t.Error(err)
+		for _, o := range []string{"outer", "hom"} {
+			if err := c.Maps[o].Delete(uint32(0)); err != nil && !errors.Is(err, maps.ErrKeyNotExist) {
+				t.Error(err)
+			}
 		}
 	}, maps: []string{"a"}},
 	{name: "prog_array program", close: func(t *testing.T, c *bpfvm.Collection, _ *maps.RingReader) {
@@ -556,6 +567,11 @@ func stressRound(t *testing.T, kindName string, cfg bpfvm.ProgramOptions, round 
 	}
 	for _, n := range kind.maps {
 		closedMaps[n] = true
+		if n == "*" {
+			for name := range coll.Maps {
+				closedMaps[name] = true
+			}
+		}
 	}
 	var closed atomic.Bool    // set once kind.close has returned
 	var allClosed atomic.Bool // set when the collection is about to close
@@ -609,16 +625,23 @@ func stressRound(t *testing.T, kindName string, cfg bpfvm.ProgramOptions, round 
 			}
 		})
 	}
-	// Go-side operations on every map.
+	// Go-side operations on every map, from two goroutines.
 	allowed := []error{maps.ErrKeyNotExist, maps.ErrFull, maps.ErrInvalid, maps.ErrNotSupported, maps.ErrKeyExist}
-	for name, m := range coll.Maps {
-		if m.KeySize() != 4 {
-			continue // the ring buffer: every operation fails (ErrClosed: TestClosedObjectsFail)
+	var opMaps [2][]string
+	for _, name := range slices.Sorted(maps_.Keys(coll.Maps)) {
+		if m := coll.Maps[name]; m.KeySize() != 4 || m.Type() == ebpf.PerCPUArray {
+			// The ring buffer, the queue and per-CPU values take other
+			// shapes (ErrClosed: TestClosedObjectsFail).
+			continue
 		}
-		ops := mapOps(m)
+		opMaps[len(opMaps[0])%2] = append(opMaps[len(opMaps[0])%2], name)
+	}
+	for _, names := range opMaps {
 		loop(func(afterClose bool) {
-			for op, f := range ops {
-				check("map "+name+": "+op, f(), afterClose, closedMaps[name], allowed...)
+			for _, name := range names {
+				for op, f := range mapOps(coll.Maps[name]) {
+					check("map "+name+": "+op, f(), afterClose, closedMaps[name], allowed...)
+				}
 			}
 		})
 	}
@@ -707,8 +730,10 @@ func TestInnerMapRemovedMidRun(t *testing.T) {
 			var pendingInside int
 			remove := func(*vm.Env, uint64, uint64, uint64, uint64, uint64) (uint64, error) {
 				coll.Maps["a"].Close()
-				if err := coll.Maps["outer"].Delete(uint32(0)); err != nil {
-					return 0, err
+				for _, o := range []string{"outer", "hom"} {
+					if err := coll.Maps[o].Delete(uint32(0)); err != nil {
+						return 0, err
+					}
 				}
 				fresh = newCanary(t)
 				pendingInside = maps.Reclaim()
