@@ -43,6 +43,7 @@ var (
 
 	reclaimMu sync.Mutex
 	pending   []deferred // in tag order
+	freeing   int        // frees taken from pending and still running
 	reclaimer bool       // a goroutine polls pending
 )
 
@@ -122,7 +123,7 @@ func Defer(free func()) {
 	reclaimMu.Lock()
 	// The tag is taken under reclaimMu so pending stays in tag order.
 	tag := retire()
-	if len(pending) == 0 && safe(tag) {
+	if safe(tag) {
 		reclaimMu.Unlock()
 		free()
 		return
@@ -156,7 +157,7 @@ func reclaim() {
 }
 
 // Reclaim runs the pending frees whose grace period is over and returns how
-// many are still waiting.
+// many are still waiting or running (on another goroutine).
 func Reclaim() int {
 	reclaimMu.Lock()
 	// Safe is monotonic in the tag: the frees ready are a prefix.
@@ -166,11 +167,15 @@ func Reclaim() int {
 	}
 	ready := slices.Clone(pending[:k])
 	pending = slices.Delete(pending, 0, k)
+	freeing += k
 	reclaimMu.Unlock()
 	for _, p := range ready {
 		p.free() // may defer more (a map's second grace period)
+		reclaimMu.Lock()
+		freeing--
+		reclaimMu.Unlock()
 	}
 	reclaimMu.Lock()
 	defer reclaimMu.Unlock()
-	return len(pending)
+	return len(pending) + freeing
 }
