@@ -57,9 +57,10 @@ func TestDefer(t *testing.T) {
 		c := NewDomain(1)
 		c.Enter(0)
 		c.Close() // its runners stopped for good
-		freed := false
-		Defer(func() { freed = true })
-		if !freed {
+		var freed atomic.Bool
+		Defer(func() { freed.Store(true) })
+		waitReclaimed(t)
+		if !freed.Load() {
 			t.Error("free waits for a closed domain")
 		}
 	})
