@@ -763,3 +763,61 @@ func TestInnerMapRemovedMidRun(t *testing.T) {
 		})
 	}
 }
+
+// Closing from a helper, inside a run of the object closed, neither
+// deadlocks nor pulls memory from under the run: it finishes, and later
+// operations fail with ErrClosed.
+func TestCloseFromHelper(t *testing.T) {
+	const hostHelper = 10001
+	for _, what := range []string{"collection", "program", "map"} {
+		for _, cfg := range lifetimeConfigs[:2] {
+			t.Run(what+"/"+lifetimeConfigName(cfg), func(t *testing.T) {
+				spec := lifetimeSpec()
+				// The host closes something, then the run counts in m.
+				body := append(asm.Instructions{asm.BuiltinFunc(hostHelper).Call()},
+					countIn(asm.LoadMapPtr(asm.R1, 0).WithReference("m"))...)
+				spec.Programs["closer"] = &ebpf.ProgramSpec{Name: "closer", Type: ebpf.XDP, License: "GPL", Instructions: body}
+				var coll *bpfvm.Collection
+				closeIt := func(*vm.Env, uint64, uint64, uint64, uint64, uint64) (uint64, error) {
+					switch what {
+					case "collection":
+						coll.Close()
+					case "program":
+						coll.Programs["closer"].Close()
+					case "map":
+						coll.Maps["m"].Close()
+					}
+					return 0, nil
+				}
+				opts := cfg
+				opts.Helpers = map[int32]vm.Helper{hostHelper: closeIt}
+				opts.HelperProtos = map[int32]*verifier.Proto{hostHelper: {Name: "close_it"}}
+				var err error
+				coll, err = bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: opts, NumCPU: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer coll.Close()
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					wantRun(t, coll.Programs["closer"], 1)
+				}()
+				select {
+				case <-done:
+				case <-time.After(10 * time.Second):
+					t.Fatal("run that closed its own collection did not return")
+				}
+				_, err = runProg(coll.Programs["closer"])
+				if what == "map" {
+					if err != nil {
+						t.Errorf("run after its map was closed: %v", err)
+					}
+				} else if !isClosed(err) {
+					t.Errorf("run after close: %v, want ErrClosed", err)
+				}
+				waitReclaimed(t)
+			})
+		}
+	}
+}
