@@ -283,6 +283,22 @@ func pktPair(dst, src RegType) int {
 	return 0
 }
 
+// pktBound reports whether bound, the other side of a comparison that
+// checks a packet pointer, is where that pointer's range ends: pkt_end
+// (which no arithmetic moves), or for metadata the start of the packet
+// data itself, untouched (the kernel's reg_is_init_pkt_pointer). A data
+// pointer moved by a constant or a variable would prove the range against
+// a point inside, or past, the packet.
+func pktBound(bound *Reg) bool {
+	switch bound.Type {
+	case PtrToPacketEnd:
+		return true
+	case PtrToPacket:
+		return bound.ID == 0 && bound.Off == 0 && bound.Scalar.Var.IsConst() && bound.Scalar.Var.Value == 0
+	}
+	return false
+}
+
 // packetCompare grants packet ranges from `pkt + N <op> pkt_end` checks
 // (the kernel's try_match_pkt_pointers and find_good_pkt_pointers).
 func (v *verifier) packetCompare(st *State, dst, src *Reg, op uint8, taken bool) {
@@ -290,9 +306,12 @@ func (v *verifier) packetCompare(st *State, dst, src *Reg, op uint8, taken bool)
 	if which == 0 {
 		return
 	}
-	ptr := dst
+	ptr, bound := dst, src
 	if which == 2 {
-		ptr = src
+		ptr, bound = src, dst
+	}
+	if !pktBound(bound) {
+		return
 	}
 	// For each operator: in which branch the pointer is known in bounds,
 	// and whether the bound is strict ("<", giving one byte more).

@@ -132,6 +132,12 @@ func (v *verifier) checkAtomic(pc int, ins isa.Instruction) error {
 // checkMemAccess checks a load or store through ptr and returns what a load
 // yields, the kernel's check_mem_access.
 func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
+	// The access itself is checked first, as the kernel's
+	// save_aux_ptr_type follows check_mem_access.
+	res, err := v.memAccess(ptr, a)
+	if err != nil {
+		return Reg{}, err
+	}
 	aux := &v.aux[a.pc]
 	if aux.PtrType == NotInit {
 		aux.PtrType = ptr.Type
@@ -141,6 +147,11 @@ func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
 		// cannot be converted.
 		return Reg{}, v.errorf(a.pc, "same insn cannot be used with different pointers")
 	}
+	return res, nil
+}
+
+// memAccess is checkMemAccess without the bookkeeping for the rewrite.
+func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 	if ptr.maybeNull() {
 		return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
 	}

@@ -375,6 +375,16 @@ func (v *verifier) backtrackInsn(b *btMasks, i, subseq int, flags uint32) bool {
 			if args != 0 {
 				b.setReg(isa.R3)
 			}
+		case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && subseq != i+1 && !v.callbackSites[i]:
+			// A tail call from a subprogram that went on in the caller
+			// (tailCall): the caller's R0 is the tail-called program's,
+			// traced no further; back into the callee's frame.
+			b.regs[b.frame] &^= callerRegs
+			b.frame++
+			if b.frame >= MaxCallFrames {
+				return false
+			}
+			b.regs[b.frame], b.slots[b.frame] = 0, 0
 		case ins.Op == isa.OpCall:
 			b.regs[b.frame] &^= callerRegs // R0 returned, R1-R5 clobbered
 		case ins.Op == isa.OpCallX:

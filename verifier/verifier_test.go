@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/rlimit"
 
 	"bpfvm/isa"
@@ -151,6 +153,7 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, insns 
 	if err != nil {
 		t.Fatalf("unmarshal for the kernel: %v", err)
 	}
+	withFuncInfo(kinsns, insns)
 	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, Instructions: kinsns, License: "GPL"},
 		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 20})
 	if kerr == nil {
@@ -172,6 +175,30 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, insns 
 		kernelAgreed.Add(1)
 	}
 	return log, true
+}
+
+// withFuncInfo gives every function of a program with more than one BTF
+// func_info, as clang does: the kernel refuses callbacks and tail calls
+// from subprograms without it. insns is the wire form of kinsns.
+func withFuncInfo(kinsns asm.Instructions, insns []isa.Instruction) {
+	starts := map[int]bool{}
+	for pc, ins := range insns {
+		if ins.IsLocalCall() || ins.IsPseudoFunc() {
+			starts[pc+1+int(ins.Imm)] = true
+		}
+	}
+	if len(starts) == 0 {
+		return
+	}
+	starts[0] = true
+	proto := &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}}
+	pc := 0
+	for i := range kinsns {
+		if starts[pc] {
+			kinsns[i] = btf.WithFuncMetadata(kinsns[i], &btf.Func{Name: fmt.Sprintf("f%d", pc), Type: proto, Linkage: btf.StaticFunc})
+		}
+		pc += int(kinsns[i].Size() / asm.InstructionSize)
+	}
 }
 
 func TestControlFlow(t *testing.T) {
