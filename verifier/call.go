@@ -494,6 +494,11 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 	if r0.Type == NotInit {
 		return false, v.errorf(pc, "R0 !read_ok")
 	}
+	if len(st.Frames) > 1 && r0.Type == PtrToStack {
+		// Only the callee's own stack dies, but the kernel refuses
+		// every stack pointer, from callbacks too.
+		return false, v.errorf(pc, "cannot return stack pointer to the caller")
+	}
 	if f.Callback {
 		if r0.Type != ScalarValue {
 			return false, v.errorf(pc, "At callback return the register R0 is not a known value (%s)", regTypeString(r0))
@@ -515,11 +520,6 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		return false, nil
 	}
 	if len(st.Frames) > 1 {
-		if r0.Type == PtrToStack {
-			// Only the callee's own stack dies, but the kernel refuses
-			// every stack pointer.
-			return false, v.errorf(pc, "cannot return stack pointer to the caller frame")
-		}
 		if v.opts.Unprivileged && r0.Type.IsPointer() {
 			return false, v.errorf(pc, "R0 leaks addr as return value")
 		}
