@@ -1,6 +1,8 @@
 package verifier_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"bpfvm/maps"
@@ -39,4 +41,34 @@ func TestSelftestBackedge(t *testing.T) {
 		{name: "may_goto loop with a safe value", maps: m, asm: pre + "head: may_goto done\nr9 = r8\nr9 &= 7\ngoto head\ndone: " + use},
 		{name: "callback copies the value used after the loop", noKernel: true, maps: m, asm: cb("r3 = *(u64 *)(r2 +0)\n*(u64 *)(r2 +8) = r3\nr0 = 0\nexit"), err: "map_value pointer"},
 	})
+}
+
+// mayGotoChain is n may_goto loops one after the other; body is each
+// loop's body, where @ names the loop's exit.
+func mayGotoChain(n int, body string) string {
+	var b strings.Builder
+	b.WriteString("r0 = 0\nr6 = 0\n")
+	for i := range n {
+		fmt.Fprintf(&b, "l%d: may_goto d%d\n%sgoto l%d\nd%d: r2 = 0\n", i, i, strings.ReplaceAll(body, "@", fmt.Sprint("d", i)), i, i)
+	}
+	b.WriteString("r0 = 0\nexit\n")
+	return b.String()
+}
+
+// TestSelftestMayGotoChains covers chains of may_goto loops. A scalar a
+// loop's branch decides is precise: it is not widened, and every round is
+// explored with its own value (and each exit goes on with it), so a chain
+// of 200 such loops is too large, as in the kernel. Scalars that are
+// imprecise are widened every round, and long chains of such loops verify.
+func TestSelftestMayGotoChains(t *testing.T) {
+	cases := []vcase{
+		{name: "200 loops with an imprecise counter", asm: mayGotoChain(200, "r6 += 1\n")},
+		{name: "200 loops with a bounded counter", asm: mayGotoChain(200, "if r6 > 9 goto @\nr6 += 1\n")},
+		{name: "one loop with a precise counter", asm: mayGotoChain(1, "r0 += 1\nif r0 > 1000 goto @\n")},
+	}
+	if !testing.Short() {
+		// A million instructions here and in the kernel: seconds.
+		cases = append(cases, vcase{name: "200 loops with a precise counter", asm: mayGotoChain(200, "r0 += 1\nif r0 > 1000 goto @\n"), err: "BPF program is too large. Processed 1000001 insn", kmsg: true})
+	}
+	runCases(t, cases)
 }
