@@ -243,19 +243,29 @@ func (v *verifier) tailCall(pc int) error {
 		}
 		return nil
 	}
-	f := st.top()
-	if f.Callback {
+	if st.top().Callback {
 		// The target's R0 would go back to the helper as the callback's
 		// result, which must be 0 or 1. (The kernel rejects this too,
 		// through an internal error.)
 		return v.errorf(pc, "tail call from a callback: R0 at callback return would be the tail-called program's, not in [0, 1]")
 	}
-	ret := v.cloneState(st)
+	return v.queueReturn(pc, unknownScalar(), true)
+}
+
+// queueReturn queues the path on which the subprogram being verified
+// returns to its caller at pc, an instruction other than exit, with r0 as
+// its result (a successful tail call, a failed LD_ABS); pktChanged makes
+// every packet pointer invalid on it.
+func (v *verifier) queueReturn(pc int, r0 Reg, pktChanged bool) error {
+	f := v.cur.top()
+	ret := v.cloneState(v.cur)
 	ret.popFrame()
-	ret.cur().Regs[0] = unknownScalar()
-	invalidatePackets(ret)
+	ret.cur().Regs[0] = r0
+	if pktChanged {
+		invalidatePackets(ret)
+	}
 	if v.log.level > 0 {
-		v.log.printf("tail call from frame %d: the target may return to the caller at %d\n", f.Number, f.CallSite+1)
+		v.log.printf("frame %d may return to the caller at %d from %d\n", f.Number, f.CallSite+1, pc)
 	}
 	return v.push(ret, pc, f.CallSite+1)
 }

@@ -409,6 +409,19 @@ func (v *verifier) checkLdAbs(pc int, ins isa.Instruction) error {
 	if err := v.checkPtrOffReg(pc, isa.R6, ctx, false); err != nil {
 		return err
 	}
+	// A load outside the packet ends the function with R0 = 0: the
+	// program, or a subprogram, which returns 0 to its caller (as the
+	// kernel has it). A callback would return to the helper that called
+	// it; the kernel refuses that (through an internal error), and so
+	// do we.
+	if len(v.cur.Frames) > 1 {
+		if f.Callback {
+			return v.errorf(pc, "BPF_LD_[ABS|IND] in a callback: a failed load would return from it")
+		}
+		if err := v.queueReturn(pc, constScalar(0), false); err != nil {
+			return err
+		}
+	}
 	for r := isa.R1; r <= isa.R5; r++ {
 		f.Regs[r] = Reg{Type: NotInit}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cilium/ebpf"
+
 	"bpfvm/isa"
 	"bpfvm/maps"
 	"bpfvm/progtype"
@@ -215,4 +217,24 @@ func TestSelftestMetaRanges(t *testing.T) {
 		meta("pkt_end moved", "r5 = *(u32 *)(r1 +4)\nr5 += 8\nr0 = 0", "R5 pointer arithmetic on pkt_end prohibited"),
 	)
 	runCases(t, cases)
+}
+
+// TestSelftestLdAbsFrames covers LD_ABS and LD_IND in subprograms: a load
+// outside the packet returns 0 to the caller, which must allow for it; in
+// a callback it would return to the helper, which the kernel refuses.
+func TestSelftestLdAbsFrames(t *testing.T) {
+	arr := []maps.Spec{arrayMap}
+	tc := ebpf.SchedCLS
+	// f looks up map 0 and keeps the value across LD_ABS, returning it.
+	const keep = "f: r6 = r1\n" + lookup4 + "if r0 == 0 goto z\nr7 = r0\nr0 = *(u8 *)skb[0]\nr0 = r7\nexit\nz: r0 = 0\nexit"
+	runCases(t, []vcase{
+		{name: "value kept across LD_ABS null-checked", typ: tc, maps: arr, asm: "call f\nif r0 == 0 goto o\n*(u64 *)(r0 +0) = 1\no: r0 = 0\nexit\n" + keep},
+		{name: "value kept across LD_ABS unchecked", typ: tc, maps: arr, asm: "call f\n*(u64 *)(r0 +0) = 1\nr0 = 0\nexit\n" + keep, err: "R0 invalid mem access 'scalar'", kmsg: true},
+		{name: "constant after LD_ABS", typ: tc, asm: "call f\nif r0 == 5 goto o\nr0 = *(u64 *)(r0 +0)\no: r0 = 0\nexit\nf: r6 = r1\nr0 = *(u8 *)skb[0]\nr0 = 5\nexit", err: "R0 invalid mem access 'scalar'", kmsg: true},
+		{name: "0 or the constant after LD_ABS", typ: tc, asm: "call f\nif r0 == 5 goto o\nif r0 == 0 goto o\nr0 = *(u64 *)(r0 +0)\no: r0 = 0\nexit\nf: r6 = r1\nr0 = *(u8 *)skb[0]\nr0 = 5\nexit"},
+		{name: "LD_IND two deep", typ: tc, asm: "call f\nif r0 == 5 goto o\nr0 = *(u64 *)(r0 +0)\no: r0 = 0\nexit\nf: call g\nexit\ng: r6 = r1\nr1 = 0\nr0 = *(u16 *)skb[r1 + 0]\nr0 = 5\nexit", err: "R0 invalid mem access 'scalar'", kmsg: true},
+		{name: "LD_IND two deep not returned", typ: tc, asm: "call f\nif r0 == 5 goto o\nr0 = *(u64 *)(r0 +0)\no: r0 = 0\nexit\nf: call g\nr0 = 5\nexit\ng: r6 = r1\nr1 = 0\nr0 = *(u16 *)skb[r1 + 0]\nr0 = 5\nexit"},
+		{name: "socket filter LD_ABS in subprog", typ: ebpf.SocketFilter, asm: "call f\nr0 = 0\nexit\nf: r6 = r1\nr0 = *(u32 *)skb[0]\nexit"},
+		{name: "LD_ABS in callback", typ: tc, asm: "*(u64 *)(r10 -8) = r1\nr1 = 1\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_loop#181\nr0 = 0\nexit\ncb: r6 = *(u64 *)(r2 +0)\nr0 = *(u8 *)skb[0]\nr0 = 0\nexit", err: "BPF_LD_[ABS|IND] in a callback"},
+	})
 }
