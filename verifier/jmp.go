@@ -131,6 +131,9 @@ func (v *verifier) branchTaken(op uint8, dst, src *Reg, is32 bool) int {
 	if dst.Type == ScalarValue && src.Type == ScalarValue {
 		return BranchTaken(op, dst.Scalar, src.Scalar, is32)
 	}
+	if !is32 && (dst.Type == PtrToPacketEnd || src.Type == PtrToPacketEnd) {
+		return pktEndTaken(op, dst, src)
+	}
 	// A pointer that cannot be NULL compared with 0. As in the kernel's
 	// reg_not_null, only pointers that come from a successful lookup or
 	// allocation count: the context, stack and packet pointers do not.
@@ -337,6 +340,15 @@ func (v *verifier) packetCompare(st *State, dst, src *Reg, op uint8, taken bool)
 		return
 	}
 	if taken != goodWhenTaken {
+		// The other branch: the pointer is beyond pkt_end (the good
+		// branch has pkt' <= pkt_end) or at least at it (pkt' <
+		// pkt_end), which decides later comparisons of it with pkt_end.
+		if ptr.Type == PtrToPacket && bound.Type == PtrToPacketEnd {
+			ptr.Range = beyondPktEnd
+			if open {
+				ptr.Range = atPktEnd
+			}
+		}
 		return
 	}
 	if ptr.Off < 0 || (ptr.Off == 0 && open) || ptr.Umax > maxPacketOff || ptr.Umax+uint64(ptr.Off) > maxPacketOff {
@@ -350,6 +362,54 @@ func (v *verifier) packetCompare(st *State, dst, src *Reg, op uint8, taken bool)
 	st.forEachReg(func(r *Reg) bool {
 		return r.Type == typ && r.ID == id && r.Range < newRange
 	}, func(r *Reg) { r.Range = newRange })
+}
+
+// Ranges of a packet pointer known to stand past the packet's end: a
+// comparison with pkt_end found it beyond (pkt > pkt_end) or at least at
+// it (pkt >= pkt_end), the kernel's BEYOND_PKT_END and AT_PKT_END. Only the
+// compared register gets the mark, and arithmetic drops it (alu.go).
+const (
+	atPktEnd     int32 = -1
+	beyondPktEnd int32 = -2
+)
+
+// pktEndTaken decides a comparison of a packet pointer marked at or beyond
+// pkt_end with pkt_end: 1 always taken, 0 never, -1 unknown (the kernel's
+// is_pkt_ptr_branch_taken).
+func pktEndTaken(op uint8, dst, src *Reg) int {
+	pkt := dst
+	if dst.Type == PtrToPacketEnd {
+		// pkt_end <op> pkt: the same as pkt <flipped op> pkt_end.
+		pkt = src
+		switch op {
+		case isa.JumpGT:
+			op = isa.JumpLT
+		case isa.JumpLT:
+			op = isa.JumpGT
+		case isa.JumpGE:
+			op = isa.JumpLE
+		case isa.JumpLE:
+			op = isa.JumpGE
+		}
+	}
+	if pkt.Type != PtrToPacket || pkt.Range >= 0 {
+		return -1
+	}
+	taken := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	switch op {
+	case isa.JumpGT, isa.JumpLE:
+		if pkt.Range == beyondPktEnd {
+			return taken(op == isa.JumpGT)
+		}
+	case isa.JumpGE, isa.JumpLT:
+		return taken(op == isa.JumpGE) // at or beyond
+	}
+	return -1
 }
 
 // maxPacketOff is the largest packet offset the verifier reasons about.

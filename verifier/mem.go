@@ -257,6 +257,10 @@ func (v *verifier) packetAccess(ptr *Reg, a access) (Reg, error) {
 	// The range was proven for pointers sharing this one's variable part
 	// (the same id), so only the fixed offset counts.
 	off := int64(ptr.Off) + int64(a.off)
+	if ptr.Range < 0 {
+		// Known to be at or past pkt_end (jmp.go).
+		return Reg{}, v.errorf(a.pc, "R%d offset is outside of the packet", a.reg)
+	}
 	if off < 0 || off+int64(a.size) > int64(ptr.Range) {
 		// The kernel prints the access offset for the register's too.
 		return Reg{}, v.errorf(a.pc, "invalid access to packet, off=%d size=%d, R%d(id=%d,off=%d,r=%d)", off, a.size, a.reg, ptr.ID, off, ptr.Range)

@@ -333,7 +333,16 @@ func regsafe(old, cur *Reg, ids *idMap, all bool) bool {
 		// the links must correspond.
 		return ids.checkScalar(old.ID, cur.ID)
 	case PtrToPacket, PtrToPacketMeta:
-		if cur.Range < old.Range || old.Off != cur.Off {
+		if old.Off != cur.Off {
+			return false
+		}
+		if old.Range < 0 || cur.Range < 0 {
+			// At or beyond pkt_end decided comparisons on old's paths
+			// (jmp.go): only the same mark covers.
+			if old.Range != cur.Range {
+				return false
+			}
+		} else if cur.Range < old.Range {
 			return false
 		}
 	default:

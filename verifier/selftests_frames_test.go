@@ -238,3 +238,53 @@ func TestSelftestLdAbsFrames(t *testing.T) {
 		{name: "LD_ABS in callback", typ: tc, asm: "*(u64 *)(r10 -8) = r1\nr1 = 1\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_loop#181\nr0 = 0\nexit\ncb: r6 = *(u64 *)(r2 +0)\nr0 = *(u8 *)skb[0]\nr0 = 0\nexit", err: "BPF_LD_[ABS|IND] in a callback"},
 	})
 }
+
+// TestSelftestPktEndMarks covers what the failing side of a comparison
+// with pkt_end learns: the pointer is beyond (or at) the end, which decides
+// later comparisons of it with pkt_end, in every operand order; copies
+// keep the mark, arithmetic and 32-bit compares do not use it.
+func TestSelftestPktEndMarks(t *testing.T) {
+	// r4 = data + 8. first sends the failing side of a check to far,
+	// where second jumps to bad (a bad read) unless it is decided.
+	const (
+		p8    = xdpPkt + "r4 = r2\nr4 += 8\n"
+		dead  = "invalid read from stack R10 off=8 size=8"
+		gtFar = "if r4 > r3 goto far\nr0 = 0\nexit\n"
+		geFar = "if r4 >= r3 goto far\nr0 = 0\nexit\n"
+	)
+	c := func(name, first, second, err string) vcase {
+		return vcase{name: name, asm: p8 + first + "far: " + second + "goto out\nbad: r0 = *(u64 *)(r10 +8)\nout: r0 = 0\nexit", err: err, kmsg: err != ""}
+	}
+	runCases(t, []vcase{
+		// Beyond: the first check failed with pkt' > pkt_end.
+		c("beyond then <=", gtFar, "if r4 <= r3 goto bad\n", ""),
+		c("beyond then <", gtFar, "if r4 < r3 goto bad\n", ""),
+		c("beyond then >", gtFar, "if r4 > r3 goto out\nif r4 > r3 goto out\nr1 = 0\nif r1 == 0 goto bad\n", ""),
+		c("beyond then >=", gtFar, "if r4 >= r3 goto out\nr1 = 0\nif r1 == 0 goto bad\n", ""),
+		c("beyond then end >= pkt", gtFar, "if r3 >= r4 goto bad\n", ""),
+		c("beyond then end > pkt", gtFar, "if r3 > r4 goto bad\n", ""),
+		c("beyond by end < pkt", "if r3 < r4 goto far\nr0 = 0\nexit\n", "if r4 <= r3 goto bad\n", ""),
+		c("beyond by pkt <= end fall-through", "if r4 <= r3 goto out\n", "if r4 <= r3 goto bad\n", ""),
+		c("beyond by end >= pkt fall-through", "if r3 >= r4 goto out\n", "if r4 <= r3 goto bad\n", ""),
+		// At: the first check failed with pkt' >= pkt_end.
+		c("at then <", geFar, "if r4 < r3 goto bad\n", ""),
+		c("at then end > pkt", geFar, "if r3 > r4 goto bad\n", ""),
+		c("at then <=", geFar, "if r4 <= r3 goto bad\n", dead),
+		c("at then end >= pkt", geFar, "if r3 >= r4 goto bad\n", dead),
+		c("at by end <= pkt", "if r3 <= r4 goto far\nr0 = 0\nexit\n", "if r4 < r3 goto bad\n", ""),
+		c("at by pkt < end fall-through", "if r4 < r3 goto out\n", "if r4 < r3 goto bad\n", ""),
+		c("at by end > pkt fall-through", "if r3 > r4 goto out\n", "if r3 > r4 goto bad\n", ""),
+		// The mark is the register's: a copy has it, another pointer not.
+		c("copy keeps the mark", gtFar, "r5 = r4\nif r5 <= r3 goto bad\n", ""),
+		c("spilled mark", gtFar, "*(u64 *)(r10 -8) = r4\nr5 = *(u64 *)(r10 -8)\nif r5 <= r3 goto bad\n", ""),
+		c("other pointer unmarked", gtFar, "r5 = r2\nr5 += 8\nif r5 <= r3 goto bad\n", dead),
+		// The kernel keeps the mark through arithmetic (data + 8 - 8 is
+		// "beyond" the end, and the branch it takes at run time is never
+		// verified); we drop it.
+		{name: "arithmetic drops the mark", noKernel: true, asm: c("", gtFar, "r4 += -8\nif r4 <= r3 goto bad\n", "").asm, err: dead},
+		c("32-bit compare undecided", gtFar, "if w4 <= w3 goto bad\n", dead),
+		c("meta unmarked", "r5 = *(u32 *)(r1 +8)\nr5 += 8\nif r5 > r2 goto far\nr0 = 0\nexit\n", "if r5 <= r2 goto bad\n", dead),
+		// The marked pointer has no range left.
+		c("beyond pointer not readable", gtFar, "r0 = *(u8 *)(r4 -1)\nr1 = 0\nif r1 == 0 goto bad\n", "R4 offset is outside of the packet"),
+	})
+}
