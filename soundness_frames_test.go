@@ -173,6 +173,47 @@ func TestTailCallFromSubprogram(t *testing.T) {
 	}
 }
 
+// A target that moves the packet, tail-called from a subprogram: the
+// caller's packet pointers are invalid after the call (the verifier refuses
+// a read through one), and pointers it loads again see the moved packet,
+// as in the kernel, on both engines, checked and verified.
+func TestTailCallFromSubprogramMovesPacket(t *testing.T) {
+	const (
+		pkt = "r6 = *(u32 *)(r9 +0)\nr7 = *(u32 *)(r9 +4)\nr2 = r6\nr2 += 8\nif r2 > r7 goto out\n"
+		// sub tail-calls slot 0 of jmp with its R1, the context.
+		sub = "f: r2 = map[fd:2] ll\nr3 = 0\ncall bpf_tail_call#12\nr0 = 0\nexit\n"
+		// adjust moves the packet's start 4 bytes in and returns 3.
+		adjust = "r6 = r1\nr2 = 4\ncall bpf_xdp_adjust_head#44\nr0 = 3\nexit"
+	)
+	bad := asmSpec(t, frameMaps, map[string]string{"main": "r9 = r1\n" + pkt + "r1 = r9\ncall f\nr0 = *(u8 *)(r6 +0)\nexit\nout: r0 = 1\nexit\n" + sub, "target": adjust})
+	if _, err := bpfvm.NewCollection(bad); !errors.Is(err, verifier.ErrRejected) {
+		t.Fatalf("load: %v, want a verifier rejection", err)
+	}
+	kernelRejects(t, bad)
+	// The accepted variant returns the packet's length after the call
+	// plus 100 times f's result.
+	good := asmSpec(t, frameMaps, map[string]string{"main": "r9 = r1\ncall f\nr0 *= 100\nr6 = *(u32 *)(r9 +0)\nr7 = *(u32 *)(r9 +4)\nr7 -= r6\nr0 += r7\nexit\n" + sub, "target": adjust})
+	kern := kernelSpec(t, good)
+	if kern != nil {
+		if err := kern.Maps["jmp"].Put(uint32(0), kern.Programs["target"]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, opts := range []bpfvm.ProgramOptions{{NoVerify: true, Engine: bpfvm.EngineInterpreter}, {NoVerify: true, Engine: bpfvm.EngineJIT}, {Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT}} {
+		t.Run(fmt.Sprintf("noverify=%v engine %d", opts.NoVerify, opts.Engine), func(t *testing.T) {
+			c, err := bpfvm.NewCollectionWithOptions(good, bpfvm.CollectionOptions{Programs: opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.Maps["jmp"].Put(uint32(0), c.Programs["target"]); err != nil {
+				t.Fatal(err)
+			}
+			checkRun(t, c, kern, "main", make([]byte, 64), nil, runOut{300 + 60, nil})
+		})
+	}
+}
+
 // Programs the verifier panicked on or accepted unsafely now load with a
 // rejection through the public API; their accepted variants run clean in
 // checked mode and, verified, agree with the kernel.

@@ -61,6 +61,8 @@ func TestSelftestFramePointers(t *testing.T) {
 		{name: "var-offset store into caller deref", asm: "r1 = r10\nr1 += -16\ncall f\nr0 = *(u64 *)(r10 -16)\nr0 = *(u64 *)(r0 +0)\nexit\nf: r0 = *(u32 *)(r1 +0)\nr0 &= 8\nr1 += r0\nr2 = r10\n*(u64 *)(r1 +0) = r2\nr0 = 0\nexit", err: "R0 invalid mem access 'scalar'", kmsg: true},
 		{name: "atomic xchg into caller deref", asm: "*(u64 *)(r10 -8) = 0\nr1 = r10\nr1 += -8\ncall f\nr0 = *(u64 *)(r10 -8)\nr0 = *(u64 *)(r0 +0)\nexit\nf: r2 = r10\nr2 = atomic64_xchg((u64 *)(r1 +0), r2)\nr0 = 0\nexit", err: "R0 invalid mem access 'scalar'", kmsg: true},
 		{name: "callee fp into map value deref", maps: arr, asm: "call f\n" + lookup4 + "if r0 == 0 goto out\nr1 = *(u64 *)(r0 +0)\nr0 = *(u64 *)(r1 +0)\nout: r0 = 0\nexit\nf: " + lookup4 + "if r0 == 0 goto o2\nr1 = r10\n*(u64 *)(r0 +0) = r1\no2: r0 = 0\nexit", err: "R1 invalid mem access 'scalar'", kmsg: true},
+		{name: "callee fp into map value", maps: arr, asm: "call f\nr0 = 0\nexit\nf: " + lookup4 + "if r0 == 0 goto o2\nr1 = r10\n*(u64 *)(r0 +0) = r1\no2: r0 = 0\nexit"},
+		{name: "fp into map value unpriv", unpriv: true, maps: arr, asm: lookup4 + "if r0 == 0 goto o\nr1 = r10\n*(u64 *)(r0 +0) = r1\no: r0 = 0\nexit", err: "R1 leaks addr into map"},
 		// Returned in R0.
 		{name: "return own fp", asm: "call f\nr0 = 0\nexit\nf: r0 = r10\nexit", err: "cannot return stack pointer to the caller", kmsg: true},
 		{name: "return own fp 2 deep", asm: "call f\nr0 = 0\nexit\nf: call g\nr0 = 0\nexit\ng: r0 = r10\nr0 += -8\nexit", err: "cannot return stack pointer to the caller", kmsg: true},
@@ -139,6 +141,8 @@ func TestSelftestTailCallFrames(t *testing.T) {
 		{name: "tail call in callback's subprog", maps: pa, asm: loopCtx + "r0 = 0\nexit\ncb: r1 = *(u64 *)(r2 +0)\ncall f\nr0 = 0\nexit\nf: r9 = r1\n" + tailR9 + "r0 = 0\nexit"},
 		{name: "tail call in callback's subprog returned", maps: pa, asm: loopCtx + "r0 = 0\nexit\ncb: r1 = *(u64 *)(r2 +0)\ncall f\nexit\nf: r9 = r1\n" + tailR9 + "r0 = 0\nexit", err: "At callback return the register R0 has"},
 		{name: "tail call in callback's subprog masked", maps: pa, asm: loopCtx + "r0 = 0\nexit\ncb: r1 = *(u64 *)(r2 +0)\ncall f\nr0 &= 1\nexit\nf: r9 = r1\n" + tailR9 + "r0 = 0\nexit"},
+		{name: "tail call in for_each callback's subprog", maps: pa, asm: "*(u64 *)(r10 -8) = r1\nr1 = map[fd:0] ll\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_for_each_map_elem#164\nr0 = 0\nexit\ncb: r1 = *(u64 *)(r4 +0)\ncall f\nr0 = 0\nexit\nf: r9 = r1\n" + tailR9 + "r0 = 0\nexit"},
+		{name: "tail call in for_each callback", maps: pa, asm: "*(u64 *)(r10 -8) = r1\nr1 = map[fd:0] ll\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_for_each_map_elem#164\nr0 = 0\nexit\ncb: r9 = *(u64 *)(r4 +0)\n" + tailR9 + "r0 = 0\nexit", err: "tail call from a callback"},
 		{name: "pkt after callback's tail call", maps: pa, asm: "r9 = r1\n" + pktR6 + "*(u64 *)(r10 -8) = r9\nr1 = 1\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_loop#181\nr0 = *(u8 *)(r6 +0)\nout: r0 = 0\nexit\ncb: r1 = *(u64 *)(r2 +0)\ncall f\nr0 = 0\nexit\nf: r9 = r1\n" + tailR9 + "r0 = 0\nexit", err: r6Scalar, kmsg: true},
 		// References: only a tail call from the entry function ends the
 		// program with them held.
