@@ -28,16 +28,20 @@ func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {
 		return false, v.errorf(pc, "callx is not supported")
 	case ins.Op == isa.OpMayGoto:
 		// Both outcomes are possible: the loop budget may or may not be
-		// exhausted. Going on counts one more round of the loop.
+		// exhausted. Going on counts one more round of the loop. As in
+		// the kernel, the jump (out of the loop) is followed first and
+		// the round queued: the order decides which states are there to
+		// prune against, and so how much a program costs.
 		target, _ := ins.JumpTarget(pc)
-		if err := v.push(v.cloneState(v.cur), pc, target); err != nil {
+		round := v.cloneState(v.cur)
+		round.mayGotoDepth++
+		if prev := v.prevLoopState(pc); prev != nil {
+			widenImprecise(prev, round) // iter.go
+		}
+		if err := v.push(round, pc, pc+1); err != nil {
 			return false, err
 		}
-		v.cur.mayGotoDepth++
-		if prev := v.prevLoopState(pc); prev != nil {
-			widenImprecise(prev, v.cur) // iter.go
-		}
-		v.pc = pc + 1
+		v.pc = target
 		return false, nil
 	}
 	return false, v.checkCondJump(pc, ins, op)
