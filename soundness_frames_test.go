@@ -103,11 +103,11 @@ const (
 		"r1 = r9\nr2 = map[fd:2] ll\nr3 = 0\ncall bpf_tail_call#12\nr0 = r6\nexit\nfz: r0 = 0\nexit\n"
 	// tailWrite writes through what f returned: the program.
 	tailWrite = "call f\nif r0 == 0 goto out\nr1 = 7\n*(u64 *)(r0 +0) = r1\nout: r0 = 2\nexit\n" + tailSub
-	// tailSum returns what f returned plus 1000: the target's R0 comes
-	// back to f's caller.
-	tailSum = "call f\nr0 += 1000\nexit\nf: r9 = r1\nr1 = r9\nr2 = map[fd:2] ll\nr3 = 0\ncall bpf_tail_call#12\nr0 = 3\nexit\n"
-	// tailTarget7 returns 7.
-	tailTarget7 = "r0 = 7\nexit"
+	// tailSum returns what f returned plus 1040: the target's R0 comes
+	// back to f's caller, whose r6 (40) f's r6 does not touch.
+	tailSum = "r6 = 40\ncall f\nr0 += r6\nr0 += 1000\nexit\nf: r6 = 1\nr9 = r1\nr1 = r9\nr2 = map[fd:2] ll\nr3 = 0\ncall bpf_tail_call#12\nr0 = 3\nexit\n"
+	// tailTarget7 returns 7, with r6 changed.
+	tailTarget7 = "r6 = 99\nr0 = 7\nexit"
 )
 
 // A subprogram that tail-calls returns the target's R0 to its caller, not
@@ -144,7 +144,7 @@ func TestTailCallFromSubprogram(t *testing.T) {
 	}
 
 	// The accepted variant, checked and verified on both engines, against
-	// the kernel: 1007 with the target in the slot, 1003 without.
+	// the kernel: 1047 with the target in the slot, 1043 without.
 	ok := asmSpec(t, frameMaps, map[string]string{"main": tailSum, "target": tailTarget7})
 	kern := kernelSpec(t, ok)
 	for _, opts := range []bpfvm.ProgramOptions{{NoVerify: true, Engine: bpfvm.EngineInterpreter}, {NoVerify: true, Engine: bpfvm.EngineJIT}, {Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT}} {
@@ -154,7 +154,7 @@ func TestTailCallFromSubprogram(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			checkRun(t, c, nil, "main", make([]byte, 64), nil, runOut{1003, nil})
+			checkRun(t, c, nil, "main", make([]byte, 64), nil, runOut{1043, nil})
 			if err := c.Maps["jmp"].Put(uint32(0), c.Programs["target"]); err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +163,7 @@ func TestTailCallFromSubprogram(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			checkRun(t, c, kern, "main", make([]byte, 64), nil, runOut{1007, nil})
+			checkRun(t, c, kern, "main", make([]byte, 64), nil, runOut{1047, nil})
 			if kern != nil {
 				if err := kern.Maps["jmp"].Delete(uint32(0)); err != nil {
 					t.Fatal(err)
