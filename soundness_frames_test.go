@@ -82,6 +82,25 @@ func kernelRejects(t *testing.T, spec *ebpf.CollectionSpec) {
 	}
 }
 
+// runModes loads spec on both engines, checked (NoVerify) and verified,
+// and calls f with each collection.
+func runModes(t *testing.T, spec *ebpf.CollectionSpec, f func(t *testing.T, c *bpfvm.Collection)) {
+	t.Helper()
+	for _, opts := range []bpfvm.ProgramOptions{
+		{NoVerify: true, Engine: bpfvm.EngineInterpreter}, {NoVerify: true, Engine: bpfvm.EngineJIT},
+		{Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT},
+	} {
+		t.Run(fmt.Sprintf("noverify=%v engine %d", opts.NoVerify, opts.Engine), func(t *testing.T) {
+			c, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			f(t, c)
+		})
+	}
+}
+
 // frameMaps are the maps of the tail call programs: a writable array, a
 // read-only one (for programs) and the prog array whose slot 0 holds the
 // program "target".
@@ -104,7 +123,8 @@ const (
 	// tailWrite writes through what f returned: the program.
 	tailWrite = "call f\nif r0 == 0 goto out\nr1 = 7\n*(u64 *)(r0 +0) = r1\nout: r0 = 2\nexit\n" + tailSub
 	// tailSum returns what f returned plus 1040: the target's R0 comes
-	// back to f's caller, whose r6 (40) f's r6 does not touch.
+	// back to f's caller, whose r6 (40) is kept for it whatever f and the
+	// target do with theirs.
 	tailSum = "r6 = 40\ncall f\nr0 += r6\nr0 += 1000\nexit\nf: r6 = 1\nr9 = r1\nr1 = r9\nr2 = map[fd:2] ll\nr3 = 0\ncall bpf_tail_call#12\nr0 = 3\nexit\n"
 	// tailTarget7 returns 7, with r6 changed.
 	tailTarget7 = "r6 = 99\nr0 = 7\nexit"
@@ -147,30 +167,23 @@ func TestTailCallFromSubprogram(t *testing.T) {
 	// the kernel: 1047 with the target in the slot, 1043 without.
 	ok := asmSpec(t, frameMaps, map[string]string{"main": tailSum, "target": tailTarget7})
 	kern := kernelSpec(t, ok)
-	for _, opts := range []bpfvm.ProgramOptions{{NoVerify: true, Engine: bpfvm.EngineInterpreter}, {NoVerify: true, Engine: bpfvm.EngineJIT}, {Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT}} {
-		t.Run(fmt.Sprintf("accepted noverify=%v engine %d", opts.NoVerify, opts.Engine), func(t *testing.T) {
-			c, err := bpfvm.NewCollectionWithOptions(ok, bpfvm.CollectionOptions{Programs: opts})
-			if err != nil {
+	runModes(t, ok, func(t *testing.T, c *bpfvm.Collection) {
+		checkRun(t, c, nil, "main", make([]byte, 64), nil, runOut{1043, nil})
+		if err := c.Maps["jmp"].Put(uint32(0), c.Programs["target"]); err != nil {
+			t.Fatal(err)
+		}
+		if kern != nil {
+			if err := kern.Maps["jmp"].Put(uint32(0), kern.Programs["target"]); err != nil {
 				t.Fatal(err)
 			}
-			defer c.Close()
-			checkRun(t, c, nil, "main", make([]byte, 64), nil, runOut{1043, nil})
-			if err := c.Maps["jmp"].Put(uint32(0), c.Programs["target"]); err != nil {
+		}
+		checkRun(t, c, kern, "main", make([]byte, 64), nil, runOut{1047, nil})
+		if kern != nil {
+			if err := kern.Maps["jmp"].Delete(uint32(0)); err != nil {
 				t.Fatal(err)
 			}
-			if kern != nil {
-				if err := kern.Maps["jmp"].Put(uint32(0), kern.Programs["target"]); err != nil {
-					t.Fatal(err)
-				}
-			}
-			checkRun(t, c, kern, "main", make([]byte, 64), nil, runOut{1047, nil})
-			if kern != nil {
-				if err := kern.Maps["jmp"].Delete(uint32(0)); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // A target that moves the packet, tail-called from a subprogram: the
@@ -199,19 +212,12 @@ func TestTailCallFromSubprogramMovesPacket(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, opts := range []bpfvm.ProgramOptions{{NoVerify: true, Engine: bpfvm.EngineInterpreter}, {NoVerify: true, Engine: bpfvm.EngineJIT}, {Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT}} {
-		t.Run(fmt.Sprintf("noverify=%v engine %d", opts.NoVerify, opts.Engine), func(t *testing.T) {
-			c, err := bpfvm.NewCollectionWithOptions(good, bpfvm.CollectionOptions{Programs: opts})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if err := c.Maps["jmp"].Put(uint32(0), c.Programs["target"]); err != nil {
-				t.Fatal(err)
-			}
-			checkRun(t, c, kern, "main", make([]byte, 64), nil, runOut{300 + 60, nil})
-		})
-	}
+	runModes(t, good, func(t *testing.T, c *bpfvm.Collection) {
+		if err := c.Maps["jmp"].Put(uint32(0), c.Programs["target"]); err != nil {
+			t.Fatal(err)
+		}
+		checkRun(t, c, kern, "main", make([]byte, 64), nil, runOut{300 + 60, nil})
+	})
 }
 
 // Programs the verifier panicked on or accepted unsafely now load with a
@@ -249,14 +255,9 @@ func TestFrameAndMetaRejections(t *testing.T) {
 			kernelRejects(t, bad)
 			good := asmSpec(t, nil, map[string]string{"p": c.good})
 			kern := kernelSpec(t, good)
-			for _, opts := range []bpfvm.ProgramOptions{{NoVerify: true, Engine: bpfvm.EngineInterpreter}, {NoVerify: true, Engine: bpfvm.EngineJIT}, {Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT}} {
-				col, err := bpfvm.NewCollectionWithOptions(good, bpfvm.CollectionOptions{Programs: opts})
-				if err != nil {
-					t.Fatal(err)
-				}
+			runModes(t, good, func(t *testing.T, col *bpfvm.Collection) {
 				checkRun(t, col, kern, "p", make([]byte, 64), nil, runOut{c.ret, nil})
-				col.Close()
-			}
+			})
 		})
 	}
 }

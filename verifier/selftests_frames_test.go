@@ -263,7 +263,7 @@ func TestSelftestPktEndMarks(t *testing.T) {
 		// Beyond: the first check failed with pkt' > pkt_end.
 		c("beyond then <=", gtFar, "if r4 <= r3 goto bad\n", ""),
 		c("beyond then <", gtFar, "if r4 < r3 goto bad\n", ""),
-		c("beyond then >", gtFar, "if r4 > r3 goto out\nif r4 > r3 goto out\nr1 = 0\nif r1 == 0 goto bad\n", ""),
+		c("beyond then >", gtFar, "if r4 > r3 goto out\nr1 = 0\nif r1 == 0 goto bad\n", ""),
 		c("beyond then >=", gtFar, "if r4 >= r3 goto out\nr1 = 0\nif r1 == 0 goto bad\n", ""),
 		c("beyond then end >= pkt", gtFar, "if r3 >= r4 goto bad\n", ""),
 		c("beyond then end > pkt", gtFar, "if r3 > r4 goto bad\n", ""),
