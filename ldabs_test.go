@@ -148,7 +148,7 @@ func TestLdAbsReturnsFromFunction(t *testing.T) {
 		// regs 1" in __mark_chain_precision; through a subprogram it
 		// accepts.)
 		{name: "bpf_loop callback ctx from the stack", asm: "*(u64 *)(r10 -8) = r1\nr6 = r1\nr1 = 4\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_loop#181\nexit\ncb: r6 = *(u64 *)(r2 +0)\nr0 = *(u8 *)skb[60]\nr0 = 1\nexit",
-			want: map[int]uint32{64: 1, 14: 4}, kernelBug: true},
+			reject: "BPF_LD_[ABS|IND] in a callback", want: map[int]uint32{64: 1, 14: 4}, kernelBug: true},
 		{name: "bpf_loop callback ctx from the stack, subprog", asm: "*(u64 *)(r10 -8) = r1\nr6 = r1\nr1 = 4\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_loop#181\nexit\ncb: r1 = *(u64 *)(r2 +0)\ncall f\nr0 &= 1\nexit\nf: r6 = r1\nr0 = *(u8 *)skb[60]\nr0 = 1\nexit",
 			want: map[int]uint32{64: 1, 14: 4}},
 		{name: "bpf_loop callback ctx in R6", asm: "r6 = r1\nr1 = 4\nr2 = subprog[cb] ll\nr3 = 0\nr4 = 0\ncall bpf_loop#181\nexit\ncb: r6 = r2\nr0 = *(u8 *)skb[60]\nr0 = 1\nexit",

@@ -244,6 +244,11 @@ func (v *verifier) pointerALU(pc int, ins isa.Instruction, dst, src *Reg, op uin
 			return v.errorf(pc, "R%d pointer offset %d is not allowed", ins.Dst, newOff)
 		}
 		res.Off = int32(newOff)
+		if res.Range < 0 {
+			// Where the pointer stood against pkt_end (jmp.go) is no
+			// longer where it stands.
+			res.Range = 0
+		}
 	} else {
 		if ptr.Type == PtrToCtx && v.opts.Unprivileged {
 			return v.errorf(pc, "R%d variable ctx access prohibited", ins.Dst)

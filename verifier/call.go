@@ -198,11 +198,14 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	if releaseRef != 0 && !v.cur.releaseRef(releaseRef) {
 		return v.errorf(pc, "R1 must be referenced when passed to release function")
 	}
+	if p.TailCall {
+		if err := v.tailCall(pc); err != nil {
+			return err
+		}
+	}
 	if packetHelpers[name] {
 		// The packet may have moved: every packet pointer is stale.
-		v.cur.forEachReg(func(r *Reg) bool {
-			return r.Type == PtrToPacket || r.Type == PtrToPacketEnd || r.Type == PtrToPacketMeta
-		}, func(r *Reg) { *r = unknownScalar() })
+		invalidatePackets(v.cur)
 	}
 	for r := isa.R1; r <= isa.R5; r++ {
 		f.Regs[r] = Reg{Type: NotInit}
@@ -242,6 +245,59 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		*r0 = Reg{Type: PtrToMem, Flags: MaybeNull | Ringbuf, MemSize: uint32(allocSize), ID: v.newID(), RefID: ref, Scalar: Const(0)}
 	}
 	return nil
+}
+
+// invalidatePackets makes every packet pointer of st unusable, after
+// something that may have moved the packet.
+func invalidatePackets(st *State) {
+	st.forEachReg(func(r *Reg) bool {
+		return r.Type == PtrToPacket || r.Type == PtrToPacketEnd || r.Type == PtrToPacketMeta
+	}, func(r *Reg) { *r = unknownScalar() })
+}
+
+// tailCall verifies what bpf_tail_call does besides taking its arguments.
+// A successful tail call replaces the current function by the target
+// program, which runs in its frame: from the entry function it ends the
+// program, so no reference may be held; from a subprogram, the target
+// returns to that subprogram's caller with the target's R0, after doing
+// whatever it likes to the packet. That return is a path of its own,
+// queued here: the caller goes on with R0 unknown and every packet pointer
+// invalid, as the kernel has it. The fall-through is the call failing.
+func (v *verifier) tailCall(pc int) error {
+	st := v.cur
+	if len(st.Frames) == 1 {
+		if len(st.Refs) > 0 {
+			r := st.Refs[0]
+			v.log.printf("Unreleased reference id=%d alloc_insn=%d\n", r.ID, r.Insn)
+			return v.errorf(pc, "tail_call would lead to reference leak")
+		}
+		return nil
+	}
+	if st.top().Callback {
+		// The target's R0 would go back to the helper as the callback's
+		// result, which must be 0 or 1. (The kernel rejects this too,
+		// through an internal error.)
+		return v.errorf(pc, "tail call from a callback: R0 at callback return would be the tail-called program's, not in [0, 1]")
+	}
+	return v.queueReturn(pc, unknownScalar(), true)
+}
+
+// queueReturn queues the path on which the subprogram being verified
+// returns to its caller at pc, an instruction other than exit, with r0 as
+// its result (a successful tail call, a failed LD_ABS); pktChanged makes
+// every packet pointer invalid on it.
+func (v *verifier) queueReturn(pc int, r0 Reg, pktChanged bool) error {
+	f := v.cur.top()
+	ret := v.cloneState(v.cur)
+	ret.popFrame()
+	ret.cur().Regs[0] = r0
+	if pktChanged {
+		invalidatePackets(ret)
+	}
+	if v.log.level > 0 {
+		v.log.printf("frame %d may return to the caller at %d from %d\n", f.Number, f.CallSite+1, pc)
+	}
+	return v.push(ret, pc, f.CallSite+1)
 }
 
 // enterCallback verifies a helper that calls back into the program (bpf_loop,
@@ -489,17 +545,24 @@ func (v *verifier) checkLocalCall(pc, target int) error {
 
 // checkStackDepth enforces the combined stack limit over every call chain,
 // each frame rounded up to 16 bytes as the kernel does for JITed programs.
+// A callback counts as a call from the function that takes its address, as
+// in the kernel. A subprogram that tail-calls keeps its callers' frames
+// while the target runs (and the target may tail-call again): the callers
+// may use less than maxTailCallStack between them.
 func (v *verifier) checkStackDepth() error {
 	depth := func(sub int) int { return (v.subs[sub].StackDepth + 15) &^ 15 }
 	var walk func(sub, total, frames int) error
 	walk = func(sub, total, frames int) error {
+		s := v.subs[sub]
+		if sub != 0 && total >= maxTailCallStack && v.hasTailCall(s) {
+			return v.errorf(s.Start, "tail_calls are not allowed when call stack of previous frames is %d bytes. Too large", total)
+		}
 		total += depth(sub)
 		if total > MaxStack {
-			return v.errorf(v.subs[sub].Start, "combined stack size of %d calls is %d. Too large", frames, total)
+			return v.errorf(s.Start, "combined stack size of %d calls is %d. Too large", frames, total)
 		}
-		s := v.subs[sub]
 		for pc := s.Start; pc < s.End; pc++ {
-			if ins := v.insns[pc]; ins.IsLocalCall() {
+			if ins := v.insns[pc]; ins.IsLocalCall() || ins.IsPseudoFunc() {
 				if err := walk(subprogAt(v.subs, pc+1+int(ins.Imm)), total, frames+1); err != nil {
 					return err
 				}
@@ -507,14 +570,23 @@ func (v *verifier) checkStackDepth() error {
 		}
 		return nil
 	}
-	for i, s := range v.subs {
-		if i == 0 || s.Callback {
-			if err := walk(i, 0, 1); err != nil {
-				return err
+	return walk(0, 0, 1)
+}
+
+// maxTailCallStack bounds the stack of the frames below a subprogram that
+// tail-calls: with up to 33 tail calls, at most about 8 KiB in all.
+const maxTailCallStack = 256
+
+// hasTailCall reports whether the function s calls bpf_tail_call.
+func (v *verifier) hasTailCall(s subprog) bool {
+	for pc := s.Start; pc < s.End; pc++ {
+		if ins := v.insns[pc]; ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) {
+			if p := v.proto(ins.Imm); p != nil && p.TailCall {
+				return true
 			}
 		}
 	}
-	return nil
+	return false
 }
 
 func (v *verifier) checkExit(pc int) (bool, error) {
@@ -523,6 +595,11 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 	r0 := &f.Regs[0]
 	if r0.Type == NotInit {
 		return false, v.errorf(pc, "R0 !read_ok")
+	}
+	if len(st.Frames) > 1 && r0.Type == PtrToStack {
+		// Only the callee's own stack dies, but the kernel refuses
+		// every stack pointer, from callbacks too.
+		return false, v.errorf(pc, "cannot return stack pointer to the caller")
 	}
 	if f.Callback {
 		if r0.Type != ScalarValue {
@@ -545,23 +622,12 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		return false, nil
 	}
 	if len(st.Frames) > 1 {
-		if r0.Type == PtrToStack {
-			// Only the callee's own stack dies, but the kernel refuses
-			// every stack pointer.
-			return false, v.errorf(pc, "cannot return stack pointer to the caller")
-		}
 		if v.opts.Unprivileged && r0.Type.IsPointer() {
 			return false, v.errorf(pc, "R0 leaks addr as return value")
 		}
 		st.popFrame()
 		caller := st.cur()
 		caller.Regs[0] = *r0
-		if v.subs[f.Subprog].LdAbs {
-			// A failed LD_ABS/LD_IND returns 0 before any exit: the
-			// caller may get that instead of R0 here, as the kernel's
-			// has_abnormal_return says.
-			caller.Regs[0] = unknownScalar()
-		}
 		if v.log.level > 0 {
 			v.log.printf("returning from callee:\n %s\nto caller at %d:\n %s\n", frameString(f), f.CallSite+1, frameString(caller))
 		}

@@ -21,6 +21,9 @@ func (v *verifier) explore() error {
 		ins := v.insns[pc]
 		var done bool
 		v.procPC, v.curEntry = pc, -1
+		if v.hook != nil {
+			v.hook(pc)
+		}
 		pruned, err := v.prune(pc)
 		if err != nil {
 			return err

@@ -6,5 +6,10 @@ import "bpfvm/isa"
 // slot as live, as the verifier did before precision tracking and stack
 // liveness: what it rejects, Verify must not accept.
 func VerifyExact(insns []isa.Instruction, opts Options) (*Result, error) {
-	return verify(insns, opts, true)
+	return verify(insns, opts, true, nil)
+}
+
+// VerifyHook verifies calling hook before each instruction is processed.
+func VerifyHook(insns []isa.Instruction, opts Options, hook func(pc int)) (*Result, error) {
+	return verify(insns, opts, false, hook)
 }

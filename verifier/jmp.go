@@ -28,16 +28,20 @@ func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {
 		return false, v.errorf(pc, "callx is not supported")
 	case ins.Op == isa.OpMayGoto:
 		// Both outcomes are possible: the loop budget may or may not be
-		// exhausted. Going on counts one more round of the loop.
+		// exhausted. Going on counts one more round of the loop. As in
+		// the kernel, the jump (out of the loop) is followed first and
+		// the round queued: the order decides which states are there to
+		// prune against, and so how much a program costs.
 		target, _ := ins.JumpTarget(pc)
-		if err := v.push(v.cloneState(v.cur), pc, target); err != nil {
+		round := v.cloneState(v.cur)
+		round.mayGotoDepth++
+		if prev := v.prevLoopState(pc); prev != nil {
+			widenImprecise(prev, round) // iter.go
+		}
+		if err := v.push(round, pc, pc+1); err != nil {
 			return false, err
 		}
-		v.cur.mayGotoDepth++
-		if prev := v.prevLoopState(pc); prev != nil {
-			widenImprecise(prev, v.cur) // iter.go
-		}
-		v.pc = pc + 1
+		v.pc = target
 		return false, nil
 	}
 	return false, v.checkCondJump(pc, ins, op)
@@ -130,6 +134,9 @@ func (v *verifier) allowedPtrCompare(dst, src *Reg, op uint8, x, is32 bool) bool
 func (v *verifier) branchTaken(op uint8, dst, src *Reg, is32 bool) int {
 	if dst.Type == ScalarValue && src.Type == ScalarValue {
 		return BranchTaken(op, dst.Scalar, src.Scalar, is32)
+	}
+	if !is32 && (dst.Type == PtrToPacketEnd || src.Type == PtrToPacketEnd) {
+		return pktEndTaken(op, dst, src)
 	}
 	// A pointer that cannot be NULL compared with 0. As in the kernel's
 	// reg_not_null, only pointers that come from a successful lookup or
@@ -283,6 +290,22 @@ func pktPair(dst, src RegType) int {
 	return 0
 }
 
+// pktBound reports whether bound, the other side of a comparison that
+// checks a packet pointer, is where that pointer's range ends: pkt_end
+// (which no arithmetic moves), or for metadata the start of the packet
+// data itself, untouched (the kernel's reg_is_init_pkt_pointer). A data
+// pointer moved by a constant or a variable would prove the range against
+// a point inside, or past, the packet.
+func pktBound(bound *Reg) bool {
+	switch bound.Type {
+	case PtrToPacketEnd:
+		return true
+	case PtrToPacket:
+		return bound.ID == 0 && bound.Off == 0 && bound.Scalar.Var.IsConst() && bound.Scalar.Var.Value == 0
+	}
+	return false
+}
+
 // packetCompare grants packet ranges from `pkt + N <op> pkt_end` checks
 // (the kernel's try_match_pkt_pointers and find_good_pkt_pointers).
 func (v *verifier) packetCompare(st *State, dst, src *Reg, op uint8, taken bool) {
@@ -290,9 +313,12 @@ func (v *verifier) packetCompare(st *State, dst, src *Reg, op uint8, taken bool)
 	if which == 0 {
 		return
 	}
-	ptr := dst
+	ptr, bound := dst, src
 	if which == 2 {
-		ptr = src
+		ptr, bound = src, dst
+	}
+	if !pktBound(bound) {
+		return
 	}
 	// For each operator: in which branch the pointer is known in bounds,
 	// and whether the bound is strict ("<", giving one byte more).
@@ -318,6 +344,15 @@ func (v *verifier) packetCompare(st *State, dst, src *Reg, op uint8, taken bool)
 		return
 	}
 	if taken != goodWhenTaken {
+		// The other branch: the pointer is beyond pkt_end (the good
+		// branch has pkt' <= pkt_end) or at least at it (pkt' <
+		// pkt_end), which decides later comparisons of it with pkt_end.
+		if ptr.Type == PtrToPacket && bound.Type == PtrToPacketEnd {
+			ptr.Range = beyondPktEnd
+			if open {
+				ptr.Range = atPktEnd
+			}
+		}
 		return
 	}
 	if ptr.Off < 0 || (ptr.Off == 0 && open) || ptr.Umax > maxPacketOff || ptr.Umax+uint64(ptr.Off) > maxPacketOff {
@@ -331,6 +366,54 @@ func (v *verifier) packetCompare(st *State, dst, src *Reg, op uint8, taken bool)
 	st.forEachReg(func(r *Reg) bool {
 		return r.Type == typ && r.ID == id && r.Range < newRange
 	}, func(r *Reg) { r.Range = newRange })
+}
+
+// Ranges of a packet pointer known to stand past the packet's end: a
+// comparison with pkt_end found it beyond (pkt > pkt_end) or at least at
+// it (pkt >= pkt_end), the kernel's BEYOND_PKT_END and AT_PKT_END. Only the
+// compared register gets the mark, and arithmetic drops it (alu.go).
+const (
+	atPktEnd     int32 = -1
+	beyondPktEnd int32 = -2
+)
+
+// pktEndTaken decides a comparison of a packet pointer marked at or beyond
+// pkt_end with pkt_end: 1 always taken, 0 never, -1 unknown (the kernel's
+// is_pkt_ptr_branch_taken).
+func pktEndTaken(op uint8, dst, src *Reg) int {
+	pkt := dst
+	if dst.Type == PtrToPacketEnd {
+		// pkt_end <op> pkt: the same as pkt <flipped op> pkt_end.
+		pkt = src
+		switch op {
+		case isa.JumpGT:
+			op = isa.JumpLT
+		case isa.JumpLT:
+			op = isa.JumpGT
+		case isa.JumpGE:
+			op = isa.JumpLE
+		case isa.JumpLE:
+			op = isa.JumpGE
+		}
+	}
+	if pkt.Type != PtrToPacket || pkt.Range >= 0 {
+		return -1
+	}
+	taken := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	switch op {
+	case isa.JumpGT, isa.JumpLE:
+		if pkt.Range == beyondPktEnd {
+			return taken(op == isa.JumpGT)
+		}
+	case isa.JumpGE, isa.JumpLT:
+		return taken(op == isa.JumpGE) // at or beyond
+	}
+	return -1
 }
 
 // maxPacketOff is the largest packet offset the verifier reasons about.

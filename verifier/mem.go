@@ -132,6 +132,12 @@ func (v *verifier) checkAtomic(pc int, ins isa.Instruction) error {
 // checkMemAccess checks a load or store through ptr and returns what a load
 // yields, the kernel's check_mem_access.
 func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
+	// The access itself is checked first, as the kernel's
+	// save_aux_ptr_type follows check_mem_access.
+	res, err := v.memAccess(ptr, a)
+	if err != nil {
+		return Reg{}, err
+	}
 	aux := &v.aux[a.pc]
 	if aux.PtrType == NotInit {
 		aux.PtrType = ptr.Type
@@ -141,6 +147,11 @@ func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
 		// cannot be converted.
 		return Reg{}, v.errorf(a.pc, "same insn cannot be used with different pointers")
 	}
+	return res, nil
+}
+
+// memAccess is checkMemAccess without the bookkeeping for the rewrite.
+func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 	if ptr.maybeNull() {
 		return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
 	}
@@ -255,6 +266,10 @@ func (v *verifier) packetAccess(ptr *Reg, a access) (Reg, error) {
 	// The range was proven for pointers sharing this one's variable part
 	// (the same id), so only the fixed offset counts.
 	off := int64(ptr.Off) + int64(a.off)
+	if ptr.Range < 0 {
+		// Known to be at or past pkt_end (jmp.go).
+		return Reg{}, v.errorf(a.pc, "R%d offset is outside of the packet", a.reg)
+	}
 	if off < 0 || off+int64(a.size) > int64(ptr.Range) {
 		// The kernel prints the access offset for the register's too.
 		return Reg{}, v.errorf(a.pc, "invalid access to packet, off=%d size=%d, R%d(id=%d,off=%d,r=%d)", off, a.size, a.reg, ptr.ID, off, ptr.Range)
@@ -406,6 +421,19 @@ func (v *verifier) checkLdAbs(pc int, ins isa.Instruction) error {
 	}
 	if err := v.checkPtrOffReg(pc, isa.R6, ctx, false); err != nil {
 		return err
+	}
+	// A load outside the packet ends the function with R0 = 0: the
+	// program, or a subprogram, which returns 0 to its caller (as the
+	// kernel has it). A callback would return to the helper that called
+	// it; the kernel refuses that (through an internal error), and so
+	// do we.
+	if len(v.cur.Frames) > 1 {
+		if f.Callback {
+			return v.errorf(pc, "BPF_LD_[ABS|IND] in a callback: a failed load would return from it")
+		}
+		if err := v.queueReturn(pc, constScalar(0), false); err != nil {
+			return err
+		}
 	}
 	for r := isa.R1; r <= isa.R5; r++ {
 		f.Regs[r] = Reg{Type: NotInit}

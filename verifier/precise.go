@@ -84,6 +84,20 @@ func (b *btMasks) isReg(r isa.Register) bool { return b.regs[b.frame]&(1<<r) != 
 func (b *btMasks) setReg(r isa.Register)     { b.regs[b.frame] |= 1 << r }
 func (b *btMasks) clearReg(r isa.Register)   { b.regs[b.frame] &^= 1 << r }
 
+// intoCallee walks back from a caller, at the instruction after a call,
+// into the callee that returned there without an exit (queueReturn): the
+// caller's R0 came from nowhere to trace, its R1-R5 were clobbered by the
+// call, and nothing of the callee's frame is traced yet.
+func (b *btMasks) intoCallee() bool {
+	b.regs[b.frame] &^= callerRegs
+	b.frame++
+	if b.frame >= MaxCallFrames {
+		return false
+	}
+	b.regs[b.frame], b.slots[b.frame] = 0, 0
+	return true
+}
+
 // markRegPrecise marks register r of the current frame precise: its value
 // at the instruction being processed matters.
 func (v *verifier) markRegPrecise(r isa.Register) {
@@ -323,6 +337,11 @@ func (v *verifier) backtrackInsn(b *btMasks, i, subseq int, flags uint32) bool {
 			b.clearReg(dst)
 			return true
 		}
+		if subseq != i+1 {
+			// A failed load returned from the subprogram (checkLdAbs):
+			// the caller's R0 is 0.
+			return b.intoCallee()
+		}
 		b.regs[b.frame] &^= callerRegs // LD_ABS/IND: R0 loaded, R1-R5 clobbered
 	case isa.ClassJMP, isa.ClassJMP32:
 		switch {
@@ -375,6 +394,10 @@ func (v *verifier) backtrackInsn(b *btMasks, i, subseq int, flags uint32) bool {
 			if args != 0 {
 				b.setReg(isa.R3)
 			}
+		case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && subseq != i+1 && !v.callbackSites[i]:
+			// A tail call from a subprogram that went on in the caller
+			// (tailCall): the caller's R0 is the tail-called program's.
+			return b.intoCallee()
 		case ins.Op == isa.OpCall:
 			b.regs[b.frame] &^= callerRegs // R0 returned, R1-R5 clobbered
 		case ins.Op == isa.OpCallX:

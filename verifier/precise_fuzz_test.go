@@ -29,13 +29,13 @@ func precisionProgram(data []byte) string {
 	consts := []int{0, 1, 8, 40, 47, 48, 100, -1}
 	cons := func() int { return consts[next(len(consts))] }
 	var b strings.Builder
-	b.WriteString(lookup4 + "if r0 == 0 goto out\nr7 = r0\nr1 = 0\nr2 = 0\nr3 = 0\nr6 = 0\nr9 = 0\n")
+	b.WriteString("*(u64 *)(r10 -64) = r1\n" + lookup4 + "if r0 == 0 goto out\nr7 = r0\nr1 = 0\nr2 = 0\nr3 = 0\nr6 = 0\nr9 = 0\n")
 	label := 0
 	var pending []int
 	n := 1 + next(24)
 	for i := 0; i < n && len(data) > 0; i++ {
 		label++
-		switch next(17) {
+		switch next(18) {
 		case 0, 1, 15, 16: // a fork: different values on two paths
 			fmt.Fprintf(&b, "r8 = *(u64 *)(r7 +8)\nif r8 > %d goto a%d\n%s = %d\ngoto b%d\na%d: %s = %d\nb%d:\n", next(8), label, reg(), cons(), label, label, reg(), cons(), label)
 		case 2:
@@ -66,6 +66,8 @@ func precisionProgram(data []byte) string {
 			pending = append(pending, label)
 		case 14: // a use in a function through a stack pointer
 			fmt.Fprintf(&b, "r1 = r10\nr1 += -%d\nr2 = r7\ncall g\nr1 = 0\nr2 = 0\nr3 = 0\n", 8*(1+next(4)))
+		case 17: // a function that may return through a tail call
+			fmt.Fprintf(&b, "r1 = %s\nr2 = r10\ncall h\nr%d = r0\nr1 = 0\nr2 = 0\nr3 = 0\n", reg(), []int{1, 2, 3, 8}[next(4)])
 		}
 		if len(pending) > 0 && next(2) == 0 {
 			fmt.Fprintf(&b, "p%d:\n", pending[0])
@@ -79,6 +81,10 @@ func precisionProgram(data []byte) string {
 	prog := b.String()
 	if strings.Contains(prog, "call f") {
 		prog += "f: r2 += r1\nr0 = *(u8 *)(r2 +0)\nr0 = 0\nexit\n"
+	}
+	if strings.Contains(prog, "call h") {
+		// h returns its argument masked, or the tail-called program's R0.
+		prog += "h: r6 = r1\nr6 &= 7\nr1 = *(u64 *)(r2 -64)\nr2 = map[fd:1] ll\nr3 = 0\ncall bpf_tail_call#12\nr0 = r6\nexit\n"
 	}
 	if strings.Contains(prog, "call g") {
 		prog += "g: r3 = *(u64 *)(r1 +0)\nr2 += r3\nr0 = *(u8 *)(r2 +0)\nr0 = 0\nexit\n"
@@ -96,7 +102,7 @@ func checkPrecisionAgrees(t *testing.T, data []byte) (accepted bool) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, src)
 	}
-	opts := verifier.Options{Type: progtype.XDP, Maps: []verifier.MapInfo{{Name: "val48", Spec: val48}}}
+	opts := verifier.Options{Type: progtype.XDP, Maps: []verifier.MapInfo{{Name: "val48", Spec: val48}, {Name: "progs", Spec: progArray, Index: 1}}}
 	if _, err := verifier.Verify(insns, opts); err != nil {
 		return false
 	}

@@ -97,9 +97,6 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 			v.loopHit(e, pc)
 			return true, nil
 		}
-		if v.cur.mayGotoDepth-e.st.mayGotoDepth >= mayGotoWiden {
-			widen(e.st, v.cur)
-		}
 		return false, nil
 	}
 	if e.branches > 0 {
@@ -138,10 +135,6 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 	}
 	return false, nil
 }
-
-// mayGotoWiden is the number of rounds of a may_goto loop explored one by
-// one before scalars that change are widened.
-const mayGotoWiden = 64
 
 // maxStatesPerInsn bounds remembered states per instruction; the kernel
 // applies 64 to unprivileged programs.
@@ -340,7 +333,16 @@ func regsafe(old, cur *Reg, ids *idMap, all bool) bool {
 		// the links must correspond.
 		return ids.checkScalar(old.ID, cur.ID)
 	case PtrToPacket, PtrToPacketMeta:
-		if cur.Range < old.Range || old.Off != cur.Off {
+		if old.Off != cur.Off {
+			return false
+		}
+		if old.Range < 0 || cur.Range < 0 {
+			// At or beyond pkt_end decided comparisons on old's paths
+			// (jmp.go): only the same mark covers.
+			if old.Range != cur.Range {
+				return false
+			}
+		} else if cur.Range < old.Range {
 			return false
 		}
 	default:

@@ -3,6 +3,7 @@ package verifier
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -28,6 +29,28 @@ const (
 
 // ErrRejected is wrapped by every verification failure.
 var ErrRejected = errors.New("program rejected by the verifier")
+
+// ErrInternal is wrapped by errors that report a bug in the verifier itself
+// (a panic during verification), as opposed to a rejected program.
+var ErrInternal = errors.New("internal verifier error")
+
+// InternalError is a panic inside the verifier, recovered: a verifier bug,
+// not a verdict on the program. It wraps ErrInternal, never ErrRejected.
+type InternalError struct {
+	// Insn is the instruction being verified when the panic happened.
+	Insn int
+	// Panic is the value the verifier panicked with.
+	Panic any
+	// Stack is the goroutine's stack at the panic.
+	Stack []byte
+}
+
+func (e *InternalError) Error() string {
+	return fmt.Sprintf("verifier bug at insn %d: %v", e.Insn, e.Panic)
+}
+
+// Unwrap makes every InternalError an ErrInternal.
+func (e *InternalError) Unwrap() error { return ErrInternal }
 
 // Error is a verification failure at an instruction.
 type Error struct {
@@ -124,18 +147,21 @@ type Result struct {
 // Verify checks that insns is safe to run. Map loads are LD_IMM64 with a map
 // pseudo source and the map's index in opts.Maps as immediate. On failure
 // the error is an *Error (wrapping ErrRejected) and the log so far is in the
-// returned Result.
+// returned Result. A bug in the verifier is an *InternalError (wrapping
+// ErrInternal) instead of a panic.
 func Verify(insns []isa.Instruction, opts Options) (*Result, error) {
-	return verify(insns, opts, false)
+	return verify(insns, opts, false, nil)
 }
 
 // verify is Verify; exact compares every scalar and stack slot, for tests
-// that check precision tracking and stack liveness against it.
-func verify(insns []isa.Instruction, opts Options, exact bool) (*Result, error) {
+// that check precision tracking and stack liveness against it, and hook,
+// when set, is called before each instruction is processed (tests force
+// internal errors with it).
+func verify(insns []isa.Instruction, opts Options, exact bool, hook func(pc int)) (*Result, error) {
 	start := time.Now()
 	v := newVerifier(insns, opts)
-	v.exact = exact
-	err := v.run()
+	v.exact, v.hook = exact, hook
+	err := v.runRecovered()
 	v.stats.Duration = time.Since(start)
 	if opts.LogLevel&4 != 0 {
 		v.logStats()
@@ -178,6 +204,7 @@ type verifier struct {
 	aluCache aluCache // alu_cache.go
 	free     []*State // states to reuse (state.go)
 	exact    bool     // compare every scalar and slot (tests)
+	hook     func(pc int)
 
 	// The instruction history of the current path (precise.go).
 	hist []histEntry
@@ -217,6 +244,20 @@ func (v *verifier) errorf(pc int, format string, args ...any) error {
 func (v *verifier) newID() uint32 {
 	v.nextID++
 	return v.nextID
+}
+
+// runRecovered is run, with a panic turned into an *InternalError naming
+// the instruction being verified: bad input must never crash the host, and
+// the caller can tell the verifier's bug from a rejection.
+func (v *verifier) runRecovered() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ie := &InternalError{Insn: v.procPC, Panic: p, Stack: debug.Stack()}
+			v.log.printf("%v\n", ie)
+			err = ie
+		}
+	}()
+	return v.run()
 }
 
 func (v *verifier) run() error {

@@ -184,7 +184,7 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, values
 	if err != nil {
 		t.Fatalf("unmarshal for the kernel: %v", err)
 	}
-	withFuncInfo(insns, kinsns)
+	withFuncInfo(kinsns, insns)
 	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, Instructions: kinsns, License: "GPL"},
 		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 20})
 	if kerr == nil {
@@ -208,40 +208,33 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, values
 	return log, true
 }
 
-// withFuncInfo gives the functions of a program that passes callbacks
-// (which the kernel verifies only with BTF function information) static
-// BTF functions of five scalar arguments.
-func withFuncInfo(insns []isa.Instruction, kinsns asm.Instructions) {
-	starts := map[int]bool{0: true}
-	callbacks := false
+// withFuncInfo gives every function of a program with more than one BTF
+// func_info, as clang does: the kernel refuses callbacks and tail calls
+// from subprograms without it. insns is the wire form of kinsns.
+func withFuncInfo(kinsns asm.Instructions, insns []isa.Instruction) {
+	starts := map[int]bool{}
 	for pc, ins := range insns {
-		switch {
-		case ins.IsLdImm64() && ins.Src == isa.Register(isa.PseudoFunc):
-			callbacks = true
-			starts[pc+1+int(ins.Imm)] = true
-		case ins.IsLocalCall():
+		if ins.IsLocalCall() || ins.IsPseudoFunc() {
 			starts[pc+1+int(ins.Imm)] = true
 		}
 	}
-	if !callbacks {
+	if len(starts) == 0 {
 		return
 	}
+	starts[0] = true
+	// Five scalar arguments: the functions may read any of R1-R5.
 	u64 := &btf.Int{Name: "u64", Size: 8}
 	params := make([]btf.FuncParam, 5)
 	for i := range params {
 		params[i] = btf.FuncParam{Name: fmt.Sprintf("a%d", i), Type: u64}
 	}
+	proto := &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Params: params}
 	pc := 0
 	for i := range kinsns {
 		if starts[pc] {
-			fn := &btf.Func{Name: fmt.Sprintf("f%d", pc), Type: &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Params: params}, Linkage: btf.StaticFunc}
-			if pc == 0 {
-				fn.Linkage = btf.GlobalFunc
-				fn.Type = &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Params: params[:1]}
-			}
-			kinsns[i] = btf.WithFuncMetadata(kinsns[i], fn)
+			kinsns[i] = btf.WithFuncMetadata(kinsns[i], &btf.Func{Name: fmt.Sprintf("f%d", pc), Type: proto, Linkage: btf.StaticFunc})
 		}
-		pc += int(kinsns[i].Size() / 8)
+		pc += int(kinsns[i].Size() / asm.InstructionSize)
 	}
 }
 
