@@ -96,6 +96,16 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 		return v.pointerALU(pc, ins, dst, &src, op, is64, x)
 	}
 	signed := (op == isa.ALUDiv || op == isa.ALUMod) && ins.Off == 1
+	if isShift(op) && !shiftComputable(src.Scalar, is64) {
+		// The kernel computes a shift's result only for a constant
+		// amount below the width; any other amount makes the whole
+		// register unknown, even in 32-bit form (no zero-extension).
+		// Sound for the runtime, which masks the amount.
+		dst.Scalar = Unknown()
+		dst.ID = 0
+		dst.Precise = false
+		return nil
+	}
 	if dst.IsConst() && src.IsConst() {
 		if r, ok := evalALU(op, dst.Const(), src.Const(), is64, signed); ok {
 			dst.Scalar = Const(r)
@@ -108,6 +118,20 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 	dst.ID = 0
 	dst.Precise = false
 	return nil
+}
+
+func isShift(op uint8) bool {
+	return op == isa.ALULsh || op == isa.ALURsh || op == isa.ALUArsh
+}
+
+// shiftComputable reports whether the kernel computes the result of a shift
+// by src (is_safe_to_compute_dst_reg_range): src must be a constant in the
+// operation's width and its 64-bit value below the width.
+func shiftComputable(src Scalar, is64 bool) bool {
+	if is64 {
+		return src.IsConst() && src.Umax < 64
+	}
+	return src.Var.SubregIsConst() && src.U32min == src.U32max && src.S32min == src.S32max && src.Umax < 32
 }
 
 func (v *verifier) checkMov(pc int, ins isa.Instruction, is64, x bool) error {
