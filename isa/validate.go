@@ -30,7 +30,7 @@ func validate(prog []Instruction, internal bool) error {
 	for i := 0; i < n; i++ {
 		if prog[i].IsLdImm64() {
 			if i+1 >= n {
-				return insnErr(i, "truncated ld_imm64")
+				return insnErr(i, "invalid bpf_ld_imm64 insn")
 			}
 			second[i+1] = true
 			i++
@@ -40,11 +40,14 @@ func validate(prog []Instruction, internal bool) error {
 		ins := prog[i]
 		if second[i] {
 			if ins.Op != 0 || ins.Dst != 0 || ins.Src != 0 || ins.Off != 0 {
-				return insnErr(i, "invalid second half of ld_imm64")
+				return insnErr(i-1, "invalid bpf_ld_imm64 insn")
 			}
-			// Map pointers have no offset; only value loads use the upper half.
+			// Map pointers have no offset, so their upper half must be
+			// zero. The kernel ignores it for function pointers, and for
+			// BTF ids it names the module's BTF, which the verifier
+			// checks; value loads hold the offset there.
 			switch uint8(prog[i-1].Src) {
-			case PseudoMapFD, PseudoMapIdx, PseudoBTFID, PseudoFunc:
+			case PseudoMapFD, PseudoMapIdx:
 				if ins.Imm != 0 {
 					return insnErr(i-1, "unrecognized bpf_ld_imm64 insn")
 				}
@@ -245,8 +248,11 @@ func validateLD(ins Instruction) *validationError {
 		if size != SizeDW {
 			return bad(unknownOpcode(ins.Op))
 		}
-		if ins.Off != 0 || ins.Src > Register(PseudoMapIdxValue) {
-			return bad("invalid bpf_ld_imm64 insn")
+		if ins.Src > Register(PseudoMapIdxValue) {
+			return bad("unrecognized bpf_ld_imm64 insn")
+		}
+		if ins.Off != 0 {
+			return bad("BPF_LD_IMM64 uses reserved fields")
 		}
 		if ins.Dst == R10 {
 			return bad("frame pointer is read only")

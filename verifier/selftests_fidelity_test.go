@@ -3,6 +3,7 @@ package verifier_test
 import (
 	"testing"
 
+	"bpfvm/isa"
 	"bpfvm/maps"
 )
 
@@ -57,4 +58,32 @@ func TestFidelityShifts(t *testing.T) {
 		cases[i].maps = arr
 	}
 	runCases(t, cases)
+}
+
+// setInsn returns an edit that sets the fields of instruction i that f
+// changes.
+func setInsn(i int, f func(*isa.Instruction)) func([]isa.Instruction) {
+	return func(insns []isa.Instruction) { f(&insns[i]) }
+}
+
+func TestFidelityLdImm64(t *testing.T) {
+	// callback: a bpf_loop whose callback is loaded by insn 1.
+	loop := "r1 = 1\nr2 = subprog[cb] ll\nr3 = 0\nr4 = 0\ncall bpf_loop#181\nr0 = 0\nexit\ncb: r0 = 0\nexit"
+	mapfd := "r1 = map[fd:0] ll\nr0 = 0\nexit"
+	hi := func(imm int32) func([]isa.Instruction) { return setInsn(2, func(in *isa.Instruction) { in.Imm = imm }) }
+	// The second-half cases are checked against the kernel's source
+	// only: cilium/ebpf refuses to encode them.
+	runCases(t, []vcase{
+		{name: "func upper imm junk", asm: loop, edit: hi(0x1234)},
+		{name: "func upper imm all ones", asm: loop, edit: hi(-1)},
+		{name: "map fd upper imm", maps: []maps.Spec{arrayMap}, asm: mapfd, edit: setInsn(1, func(in *isa.Instruction) { in.Imm = 1 }), err: "unrecognized bpf_ld_imm64 insn", kmsg: true},
+		{name: "map value upper imm is the offset", maps: []maps.Spec{{Name: "one", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}},
+			asm: "r1 = map_value[fd:0]+4 ll\nr0 = *(u32 *)(r1 +0)\nexit"},
+		{name: "const upper imm", asm: "r0 = 0x100000000 ll\nexit"},
+		{name: "second half opcode", asm: "r0 = 1 ll\nexit", edit: setInsn(1, func(in *isa.Instruction) { in.Op = 0x07 }), err: "invalid bpf_ld_imm64 insn", noKernel: true},
+		{name: "second half dst", asm: "r0 = 1 ll\nexit", edit: setInsn(1, func(in *isa.Instruction) { in.Dst = 1 }), err: "invalid bpf_ld_imm64 insn", noKernel: true},
+		{name: "second half off", asm: "r0 = 1 ll\nexit", edit: setInsn(1, func(in *isa.Instruction) { in.Off = 1 }), err: "invalid bpf_ld_imm64 insn", noKernel: true},
+		{name: "unknown pseudo source", asm: "r0 = 1 ll\nexit", edit: setInsn(0, func(in *isa.Instruction) { in.Src = 7 }), err: "unrecognized bpf_ld_imm64 insn", kmsg: true},
+		{name: "first half off", asm: "r0 = 1 ll\nexit", edit: setInsn(0, func(in *isa.Instruction) { in.Off = 1 }), err: "BPF_LD_IMM64 uses reserved fields", kmsg: true},
+	})
 }

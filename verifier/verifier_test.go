@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/rlimit"
 
 	"bpfvm/isa"
@@ -39,6 +41,9 @@ type vcase struct {
 	// whose kernel wording differs from ours: it shows that the kernel
 	// rejects for the same reason.
 	klog string
+	// edit changes the assembled program, for encodings the assembler
+	// does not write.
+	edit func([]isa.Instruction)
 }
 
 // Kernel comparison counts, reported by TestMain.
@@ -68,6 +73,9 @@ func runCases(t *testing.T, cases []vcase) {
 			insns, err := isa.Assemble(c.asm)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.edit != nil {
+				c.edit(insns)
 			}
 			var infos []verifier.MapInfo
 			for i, m := range c.maps {
@@ -155,6 +163,7 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, insns 
 	if err != nil {
 		t.Fatalf("unmarshal for the kernel: %v", err)
 	}
+	addFuncInfo(kinsns)
 	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, Instructions: kinsns, License: "GPL"},
 		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 20})
 	if kerr == nil {
@@ -260,4 +269,34 @@ func TestALU(t *testing.T) {
 		{name: "32-bit pointer arithmetic", asm: "w1 += 1\nr0 = 0\nexit", err: "R1 32-bit pointer arithmetic prohibited"},
 		{name: "pointer leak unpriv", asm: "r0 = r1\nexit", err: "R0 leaks addr as return value", unpriv: true},
 	})
+}
+
+// addFuncInfo gives a program that loads function pointers the BTF
+// func_info the kernel requires for them: every function static, returning
+// int.
+func addFuncInfo(kinsns asm.Instructions) {
+	starts := map[int]bool{0: true}
+	var raw []int // raw index of each instruction
+	n := 0
+	for _, ins := range kinsns {
+		raw = append(raw, n)
+		n += int(ins.Size() / asm.InstructionSize)
+	}
+	pseudo := false
+	for i, ins := range kinsns {
+		if ins.IsLoadFromMap() || !(ins.IsFunctionReference() || ins.IsFunctionCall() && ins.Src == asm.PseudoCall) {
+			continue
+		}
+		pseudo = pseudo || ins.IsFunctionReference()
+		starts[raw[i]+1+int(int32(ins.Constant))] = true
+	}
+	if !pseudo {
+		return
+	}
+	proto := &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}}
+	for i := range kinsns {
+		if starts[raw[i]] {
+			kinsns[i] = btf.WithFuncMetadata(kinsns[i], &btf.Func{Name: fmt.Sprintf("f%d", raw[i]), Type: proto, Linkage: btf.StaticFunc})
+		}
+	}
 }
