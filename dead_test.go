@@ -1,6 +1,7 @@
 package bpfvm
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -111,6 +112,64 @@ func TestDeadCodeSanitized(t *testing.T) {
 					t.Errorf("%s %s: the read-only map holds %d, %v", c.name, e, v, err)
 				}
 			}
+		}
+	}
+}
+
+// A write to R10 is refused on the paths the verifier explores only, as
+// in the kernel; in code it never reaches it loads, and never runs (the
+// instruction is dead). Programs that are not verified (NoVerify, or a type
+// without verifier rules) are refused at load: the engines never run such
+// an instruction.
+func TestDeadFramePointerWrite(t *testing.T) {
+	dead, err := isa.Assemble("r0 = 3\nif r0 == 3 goto out\nr10 = 0\nr0 = *(u64 *)(r10 -8)\nout: exit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := isa.Assemble("r10 = 0\nr0 = 0\nexit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpus := newCPUs(1)
+	defer cpus.close()
+	for _, e := range []Engine{EngineInterpreter, EngineJIT} {
+		for _, c := range []struct {
+			name  string
+			typ   ebpf.ProgramType
+			insns []isa.Instruction
+			opts  ProgramOptions
+			ok    bool
+		}{
+			{"dead verified", ebpf.XDP, dead, ProgramOptions{}, true},
+			{"dead verified unprivileged", ebpf.XDP, dead, ProgramOptions{Unprivileged: true}, true},
+			{"dead verified no inlining", ebpf.XDP, dead, ProgramOptions{NoInline: true}, true},
+			{"dead unverified", ebpf.XDP, dead, ProgramOptions{NoVerify: true}, false},
+			{"dead untyped", ebpf.UnspecifiedProgram, dead, ProgramOptions{}, false},
+			{"live verified", ebpf.XDP, live, ProgramOptions{}, false},
+			{"live unverified", ebpf.XDP, live, ProgramOptions{NoVerify: true}, false},
+		} {
+			c.opts.Engine = e
+			p, err := newProgram("fp", c.typ, c.insns, nil, cpus, c.opts)
+			if !c.ok {
+				if err == nil {
+					p.Close()
+					t.Errorf("%s %s: loaded", c.name, e)
+				} else if !strings.Contains(err.Error(), "frame pointer is read only") {
+					t.Errorf("%s %s: %v, want frame pointer is read only", c.name, e, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s %s: %v", c.name, e, err)
+				continue
+			}
+			if x := p.XlatedInstructions()[2]; x != (isa.Instruction{Op: isa.OpDead}) {
+				t.Errorf("%s %s: xlated 2 is %v, want dead", c.name, e, x)
+			}
+			if r, _, err := p.Test(make([]byte, 64)); err != nil || r != 3 {
+				t.Errorf("%s %s: run %d, %v; want 3", c.name, e, r, err)
+			}
+			p.Close()
 		}
 	}
 }

@@ -5,19 +5,27 @@ package isa
 const MaxInstructions = 1_000_000
 
 // Validate checks the structure of a program the way the kernel does before
-// verification: known opcodes, reserved fields zero, valid registers, no write
-// to R10, LD_IMM64 complete, jumps and calls inside the program and never into
-// the second slot of an LD_IMM64, and a last instruction that cannot fall
+// verification: known opcodes, reserved fields zero, valid registers,
+// LD_IMM64 complete, jumps and calls inside the program and never into the
+// second slot of an LD_IMM64, and a last instruction that cannot fall
 // through. It says nothing about memory safety; that is the verifier's job.
-func Validate(prog []Instruction) error { return validate(prog, false) }
+//
+// Like the kernel, it leaves to the verifier's walk what the kernel checks
+// only on the paths it explores: writes to R10 ("frame pointer is read
+// only") and an LD_IMM64's offset. Code the verifier never reaches may hold
+// them; it is made dead before it could run.
+func Validate(prog []Instruction) error { return validate(prog, false, false) }
 
 // ValidateXlated is Validate for programs after rewriting, which may also
 // hold the internal instructions rewrites emit (OpCPUIndex, OpMayGotoTimed,
-// OpIterNumNext, OpDead):
-// what the engines accept; the loaders never do.
-func ValidateXlated(prog []Instruction) error { return validate(prog, true) }
+// OpIterNumNext, OpDead): what the engines accept; the loaders never do. It
+// also refuses what Validate leaves to the verifier, so that the engines
+// never run a write to R10, verified or not.
+func ValidateXlated(prog []Instruction) error { return validate(prog, true, true) }
 
-func validate(prog []Instruction, internal bool) error {
+// validate checks prog; internal allows the rewrites' instructions, walked
+// adds the checks the kernel makes on explored paths only.
+func validate(prog []Instruction, internal, walked bool) error {
 	n := len(prog)
 	if n == 0 {
 		return insnErr(0, "empty program")
@@ -68,7 +76,7 @@ func validate(prog []Instruction, internal bool) error {
 		}
 		if internal && (ins.Op == OpMayGotoTimed && ins.Src == 0 && ins.Dst == 0 && ins.Imm > 0 || ins.IsIterNumNext()) {
 			// Checked like may_goto below (its jump target).
-		} else if err := validateOne(ins); err != nil {
+		} else if err := validateOne(ins, walked); err != nil {
 			return insnErr(i, "%s", err.msg)
 		}
 		if t, ok := ins.JumpTarget(i); ok {
@@ -103,19 +111,20 @@ type validationError struct{ msg string }
 
 func bad(msg string) *validationError { return &validationError{msg} }
 
-// validateOne checks one instruction's opcode and reserved fields.
-func validateOne(ins Instruction) *validationError {
+// validateOne checks one instruction's opcode and reserved fields; walked
+// adds the checks the kernel makes on explored paths only.
+func validateOne(ins Instruction, walked bool) *validationError {
 	if ins.Dst > MaxRegister || ins.Src > MaxRegister {
 		return bad("invalid register")
 	}
 	class := ins.Class()
 	switch class {
 	case ClassALU, ClassALU64:
-		return validateALU(ins, class)
+		return validateALU(ins, class, walked)
 	case ClassJMP, ClassJMP32:
 		return validateJump(ins, class)
 	case ClassLD:
-		return validateLD(ins)
+		return validateLD(ins, walked)
 	case ClassLDX:
 		mode := ins.Op & 0xe0
 		if mode != ModeMEM && !(mode == ModeMEMSX && ins.Op&0x18 != SizeDW) {
@@ -124,7 +133,7 @@ func validateOne(ins Instruction) *validationError {
 		if ins.Imm != 0 {
 			return bad("BPF_LDX uses reserved fields")
 		}
-		if ins.Dst == R10 {
+		if walked && ins.Dst == R10 {
 			return bad("frame pointer is read only")
 		}
 	case ClassST:
@@ -141,7 +150,7 @@ func validateOne(ins Instruction) *validationError {
 				return bad("BPF_STX uses reserved fields")
 			}
 		case ModeATOMIC:
-			return validateAtomic(ins)
+			return validateAtomic(ins, walked)
 		default:
 			return bad(unknownOpcode(ins.Op))
 		}
@@ -149,10 +158,10 @@ func validateOne(ins Instruction) *validationError {
 	return nil
 }
 
-func validateALU(ins Instruction, class uint8) *validationError {
+func validateALU(ins Instruction, class uint8, walked bool) *validationError {
 	op := ins.Op & 0xf0
 	x := ins.Op&SrcX != 0
-	if ins.Dst == R10 {
+	if walked && ins.Dst == R10 {
 		return bad("frame pointer is read only")
 	}
 	switch op {
@@ -240,7 +249,7 @@ func validateJump(ins Instruction, class uint8) *validationError {
 	return nil
 }
 
-func validateLD(ins Instruction) *validationError {
+func validateLD(ins Instruction, walked bool) *validationError {
 	mode := ins.Op & 0xe0
 	size := ins.Op & 0x18
 	switch mode {
@@ -251,10 +260,10 @@ func validateLD(ins Instruction) *validationError {
 		if ins.Src > Register(PseudoMapIdxValue) {
 			return bad("unrecognized bpf_ld_imm64 insn")
 		}
-		if ins.Off != 0 {
+		if walked && ins.Off != 0 {
 			return bad("BPF_LD_IMM64 uses reserved fields")
 		}
-		if ins.Dst == R10 {
+		if walked && ins.Dst == R10 {
 			return bad("frame pointer is read only")
 		}
 	case ModeABS, ModeIND:
@@ -270,7 +279,7 @@ func validateLD(ins Instruction) *validationError {
 	return nil
 }
 
-func validateAtomic(ins Instruction) *validationError {
+func validateAtomic(ins Instruction, walked bool) *validationError {
 	size := ins.Op & 0x18
 	switch ins.Imm {
 	case AtomicAdd, AtomicOr, AtomicAnd, AtomicXor,
@@ -279,11 +288,11 @@ func validateAtomic(ins Instruction) *validationError {
 		if size != SizeW && size != SizeDW {
 			return bad("invalid atomic operand size")
 		}
-		if ins.Imm&AtomicFetch != 0 && ins.Imm != AtomicCmpXchg && ins.Src == R10 {
+		if walked && ins.Imm&AtomicFetch != 0 && ins.Imm != AtomicCmpXchg && ins.Src == R10 {
 			return bad("frame pointer is read only") // fetch forms write the old value to src
 		}
 	case AtomicLoadAcquire:
-		if ins.Dst == R10 {
+		if walked && ins.Dst == R10 {
 			return bad("frame pointer is read only")
 		}
 	case AtomicStoreRelease:

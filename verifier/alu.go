@@ -20,6 +20,17 @@ func (v *verifier) readReg(pc int, r isa.Register) (*Reg, error) {
 	return reg, nil
 }
 
+// checkWriteReg checks that the instruction at pc may write register r: the
+// frame pointer is read only. The kernel checks this on the paths it
+// explores only, so isa.Validate leaves it to the verifier (and to the
+// engines' isa.ValidateXlated, for unverified programs).
+func (v *verifier) checkWriteReg(pc int, r isa.Register) error {
+	if r == isa.R10 {
+		return v.errorf(pc, "frame pointer is read only")
+	}
+	return nil
+}
+
 // isPointerLeak reports whether reg is a pointer an unprivileged program
 // must not turn into a scalar.
 func (v *verifier) isPointerLeak(reg *Reg) bool {
@@ -43,6 +54,9 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 	switch op {
 	case isa.ALUNeg, isa.ALUEnd:
 		if _, err := v.readReg(pc, ins.Dst); err != nil {
+			return err
+		}
+		if err := v.checkWriteReg(pc, ins.Dst); err != nil {
 			return err
 		}
 		if dst.Type != ScalarValue {
@@ -91,6 +105,9 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 			src.Scalar = Const(uint64(uint32(ins.Imm)))
 		}
 	}
+	if err := v.checkWriteReg(pc, ins.Dst); err != nil {
+		return err
+	}
 
 	if dst.Type.IsPointer() || src.Type.IsPointer() {
 		return v.pointerALU(pc, ins, dst, &src, op, is64, x)
@@ -138,6 +155,9 @@ func (v *verifier) checkMov(pc int, ins isa.Instruction, is64, x bool) error {
 	f := v.cur.cur()
 	dst := &f.Regs[ins.Dst]
 	if !x {
+		if err := v.checkWriteReg(pc, ins.Dst); err != nil {
+			return err
+		}
 		if is64 {
 			*dst = constScalar(uint64(int64(ins.Imm)))
 		} else {
@@ -147,6 +167,9 @@ func (v *verifier) checkMov(pc int, ins isa.Instruction, is64, x bool) error {
 	}
 	src, err := v.readReg(pc, ins.Src)
 	if err != nil {
+		return err
+	}
+	if err := v.checkWriteReg(pc, ins.Dst); err != nil {
 		return err
 	}
 	if ins.Off != 0 { // movsx

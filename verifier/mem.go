@@ -28,6 +28,9 @@ func (v *verifier) checkLoad(pc int, ins isa.Instruction) error {
 	if err != nil {
 		return err
 	}
+	if err := v.checkWriteReg(pc, ins.Dst); err != nil {
+		return err
+	}
 	a := access{pc: pc, reg: ins.Src, off: int32(ins.Off), size: isa.SizeBytes(ins.Op)}
 	res, err := v.checkMemAccess(ptr, a)
 	if err != nil {
@@ -69,6 +72,9 @@ func (v *verifier) checkAtomic(pc int, ins isa.Instruction) error {
 		if err != nil {
 			return err
 		}
+		if err := v.checkWriteReg(pc, ins.Dst); err != nil {
+			return err
+		}
 		res, err := v.checkMemAccess(ptr, access{pc: pc, reg: ins.Src, off: int32(ins.Off), size: size})
 		if err != nil {
 			return err
@@ -100,6 +106,12 @@ func (v *verifier) checkAtomic(pc int, ins isa.Instruction) error {
 	switch ptr.Type {
 	case PtrToCtx, PtrToPacket, PtrToPacketMeta:
 		return v.errorf(pc, "BPF_ATOMIC stores into R%d %s is not allowed", ins.Dst, ptr.Type)
+	}
+	if ins.Imm&isa.AtomicFetch != 0 && ins.Imm != isa.AtomicCmpXchg {
+		// The fetch forms load the old value into src.
+		if err := v.checkWriteReg(pc, ins.Src); err != nil {
+			return err
+		}
 	}
 	if err := v.checkAlign(pc, ptr, int32(ins.Off), size, true); err != nil {
 		return err
@@ -344,6 +356,12 @@ func alignName(t RegType) string {
 // checkLdImm handles LD_IMM64: constants, map pointers, map value
 // addresses and function pointers.
 func (v *verifier) checkLdImm(pc int, ins isa.Instruction) error {
+	if ins.Off != 0 {
+		return v.errorf(pc, "BPF_LD_IMM64 uses reserved fields")
+	}
+	if err := v.checkWriteReg(pc, ins.Dst); err != nil {
+		return err
+	}
 	f := v.cur.cur()
 	dst := &f.Regs[ins.Dst]
 	hi := v.insns[pc+1]

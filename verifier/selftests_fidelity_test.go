@@ -87,3 +87,46 @@ func TestFidelityLdImm64(t *testing.T) {
 		{name: "first half off", asm: "r0 = 1 ll\nexit", edit: setInsn(0, func(in *isa.Instruction) { in.Off = 1 }), err: "BPF_LD_IMM64 uses reserved fields", kmsg: true},
 	})
 }
+
+func TestFidelityFramePointer(t *testing.T) {
+	// dead jumps over the instruction at "bad:", which the verifier never
+	// reaches: the kernel checks writes to R10 on explored paths only.
+	dead := func(bad string) string { return "r0 = 0\nif r0 == 0 goto out\n" + bad + "\nout: exit" }
+	live := func(bad string) string { return "r0 = 0\n" + bad + "\nexit" }
+	ro := "frame pointer is read only"
+	arr := []maps.Spec{arrayMap}
+	var cases []vcase
+	for _, bad := range []struct {
+		name, asm string
+		maps      []maps.Spec
+	}{
+		{name: "mov imm", asm: "r10 = 0"},
+		{name: "mov reg", asm: "r10 = r1"},
+		{name: "mov32", asm: "w10 = 1"},
+		{name: "movsx", asm: "r10 = (s8)r1"},
+		{name: "add", asm: "r10 += 8"},
+		{name: "add reg", asm: "r10 += r0"},
+		{name: "neg", asm: "r10 = -r10"},
+		{name: "bswap", asm: "r10 = bswap64 r10"},
+		{name: "ldx", asm: "r10 = *(u64 *)(r1 +0)"},
+		{name: "ldimm64", asm: "r10 = 1 ll"},
+		{name: "ldimm64 map", asm: "r10 = map[fd:0] ll", maps: arr},
+		{name: "atomic fetch into r10", asm: "*(u64 *)(r10 -8) = 0\nr1 = r10\nr1 += -8\nr10 = atomic64_fetch_add((u64 *)(r1 +0), r10)"},
+	} {
+		cases = append(cases,
+			vcase{name: bad.name + " dead", asm: dead(bad.asm), maps: bad.maps},
+			vcase{name: bad.name + " live", asm: live(bad.asm), maps: bad.maps, err: ro, kmsg: true})
+	}
+	// The kernel's order: a read of an uninitialised source comes first,
+	// a division by zero and a bad shift before the write check.
+	cases = append(cases,
+		vcase{name: "mov uninit src", asm: "r10 = r2\nr0 = 0\nexit", err: "R2 !read_ok", kmsg: true},
+		vcase{name: "div by zero first", asm: "r10 /= 0\nr0 = 0\nexit", err: "div by zero", kmsg: true},
+		vcase{name: "bad shift first", asm: "r10 <<= 64\nr0 = 0\nexit", err: "invalid shift 64", kmsg: true},
+		vcase{name: "ldimm64 offset dead", asm: dead("r1 = 1 ll"), edit: setInsn(2, func(in *isa.Instruction) { in.Off = 1 })},
+		vcase{name: "ldimm64 offset live", asm: live("r1 = 1 ll"), edit: setInsn(1, func(in *isa.Instruction) { in.Off = 1 }), err: "BPF_LD_IMM64 uses reserved fields", kmsg: true},
+		// Stores through R10 and atomics on the stack remain allowed.
+		vcase{name: "atomic on stack", asm: "*(u64 *)(r10 -8) = 0\nr1 = 1\nr1 = atomic64_fetch_add((u64 *)(r10 -8), r1)\nr0 = 0\nexit"},
+	)
+	runCases(t, cases)
+}
