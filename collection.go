@@ -82,6 +82,7 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 			progMaps = append(progMaps, m)
 		}
 		popts := opts.Programs
+		popts.flags = ps.Flags
 		if t := opts.Types[name]; t != nil {
 			popts.Type = t
 		} else if t := opts.Types[ps.SectionName]; t != nil {

@@ -321,7 +321,7 @@ func (v *verifier) checkPtrOffReg(pc int, regno isa.Register, reg *Reg, fixedOK 
 // aligned stack accesses), and for every access in strict mode. Packet
 // offsets count NET_IP_ALIGN (2), which 4-byte aligns the IP header.
 func (v *verifier) checkAlign(pc int, ptr *Reg, off int32, size int, atomic bool) error {
-	if size == 1 || !v.opts.StrictAlignment && !atomic && ptr.Type != PtrToStack {
+	if size == 1 || !v.strictAlign && !atomic && ptr.Type != PtrToStack {
 		return nil
 	}
 	if ptr.Type.isPacket() {

@@ -3,8 +3,11 @@ package verifier_test
 import (
 	"testing"
 
+	"github.com/cilium/ebpf"
+
 	"bpfvm/isa"
 	"bpfvm/maps"
+	"bpfvm/verifier"
 )
 
 // Cases for the kernel-fidelity classes of issue #14, each compared with
@@ -128,5 +131,56 @@ func TestFidelityFramePointer(t *testing.T) {
 		// Stores through R10 and atomics on the stack remain allowed.
 		vcase{name: "atomic on stack", asm: "*(u64 *)(r10 -8) = 0\nr1 = 1\nr1 = atomic64_fetch_add((u64 *)(r10 -8), r1)\nr0 = 0\nexit"},
 	)
+	runCases(t, cases)
+}
+
+func TestFidelityProgramFlags(t *testing.T) {
+	strict, anyAlign := verifier.FlagStrictAlignment, verifier.FlagAnyAlignment
+	// pkt checks 32 bytes of packet and reads at off from data.
+	pkt := func(read string) string {
+		return "r2 = *(u32 *)(r1 +0)\nr3 = *(u32 *)(r1 +4)\nr4 = r2\nr4 += 32\nif r4 > r3 goto out\n" + read + "\nout: r0 = 0\nexit"
+	}
+	arr := []maps.Spec{arrayMap}
+	cases := []vcase{
+		// Packet data starts at NET_IP_ALIGN (2) past an aligned address.
+		{name: "strict pkt u32 at 0", flags: strict, asm: pkt("r0 = *(u32 *)(r2 +0)"), err: "misaligned packet access off 2+0+0+0 size 4", kmsg: true},
+		{name: "strict pkt u32 at 2", flags: strict, asm: pkt("r0 = *(u32 *)(r2 +2)")},
+		{name: "strict pkt u16 at 12", flags: strict, asm: pkt("r0 = *(u16 *)(r2 +12)")},
+		{name: "strict pkt u16 at 13", flags: strict, asm: pkt("r0 = *(u16 *)(r2 +13)"), err: "misaligned packet access off 2+0+0+13 size 2", kmsg: true},
+		{name: "strict pkt u64 at 6", flags: strict, asm: pkt("r0 = *(u64 *)(r2 +6)")},
+		{name: "strict pkt u8 at 1", flags: strict, asm: pkt("r0 = *(u8 *)(r2 +1)")},
+		{name: "strict pkt fixed offset", flags: strict, asm: pkt("r2 += 15\nr0 = *(u32 *)(r2 -4)"), err: "misaligned packet access off 2+0+15+-4 size 4", kmsg: true},
+		{name: "strict pkt store", flags: strict, asm: pkt("*(u32 *)(r2 +4) = 0"), err: "misaligned packet access off 2+0+0+4 size 4", kmsg: true},
+		{name: "strict pkt variable offset", flags: strict, asm: pkt("r5 = *(u8 *)(r2 +0)\nr5 &= 4\nr2 += r5\nr4 = r2\nr4 += 2\nif r4 > r3 goto out\nr0 = *(u16 *)(r2 +0)")},
+		{name: "strict pkt variable odd offset", flags: strict, asm: pkt("r5 = *(u8 *)(r2 +0)\nr5 &= 1\nr2 += r5\nr0 = *(u16 *)(r2 +0)"), err: "misaligned packet access off 2+(0x0; 0x1)+0+0 size 2", kmsg: true},
+		{name: "lax pkt u32 at 0", asm: pkt("r0 = *(u32 *)(r2 +0)")},
+		{name: "any pkt u32 at 0", flags: anyAlign, asm: pkt("r0 = *(u32 *)(r2 +0)")},
+		{name: "strict and any pkt u32 at 0", flags: strict | anyAlign, asm: pkt("r0 = *(u32 *)(r2 +0)")},
+		// Other pointers from an aligned base.
+		{name: "strict ctx u16 at 13", flags: strict, asm: "r0 = *(u16 *)(r1 +13)\nexit", err: "misaligned context access off 0+0+13 size 2", kmsg: true},
+		{name: "strict ctx u32 at 12", flags: strict, asm: "r0 = *(u32 *)(r1 +12)\nexit"},
+		{name: "strict tc ctx u16 at 49", typ: ebpf.SchedCLS, flags: strict, asm: "r0 = *(u16 *)(r1 +49)\nexit", err: "misaligned context access off 0+0+49 size 2", kmsg: true},
+		{name: "lax tc ctx u16 at 48", typ: ebpf.SchedCLS, asm: "r0 = *(u16 *)(r1 +48)\nexit"},
+		{name: "strict value u32 at 2", flags: strict, maps: arr, asm: lookupArr + "r0 = *(u32 *)(r0 +2)\nout: r0 = 0\nexit", err: "misaligned value access off 0+0+2 size 4", kmsg: true},
+		{name: "lax value u32 at 2", maps: arr, asm: lookupArr + "r0 = *(u32 *)(r0 +2)\nout: r0 = 0\nexit"},
+		{name: "any value u32 at 2", flags: anyAlign, maps: arr, asm: lookupArr + "r0 = *(u32 *)(r0 +2)\nout: r0 = 0\nexit"},
+		// The stack and atomics are strict whatever the flags.
+		{name: "any stack misaligned", flags: anyAlign, asm: "r1 = 0\n*(u32 *)(r10 -6) = r1\nr0 = 0\nexit", err: "misaligned stack access off 0+0+-6 size 4", kmsg: true},
+		{name: "any atomic misaligned", flags: anyAlign, maps: arr, asm: lookupArr + "r1 = 1\nlock *(u32 *)(r0 +2) += r1\nout: r0 = 0\nexit", err: "misaligned value access off 0+0+2 size 4", kmsg: true},
+		// Sleepable: none of these types may be.
+		{name: "sleepable xdp", flags: verifier.FlagSleepable, asm: "r0 = 0\nexit", err: "Only fentry/fexit/fmod_ret, lsm, iter, uprobe, and struct_ops programs can be sleepable", kmsg: true},
+		{name: "sleepable socket filter", typ: ebpf.SocketFilter, flags: verifier.FlagSleepable, asm: "r0 = 0\nexit", err: "can be sleepable", kmsg: true},
+		{name: "sleepable tc", typ: ebpf.SchedCLS, flags: verifier.FlagSleepable, asm: "r0 = 0\nexit", err: "can be sleepable", kmsg: true},
+		{name: "sleepable after cfg", flags: verifier.FlagSleepable, asm: "r0 = 0\nexit\nr0 = 1\nexit", err: "unreachable insn 2", kmsg: true},
+		// Flags that change no verdict here.
+		{name: "xdp has frags", flags: verifier.FlagXDPHasFrags, asm: pkt("r0 = *(u32 *)(r2 +0)")},
+		{name: "xdp has frags tc", typ: ebpf.SchedCLS, flags: verifier.FlagXDPHasFrags, asm: "r0 = 0\nexit"},
+		{name: "xdp dev bound only without device", flags: verifier.FlagXDPDevBoundOnly, asm: "r0 = 0\nexit"},
+		{name: "test state freq", flags: verifier.FlagTestStateFreq, asm: "r0 = 0\nl: r0 += 1\nif r0 < 10 goto l\nexit"},
+		{name: "test reg invariants", flags: verifier.FlagTestRegInvariants, asm: pkt("r0 = *(u32 *)(r2 +0)")},
+		{name: "test rnd hi32", flags: verifier.FlagTestRndHi32, asm: "w0 = 1\nexit"},
+		{name: "test rnd hi32 still rejects", flags: verifier.FlagTestRndHi32, asm: "w0 = 1\nexit\nr0 = 0\nexit", err: "unreachable insn 2", kmsg: true},
+		{name: "unknown flag", flags: 1 << 8, asm: "r0 = 0\nexit", err: "unknown program flags 0x100"},
+	}
 	runCases(t, cases)
 }
