@@ -81,6 +81,15 @@ func (h *header) release() error {
 	return err
 }
 
+// rebind makes inner's handle and id name outer, a map wrapping it, so
+// that helpers resolving the handle reach the wrapper's methods.
+func rebind(inner, outer Map) {
+	h := inner.Handle()
+	(*ref)(*(*unsafe.Pointer)(vm.Ptr(h + hdrRef))).m = outer
+	liveMaps.Store(h, outer)
+	mapIDs.Store(IDOf(inner), outer)
+}
+
 // FromHandle returns the map a handle names. With checked set the handle
 // may be any value (it comes from an unverified program) and unknown values
 // give an error; otherwise it must be a live handle, as the verifier proves.

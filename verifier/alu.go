@@ -258,7 +258,7 @@ func (v *verifier) pointerALU(pc int, ins isa.Instruction, dst, src *Reg, op uin
 			break
 		}
 		return v.errorf(pc, "R%d pointer arithmetic on %s prohibited", ins.Dst, ptr.Type)
-	case PtrToPacketEnd, PtrToFunc:
+	case PtrToPacketEnd, PtrToFunc, PtrToXDPSock:
 		return v.errorf(pc, "R%d pointer arithmetic on %s prohibited", ins.Dst, ptr.Type)
 	}
 	if op == isa.ALUSub && ptr.Type == PtrToStack {

@@ -147,7 +147,7 @@ func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
 	aux := &v.aux[a.pc]
 	if aux.PtrType == NotInit {
 		aux.PtrType = ptr.Type
-	} else if aux.PtrType != ptr.Type && !(ptr.Type.IsPointer() && aux.PtrType.IsPointer() && (ptr.Type == PtrToCtx) == (aux.PtrType == PtrToCtx)) {
+	} else if aux.PtrType != ptr.Type && !(mixable(ptr.Type) && mixable(aux.PtrType)) {
 		// The rewrite converts context accesses; an instruction that
 		// reaches the context on one path and other memory on another
 		// cannot be converted.
@@ -176,6 +176,8 @@ func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
 		return v.ctxAccess(ptr, a)
 	case PtrToPacket, PtrToPacketMeta:
 		return v.packetAccess(ptr, a)
+	case PtrToXDPSock:
+		return v.xdpSockAccess(ptr, a)
 	case PtrToMem:
 		if a.write && ptr.Flags&Rdonly != 0 {
 			return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))
@@ -191,6 +193,33 @@ func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
 		return Reg{}, v.errorf(a.pc, "R%d invalid mem access 'scalar'", a.reg)
 	}
 	return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
+}
+
+// mixable reports whether one instruction may access memory of type t and
+// of other types on different paths: not the context and sockets, whose
+// accesses the kernel converts (reg_type_mismatch_ok).
+func mixable(t RegType) bool {
+	return t.IsPointer() && t != PtrToCtx && t != PtrToXDPSock
+}
+
+// xdpSockAccess checks an access to an xskmap socket: only its 4-byte
+// queue_id (struct bpf_xdp_sock) may be read. bpfvm's sockets are the
+// map's values, so the read gives the value's first 4 bytes.
+func (v *verifier) xdpSockAccess(ptr *Reg, a access) (Reg, error) {
+	if a.write {
+		return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, ptr.Type)
+	}
+	if off := int64(ptr.Off) + int64(a.off); off != 0 || a.size != 4 {
+		return Reg{}, v.errorf(a.pc, "R%d invalid %s access off=%d size=%d", a.reg, ptr.Type, off, a.size)
+	}
+	return unknownScalar(), nil
+}
+
+// rdonlyProg reports whether programs may not write the map's values: with
+// BPF_F_RDONLY_PROG, and devmaps, whose values the kernel's lookup returns
+// as the device's own (it sets the flag itself).
+func rdonlyProg(s maps.Spec) bool {
+	return s.Flags&maps.FlagRdonlyProg != 0 || s.Type == maps.DevMap || s.Type == maps.DevMapHash
 }
 
 // leaks reports whether an unprivileged store writes a pointer to memory
@@ -235,7 +264,7 @@ func (v *verifier) boundsCheck(ptr *Reg, a access, limit int64, what string) err
 
 func (v *verifier) mapValueAccess(ptr *Reg, a access) (Reg, error) {
 	m := ptr.Map
-	if a.write && m.Spec.Flags&maps.FlagRdonlyProg != 0 {
+	if a.write && rdonlyProg(m.Spec) {
 		return Reg{}, v.errorf(a.pc, "write into map forbidden, value_size=%d off=%d size=%d", m.Spec.ValueSize, int64(ptr.Off)+int64(a.off), a.size)
 	}
 	if !a.write && m.Spec.Flags&maps.FlagWronlyProg != 0 {
@@ -349,6 +378,8 @@ func alignName(t RegType) string {
 		return "key "
 	case PtrToCtx:
 		return "context "
+	case PtrToXDPSock:
+		return "xdp_sock "
 	}
 	return ""
 }

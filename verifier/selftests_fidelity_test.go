@@ -184,3 +184,41 @@ func TestFidelityProgramFlags(t *testing.T) {
 	}
 	runCases(t, cases)
 }
+
+func TestFidelityRedirectMapLookup(t *testing.T) {
+	xsk := []maps.Spec{{Name: "xsk", Type: maps.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: 4}}
+	dev := []maps.Spec{{Name: "dev", Type: maps.DevMap, KeySize: 4, ValueSize: 8, MaxEntries: 4}}
+	devHash := []maps.Spec{{Name: "devh", Type: maps.DevMapHash, KeySize: 4, ValueSize: 4, MaxEntries: 4}}
+	cpu := []maps.Spec{{Name: "cpu", Type: maps.CPUMap, KeySize: 4, ValueSize: 4, MaxEntries: 4}}
+	lookup := "*(u32 *)(r10 -4) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\n"
+	checked := lookup + "if r0 == 0 goto out\n"
+	end := "\nout: r0 = 0\nexit"
+	runCases(t, []vcase{
+		// An xskmap's element is a socket: its queue_id may be read.
+		{name: "xsk queue_id", maps: xsk, asm: checked + "r0 = *(u32 *)(r0 +0)\nr0 &= 3" + "\nexit" + end},
+		{name: "xsk null compare only", maps: xsk, asm: lookup + "if r0 != 0 goto out\nr0 = 1\nexit" + end},
+		{name: "xsk unchecked", maps: xsk, asm: lookup + "r0 = *(u32 *)(r0 +0)" + end, err: "R0 invalid mem access 'map_value_or_null'", kmsg: true},
+		{name: "xsk narrow read", maps: xsk, asm: checked + "r0 = *(u8 *)(r0 +0)" + end, err: "R0 invalid xdp_sock access off=0 size=1", kmsg: true},
+		{name: "xsk read past queue_id", maps: xsk, asm: checked + "r0 = *(u32 *)(r0 +4)" + end, err: "R0 invalid xdp_sock access off=4 size=4", kmsg: true},
+		{name: "xsk wide read", maps: xsk, asm: checked + "r0 = *(u64 *)(r0 +0)" + end, err: "R0 invalid xdp_sock access off=0 size=8", kmsg: true},
+		{name: "xsk write", maps: xsk, asm: checked + "*(u32 *)(r0 +0) = 1" + end, err: "R0 cannot write into xdp_sock", kmsg: true},
+		{name: "xsk arithmetic", maps: xsk, asm: checked + "r0 += 4" + end, err: "R0 pointer arithmetic on xdp_sock prohibited", kmsg: true},
+		{name: "xsk spill and fill", maps: xsk, asm: checked + "*(u64 *)(r10 -16) = r0\nr1 = *(u64 *)(r10 -16)\nr0 = *(u32 *)(r1 +0)" + end},
+		{name: "xsk returned", maps: xsk, asm: checked + "exit" + end},
+		{name: "xsk update", maps: xsk, asm: "*(u32 *)(r10 -4) = 0\n*(u32 *)(r10 -8) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_map_update_elem#2\nr0 = 0\nexit",
+			err: "cannot pass map_type 17 into func bpf_map_update_elem#2", kmsg: true},
+		{name: "xsk lookup from tc", typ: ebpf.SchedCLS, maps: xsk, asm: checked + "r0 = *(u32 *)(r0 +0)\nr0 = 0\nexit" + end},
+		// A devmap's element is the device's value: readable, not
+		// writable.
+		{name: "devmap read ifindex", maps: dev, asm: checked + "r0 = *(u32 *)(r0 +0)" + end},
+		{name: "devmap read prog", maps: dev, asm: checked + "r0 = *(u32 *)(r0 +4)" + end},
+		{name: "devmap read past value", maps: dev, asm: checked + "r0 = *(u32 *)(r0 +8)" + end, err: "invalid access to map value, value_size=8 off=8 size=4", kmsg: true},
+		{name: "devmap write", maps: dev, asm: checked + "*(u32 *)(r0 +0) = 1" + end, err: "write into map forbidden, value_size=8 off=0 size=4", kmsg: true},
+		{name: "devmap helper write", typ: ebpf.SchedCLS, maps: dev, asm: "r6 = r1\n" + checked + "r1 = r6\nr2 = 0\nr3 = r0\nr4 = 4\ncall bpf_skb_load_bytes#26" + end, err: "write into map forbidden, value_size=8 off=0 size=4", kmsg: true},
+		{name: "devmap unchecked", maps: dev, asm: lookup + "r0 = *(u32 *)(r0 +0)" + end, err: "R0 invalid mem access 'map_value_or_null'", kmsg: true},
+		{name: "devmap_hash read", maps: devHash, asm: checked + "r0 = *(u32 *)(r0 +0)" + end},
+		{name: "devmap_hash write", maps: devHash, asm: checked + "*(u32 *)(r0 +0) = 1" + end, err: "write into map forbidden, value_size=4 off=0 size=4", kmsg: true},
+		// Not cpumaps.
+		{name: "cpumap lookup", maps: cpu, asm: checked + "r0 = *(u32 *)(r0 +0)" + end, err: "cannot pass map_type 16 into func bpf_map_lookup_elem#1", kmsg: true},
+	})
+}
