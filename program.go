@@ -332,6 +332,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	}
 	for _, m := range maps {
 		p.regions = append(p.regions, m.m.Memory()...)
+		p.regions = append(p.regions, m.kernelFields())
 	}
 	p.register()
 	return p, nil

@@ -178,6 +178,8 @@ func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
 		return v.packetAccess(ptr, a)
 	case PtrToXDPSock:
 		return v.xdpSockAccess(ptr, a)
+	case ConstPtrToMap:
+		return v.mapPtrAccess(ptr, a)
 	case PtrToMem:
 		if a.write && ptr.Flags&Rdonly != 0 {
 			return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))
@@ -213,6 +215,52 @@ func (v *verifier) xdpSockAccess(ptr *Reg, a access) (Reg, error) {
 		return Reg{}, v.errorf(a.pc, "R%d invalid %s access off=%d size=%d", a.reg, ptr.Type, off, a.size)
 	}
 	return unknownScalar(), nil
+}
+
+// mapStructName is the kernel struct a map of type t is (its map_btf_id),
+// which embeds struct bpf_map first.
+func mapStructName(t maps.Type) string {
+	switch t {
+	case maps.Hash, maps.PerCPUHash, maps.LRUHash, maps.LRUPerCPUHash, maps.HashOfMaps:
+		return "bpf_htab"
+	case maps.Queue, maps.Stack:
+		return "bpf_queue_stack"
+	case maps.RingBuf:
+		return "bpf_ringbuf_map"
+	case maps.DevMap, maps.DevMapHash:
+		return "bpf_dtab"
+	case maps.CPUMap:
+		return "bpf_cpu_map"
+	case maps.XSKMap:
+		return "xsk_map"
+	}
+	return "bpf_array"
+}
+
+// mapPtrAccess checks a read of the map's own struct through a map pointer,
+// as the kernel's check_ptr_to_map_access does with vmlinux BTF. bpfvm
+// knows the fields of struct bpf_map its map headers mirror
+// (maps.KernelFieldAt), not the kernel's BTF: reads of other fields are
+// refused (they need the tracing issue's BTF types).
+func (v *verifier) mapPtrAccess(ptr *Reg, a access) (Reg, error) {
+	tname := mapStructName(ptr.Map.Spec.Type)
+	off := int64(ptr.Off) + int64(a.off)
+	switch {
+	case v.opts.Unprivileged:
+		return Reg{}, v.errorf(a.pc, "'struct %s' access is allowed only to CAP_PERFMON and CAP_SYS_ADMIN", tname)
+	case off < 0:
+		return Reg{}, v.errorf(a.pc, "R%d is %s invalid negative access: off=%d", a.reg, tname, off)
+	case a.write:
+		return Reg{}, v.errorf(a.pc, "only read from %s is supported", tname)
+	}
+	f, ok := maps.KernelFieldAt(uint32(off))
+	if !ok {
+		return Reg{}, v.errorf(a.pc, "R%d reads struct %s at off=%d size=%d, a field bpfvm does not model (it has map_type..id of struct bpf_map)", a.reg, tname, off, a.size)
+	}
+	if end := int64(f.Off + f.Size); off+int64(a.size) > end {
+		return Reg{}, v.errorf(a.pc, "access beyond the end of member %s (mend:%d) in struct bpf_map with off %d size %d", f.Name, end, off, a.size)
+	}
+	return v.loadedScalar(a.size), nil
 }
 
 // rdonlyProg reports whether programs may not write the map's values: with

@@ -222,3 +222,31 @@ func TestFidelityRedirectMapLookup(t *testing.T) {
 		{name: "cpumap lookup", maps: cpu, asm: checked + "r0 = *(u32 *)(r0 +0)" + end, err: "cannot pass map_type 16 into func bpf_map_lookup_elem#1", kmsg: true},
 	})
 }
+
+func TestFidelityMapPtrAccess(t *testing.T) {
+	read := func(ins string) string { return "r1 = map[fd:0] ll\n" + ins + "\nr0 = 0\nexit" }
+	arr, hash := []maps.Spec{arrayMap}, []maps.Spec{hashMap}
+	rb := []maps.Spec{{Name: "rb", Type: maps.RingBuf, MaxEntries: 4096}}
+	runCases(t, []vcase{
+		{name: "array max_entries", maps: arr, asm: read("r0 = *(u32 *)(r1 +76)")},
+		{name: "array map_type", maps: arr, asm: read("r0 = *(u32 *)(r1 +64)")},
+		{name: "array key_size", maps: arr, asm: read("r0 = *(u32 *)(r1 +68)")},
+		{name: "array value_size", maps: arr, asm: read("r0 = *(u32 *)(r1 +72)")},
+		{name: "array map_extra", maps: arr, asm: read("r0 = *(u64 *)(r1 +80)")},
+		{name: "array map_flags", maps: arr, asm: read("r0 = *(u32 *)(r1 +88)")},
+		{name: "array id", maps: arr, asm: read("r0 = *(u32 *)(r1 +92)")},
+		{name: "array max_entries low byte", maps: arr, asm: read("r0 = *(u8 *)(r1 +77)")},
+		{name: "hash max_entries", maps: hash, asm: read("r0 = *(u32 *)(r1 +76)")},
+		{name: "ringbuf max_entries", maps: rb, asm: read("r0 = *(u32 *)(r1 +76)")},
+		{name: "bounded u32", maps: arr, asm: "r1 = map[fd:0] ll\nr0 = *(u32 *)(r1 +76)\nr0 >>= 32\nif r0 == 0 goto ok\nr0 = *(u64 *)(r0 +0)\nok: exit"},
+		{name: "across two members", maps: arr, asm: read("r0 = *(u64 *)(r1 +76)"), err: "access beyond the end of member max_entries (mend:80) in struct bpf_map with off 76 size 8", kmsg: true},
+		{name: "write", maps: arr, asm: read("*(u32 *)(r1 +76) = 1"), err: "only read from bpf_array is supported", kmsg: true},
+		{name: "write hash", maps: hash, asm: read("r2 = 1\n*(u32 *)(r1 +76) = r2"), err: "only read from bpf_htab is supported", kmsg: true},
+		{name: "negative", maps: arr, asm: read("r0 = *(u32 *)(r1 -4)"), err: "R1 is bpf_array invalid negative access: off=-4", kmsg: true},
+		{name: "unprivileged", unpriv: true, maps: arr, asm: read("r0 = *(u32 *)(r1 +76)"), err: "'struct bpf_array' access is allowed only to CAP_PERFMON and CAP_SYS_ADMIN"},
+		// Fields bpfvm does not mirror: a false alarm, with a message
+		// saying so (the kernel reads them through its BTF).
+		{name: "unmodelled name", maps: arr, asm: read("r0 = *(u8 *)(r1 +136)"), err: "a field bpfvm does not model", noKernel: true},
+		{name: "unmodelled ops", maps: arr, asm: read("r0 = *(u64 *)(r1 +40)"), err: "a field bpfvm does not model", noKernel: true},
+	})
+}
