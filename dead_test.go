@@ -116,11 +116,11 @@ func TestDeadCodeSanitized(t *testing.T) {
 	}
 }
 
-// A write to R10 is refused on the paths the verifier explores only, as
-// in the kernel; in code it never reaches it loads, and never runs (the
-// instruction is dead). Programs that are not verified (NoVerify, or a type
-// without verifier rules) are refused at load: the engines never run such
-// an instruction.
+// A write to R10 and junk in reserved fields are refused on the paths the
+// verifier explores only, as in the kernel; in code it never reaches they
+// load, and never run (the instruction is dead). Programs that are not
+// verified (NoVerify, or a type without verifier rules) are refused at
+// load: the engines never run such an instruction.
 func TestDeadFramePointerWrite(t *testing.T) {
 	dead, err := isa.Assemble("r0 = 3\nif r0 == 3 goto out\nr10 = 0\nr0 = *(u64 *)(r10 -8)\nout: exit")
 	if err != nil {
@@ -130,6 +130,10 @@ func TestDeadFramePointerWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A store whose reserved imm is set, in dead code.
+	reserved := append([]isa.Instruction(nil), dead...)
+	reserved[2] = isa.Instruction{Op: isa.ClassSTX | isa.ModeMEM | isa.SizeDW, Dst: isa.R10, Src: isa.R0, Off: -8, Imm: 5}
+	const fp, stx = "frame pointer is read only", "BPF_STX uses reserved fields"
 	cpus := newCPUs(1)
 	defer cpus.close()
 	for _, e := range []Engine{EngineInterpreter, EngineJIT} {
@@ -138,24 +142,26 @@ func TestDeadFramePointerWrite(t *testing.T) {
 			typ   ebpf.ProgramType
 			insns []isa.Instruction
 			opts  ProgramOptions
-			ok    bool
+			err   string // "" loads
 		}{
-			{"dead verified", ebpf.XDP, dead, ProgramOptions{}, true},
-			{"dead verified unprivileged", ebpf.XDP, dead, ProgramOptions{Unprivileged: true}, true},
-			{"dead verified no inlining", ebpf.XDP, dead, ProgramOptions{NoInline: true}, true},
-			{"dead unverified", ebpf.XDP, dead, ProgramOptions{NoVerify: true}, false},
-			{"dead untyped", ebpf.UnspecifiedProgram, dead, ProgramOptions{}, false},
-			{"live verified", ebpf.XDP, live, ProgramOptions{}, false},
-			{"live unverified", ebpf.XDP, live, ProgramOptions{NoVerify: true}, false},
+			{"dead verified", ebpf.XDP, dead, ProgramOptions{}, ""},
+			{"dead verified unprivileged", ebpf.XDP, dead, ProgramOptions{Unprivileged: true}, ""},
+			{"dead verified no inlining", ebpf.XDP, dead, ProgramOptions{NoInline: true}, ""},
+			{"dead unverified", ebpf.XDP, dead, ProgramOptions{NoVerify: true}, fp},
+			{"dead untyped", ebpf.UnspecifiedProgram, dead, ProgramOptions{}, fp},
+			{"live verified", ebpf.XDP, live, ProgramOptions{}, fp},
+			{"live unverified", ebpf.XDP, live, ProgramOptions{NoVerify: true}, fp},
+			{"dead reserved verified", ebpf.XDP, reserved, ProgramOptions{}, ""},
+			{"dead reserved unverified", ebpf.XDP, reserved, ProgramOptions{NoVerify: true}, stx},
 		} {
 			c.opts.Engine = e
 			p, err := newProgram("fp", c.typ, c.insns, nil, cpus, c.opts)
-			if !c.ok {
+			if c.err != "" {
 				if err == nil {
 					p.Close()
 					t.Errorf("%s %s: loaded", c.name, e)
-				} else if !strings.Contains(err.Error(), "frame pointer is read only") {
-					t.Errorf("%s %s: %v, want frame pointer is read only", c.name, e, err)
+				} else if !strings.Contains(err.Error(), c.err) {
+					t.Errorf("%s %s: %v, want %s", c.name, e, err, c.err)
 				}
 				continue
 			}

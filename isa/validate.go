@@ -11,21 +11,40 @@ const MaxInstructions = 1_000_000
 // through. It says nothing about memory safety; that is the verifier's job.
 //
 // Like the kernel, it leaves to the verifier's walk what the kernel checks
-// only on the paths it explores: writes to R10 ("frame pointer is read
-// only") and an LD_IMM64's offset. Code the verifier never reaches may hold
-// them; it is made dead before it could run.
-func Validate(prog []Instruction) error { return validate(prog, false, false) }
+// only on the paths it explores: the reserved fields of most instructions
+// (CheckFields) and writes to R10 ("frame pointer is read only"). Code the
+// verifier never reaches may hold them; it is made dead before it could
+// run.
+func Validate(prog []Instruction) error { return validate(prog, false, checkLoad) }
+
+// CheckFields checks what the kernel checks of an instruction when its
+// verifier reaches it, before anything else: the reserved fields of ALU,
+// jump, store and atomic instructions and an LD_IMM64's offset. Validate
+// leaves these to the verifier.
+func CheckFields(ins Instruction) error {
+	if err := validateOne(ins, checkFields); err != nil {
+		return err
+	}
+	return nil
+}
 
 // ValidateXlated is Validate for programs after rewriting, which may also
 // hold the internal instructions rewrites emit (OpCPUIndex, OpMayGotoTimed,
 // OpIterNumNext, OpDead): what the engines accept; the loaders never do. It
 // also refuses what Validate leaves to the verifier, so that the engines
 // never run a write to R10, verified or not.
-func ValidateXlated(prog []Instruction) error { return validate(prog, true, true) }
+func ValidateXlated(prog []Instruction) error { return validate(prog, true, checkAll) }
 
-// validate checks prog; internal allows the rewrites' instructions, walked
-// adds the checks the kernel makes on explored paths only.
-func validate(prog []Instruction, internal, walked bool) error {
+// How much validateOne checks.
+const (
+	checkLoad   = iota // what the kernel checks of every instruction at load
+	checkFields        // and the reserved fields (explored paths only)
+	checkAll           // and writes to R10 (explored paths only)
+)
+
+// validate checks prog up to level lvl; internal allows the rewrites'
+// instructions.
+func validate(prog []Instruction, internal bool, lvl int) error {
 	n := len(prog)
 	if n == 0 {
 		return insnErr(0, "empty program")
@@ -76,7 +95,7 @@ func validate(prog []Instruction, internal, walked bool) error {
 		}
 		if internal && (ins.Op == OpMayGotoTimed && ins.Src == 0 && ins.Dst == 0 && ins.Imm > 0 || ins.IsIterNumNext()) {
 			// Checked like may_goto below (its jump target).
-		} else if err := validateOne(ins, walked); err != nil {
+		} else if err := validateOne(ins, lvl); err != nil {
 			return insnErr(i, "%s", err.msg)
 		}
 		if t, ok := ins.JumpTarget(i); ok {
@@ -109,22 +128,25 @@ func validate(prog []Instruction, internal, walked bool) error {
 
 type validationError struct{ msg string }
 
+func (e *validationError) Error() string { return e.msg }
+
 func bad(msg string) *validationError { return &validationError{msg} }
 
-// validateOne checks one instruction's opcode and reserved fields; walked
-// adds the checks the kernel makes on explored paths only.
-func validateOne(ins Instruction, walked bool) *validationError {
+// validateOne checks one instruction's opcode and, from level checkFields,
+// its reserved fields.
+func validateOne(ins Instruction, lvl int) *validationError {
+	walked, fields := lvl >= checkAll, lvl >= checkFields
 	if ins.Dst > MaxRegister || ins.Src > MaxRegister {
 		return bad("invalid register")
 	}
 	class := ins.Class()
 	switch class {
 	case ClassALU, ClassALU64:
-		return validateALU(ins, class, walked)
+		return validateALU(ins, class, walked, fields)
 	case ClassJMP, ClassJMP32:
-		return validateJump(ins, class)
+		return validateJump(ins, class, fields)
 	case ClassLD:
-		return validateLD(ins, walked)
+		return validateLD(ins, walked, fields)
 	case ClassLDX:
 		mode := ins.Op & 0xe0
 		if mode != ModeMEM && !(mode == ModeMEMSX && ins.Op&0x18 != SizeDW) {
@@ -140,17 +162,17 @@ func validateOne(ins Instruction, walked bool) *validationError {
 		if ins.Op&0xe0 != ModeMEM {
 			return bad(unknownOpcode(ins.Op))
 		}
-		if ins.Src != 0 {
+		if fields && ins.Src != 0 {
 			return bad("BPF_ST uses reserved fields")
 		}
 	case ClassSTX:
 		switch ins.Op & 0xe0 {
 		case ModeMEM:
-			if ins.Imm != 0 {
+			if fields && ins.Imm != 0 {
 				return bad("BPF_STX uses reserved fields")
 			}
 		case ModeATOMIC:
-			return validateAtomic(ins, walked)
+			return validateAtomic(ins, walked, fields)
 		default:
 			return bad(unknownOpcode(ins.Op))
 		}
@@ -158,7 +180,7 @@ func validateOne(ins Instruction, walked bool) *validationError {
 	return nil
 }
 
-func validateALU(ins Instruction, class uint8, walked bool) *validationError {
+func validateALU(ins Instruction, class uint8, walked, fields bool) *validationError {
 	op := ins.Op & 0xf0
 	x := ins.Op&SrcX != 0
 	if walked && ins.Dst == R10 {
@@ -169,30 +191,30 @@ func validateALU(ins Instruction, class uint8, walked bool) *validationError {
 		if class == ClassALU64 && x {
 			return bad(unknownOpcode(ins.Op))
 		}
-		if ins.Src != 0 || ins.Off != 0 || (ins.Imm != 16 && ins.Imm != 32 && ins.Imm != 64) {
+		if fields && (ins.Src != 0 || ins.Off != 0 || (ins.Imm != 16 && ins.Imm != 32 && ins.Imm != 64)) {
 			return bad("BPF_END uses reserved fields")
 		}
 		return nil
 	case ALUNeg:
-		if x || ins.Src != 0 || ins.Off != 0 || ins.Imm != 0 {
+		if x || fields && (ins.Src != 0 || ins.Off != 0 || ins.Imm != 0) {
 			return bad("BPF_NEG uses reserved fields")
 		}
 		return nil
 	case ALUMov:
 		if !x {
-			if ins.Src != 0 || ins.Off != 0 {
+			if fields && (ins.Src != 0 || ins.Off != 0) {
 				return bad("BPF_MOV uses reserved fields")
 			}
 			return nil
 		}
 		ok := ins.Off == 0 || ins.Off == 8 || ins.Off == 16 || (ins.Off == 32 && class == ClassALU64)
-		if ins.Imm != 0 || !ok {
+		if fields && (ins.Imm != 0 || !ok) {
 			return bad("BPF_MOV uses reserved fields")
 		}
 		return nil
 	case ALUAdd, ALUSub, ALUMul, ALUOr, ALUAnd, ALULsh, ALURsh, ALUXor, ALUArsh, ALUDiv, ALUMod:
 		offOK := ins.Off == 0 || ((op == ALUDiv || op == ALUMod) && ins.Off == 1)
-		if !offOK || (x && ins.Imm != 0) || (!x && ins.Src != 0) {
+		if fields && (!offOK || (x && ins.Imm != 0) || (!x && ins.Src != 0)) {
 			return bad("BPF_ALU uses reserved fields")
 		}
 		return nil
@@ -200,7 +222,7 @@ func validateALU(ins Instruction, class uint8, walked bool) *validationError {
 	return bad(unknownOpcode(ins.Op))
 }
 
-func validateJump(ins Instruction, class uint8) *validationError {
+func validateJump(ins Instruction, class uint8, fields bool) *validationError {
 	op := ins.Op & 0xf0
 	x := ins.Op&SrcX != 0
 	switch op {
@@ -208,7 +230,7 @@ func validateJump(ins Instruction, class uint8) *validationError {
 		if x || ins.Src != 0 || ins.Dst != 0 {
 			return bad("BPF_JA uses reserved fields")
 		}
-		if class == ClassJMP && ins.Imm != 0 || class == ClassJMP32 && ins.Off != 0 {
+		if fields && (class == ClassJMP && ins.Imm != 0 || class == ClassJMP32 && ins.Off != 0) {
 			return bad("BPF_JA uses reserved fields")
 		}
 	case JumpCall:
@@ -222,14 +244,14 @@ func validateJump(ins Instruction, class uint8) *validationError {
 			return nil
 		}
 		// A kfunc call's offset selects the BTF of the module defining it.
-		if ins.Dst != 0 || ins.Src > Register(CallKfunc) || ins.Off != 0 && ins.Src != Register(CallKfunc) {
+		if fields && (ins.Dst != 0 || ins.Src > Register(CallKfunc) || ins.Off != 0 && ins.Src != Register(CallKfunc)) {
 			return bad("BPF_CALL uses reserved fields")
 		}
 	case JumpExit:
 		if class != ClassJMP || x {
 			return bad(unknownOpcode(ins.Op))
 		}
-		if ins.Src != 0 || ins.Dst != 0 || ins.Off != 0 || ins.Imm != 0 {
+		if fields && (ins.Src != 0 || ins.Dst != 0 || ins.Off != 0 || ins.Imm != 0) {
 			return bad("BPF_EXIT uses reserved fields")
 		}
 	case JumpCond:
@@ -240,7 +262,7 @@ func validateJump(ins Instruction, class uint8) *validationError {
 			return bad("may_goto uses reserved fields")
 		}
 	case JumpEQ, JumpGT, JumpGE, JumpSet, JumpNE, JumpSGT, JumpSGE, JumpLT, JumpLE, JumpSLT, JumpSLE:
-		if x && ins.Imm != 0 || !x && ins.Src != 0 {
+		if fields && (x && ins.Imm != 0 || !x && ins.Src != 0) {
 			return bad("BPF_JMP/JMP32 uses reserved fields")
 		}
 	default:
@@ -249,7 +271,7 @@ func validateJump(ins Instruction, class uint8) *validationError {
 	return nil
 }
 
-func validateLD(ins Instruction, walked bool) *validationError {
+func validateLD(ins Instruction, walked, fields bool) *validationError {
 	mode := ins.Op & 0xe0
 	size := ins.Op & 0x18
 	switch mode {
@@ -260,7 +282,7 @@ func validateLD(ins Instruction, walked bool) *validationError {
 		if ins.Src > Register(PseudoMapIdxValue) {
 			return bad("unrecognized bpf_ld_imm64 insn")
 		}
-		if walked && ins.Off != 0 {
+		if fields && ins.Off != 0 {
 			return bad("BPF_LD_IMM64 uses reserved fields")
 		}
 		if walked && ins.Dst == R10 {
@@ -279,7 +301,7 @@ func validateLD(ins Instruction, walked bool) *validationError {
 	return nil
 }
 
-func validateAtomic(ins Instruction, walked bool) *validationError {
+func validateAtomic(ins Instruction, walked, fields bool) *validationError {
 	size := ins.Op & 0x18
 	switch ins.Imm {
 	case AtomicAdd, AtomicOr, AtomicAnd, AtomicXor,
@@ -297,7 +319,11 @@ func validateAtomic(ins Instruction, walked bool) *validationError {
 		}
 	case AtomicStoreRelease:
 	default:
-		return bad("BPF_ATOMIC uses invalid atomic opcode")
+		// Unknown operations of 1- and 2-byte atomics stay load errors:
+		// only load-acquire and store-release have those sizes.
+		if fields || size != SizeW && size != SizeDW {
+			return bad("BPF_ATOMIC uses invalid atomic opcode")
+		}
 	}
 	return nil
 }

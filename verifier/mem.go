@@ -435,9 +435,6 @@ func alignName(t RegType) string {
 // checkLdImm handles LD_IMM64: constants, map pointers, map value
 // addresses and function pointers.
 func (v *verifier) checkLdImm(pc int, ins isa.Instruction) error {
-	if ins.Off != 0 {
-		return v.errorf(pc, "BPF_LD_IMM64 uses reserved fields")
-	}
 	if err := v.checkWriteReg(pc, ins.Dst); err != nil {
 		return err
 	}

@@ -250,3 +250,51 @@ func TestFidelityMapPtrAccess(t *testing.T) {
 		{name: "unmodelled ops", maps: arr, asm: read("r0 = *(u64 *)(r1 +40)"), err: "a field bpfvm does not model", noKernel: true},
 	})
 }
+
+func TestFidelityReservedFields(t *testing.T) {
+	// Insn 2 is never reached (dead) or reached (live); each edit puts
+	// junk in a field the instruction reserves. The kernel checks those on
+	// the paths it explores only, and before anything else there.
+	dead := "r0 = 0\nif r0 == 0 goto out\nr1 = 1\nr2 = 2\nout: exit"
+	live := "r0 = 0\nif r0 != 0 goto out\nr1 = 1\nr2 = 2\nout: exit"
+	set := func(in isa.Instruction) func([]isa.Instruction) {
+		return setInsn(2, func(p *isa.Instruction) { *p = in })
+	}
+	// cilium/ebpf drops the offset of ALU instructions it has no
+	// mnemonic for, so those cases are checked against the kernel's source
+	// only (kernel: false).
+	for _, c := range []struct {
+		name   string
+		in     isa.Instruction
+		msg    string
+		kernel bool
+	}{
+		{"alu off", isa.Instruction{Op: isa.ClassALU64 | isa.ALUAdd, Dst: 1, Off: 1, Imm: 1}, "BPF_ALU uses reserved fields", false},
+		{"alu x imm", isa.Instruction{Op: isa.ClassALU64 | isa.ALUAdd | isa.SrcX, Dst: 1, Src: 1, Imm: 3}, "BPF_ALU uses reserved fields", true},
+		{"alu32 k src", isa.Instruction{Op: isa.ClassALU | isa.ALUSub, Dst: 1, Src: 4, Imm: 3}, "BPF_ALU uses reserved fields", true},
+		{"mov k off", isa.Instruction{Op: isa.ClassALU64 | isa.ALUMov, Dst: 1, Off: 8, Imm: 3}, "BPF_MOV uses reserved fields", true},
+		{"movsx bad size", isa.Instruction{Op: isa.ClassALU64 | isa.ALUMov | isa.SrcX, Dst: 1, Src: 1, Off: 24}, "BPF_MOV uses reserved fields", false},
+		{"neg src", isa.Instruction{Op: isa.ClassALU64 | isa.ALUNeg, Dst: 1, Src: 2}, "BPF_NEG uses reserved fields", true},
+		{"end imm", isa.Instruction{Op: isa.ClassALU | isa.ALUEnd, Dst: 1, Imm: 7}, "BPF_END uses reserved fields", true},
+		{"jmp x imm", isa.Instruction{Op: isa.ClassJMP | isa.JumpEQ | isa.SrcX, Dst: 1, Src: 1, Imm: 3}, "BPF_JMP/JMP32 uses reserved fields", true},
+		{"jmp32 k src", isa.Instruction{Op: isa.ClassJMP32 | isa.JumpGT, Dst: 1, Src: 2, Imm: 3}, "BPF_JMP/JMP32 uses reserved fields", true},
+		{"ja imm", isa.Instruction{Op: isa.OpJA, Imm: 1}, "BPF_JA uses reserved fields", true},
+		{"call dst", isa.Instruction{Op: isa.OpCall, Dst: 1, Imm: 5}, "BPF_CALL uses reserved fields", true},
+		{"st src", isa.Instruction{Op: isa.ClassST | isa.ModeMEM | isa.SizeDW, Dst: 10, Src: 1, Off: -8}, "BPF_ST uses reserved fields", true},
+		{"stx imm", isa.Instruction{Op: isa.ClassSTX | isa.ModeMEM | isa.SizeDW, Dst: 10, Src: 1, Off: -8, Imm: 5}, "BPF_STX uses reserved fields", true},
+		{"atomic opcode", isa.Instruction{Op: isa.ClassSTX | isa.ModeATOMIC | isa.SizeDW, Dst: 10, Src: 1, Off: -8, Imm: 0x77}, "BPF_ATOMIC uses invalid atomic opcode", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runCases(t, []vcase{
+				{name: "dead", asm: dead, edit: set(c.in), noKernel: !c.kernel},
+				{name: "live", asm: live, edit: set(c.in), err: c.msg, kmsg: c.kernel, noKernel: !c.kernel},
+			})
+		})
+	}
+	// What the kernel checks of every instruction at load stays a load
+	// error, reached or not.
+	runCases(t, []vcase{
+		{name: "ldx imm dead", asm: dead, edit: set(isa.Instruction{Op: isa.ClassLDX | isa.ModeMEM | isa.SizeDW, Dst: 1, Src: 10, Off: -8, Imm: 1}), err: "BPF_LDX uses reserved fields", kmsg: true},
+		{name: "unknown opcode dead", asm: dead, edit: set(isa.Instruction{Op: 0xff}), err: "unknown opcode 0xff"},
+	})
+}
