@@ -118,7 +118,12 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 	return coll, nil
 }
 
-// Close waits for runs in progress, then closes every program and map.
+// Close stops the collection's runners and closes every program and map
+// (see Map.Close and Program.Close): their methods fail with ErrClosed, and
+// what another collection still holds (an inner map, a prog_array's
+// program) lives until it lets go. Runs in progress finish, on memory that
+// lives until they do; Close does not wait for them, so a helper may call
+// it. Closing twice, or concurrently with anything, is safe.
 func (c *Collection) Close() {
 	c.cpus.close()
 	for _, p := range c.Programs {

@@ -25,8 +25,11 @@ func helperLoop(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 	r := runnerOf(e)
 	frames := r.enterCallbacks(e, vm.Region{})
 	defer r.leaveCallbacks(e, frames, vm.Region{})
+	// Each callback is a short run of its own, which may end before the
+	// engines' own looks at the context come round.
+	var pace vm.Pacer
 	for i := range uint64(n) {
-		if err := cancelPoint(e, i); err != nil {
+		if err := pace.Stopped(e); err != nil {
 			return 0, err
 		}
 		ret, err := r.callback(e, r2, i, r3, 0, 0, 0)
@@ -81,12 +84,13 @@ func helperForEachMapElem(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 	handle := m.Handle()
 
 	var n uint64
+	var pace vm.Pacer // as in helperLoop
 	visit := func() (stop bool, err error) {
 		value := m.Lookup(vm.Ptr(cur), e.CPU)
 		if value == nil {
 			return false, nil // deleted meanwhile
 		}
-		if err := cancelPoint(e, n); err != nil {
+		if err := pace.Stopped(e); err != nil {
 			return true, err
 		}
 		ret, err := r.callback(e, r2, handle, cur, vm.Addr(value), r3, 0)

@@ -222,7 +222,13 @@ func TestHelperTailCall(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkRun(t, vm, nil, "tail", frame(args{3, 0}), nil, runOut{20, nil})
+			// As in the kernel, the slot holds a reference: closed by its
+			// user, the program is still called until it leaves the slot.
 			vm.Programs["target1"].Close()
+			checkRun(t, vm, nil, "tail", frame(args{3, 0}), nil, runOut{20, nil})
+			if err := vm.Maps["jmp"].Delete(uint32(3)); err != nil {
+				t.Fatal(err)
+			}
 			checkRun(t, vm, nil, "tail", frame(args{3, 0}), nil, runOut{100, nil})
 		})
 	})

@@ -130,7 +130,9 @@ func bprintf(e *vm.Env, w *fmtBuf, f []byte, args []uint64) int64 {
 	nspec := 0
 	for i := 0; i < len(f); i++ {
 		c := f[i]
-		if !isPrint(c) && !isSpace(c) {
+		// Control characters are refused; bytes past ASCII are not,
+		// as in the running kernel.
+		if c < ' ' && !isSpace(c) || c == 0x7f {
 			return -einval
 		}
 		if c != '%' {
@@ -397,6 +399,32 @@ func cString(b []byte) ([]byte, bool) {
 	return b[:i], true
 }
 
+// constString returns the NUL-terminated string of a constant-string
+// argument at addr, without the NUL. The verifier proved it ends inside
+// the value of a read-only array, but Go code may have written the value
+// since (bpfvm has no frozen maps), so the string is looked for inside that
+// value only: without a NUL there, -EINVAL. Unverified programs may pass
+// any address: the string must end in memory the run may read, or f is
+// nil.
+func constString(e *vm.Env, addr uint64) (f []byte, errno int64) {
+	span := readableSpan(e, addr)
+	if r, ok := e.Value.(*runner); ok && r.prog != nil {
+		for _, v := range r.prog.strValues {
+			if addr >= v.Start && addr < v.End {
+				span = min(span, v.End-addr)
+			}
+		}
+	}
+	if span == 0 {
+		return nil, 0
+	}
+	f, ok := cString(unsafeBytes(addr, span))
+	if !ok {
+		return nil, -einval
+	}
+	return f, 0
+}
+
 // argsFrom reads the u64 argument array of bpf_snprintf and
 // bpf_trace_vprintk, whose size must be a multiple of 8 of at most 12
 // arguments. ok is false for sizes the kernel rejects with -EINVAL.
@@ -488,14 +516,20 @@ func helperSnprintf(e *vm.Env, r1, r2, r3, r4, r5 uint64) (uint64, error) {
 	}
 	var str []byte
 	if size > 0 {
+		if r1 == 0 {
+			// A value that may be NULL passes the verifier, as in
+			// the kernel.
+			return neg(efault), nil
+		}
 		if str, err = e.Bytes(r1, uint64(size), true); err != nil {
 			return 0, err
 		}
 	}
-	// The verifier proves fmt a NUL-terminated constant; here it must at
-	// least end inside readable memory.
-	f, ok := cString(unsafeBytes(r3, readableSpan(e, r3)))
-	if !ok {
+	f, errno := constString(e, r3)
+	if errno < 0 {
+		return uint64(errno), nil
+	}
+	if f == nil {
 		return 0, &vm.MemoryError{Addr: r3, Size: 1}
 	}
 	r := runnerOf(e)

@@ -157,6 +157,10 @@ func helperL4CsumReplace(e *vm.Env, _, r2, r3, r4, r5 uint64) (uint64, error) {
 // bits as the kernel has done on every architecture since Linux 6.12.
 func helperCsumDiff(e *vm.Env, r1, r2, r3, r4, r5 uint64) (uint64, error) {
 	fromSize, toSize := uint64(uint32(r2)), uint64(uint32(r4))
+	if fromSize > 0 && r1 == 0 || toSize > 0 && r3 == 0 {
+		// Values that may be NULL pass the verifier, as in the kernel.
+		return neg(efault), nil
+	}
 	from, err := e.Bytes(r1, fromSize, false)
 	if err != nil {
 		return 0, err

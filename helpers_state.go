@@ -62,24 +62,19 @@ func (r *runner) resetRun() {
 
 // nextRun ends a repetition and prepares the next: the engines call it
 // between the runs of RunOptions.Repeat (as runner.between, made once).
-// Every cancelCheck repetitions it stops the test run if its context is
-// done, as the kernel's stops on a pending signal.
+// It stops the test run if its context is done, as the kernel's stops on a
+// pending signal, looking at it every few repetitions (vm.Pacer: a short
+// repetition may not reach the engines' own looks).
 func (r *runner) nextRun() error {
 	if len(r.hs.reserved) > 0 {
 		r.endRun()
 	}
 	r.resetRun()
-	if r.repeats++; r.repeats%cancelCheck == 0 && r.env.Context != nil {
-		if err := r.env.Context.Err(); err != nil {
-			return err
-		}
+	if err := r.pace.Stopped(&r.env); err != nil {
+		return err
 	}
 	return nil
 }
-
-// cancelCheck is how many repetitions of a test run go between looks at
-// its context.
-const cancelCheck = 1024
 
 // endRun releases what a run left behind: ring buffer samples reserved and
 // never submitted are discarded so that consumers do not stall on them

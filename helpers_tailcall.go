@@ -19,11 +19,12 @@ var (
 func (p *Program) register() {
 	p.id = lastProgID.Add(1)
 	p.tail = vm.TailCall{Target: &tailTarget{p: p}}
+	p.refs.Store(1)
 	livePrograms.Store(p.id, p)
 }
 
-// unregister removes p from the live-program table: prog_array slots that
-// still hold its id no longer lead anywhere.
+// unregister removes p from the live-program table once its last
+// reference is gone: no tail call that starts from now on finds it.
 func (p *Program) unregister() {
 	if p.id != 0 {
 		livePrograms.CompareAndDelete(p.id, p)
@@ -31,10 +32,12 @@ func (p *Program) unregister() {
 }
 
 // ID returns the program's id, unique in the process while the program is
-// open. It is what a prog_array stores for the program.
+// alive. It is what a prog_array stores for the program.
 func (p *Program) ID() uint32 { return p.id }
 
-// programByID returns the open program with the given id, or nil.
+// programByID returns the live program with the given id, or nil. It takes
+// no lock: a program found by a run stays alive until the run leaves its
+// epoch (Program.release).
 func programByID(id uint32) *Program {
 	v, ok := livePrograms.Load(id)
 	if !ok {
@@ -92,6 +95,12 @@ func helperTailCall(e *vm.Env, _, r2, r3, _, _ uint64) (uint64, error) {
 type tailTarget struct{ p *Program }
 
 func (t *tailTarget) Run(e *vm.Env, r1, r2, budget uint64) (uint64, error) {
+	// Each target is a new run for the engine, whose first look at the
+	// context comes only after a slice of work: look before it starts,
+	// so that a chain of short targets stops in time too.
+	if err := e.Stopped(vm.Now()); err != nil {
+		return 0, err
+	}
 	r := runnerOf(e)
 	caller := r.prog
 	depth := e.TailCalls

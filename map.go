@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -26,10 +27,16 @@ const (
 
 // Map is an eBPF map living in this process. It is safe for concurrent use
 // by Go code and running programs.
+//
+// Close releases the user's reference: every method but the metadata
+// getters then fails with an error wrapping ErrClosed, while programs that
+// reference the map and maps of maps holding it keep using it; its memory
+// is freed when the last of them lets go.
 type Map struct {
-	name string
-	m    maps.Map
-	ncpu int
+	name   string
+	m      maps.Map
+	ncpu   int
+	closed atomic.Bool
 }
 
 func newMap(spec *ebpf.MapSpec, c *cpus) (*Map, error) {
@@ -37,7 +44,7 @@ func newMap(spec *ebpf.MapSpec, c *cpus) (*Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := maps.New(s, maps.Options{NumCPU: len(c.runners), Domain: c.domain})
+	m, err := maps.New(s, maps.Options{NumCPU: len(c.runners), Domain: c.domain, Programs: programRefs{}})
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +99,16 @@ func (m *Map) Flags() uint32 { return m.m.Spec().Flags }
 func (m *Map) Type() ebpf.MapType { return ebpf.MapType(m.m.Spec().Type) }
 
 // ID returns the map's id, which Go code puts into maps of maps.
-func (m *Map) ID() uint32 { return maps.IDOf(m.m) }
+func (m *Map) ID() uint32 { return m.m.ID() }
+
+// hold keeps the map's memory alive for a Go-side operation, which must
+// call m.m.Release when done; it fails once the map is closed.
+func (m *Map) hold(op string) error {
+	if m.closed.Load() || !m.m.Acquire() {
+		return fmt.Errorf("map %s: %s: %w", m.name, op, ErrClosed)
+	}
+	return nil
+}
 
 func (m *Map) perCPU() bool { return m.m.Spec().Type.PerCPU() }
 
@@ -135,6 +151,10 @@ func (m *Map) decode(b []byte, valueOut any) error {
 // value or a byte slice; for per-CPU maps a pointer to a slice, which gets
 // one element per CPU.
 func (m *Map) Lookup(key, valueOut any) error {
+	if err := m.hold("lookup"); err != nil {
+		return err
+	}
+	defer m.m.Release()
 	k, err := m.key(key)
 	if err != nil {
 		return err
@@ -148,6 +168,10 @@ func (m *Map) Lookup(key, valueOut any) error {
 
 // LookupAndDelete copies the value for key into valueOut and removes key.
 func (m *Map) LookupAndDelete(key, valueOut any) error {
+	if err := m.hold("lookup and delete"); err != nil {
+		return err
+	}
+	defer m.m.Release()
 	k, err := m.key(key)
 	if err != nil {
 		return err
@@ -164,6 +188,10 @@ func (m *Map) Put(key, value any) error { return m.Update(key, value, UpdateAny)
 
 // Update sets the value for key according to flags.
 func (m *Map) Update(key, value any, flags MapUpdateFlags) error {
+	if err := m.hold("update"); err != nil {
+		return err
+	}
+	defer m.m.Release()
 	k, err := m.key(key)
 	if err != nil {
 		return err
@@ -180,6 +208,10 @@ func (m *Map) Update(key, value any, flags MapUpdateFlags) error {
 
 // Delete removes key.
 func (m *Map) Delete(key any) error {
+	if err := m.hold("delete"); err != nil {
+		return err
+	}
+	defer m.m.Release()
 	k, err := m.key(key)
 	if err != nil {
 		return err
@@ -196,6 +228,10 @@ func (m *Map) Delete(key any) error {
 // NextKey writes the key after key (the first key when key is nil) into
 // nextKeyOut. At the end it returns an error wrapping ErrKeyNotExist.
 func (m *Map) NextKey(key, nextKeyOut any) error {
+	if err := m.hold("next key"); err != nil {
+		return err
+	}
+	defer m.m.Release()
 	var k []byte
 	if key != nil {
 		var err error
@@ -224,12 +260,18 @@ type MapIterator struct {
 }
 
 // Next decodes the next key and value into keyOut and valueOut and reports
-// whether there was one.
+// whether there was one. On a closed map it stops with an error wrapping
+// ErrClosed.
 func (it *MapIterator) Next(keyOut, valueOut any) bool {
 	if it.done || it.err != nil {
 		return false
 	}
 	m := it.m
+	if err := m.hold("iterate"); err != nil {
+		it.err = err
+		return false
+	}
+	defer m.m.Release()
 	for {
 		next := make([]byte, m.KeySize())
 		if err := m.m.NextKey(it.prev, next); err != nil {
@@ -273,8 +315,14 @@ func (it *MapIterator) Err() error { return it.err }
 // keep changing, as in cilium/ebpf.
 var ErrIterationAborted = errors.New("iteration aborted")
 
-// Close releases the map's memory.
-func (m *Map) Close() error { return m.m.Close() }
+// Close releases the user's reference to the map (see Map). Closing twice,
+// or concurrently with anything, is safe.
+func (m *Map) Close() error {
+	if m.closed.Swap(true) {
+		return nil
+	}
+	return m.m.Close()
+}
 
 // directValue returns the address of the value of key 0 of a single-value
 // array, the target of LD_IMM64 with PseudoMapValue.
@@ -304,12 +352,18 @@ func marshal(v any, size int) ([]byte, error) {
 		if size != 4 {
 			return nil, fmt.Errorf("map as a %d byte value, want 4", size)
 		}
+		if v.closed.Load() {
+			return nil, fmt.Errorf("map %s: %w", v.name, ErrClosed)
+		}
 		return binary.NativeEndian.AppendUint32(nil, v.ID()), nil
 	case *Program:
 		// A prog_array holds programs by id, as the kernel's holds them
 		// by file descriptor on the syscall side.
 		if size != 4 {
 			return nil, fmt.Errorf("program as a %d byte value, want 4", size)
+		}
+		if v.closed.Load() {
+			return nil, fmt.Errorf("program %s: %w", v.name, ErrClosed)
 		}
 		return binary.NativeEndian.AppendUint32(nil, v.ID()), nil
 	}

@@ -32,6 +32,9 @@ type batchSlice struct {
 }
 
 func newBatchSlice(s any, size int) (batchSlice, error) {
+	if size == 0 {
+		return batchSlice{}, fmt.Errorf("batch operation on a map without keys or values: %w", ErrNotSupported)
+	}
 	if b, ok := s.([]byte); ok {
 		if len(b)%size != 0 {
 			return batchSlice{}, fmt.Errorf("%d byte buffer for %d byte elements", len(b), size)
@@ -76,6 +79,10 @@ func (m *Map) batchLookup(cursor *MapBatchCursor, keysOut, valuesOut any, del bo
 	if cursor == nil {
 		return 0, fmt.Errorf("map %s: batch lookup: nil cursor", m.name)
 	}
+	if err := m.hold("batch lookup"); err != nil {
+		return 0, err
+	}
+	defer m.m.Release()
 	vsize := maps.ValueSizeBytes(m.m.Spec(), m.ncpu)
 	keys, err := newBatchSlice(keysOut, int(m.KeySize()))
 	if err != nil {
@@ -130,6 +137,10 @@ func (m *Map) batchLookup(cursor *MapBatchCursor, keysOut, valuesOut any, del bo
 
 // BatchUpdate sets the values of many keys and returns how many it set.
 func (m *Map) BatchUpdate(keys, values any, opts *BatchOptions) (int, error) {
+	if err := m.hold("batch update"); err != nil {
+		return 0, err
+	}
+	defer m.m.Release()
 	var flags MapUpdateFlags
 	if opts != nil {
 		flags = MapUpdateFlags(opts.ElemFlags)
@@ -155,6 +166,10 @@ func (m *Map) BatchUpdate(keys, values any, opts *BatchOptions) (int, error) {
 
 // BatchDelete deletes many keys and returns how many it deleted.
 func (m *Map) BatchDelete(keys any, opts *BatchOptions) (int, error) {
+	if err := m.hold("batch delete"); err != nil {
+		return 0, err
+	}
+	defer m.m.Release()
 	ks, err := newBatchSlice(keys, int(m.KeySize()))
 	if err != nil {
 		return 0, fmt.Errorf("map %s: batch delete: %w", m.name, err)

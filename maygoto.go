@@ -3,8 +3,6 @@ package bpfvm
 import (
 	"slices"
 
-	"bpfvm/vm"
-
 	"bpfvm/isa"
 	"bpfvm/rewrite"
 	"bpfvm/verifier"
@@ -30,20 +28,4 @@ func (p *Program) expandMayGoto() error {
 	}
 	p.xlated = rp.Insns
 	return nil
-}
-
-// cancelPoint checks the run's context every 256 rounds of a helper's
-// callback loop: each callback is a short run of its own, which the
-// engines' checks (every 2^16 instructions on the interpreter, 2^20 on
-// the JIT) never reach.
-func cancelPoint(e *vm.Env, round uint64) error {
-	if round%256 != 0 || e.Context == nil {
-		return nil
-	}
-	select {
-	case <-e.Context.Done():
-		return e.Context.Err()
-	default:
-		return nil
-	}
 }

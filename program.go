@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -12,6 +13,7 @@ import (
 	"bpfvm/interp"
 	"bpfvm/isa"
 	"bpfvm/jit/amd64"
+	"bpfvm/maps"
 	"bpfvm/progtype"
 	"bpfvm/verifier"
 	"bpfvm/vm"
@@ -26,8 +28,11 @@ var (
 	// ErrNotSupported is returned for program types, map types and features
 	// bpfvm does not implement.
 	ErrNotSupported = errors.New("not supported")
-	// ErrClosed is returned when using a closed program or map.
-	ErrClosed = errors.New("use of closed object")
+	// ErrClosed is returned, wrapped, by every operation on a closed
+	// program, map, collection or ring buffer reader. It also matches
+	// os.ErrClosed and unix.EBADF, what cilium/ebpf returns for a closed
+	// file descriptor.
+	ErrClosed = maps.ErrClosed
 )
 
 // Engine selects how a program runs.
@@ -147,6 +152,11 @@ type JITOptions struct {
 type JITInfo = amd64.Info
 
 // Program is a loaded eBPF program. It is safe for concurrent use.
+//
+// Close releases the user's reference: runs then fail with an error
+// wrapping ErrClosed, while prog_array slots holding the program keep it
+// callable; its code and its references to maps go when the last slot
+// lets go and no run can still be inside it.
 type Program struct {
 	name   string
 	typ    ebpf.ProgramType
@@ -159,6 +169,9 @@ type Program struct {
 	opts   ProgramOptions
 
 	regions []vm.Region // map value memory, for checked accesses
+	// strValues are the values of the read-only single-value arrays,
+	// which bound the constant strings helpers read (constString).
+	strValues []vm.Region
 
 	// VerifierLog is the verifier's log (with ProgramOptions.LogLevel > 0).
 	VerifierLog string
@@ -175,6 +188,9 @@ type Program struct {
 
 	id   uint32      // in the live-program table (helpers_tailcall.go)
 	tail vm.TailCall // what bpf_tail_call returns to jump here
+
+	closed atomic.Bool  // the user's reference is gone
+	refs   atomic.Int32 // the user's, plus one per prog_array slot
 }
 
 // RunOptions mirror cilium/ebpf's RunOptions for BPF_PROG_TEST_RUN.
@@ -250,7 +266,20 @@ func NewRawProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, o
 	return newProgram(name, typ, insns, nil, nil, opts)
 }
 
-func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps []*Map, c *cpus, opts ProgramOptions) (*Program, error) {
+func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps []*Map, c *cpus, opts ProgramOptions) (_ *Program, err error) {
+	// The program holds a reference to each of its maps for as long as its
+	// code may run.
+	for i, m := range maps {
+		if m.closed.Load() || !m.m.Acquire() {
+			releaseMaps(maps[:i])
+			return nil, fmt.Errorf("program %s: map %s: %w", name, m.name, ErrClosed)
+		}
+	}
+	defer func() {
+		if err != nil {
+			releaseMaps(maps)
+		}
+	}()
 	pt := opts.Type
 	if pt != nil {
 		if err := pt.Validate(); err != nil {
@@ -274,6 +303,11 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	p := &Program{name: name, typ: typ, pt: pt, insns: insns, maps: maps, opts: opts, cpus: c}
 	if c == nil {
 		p.cpus, p.ownCPUs = newCPUs(0), true
+		defer func() {
+			if err != nil {
+				p.cpus.close()
+			}
+		}()
 	}
 	if err := isa.Validate(insns); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
@@ -333,6 +367,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	for _, m := range maps {
 		p.regions = append(p.regions, m.m.Memory()...)
 		p.regions = append(p.regions, m.kernelFields())
+		if readOnlyValue(m.m) != nil {
+			p.strValues = append(p.strValues, vm.Region{Start: m.m.Memory()[0].Start, End: m.m.Memory()[0].Start + uint64(m.m.Spec().ValueSize)})
+		}
 	}
 	p.register()
 	return p, nil
@@ -416,16 +453,70 @@ func (p *Program) XlatedInstructions() []isa.Instruction { return p.xlated }
 // its map loads use.
 func (p *Program) Maps() []*Map { return p.maps }
 
-// Close releases the program. Runs in progress finish first.
+// Close releases the user's reference to the program (see Program). Runs
+// in progress finish; closing twice, or concurrently with anything, is
+// safe.
 func (p *Program) Close() error {
+	if !p.closed.Swap(true) {
+		p.release()
+	}
+	return nil
+}
+
+// acquire takes a reference for a prog_array slot; false once the last
+// reference is gone.
+func (p *Program) acquire() bool {
+	for {
+		n := p.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if p.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release drops a reference. The last one makes the program unreachable
+// for tail calls and frees it once no run can be inside it.
+func (p *Program) release() {
+	if p.refs.Add(-1) != 0 {
+		return
+	}
 	p.unregister()
+	maps.Defer(p.free)
+}
+
+// free releases the code, the runners of a standalone program and the
+// references to the maps.
+func (p *Program) free() {
 	if p.ownCPUs {
 		p.cpus.close()
 	}
 	if c, ok := p.engine.(io.Closer); ok {
-		c.Close() // JIT machine code; runs in progress finish first
+		c.Close() // JIT machine code
 	}
-	return nil
+	releaseMaps(p.maps)
+}
+
+func releaseMaps(ms []*Map) {
+	for _, m := range ms {
+		m.m.Release()
+	}
+}
+
+// programRefs gives prog_array slots references to programs by id.
+type programRefs struct{}
+
+func (programRefs) Acquire(id uint32) bool {
+	p := programByID(id)
+	return p != nil && p.acquire()
+}
+
+func (programRefs) Release(id uint32) {
+	if p := programByID(id); p != nil {
+		p.release()
+	}
 }
 
 // Engine returns the engine that runs the program: EngineInterpreter or
@@ -508,6 +599,11 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 		return fmt.Errorf("run %s: %w", p.name, err)
 	}
 	defer p.cpus.release(r)
+	// Looked at inside the run's epoch: either Close's grace period waits
+	// for this run, or this run sees the program closed.
+	if p.closed.Load() {
+		return fmt.Errorf("run %s: %w", p.name, ErrClosed)
+	}
 	ctxArea := p.contextArea()
 	if err := r.memory(ctxArea + headroom + len(opts.Data) + tailroom); err != nil {
 		return fmt.Errorf("run %s: %w", p.name, err)
@@ -536,6 +632,13 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	}
 	r.startEnv(opts.RunContext)
 	env := &r.env
+	if len(frame) >= ethHeader {
+		// Where negative LD_ABS/LD_IND offsets count from: the frame's
+		// Ethernet header and what follows it, as in the kernel's test
+		// run (which also counts a socket filter's from there).
+		env.MacHeader = pktStart - uint64(len(frame)-len(pkt))
+		env.NetHeader = env.MacHeader + ethHeader
+	}
 	var r1, r2 uint64
 	if pt.ContextSize == 0 {
 		r1, r2 = r.pkt.data, uint64(len(pkt))
@@ -594,7 +697,7 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 // disassembly; ok is false when the program runs on the interpreter.
 func (p *Program) NativeCode() (code []byte, offsets []uint32, ok bool) {
 	jp, isJIT := p.engine.(*amd64.Program)
-	if !isJIT {
+	if !isJIT || p.closed.Load() {
 		return nil, nil, false
 	}
 	code, offsets = jp.Code(!p.verified)

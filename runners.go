@@ -37,6 +37,7 @@ type cpus struct {
 	nwait   atomic.Int32  // waiters, and runs about to queue up (under mu)
 	closing atomic.Bool   // set by close: acquire fails
 	closed  chan struct{} // closed by close: waiting runs give up
+	retired atomic.Int32  // runners whose memory close or give has freed
 
 	closeOnce sync.Once
 }
@@ -54,7 +55,7 @@ type runner struct {
 	hs       helperState  // helpers' per-runner state (helpers_state.go)
 	cache    vm.Cache     // the engines' state kept from run to run
 	between  func() error // r.nextRun, made once: what engines call between repetitions
-	repeats  uint32       // repetitions run, for nextRun
+	pace     vm.Pacer     // nextRun's looks at the run's context
 }
 
 // setPacket moves the packet boundaries (after bpf_xdp_adjust_head and
@@ -91,7 +92,9 @@ func (r *runner) startEnv(ctx context.Context) {
 	e.Rand = &r.hs.rng
 	e.Value = r
 	e.TailCalls, e.FP = 0, 0
-	e.Context = ctx
+	e.MacHeader, e.NetHeader = 0, 0
+	e.SetContext(ctx)
+	r.pace = vm.Pacer{}
 	e.Cache = &r.cache
 	r.setPacket(r.pkt)
 }
@@ -201,7 +204,7 @@ func (c *cpus) acquire(ctx context.Context) (*runner, error) {
 	i, ok := c.take()
 	if !ok {
 		var err error
-		if i, err = c.wait(ctx, false); err != nil {
+		if i, err = c.wait(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -209,9 +212,8 @@ func (c *cpus) acquire(ctx context.Context) (*runner, error) {
 	return c.runners[i], nil
 }
 
-// wait queues up for a runner, until ctx is done or (unless draining, as
-// close does) the runners are closed.
-func (c *cpus) wait(ctx context.Context, draining bool) (int, error) {
+// wait queues up for a runner, until ctx is done or the runners are closed.
+func (c *cpus) wait(ctx context.Context) (int, error) {
 	c.mu.Lock()
 	// Announce the wait before looking again: a release either sees it
 	// or frees its runner before the look (see release).
@@ -221,7 +223,7 @@ func (c *cpus) wait(ctx context.Context, draining bool) (int, error) {
 		c.mu.Unlock()
 		return i, nil
 	}
-	if !draining && c.closing.Load() {
+	if c.closing.Load() {
 		c.nwait.Add(-1)
 		c.mu.Unlock()
 		return 0, ErrClosed
@@ -235,9 +237,6 @@ func (c *cpus) wait(ctx context.Context, draining bool) (int, error) {
 		done = ctx.Done()
 	}
 	closed := c.closed
-	if draining {
-		closed = nil
-	}
 	var err error
 	select {
 	case i := <-ch:
@@ -269,11 +268,24 @@ func (c *cpus) release(r *runner) {
 	c.give(r.cpu)
 }
 
-// give frees runner i, or hands it to the first run waiting.
+// give frees runner i, or hands it to the first run waiting; once the
+// runners are closed it frees the runner's memory instead.
 func (c *cpus) give(i int) {
+	if c.closing.Load() {
+		c.retire(i)
+		return
+	}
 	w, bit := c.slot(i)
 	if c.nwait.Load() == 0 {
 		w.Or(bit)
+		// Closed meanwhile: either close took the runner, or it is ours
+		// to retire.
+		if c.closing.Load() {
+			if c.takeRunner(i) {
+				c.retire(i)
+			}
+			return
+		}
 		// A run that announced its wait after the check above may have
 		// looked before the runner was free: take the runner back and
 		// hand it over, unless someone has taken it meanwhile.
@@ -319,30 +331,42 @@ func (r *runner) memory(need int) error {
 	return nil
 }
 
-// close waits for runs in progress, then frees every runner's memory.
+// close stops the runners: runs waiting for one and runs that start from
+// now on fail with ErrClosed. It does not wait for runs in progress (it may
+// be called from a helper inside one): an idle runner's memory is freed at
+// once, a busy one's when its run ends (give). Nothing else can reach the
+// runners' memory: it is only ever used by the run that holds the runner.
 func (c *cpus) close() {
-	c.closeOnce.Do(c.drain)
+	c.closeOnce.Do(func() {
+		c.closing.Store(true)
+		close(c.closed)
+		for {
+			i, ok := c.take()
+			if !ok {
+				return
+			}
+			c.retire(i)
+		}
+	})
 }
 
-func (c *cpus) drain() {
-	c.closing.Store(true)
-	close(c.closed)
-	for range c.runners {
-		if _, ok := c.take(); !ok {
-			// Draining waits for no context and ignores closing: no error.
-			_, _ = c.wait(nil, true)
-		}
+// retire frees the memory of runner i, which the caller holds and nobody
+// will take again; the last one closes the reclamation domain.
+func (c *cpus) retire(i int) {
+	r := c.runners[i]
+	if r.stack != nil {
+		r.stack.Free()
+		r.stack = nil
 	}
-	for _, r := range c.runners {
-		if r.stack != nil {
-			r.stack.Free()
-			r.stack = nil
-		}
-		if r.buf != nil {
-			r.buf.Free()
-			r.buf = nil
-		}
-		r.freeHelperState()
-		r.cache = vm.Cache{} // the execution context is freed when unreachable
+	if r.buf != nil {
+		r.buf.Free()
+		r.buf = nil
+	}
+	r.freeHelperState()
+	r.cache = vm.Cache{} // the execution context is freed when unreachable
+	if int(c.retired.Add(1)) == len(c.runners) {
+		// No run of these runners is left: grace periods need not wait
+		// for them any more.
+		c.domain.Close()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"bpfvm/isa"
+	"bpfvm/maps"
 	"bpfvm/progtype"
 	"bpfvm/rewrite"
 	"bpfvm/verifier"
@@ -54,6 +55,23 @@ func (p *Program) proto(id int32) *verifier.Proto {
 	return verifier.BuiltinProto(id)
 }
 
+// readOnlyValue returns the value of a single-value array read-only to
+// programs, which constant-string arguments point into, or nil. bpfvm has
+// no frozen maps: Go code may still write the value after the program is
+// verified, and the helpers reading such strings bound them by the value
+// (constString).
+func readOnlyValue(m maps.Map) []byte {
+	s := m.Spec()
+	if s.Type != maps.Array || s.MaxEntries != 1 || s.Flags&maps.FlagRdonlyProg == 0 {
+		return nil
+	}
+	v := make([]byte, s.ValueSize)
+	if m.LookupBytes(make([]byte, 4), v) != nil {
+		return nil
+	}
+	return v
+}
+
 // verify runs the verifier unless the options or the program type say not
 // to, and rewrites context accesses for unchecked execution.
 func (p *Program) verify() error {
@@ -69,7 +87,7 @@ func (p *Program) verify() error {
 	}
 	infos := make([]verifier.MapInfo, len(p.maps))
 	for i, m := range p.maps {
-		infos[i] = verifier.MapInfo{Name: m.name, Spec: m.m.Spec(), Index: i}
+		infos[i] = verifier.MapInfo{Name: m.name, Spec: m.m.Spec(), Index: i, ReadOnlyValue: readOnlyValue(m.m)}
 	}
 	vopts := verifier.Options{
 		Type:         p.pt,

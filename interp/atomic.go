@@ -132,22 +132,3 @@ func checkAtomic(env *vm.Env, addr, size uint64) error {
 	}
 	return env.Check(addr, size, true)
 }
-
-// loadPacket implements LD_ABS and LD_IND: a big-endian load from the packet;
-// out of bounds ends the program with R0 = 0, as in the kernel.
-func loadPacket(env *vm.Env, off, size uint64) (uint64, error) {
-	pkt := env.Packet
-	if pkt.End <= pkt.Start || off >= pkt.End-pkt.Start || size > pkt.End-pkt.Start-off {
-		return 0, errExit
-	}
-	p := vm.Ptr(pkt.Start + off)
-	switch size {
-	case 1:
-		return uint64(*(*uint8)(p)), nil
-	case 2:
-		b := (*[2]byte)(p)
-		return uint64(b[0])<<8 | uint64(b[1]), nil
-	}
-	b := (*[4]byte)(p)
-	return uint64(b[0])<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3]), nil
-}

@@ -6,7 +6,6 @@
 package interp
 
 import (
-	"errors"
 	"fmt"
 	"math/bits"
 
@@ -144,30 +143,40 @@ func (p *Program) Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint6
 	return v, err
 }
 
-// cancelSlice is how many instructions run between checks of the run's
-// context: about 0.2 ms on the interpreter.
-const cancelSlice = 1 << 16
+// Slices of instructions between checks of the run's context: the first
+// is firstSlice, the next sized by how long the last took (vm.NextSlice).
+const (
+	firstSlice = 1 << 10 // a few microseconds of plain ALU code, 0.1 ms of page faults
+	minSlice   = 1 << 8
+	maxSlice   = 1 << 22
+)
+
+// pacer sizes the slices between checks of the run's context.
+type pacer struct {
+	slice uint64 // instructions in the current slice
+	last  int64  // the clock at the last check (0: none yet)
+	lastN uint64 // instructions executed at the last check
+}
 
 // checkLimits is the slow path of the budget check: the budget itself, and
 // the run's context when it can be cancelled.
-func checkLimits(env *vm.Env, n, budget uint64, limit *uint64) error {
+func checkLimits(env *vm.Env, n, budget uint64, limit *uint64, pace *pacer) error {
 	if n > budget {
 		return vm.ErrBudget
 	}
 	if env.Context != nil {
-		select {
-		case <-env.Context.Done():
-			return env.Context.Err()
-		default:
+		now := vm.Now()
+		if err := env.Stopped(now); err != nil {
+			return err
 		}
+		if pace.last != 0 {
+			pace.slice = uint64(vm.NextSlice(int64(n-pace.lastN), now-pace.last, minSlice, maxSlice))
+		}
+		pace.last, pace.lastN = now, n
 	}
-	*limit = min(budget, n+cancelSlice)
+	*limit = min(budget, n+pace.slice)
 	return nil
 }
-
-// errExit carries a program exit out of LD_ABS/LD_IND bounds failures, which
-// end the program with R0 = 0 as in the kernel.
-var errExit = errors.New("exit")
 
 func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64) (ret uint64, err error) {
 	// A tail-called program gets what is left below its caller's frames.
@@ -182,8 +191,9 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 	// when the run can be cancelled, so that cancellation is noticed within
 	// a slice of instructions.
 	limit := budget
+	pace := pacer{slice: firstSlice}
 	if env.Context != nil && env.Context.Done() != nil {
-		limit = min(budget, cancelSlice)
+		limit = min(budget, firstSlice)
 	}
 	code := p.code
 	checked := env.Checked
@@ -199,9 +209,6 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 	r[1], r[2], r[3], r[4], r[5] = args[0], args[1], args[2], args[3], args[4]
 	r[10] = env.Stack.End
 	fail := func(e error) (uint64, error) {
-		if e == errExit {
-			return 0, nil
-		}
 		return 0, &vm.RunError{PC: pc - 1, Err: e}
 	}
 	for {
@@ -418,11 +425,19 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 				off = uint64(int64(int32(uint32(r[in.src]) + uint32(in.imm))))
 				size = 1 << (in.op - opLdIndB)
 			}
-			v, err := loadPacket(env, off, size)
-			if err != nil {
-				return fail(err)
-			}
+			v, ok := vm.LoadPacket(env, off, size)
 			r[0] = v
+			if ok {
+				break
+			}
+			// Out of bounds: the kernel's expansion of the load returns 0
+			// from the current function, not from the program.
+			if depth == 0 {
+				return 0, nil
+			}
+			depth--
+			f := &frames[depth]
+			pc, r[6], r[7], r[8], r[9], r[10] = f.ret, f.r6, f.r7, f.r8, f.r9, f.fp
 
 		// Atomics.
 		case opAtomicAdd32, opAtomicOr32, opAtomicAnd32, opAtomicXor32,
@@ -468,7 +483,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		// budget, so that is where the budget is checked.
 		case opJA:
 			if in.off < 0 && n > limit {
-				if err := checkLimits(env, n, budget, &limit); err != nil {
+				if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 					return fail(err)
 				}
 			}
@@ -476,7 +491,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJeqK:
 			if r[in.dst] == uint64(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -485,7 +500,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJeqX:
 			if r[in.dst] == r[in.src] {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -494,7 +509,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJgtK:
 			if r[in.dst] > uint64(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -503,7 +518,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJgtX:
 			if r[in.dst] > r[in.src] {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -512,7 +527,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJgeK:
 			if r[in.dst] >= uint64(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -521,7 +536,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJgeX:
 			if r[in.dst] >= r[in.src] {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -530,7 +545,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsetK:
 			if r[in.dst]&uint64(in.imm) != 0 {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -539,7 +554,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsetX:
 			if r[in.dst]&r[in.src] != 0 {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -548,7 +563,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJneK:
 			if r[in.dst] != uint64(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -557,7 +572,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJneX:
 			if r[in.dst] != r[in.src] {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -566,7 +581,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsgtK:
 			if int64(r[in.dst]) > in.imm {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -575,7 +590,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsgtX:
 			if int64(r[in.dst]) > int64(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -584,7 +599,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsgeK:
 			if int64(r[in.dst]) >= in.imm {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -593,7 +608,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsgeX:
 			if int64(r[in.dst]) >= int64(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -602,7 +617,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJltK:
 			if r[in.dst] < uint64(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -611,7 +626,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJltX:
 			if r[in.dst] < r[in.src] {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -620,7 +635,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJleK:
 			if r[in.dst] <= uint64(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -629,7 +644,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJleX:
 			if r[in.dst] <= r[in.src] {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -638,7 +653,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsltK:
 			if int64(r[in.dst]) < in.imm {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -647,7 +662,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsltX:
 			if int64(r[in.dst]) < int64(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -656,7 +671,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsleK:
 			if int64(r[in.dst]) <= in.imm {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -665,7 +680,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsleX:
 			if int64(r[in.dst]) <= int64(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -674,7 +689,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJeq32K:
 			if uint32(r[in.dst]) == uint32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -683,7 +698,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJeq32X:
 			if uint32(r[in.dst]) == uint32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -692,7 +707,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJgt32K:
 			if uint32(r[in.dst]) > uint32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -701,7 +716,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJgt32X:
 			if uint32(r[in.dst]) > uint32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -710,7 +725,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJge32K:
 			if uint32(r[in.dst]) >= uint32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -719,7 +734,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJge32X:
 			if uint32(r[in.dst]) >= uint32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -728,7 +743,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJset32K:
 			if uint32(r[in.dst])&uint32(in.imm) != 0 {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -737,7 +752,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJset32X:
 			if uint32(r[in.dst])&uint32(r[in.src]) != 0 {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -746,7 +761,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJne32K:
 			if uint32(r[in.dst]) != uint32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -755,7 +770,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJne32X:
 			if uint32(r[in.dst]) != uint32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -764,7 +779,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsgt32K:
 			if int32(r[in.dst]) > int32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -773,7 +788,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsgt32X:
 			if int32(r[in.dst]) > int32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -782,7 +797,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsge32K:
 			if int32(r[in.dst]) >= int32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -791,7 +806,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsge32X:
 			if int32(r[in.dst]) >= int32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -800,7 +815,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJlt32K:
 			if uint32(r[in.dst]) < uint32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -809,7 +824,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJlt32X:
 			if uint32(r[in.dst]) < uint32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -818,7 +833,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJle32K:
 			if uint32(r[in.dst]) <= uint32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -827,7 +842,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJle32X:
 			if uint32(r[in.dst]) <= uint32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -836,7 +851,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJslt32K:
 			if int32(r[in.dst]) < int32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -845,7 +860,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJslt32X:
 			if int32(r[in.dst]) < int32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -854,7 +869,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsle32K:
 			if int32(r[in.dst]) <= int32(in.imm) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -863,7 +878,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 		case opJsle32X:
 			if int32(r[in.dst]) <= int32(r[in.src]) {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -874,7 +889,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			// the interpreter keeps the kernel's per-run loop budget.
 			if loops == 0 {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -889,7 +904,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			c := *cp
 			if c == 0 {
 				if in.off < 0 && n > limit {
-					if err := checkLimits(env, n, budget, &limit); err != nil {
+					if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 						return fail(err)
 					}
 				}
@@ -962,7 +977,7 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 				return fail(vm.ErrCallDepth)
 			}
 			if n > limit {
-				if err := checkLimits(env, n, budget, &limit); err != nil {
+				if err := checkLimits(env, n, budget, &limit, &pace); err != nil {
 					return fail(err)
 				}
 			}

@@ -198,13 +198,7 @@ func (a *array) key(key []byte) (uint32, error) {
 	return *(*uint32)(unsafe.Pointer(&key[0])), nil
 }
 
-func (a *array) Close() error {
-	err := a.mem.Free()
-	if err2 := a.header.release(); err == nil {
-		err = err2
-	}
-	return err
-}
+func (a *array) free() error { return a.mem.Free() }
 
 // bytesAt views n bytes of off-heap memory at addr.
 func bytesAt(addr, n uint64) []byte {

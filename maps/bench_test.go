@@ -39,7 +39,9 @@ func benchKeys(size uint32) [][]byte {
 }
 
 func newBenchMap(b *testing.B, spec Spec) (Map, [][]byte) {
-	m := newTestMap(b, spec, Options{NumCPU: 8, Domain: NewDomain(8)})
+	d := NewDomain(8)
+	b.Cleanup(d.Close) // reclamation looks at every live domain
+	m := newTestMap(b, spec, Options{NumCPU: 8, Domain: d})
 	keys := benchKeys(spec.KeySize)
 	val := make([]byte, 8)
 	for _, k := range keys {

@@ -71,11 +71,21 @@ const cookieMagic = 0x6270_6676_6d5f_6d61 // "bpfvm_ma"
 // ref is the Go object a header points to. The map keeps it alive.
 type ref struct{ m Map }
 
-// header is embedded in every map: its handle and id.
+// header is embedded in every map: its handle, id and reference count.
+//
+// A map's memory lives until its last reference goes (see Acquire): the
+// creator's (Close), one per program that references the map, one per slot
+// of a map of maps holding it, one per Go-side operation in progress. Then
+// the map leaves the live-map table, and its memory is freed once no run
+// that could have found it is still inside (Defer). Runs themselves take no
+// references: the epoch domains they enter protect what they hold.
 type header struct {
-	mem *vm.Mem
-	r   *ref
-	id  uint32
+	mem    *vm.Mem
+	addr   uint64 // the handle; kept after the header is freed
+	r      *ref
+	id     uint32
+	refs   atomic.Int64
+	closed atomic.Bool // the creator's reference is gone
 }
 
 // The live-map table is the one piece of process-wide state in bpfvm, the
@@ -96,6 +106,8 @@ func (h *header) init(m Map) error {
 	}
 	h.mem, h.r, h.id = mem, &ref{m: m}, lastID.Add(1)
 	addr := mem.Addr()
+	h.addr = addr
+	h.refs.Store(1)
 	*(*unsafe.Pointer)(vm.Ptr(addr + hdrRef)) = unsafe.Pointer(h.r)
 	*(*uint64)(vm.Ptr(addr + hdrCookie)) = addr ^ cookieMagic
 	*(*uint32)(vm.Ptr(addr + hdrID)) = h.id
@@ -106,26 +118,29 @@ func (h *header) init(m Map) error {
 }
 
 // Handle returns the map's handle.
-func (h *header) Handle() uint64 { return h.mem.Addr() }
+func (h *header) Handle() uint64 { return h.addr }
 
 // ID returns the map's id.
 func (h *header) ID() uint32 { return h.id }
 
 // field returns a pointer to a type-specific header field at off.
 func (h *header) field(off uintptr) unsafe.Pointer {
-	return vm.Ptr(h.mem.Addr() + HeaderFields + uint64(off))
+	return vm.Ptr(h.addr + HeaderFields + uint64(off))
 }
 
-// release unregisters the map and frees its header.
-func (h *header) release() error {
-	if h.mem == nil {
-		return nil
+// Acquire takes a reference to the map, keeping its memory alive until the
+// matching Release. It fails once the last reference is gone: the map is
+// being freed and must not be touched.
+func (h *header) Acquire() bool {
+	for {
+		n := h.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if h.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
-	liveMaps.Delete(h.mem.Addr())
-	mapIDs.Delete(h.id)
-	err := h.mem.Free()
-	h.mem = nil
-	return err
 }
 
 // rebind makes inner's handle and id name outer, a map wrapping it, so
@@ -137,6 +152,48 @@ func rebind(inner, outer Map) {
 	liveMaps.Store(h, outer)
 	mapIDs.Store(IDOf(inner), outer)
 }
+
+// Release drops a reference taken by Acquire (or the creator's, through
+// Close). The last one unregisters the map and frees its memory once no
+// run can still use it.
+func (h *header) Release() {
+	n := h.refs.Add(-1)
+	if n > 0 {
+		return
+	}
+	if n < 0 {
+		return // released more often than acquired: already freed
+	}
+	// Two grace periods, as nothing may find the map once it is freed. Go
+	// code can no longer store it in a map of maps (nor Acquire it). Runs
+	// inside now may still hold its handle from an outer map, and in
+	// checked mode turn it back into the map (FromHandle): the handle
+	// stays valid until they have left. Then it leaves the live-map table,
+	// and once the runs that might have looked it up there have left too,
+	// the memory goes.
+	mapIDs.Delete(h.id)
+	m := h.r.m
+	Defer(func() {
+		liveMaps.Delete(h.addr)
+		Defer(func() {
+			_ = m.free()
+			_ = h.mem.Free()
+		})
+	})
+}
+
+// Close drops the creator's reference; the map lives on while programs,
+// maps of maps, readers or Go-side operations still hold it. Closing twice
+// does nothing.
+func (h *header) Close() error {
+	if !h.closed.Swap(true) {
+		h.Release()
+	}
+	return nil
+}
+
+// Closed reports whether Close has been called.
+func (h *header) Closed() bool { return h.closed.Load() }
 
 // FromHandle returns the map a handle names. With checked set the handle
 // may be any value (it comes from an unverified program) and unknown values
@@ -164,6 +221,4 @@ func ByID(id uint32) (Map, bool) {
 
 // IDOf returns a map's id, as the kernel's map ids and bpfvm's maps-of-maps
 // values use it.
-func IDOf(m Map) uint32 {
-	return *(*uint32)(vm.Ptr(m.Handle() + hdrID))
-}
+func IDOf(m Map) uint32 { return m.ID() }

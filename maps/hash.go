@@ -524,11 +524,3 @@ func (m *hashMap) free() error {
 	}
 	return err
 }
-
-func (m *hashMap) Close() error {
-	err := m.free()
-	if err2 := m.header.release(); err == nil {
-		err = err2
-	}
-	return err
-}

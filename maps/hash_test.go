@@ -332,3 +332,49 @@ func TestHashProgramUpdateBusy(t *testing.T) {
 		t.Errorf("update after the run: %v", err)
 	}
 }
+
+func TestHashReuseWaitsForEveryDomain(t *testing.T) {
+	// A run of any collection may hold an element (the map is its inner
+	// map, or a checked-mode handle): retired elements wait for runs of
+	// every domain, whichever domain the map was created with.
+	own := NewDomain(1)
+	defer own.Close()
+	other := NewDomain(1)
+	defer other.Close()
+	for _, tt := range []struct {
+		name   string
+		domain *Domain // the map's
+		run    *Domain // where the run is
+	}{
+		{"own domain", own, own},
+		{"other domain", own, other},
+		{"map without a domain", nil, other},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newTestMap(t, Spec{Type: Hash, KeySize: 4, ValueSize: 8, MaxEntries: 1}, Options{Domain: tt.domain})
+			key, val := uint32(1), uint64(0)
+			if err := m.Update(unsafe.Pointer(&key), unsafe.Pointer(&val), UpdateAny, 0); err != nil {
+				t.Fatal(err)
+			}
+			tt.run.Enter(0)
+			held := m.Lookup(unsafe.Pointer(&key), 0)
+			var err error
+			for range 1000 {
+				val++
+				if err = m.Update(unsafe.Pointer(&key), unsafe.Pointer(&val), UpdateAny, 0); err != nil {
+					break
+				}
+				if got := *(*uint64)(held); got != 0 {
+					t.Fatalf("element held by a run reused: value %d", got)
+				}
+			}
+			if !errors.Is(err, ErrBusy) {
+				t.Errorf("update with every element retired: %v, want ErrBusy", err)
+			}
+			tt.run.Exit(0)
+			if err := m.Update(unsafe.Pointer(&key), unsafe.Pointer(&val), UpdateAny, 0); err != nil {
+				t.Errorf("update after the run: %v", err)
+			}
+		})
+	}
+}

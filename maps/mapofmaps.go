@@ -15,28 +15,22 @@ import (
 // look up the inner map's handle. The inner map must match the template
 // Spec.InnerMap (checkInner).
 
-// innerRefs keeps Go references to the inner maps an outer map holds. A
-// reference unlinked by an update or delete is dropped only once the Domain
-// says that no run can still use the handle it looked up, like the memory
-// of a hash element.
+// innerRefs holds a reference (Acquire) to each inner map for every slot of
+// an outer map that holds it. A slot emptied drops its reference at once:
+// a run that looked the inner map up before is protected by the grace
+// period that the map's last reference starts (Defer), as the kernel's RCU
+// keeps an inner map alive until the runs that found it end.
 type innerRefs struct {
-	d *Domain
 	// ncpu is the outer map's number of CPUs: the runners of the programs
 	// that use it, whose CPU numbers index per-CPU inner maps.
-	ncpu    int
-	mu      sync.Mutex
-	held    map[uint64]*innerRef // by handle
-	pending []pendingRef         // in tag order
+	ncpu int
+	mu   sync.Mutex
+	held map[uint64]*innerRef // by handle
 }
 
 type innerRef struct {
 	m Map
-	n int // slots holding it, plus releases pending
-}
-
-type pendingRef struct {
-	handle uint64
-	tag    uint64
+	n int // slots holding it
 }
 
 // resolveInner finds the inner map with id and checks it against the
@@ -62,8 +56,12 @@ func resolveInner(tmpl *Spec, ncpu int, value []byte) (Map, uint32, error) {
 	return m, id, nil
 }
 
-// hold takes a reference to m for a slot about to store it.
-func (r *innerRefs) hold(m Map) {
+// hold takes a reference to m for a slot about to store it; it fails when
+// m is being freed.
+func (r *innerRefs) hold(m Map) error {
+	if !m.Acquire() {
+		return fmt.Errorf("map %s: %w", m.Spec().Name, ErrClosed)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.held == nil {
@@ -76,53 +74,42 @@ func (r *innerRefs) hold(m Map) {
 		r.held[h] = ref
 	}
 	ref.n++
+	return nil
 }
 
-// drop releases a reference at once: its slot was never published.
-func (r *innerRefs) drop(handle uint64) {
+// release drops the reference of a slot just emptied (or never published).
+func (r *innerRefs) release(handle uint64) {
 	r.mu.Lock()
-	r.dropLocked(handle)
-	r.mu.Unlock()
-}
-
-func (r *innerRefs) dropLocked(handle uint64) {
-	if ref := r.held[handle]; ref != nil {
+	ref := r.held[handle]
+	if ref != nil {
 		if ref.n--; ref.n <= 0 {
 			delete(r.held, handle)
 		}
 	}
-}
-
-// release drops the reference of a slot just emptied, once no run can see
-// it, and drops earlier releases that have become safe.
-func (r *innerRefs) release(handle uint64) {
-	r.mu.Lock()
-	r.pending = append(r.pending, pendingRef{handle: handle, tag: r.d.Retire()})
-	r.collectLocked()
 	r.mu.Unlock()
-}
-
-func (r *innerRefs) collectLocked() {
-	k := 0
-	for k < len(r.pending) && r.d.Safe(r.pending[k].tag) {
-		r.dropLocked(r.pending[k].handle)
-		k++
+	if ref != nil {
+		ref.m.Release()
 	}
-	r.pending = append(r.pending[:0], r.pending[k:]...)
 }
 
 // count returns how many inner maps are referenced, for tests.
 func (r *innerRefs) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.collectLocked()
 	return len(r.held)
 }
 
+// clear drops every reference: the outer map is being freed.
 func (r *innerRefs) clear() {
 	r.mu.Lock()
-	r.held, r.pending = nil, nil
+	held := r.held
+	r.held = nil
 	r.mu.Unlock()
+	for _, ref := range held {
+		for range ref.n {
+			ref.m.Release()
+		}
+	}
 }
 
 // arrayOfMaps is BPF_MAP_TYPE_ARRAY_OF_MAPS: max_entries off-heap uint64
@@ -151,7 +138,7 @@ func newArrayOfMaps(spec Spec, opts Options) (*arrayOfMaps, error) {
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
 	}
 	a := &arrayOfMaps{spec: spec, mem: mem, base: mem.Addr(), ids: make([]uint32, spec.MaxEntries)}
-	a.refs.d, a.refs.ncpu = opts.Domain, opts.NumCPU
+	a.refs.ncpu = opts.NumCPU
 	if err := a.header.init(a); err != nil {
 		mem.Free()
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
@@ -241,7 +228,9 @@ func (a *arrayOfMaps) UpdateBytes(key, value []byte, flags uint64) error {
 	if err != nil {
 		return err
 	}
-	a.refs.hold(m)
+	if err := a.refs.hold(m); err != nil {
+		return err
+	}
 	a.mu.Lock()
 	old := atomic.SwapUint64(a.slot(i), m.Handle())
 	a.ids[i] = id
@@ -260,13 +249,9 @@ func (a *arrayOfMaps) NextKey(key, next []byte) error {
 	return arrayNextKey(a.spec.MaxEntries, key, next)
 }
 
-func (a *arrayOfMaps) Close() error {
+func (a *arrayOfMaps) free() error {
 	a.refs.clear()
-	err := a.mem.Free()
-	if err2 := a.header.release(); err == nil {
-		err = err2
-	}
-	return err
+	return a.mem.Free()
 }
 
 // hashOfMaps is BPF_MAP_TYPE_HASH_OF_MAPS: a hash map whose 16-byte values
@@ -287,7 +272,7 @@ func newHashOfMaps(spec Spec, opts Options) (*hashOfMaps, error) {
 		return nil, err
 	}
 	h := &hashOfMaps{hashMap: hm, outer: spec}
-	h.refs.d, h.refs.ncpu = opts.Domain, opts.NumCPU
+	h.refs.ncpu = opts.NumCPU
 	hm.unlinked = func(e uint64) { h.refs.release(load(e + hm.valOff)) }
 	if err := hm.header.init(h); err != nil {
 		hm.free()
@@ -345,9 +330,11 @@ func (h *hashOfMaps) UpdateBytes(key, value []byte, flags uint64) error {
 	var v [hashOfMapsValue]byte
 	binary.NativeEndian.PutUint64(v[:], m.Handle())
 	binary.NativeEndian.PutUint32(v[8:], id)
-	h.refs.hold(m)
+	if err := h.refs.hold(m); err != nil {
+		return err
+	}
 	if err := h.update(key, valueSrc{b: v[:]}, flags, true); err != nil {
-		h.refs.drop(m.Handle())
+		h.refs.release(m.Handle())
 		return err
 	}
 	return nil
@@ -357,8 +344,8 @@ func (h *hashOfMaps) LookupAndDelete(key, value []byte) error {
 	return fmt.Errorf("lookup and delete in a hash_of_maps: %w", ErrNotSupported)
 }
 
-func (h *hashOfMaps) Close() error {
-	err := h.hashMap.Close()
+func (h *hashOfMaps) free() error {
+	err := h.hashMap.free()
 	h.refs.clear()
 	return err
 }

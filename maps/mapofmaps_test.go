@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -130,18 +131,35 @@ func TestMapOfMaps(t *testing.T) {
 				}
 				return &m.(*hashOfMaps).refs
 			}()
-			// While a run may hold a's handle, replacing it keeps a
-			// referenced; after the run the reference goes.
+			// Closed by its user, a stays alive through the outer map.
+			// Replaced while a run may hold its handle, it leaves the
+			// live-map table at once but keeps its memory until the run
+			// ends.
+			a.Close()
+			if got, err := FromHandle(a.Handle(), true); got != a {
+				t.Errorf("closed inner map held by the outer map: %v", err)
+			}
 			d.Enter(0)
 			if err := m.UpdateBytes(u32(key), u32(IDOf(b)), UpdateAny); err != nil {
 				t.Fatal(err)
 			}
-			if n := refs.count(); n != 2 {
-				t.Errorf("%d inner maps referenced during a run, want 2", n)
+			if n := refs.count(); n != 1 {
+				t.Errorf("%d inner maps referenced after the replacement, want 1", n)
+			}
+			if got, err := FromHandle(a.Handle(), true); got != a {
+				t.Errorf("handle of a replaced inner map invalid during a run: %v", err)
+			}
+			if Reclaim() == 0 {
+				t.Error("inner map freed while a run may hold its handle")
+			}
+			zero := uint32(0)
+			if a.Lookup(unsafe.Pointer(&zero), 0) == nil {
+				t.Error("inner map unusable during the run")
 			}
 			d.Exit(0)
-			if n := refs.count(); n != 1 {
-				t.Errorf("%d inner maps referenced after the run, want 1", n)
+			waitReclaimed(t)
+			if got, _ := FromHandle(a.Handle(), true); got == a {
+				t.Error("freed inner map still in the live-map table")
 			}
 			if err := m.Delete(unsafe.Pointer(&key)); err != nil {
 				t.Fatal(err)
@@ -173,5 +191,17 @@ func TestArrayOfMapsErrors(t *testing.T) {
 		if !errors.Is(tt.err, tt.want) {
 			t.Errorf("%s: %v, want %v", name, tt.err, tt.want)
 		}
+	}
+}
+
+// waitReclaimed waits for the frees deferred by Release to run.
+func waitReclaimed(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for Reclaim() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("deferred frees still pending after 5s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

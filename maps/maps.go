@@ -15,7 +15,10 @@ package maps
 import (
 	"errors"
 	"fmt"
+	"os"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"bpfvm/vm"
 )
@@ -32,7 +35,19 @@ var (
 	// ErrAgain is a ring buffer without room for a record: try again once
 	// the consumer has caught up.
 	ErrAgain = errors.New("resource temporarily unavailable") // EAGAIN
+	// ErrClosed is the use of a closed map, program, collection or reader.
+	// It also matches os.ErrClosed, and unix.EBADF, which cilium/ebpf
+	// returns for a closed file descriptor (sys.ErrClosedFd).
+	ErrClosed error = closedError{}
 )
+
+// closedError is ErrClosed.
+type closedError struct{}
+
+func (closedError) Error() string { return "use of closed object" }
+
+// Is makes ErrClosed match os.ErrClosed and EBADF.
+func (closedError) Is(target error) bool { return target == os.ErrClosed || target == unix.EBADF }
 
 // Update flags, as in the kernel's BPF_ANY, BPF_NOEXIST and BPF_EXIST.
 const (
@@ -104,6 +119,19 @@ type Options struct {
 	NumCPU int
 	// Domain defers reuse of memory that running programs may still see.
 	Domain *Domain
+	// Programs gives program arrays references to the programs they hold,
+	// as the kernel's prog_array holds its programs. Nil: program ids are
+	// stored as they are.
+	Programs ProgramRefs
+}
+
+// ProgramRefs takes and drops references to programs by id.
+type ProgramRefs interface {
+	// Acquire takes a reference to the program with the given id; false
+	// when there is no such live program.
+	Acquire(id uint32) bool
+	// Release drops a reference taken by Acquire.
+	Release(id uint32)
 }
 
 // Map is an eBPF map.
@@ -111,6 +139,19 @@ type Map interface {
 	Spec() Spec
 	// Handle is the value a program holds for this map.
 	Handle() uint64
+	// ID is the map's id, which maps of maps store (IDOf).
+	ID() uint32
+
+	// Acquire takes a reference that keeps the map's memory alive until
+	// Release; it fails (false) once the map is being freed. Programs that
+	// reference the map, maps of maps holding it, readers and Go-side
+	// operations in progress hold references; runs do not (their epoch
+	// domain protects them, see Defer).
+	Acquire() bool
+	// Release drops a reference taken by Acquire.
+	Release()
+	// Closed reports whether Close has been called.
+	Closed() bool
 
 	// Lookup returns a pointer to the value of key for CPU cpu, or nil. The
 	// pointer stays valid until the calling run leaves the map's Domain.
@@ -136,7 +177,16 @@ type Map interface {
 	// Memory returns the off-heap spans programs may access, for checked-mode
 	// access validation.
 	Memory() []vm.Region
+	// Close drops the creator's reference: the memory is freed once no
+	// program, map of maps, reader or operation in progress holds the map
+	// and no run can still see it. Closing twice does nothing. Go code that
+	// may race with Close calls the other methods only while it holds a
+	// reference (as bpfvm.Map does): after the last one they touch freed
+	// memory.
 	Close() error
+
+	// free releases the memory; called once, after the last reference.
+	free() error
 }
 
 // QueueStack is implemented by queue and stack maps (and by nothing else): the

@@ -2,6 +2,7 @@ package maps
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -15,11 +16,20 @@ import (
 // Each slot is a uint64 off-heap, ProgPresent|id or 0 when empty (a program
 // id may be anything, 0 included), read with one atomic load by Get or by
 // native code.
+//
+// With Options.Programs each slot holds a reference to its program, so a
+// program closed by its user stays callable while a slot holds it. As in
+// the kernel, closing the array (its user's reference) empties it: this
+// breaks the cycle of a program that references the array it sits in.
 type ProgramArray struct {
 	header
-	spec Spec
-	mem  *vm.Mem
-	base uint64
+	spec  Spec
+	mem   *vm.Mem
+	base  uint64
+	progs ProgramRefs
+
+	mu      sync.Mutex // Go-side writers
+	cleared bool       // closed and emptied: no more updates
 }
 
 // ProgPresent marks a non-empty program array slot; the low 32 bits hold the
@@ -37,7 +47,7 @@ func newProgArray(spec Spec, opts Options) (*ProgramArray, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
 	}
-	p := &ProgramArray{spec: spec, mem: mem, base: mem.Addr()}
+	p := &ProgramArray{spec: spec, mem: mem, base: mem.Addr(), progs: opts.Programs}
 	if err := p.header.init(p); err != nil {
 		mem.Free()
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
@@ -79,10 +89,21 @@ func (p *ProgramArray) Delete(key unsafe.Pointer) error {
 	if i >= p.spec.MaxEntries {
 		return fmt.Errorf("index %d of %d: %w", i, p.spec.MaxEntries, ErrFull)
 	}
-	if atomic.SwapUint64(p.slot(i), 0) == 0 {
+	p.mu.Lock()
+	old := atomic.SwapUint64(p.slot(i), 0)
+	p.mu.Unlock()
+	if old == 0 {
 		return ErrKeyNotExist
 	}
+	p.drop(old)
 	return nil
+}
+
+// drop releases the program of a slot value just removed.
+func (p *ProgramArray) drop(v uint64) {
+	if p.progs != nil && v&ProgPresent != 0 {
+		p.progs.Release(uint32(v))
+	}
 }
 
 func index4(b []byte) (uint32, error) {
@@ -126,7 +147,19 @@ func (p *ProgramArray) UpdateBytes(key, value []byte, flags uint64) error {
 	if i >= p.spec.MaxEntries {
 		return fmt.Errorf("index %d of %d: %w", i, p.spec.MaxEntries, ErrFull)
 	}
-	atomic.StoreUint64(p.slot(i), ProgPresent|uint64(*(*uint32)(unsafe.Pointer(&value[0]))))
+	id := *(*uint32)(unsafe.Pointer(&value[0]))
+	if p.progs != nil && !p.progs.Acquire(id) {
+		return fmt.Errorf("no program with id %d: %w", id, ErrInvalid)
+	}
+	p.mu.Lock()
+	if p.cleared {
+		p.mu.Unlock()
+		p.drop(ProgPresent | uint64(id))
+		return fmt.Errorf("prog_array %s: %w", p.spec.Name, ErrClosed)
+	}
+	old := atomic.SwapUint64(p.slot(i), ProgPresent|uint64(id))
+	p.mu.Unlock()
+	p.drop(old)
 	return nil
 }
 
@@ -162,11 +195,26 @@ func arrayNextKey(n uint32, key, next []byte) error {
 	return nil
 }
 
-// Close frees the array.
+// Close empties the array, as the kernel does when the last user reference
+// to a prog_array goes, and drops the creator's reference.
 func (p *ProgramArray) Close() error {
-	err := p.mem.Free()
-	if err2 := p.header.release(); err == nil {
-		err = err2
+	if !p.Closed() {
+		p.clear()
 	}
-	return err
+	return p.header.Close()
+}
+
+// clear empties every slot and refuses later updates.
+func (p *ProgramArray) clear() {
+	p.mu.Lock()
+	p.cleared = true
+	p.mu.Unlock()
+	for i := range p.spec.MaxEntries {
+		p.drop(atomic.SwapUint64(p.slot(i), 0))
+	}
+}
+
+func (p *ProgramArray) free() error {
+	p.clear()
+	return p.mem.Free()
 }

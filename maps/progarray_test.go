@@ -54,3 +54,71 @@ func TestProgArray(t *testing.T) {
 		t.Errorf("program update: %v", err)
 	}
 }
+
+// fakePrograms counts references per program id; ids above 100 are not
+// live programs.
+type fakePrograms map[uint32]int
+
+func (f fakePrograms) Acquire(id uint32) bool {
+	if id > 100 {
+		return false
+	}
+	f[id]++
+	return true
+}
+
+func (f fakePrograms) Release(id uint32) { f[id]-- }
+
+func TestProgArrayHoldsPrograms(t *testing.T) {
+	// Each slot holds a reference to its program; replacing, deleting,
+	// closing (which empties the array, as the kernel's last user
+	// reference does) and freeing drop it.
+	for _, end := range []string{"close", "close while held"} {
+		t.Run(end, func(t *testing.T) {
+			progs := fakePrograms{}
+			m, err := New(Spec{Type: ProgArray, KeySize: 4, ValueSize: 4, MaxEntries: 4}, Options{Programs: progs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps := []struct {
+				name string
+				do   func() error
+				err  error
+				want fakePrograms
+			}{
+				{"store 1", func() error { return m.UpdateBytes(u32(0), u32(1), UpdateAny) }, nil, fakePrograms{1: 1}},
+				{"store 1 again", func() error { return m.UpdateBytes(u32(1), u32(1), UpdateAny) }, nil, fakePrograms{1: 2}},
+				{"replace by 2", func() error { return m.UpdateBytes(u32(0), u32(2), UpdateAny) }, nil, fakePrograms{1: 1, 2: 1}},
+				{"no such program", func() error { return m.UpdateBytes(u32(2), u32(200), UpdateAny) }, ErrInvalid, fakePrograms{1: 1, 2: 1}},
+				{"delete", func() error { return m.Delete(unsafe.Pointer(&[]uint32{1}[0])) }, nil, fakePrograms{1: 0, 2: 1}},
+			}
+			for _, s := range steps {
+				if err := s.do(); !errors.Is(err, s.err) && err != s.err {
+					t.Fatalf("%s: %v, want %v", s.name, err, s.err)
+				}
+				for id, n := range s.want {
+					if progs[id] != n {
+						t.Fatalf("%s: program %d has %d references, want %d", s.name, id, progs[id], n)
+					}
+				}
+			}
+			if end == "close while held" {
+				m.Acquire() // e.g. a program that references the array
+			}
+			m.Close()
+			if progs[2] != 0 {
+				t.Errorf("closed array still holds program 2")
+			}
+			if err := m.UpdateBytes(u32(0), u32(3), UpdateAny); !errors.Is(err, ErrClosed) {
+				t.Errorf("update of a closed array: %v, want ErrClosed", err)
+			}
+			if progs[3] != 0 {
+				t.Errorf("failed update kept a reference to program 3")
+			}
+			if end == "close while held" {
+				m.Release()
+			}
+			waitReclaimed(t)
+		})
+	}
+}

@@ -172,10 +172,4 @@ func (q *queueStack) NextKey(key, next []byte) error {
 	return fmt.Errorf("next key of a %s: %w", typeName(q.spec.Type), ErrInvalid)
 }
 
-func (q *queueStack) Close() error {
-	err := q.mem.Free()
-	if err2 := q.header.release(); err == nil {
-		err = err2
-	}
-	return err
-}
+func (q *queueStack) free() error { return q.mem.Free() }

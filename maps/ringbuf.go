@@ -256,18 +256,24 @@ type RingReader struct {
 
 // Read returns the next committed record, copied out of the ring, waiting
 // for one if need be. It skips discarded records and returns an error
-// wrapping os.ErrClosed once the reader or the ring is closed.
+// wrapping ErrClosed (which matches os.ErrClosed) once the reader or the
+// ring is closed.
 func (rd *RingReader) Read() ([]byte, error) { return rd.ReadContext(context.Background()) }
 
 // ReadContext is Read that also gives up when ctx is done.
 func (rd *RingReader) ReadContext(ctx context.Context) ([]byte, error) {
 	r := rd.r
+	// A read in progress keeps the ring's memory alive.
+	if !r.Acquire() {
+		return nil, fmt.Errorf("ring buffer %s: %w", r.spec.Name, ErrClosed)
+	}
+	defer r.Release()
 	for {
 		select {
 		case <-rd.closed:
-			return nil, fmt.Errorf("ring buffer reader: %w", os.ErrClosed)
+			return nil, fmt.Errorf("ring buffer reader: %w", ErrClosed)
 		case <-r.closed:
-			return nil, fmt.Errorf("ring buffer %s: %w", r.spec.Name, os.ErrClosed)
+			return nil, fmt.Errorf("ring buffer %s: %w", r.spec.Name, ErrClosed)
 		default:
 		}
 		if rec, ok := r.consume(); ok {
@@ -297,10 +303,24 @@ func (rd *RingReader) ReadContext(ctx context.Context) ([]byte, error) {
 
 // Available returns the bytes between the consumer and producer positions:
 // records not yet read, including reserved and discarded ones, with their
-// headers.
-func (rd *RingReader) Available() int { return int(rd.r.Query(RingAvailData)) }
+// headers; 0 once the reader or the ring is closed.
+func (rd *RingReader) Available() int {
+	r := rd.r
+	if !r.Acquire() {
+		return 0
+	}
+	defer r.Release()
+	select {
+	case <-rd.closed:
+		return 0
+	case <-r.closed:
+		return 0
+	default:
+	}
+	return int(r.Query(RingAvailData))
+}
 
-// Close makes pending and future reads return os.ErrClosed.
+// Close makes pending and future reads return ErrClosed.
 func (rd *RingReader) Close() error {
 	rd.once.Do(func() { close(rd.closed) })
 	return nil
@@ -339,19 +359,19 @@ func (r *RingBuffer) NextKey(key, next []byte) error {
 	return fmt.Errorf("next key of a ringbuf: %w", ErrNotSupported)
 }
 
-// Close wakes readers with os.ErrClosed and frees the ring.
+// Close wakes readers with ErrClosed and drops the creator's reference:
+// programs that reference the ring may still write to it, and the memory
+// lives until they are gone.
 func (r *RingBuffer) Close() error {
 	r.closeMu.Do(func() { close(r.closed) })
-	// Readers copy records under consMu: wait for any copy in progress.
+	return r.header.Close()
+}
+
+// free unmaps the ring: no program, reader or run holds it any more.
+func (r *RingBuffer) free() error {
 	r.consMu.Lock()
 	defer r.consMu.Unlock()
-	if r.mem == nil {
-		return nil
-	}
 	err := r.mem.Free()
 	r.mem = nil
-	if err2 := r.header.release(); err == nil {
-		err = err2
-	}
 	return err
 }

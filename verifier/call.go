@@ -49,13 +49,14 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	var (
 		m           *MapInfo
 		memReg      = -1 // register of the last memory argument
-		memUninit   bool
+		memArg      ArgType
 		allocSize   uint64
 		releaseRef  uint32
 		callback    = -1
 		constKey    uint64
 		hasConstKey bool
 		keyReg      Reg
+		raw         rawWrite
 	)
 	for i, at := range p.Args {
 		regno := isa.Register(i + 1)
@@ -66,10 +67,23 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		if err != nil {
 			return err
 		}
+		if at != ArgAnything && reg.Type.isPacket() && !p.PktAccess {
+			// Before any other check of the argument, as the kernel.
+			return v.errorf(pc, "helper access to the packet is not allowed")
+		}
+		if at.isMem() {
+			if err := v.checkMemArgType(pc, regno, reg, at); err != nil {
+				return err
+			}
+		}
 		switch at {
 		case ArgAnything:
 			if reg.Type.IsPointer() && v.opts.Unprivileged {
 				return v.errorf(pc, "R%d leaks addr into helper function", regno)
+			}
+		case ArgStackOrNull:
+			if reg.Type != PtrToStack && !(reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0) {
+				return v.errorf(pc, "R%d type=%s expected=fp", regno, regTypeString(reg))
 			}
 		case ArgScalar:
 			if reg.Type != ScalarValue {
@@ -96,7 +110,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			if at != ArgMapKey {
 				size = m.Spec.ValueSize
 			}
-			if err := v.checkHelperMem(pc, regno, reg, int(size), at == ArgUninitMapValue, false); err != nil {
+			if err := v.checkHelperMem(pc, regno, reg, int(size), at, true, false, &raw); err != nil {
 				return err
 			}
 			if at == ArgMapKey {
@@ -104,18 +118,21 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				v.noteConstKey(pc, constKey, hasConstKey)
 				keyReg = *reg
 			}
-		case ArgMem, ArgUninitMem, ArgPtrToLong, ArgConstStr:
-			memReg, memUninit = i+1, at == ArgUninitMem
-			if at == ArgPtrToLong {
-				if err := v.checkHelperMem(pc, regno, reg, 8, true, false); err != nil {
-					return err
-				}
+		case ArgPtrToLong:
+			if err := v.checkHelperMem(pc, regno, reg, 8, at, true, false, &raw); err != nil {
+				return err
 			}
-			if at == ArgConstStr {
-				if reg.Type != PtrToMapValue || reg.Map.Spec.Flags&0x80 == 0 {
-					return v.errorf(pc, "R%d does not point to a readonly map'", regno)
-				}
+			// MEM_ALIGNED: the helper stores an s64 there.
+			if err := v.checkAlign(pc, reg, 0, 8, true); err != nil {
+				return err
 			}
+		case ArgConstStr:
+			if err := v.checkConstStr(pc, regno, reg); err != nil {
+				return err
+			}
+		case ArgMem, ArgUninitMem, ArgMemOrNull, ArgWriteMemOrNull:
+			// Checked with the size argument that follows.
+			memReg, memArg = i+1, at
 		case ArgConstSize, ArgConstSizeOrZero:
 			if reg.Type != ScalarValue {
 				return v.errorf(pc, "R%d type=%s expected=scalar", regno, regTypeString(reg))
@@ -132,13 +149,13 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			if memReg < 0 {
 				return v.errorf(pc, "R%d size argument without a memory argument", regno)
 			}
-			v.markRegPrecise(regno)
-			if reg.Umax > 0 {
-				ptr := &f.Regs[memReg]
-				if err := v.checkHelperMem(pc, isa.Register(memReg), ptr, int(reg.Umax), memUninit, reg.Umin == 0); err != nil {
-					return err
-				}
+			// The largest size is checked; NULL passes only when
+			// the size is exactly 0.
+			ptr := &f.Regs[memReg]
+			if err := v.checkHelperMem(pc, isa.Register(memReg), ptr, int(reg.Umax), memArg, reg.IsConst(), at == ArgConstSizeOrZero, &raw); err != nil {
+				return err
 			}
+			v.markRegPrecise(regno)
 		case ArgConstAllocSize:
 			if reg.Type != ScalarValue || !reg.IsConst() {
 				return v.errorf(pc, "R%d is not a known constant'", regno)
@@ -165,6 +182,14 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				return v.errorf(pc, "R%d must have zero offset when passed to release func", regno)
 			}
 			releaseRef = reg.RefID
+		}
+	}
+	if err := v.applyRawWrite(pc, &raw); err != nil {
+		return err
+	}
+	if name == "bpf_snprintf" {
+		if err := v.checkSnprintf(pc, f); err != nil {
+			return err
 		}
 	}
 	if callback >= 0 {
@@ -266,76 +291,136 @@ func (v *verifier) enterCallback(pc int, name string, sub int, m *MapInfo) error
 	return nil
 }
 
-// checkHelperMem checks that a helper may read (or, uninit, write) size
-// bytes at reg; zeroOK allows a NULL-free zero-sized access.
-func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int, uninit, zeroOK bool) error {
-	if reg.maybeNull() {
-		return v.errorf(pc, "R%d type=%s expected=%s", regno, regTypeString(reg), memArgTypes)
-	}
-	switch reg.Type {
-	case PtrToStack:
-		s := reg.Scalar
-		f := v.cur.frame(int(reg.Frame))
-		lo := int64(reg.Off) + s.Smin
-		hi := int64(reg.Off) + s.Smax + int64(size)
-		if lo < -MaxStack || hi > 0 {
-			dir := " read from"
-			if uninit {
-				dir = " write to"
-			}
-			if s.IsConst() {
-				return v.errorf(pc, "invalid%s stack R%d off=%d size=%d", dir, regno, lo, size)
-			}
-			return v.errorf(pc, "invalid variable-offset%s stack R%d var_off=%s off=%d size=%d", dir, regno, s.Var, reg.Off, size)
-		}
-		if !s.IsConst() && v.opts.Unprivileged {
-			return v.errorf(pc, "R%d variable stack access prohibited for !root", regno)
-		}
-		v.noteStackDepth(f, int(-lo))
-		return v.stackInitialized(pc, int(regno), f, int(lo), int(hi-lo), uninit)
-	case PtrToMapValue, PtrToMapKey, PtrToPacket, PtrToPacketMeta, PtrToMem:
-		a := access{pc: pc, reg: regno, size: size, write: uninit}
-		if uninit {
-			unk := unknownScalar()
-			a.val = &unk
-		}
-		if size == 0 {
-			return nil
-		}
-		// The access covers size bytes: check it as one wide access.
-		_, err := v.checkWideAccess(reg, a)
-		return err
-	}
-	if zeroOK && reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
-		v.markRegPrecise(regno)
-		return nil
-	}
-	return v.errorf(pc, "R%d type=%s expected=%s", regno, regTypeString(reg), memArgTypes)
-}
-
 // memArgTypes are the register types helper memory arguments take, as the
 // kernel lists them.
 const memArgTypes = "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_"
 
-// checkWideAccess checks an access of any size to non-stack memory.
-func (v *verifier) checkWideAccess(ptr *Reg, a access) (Reg, error) {
-	if ptr.maybeNull() {
-		return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
+// checkMemArgType checks the type of a memory argument before its access
+// is (the kernel's check_reg_type): NULL passes for arguments that may be
+// NULL, whose size decides; a pointer that may be NULL passes there too,
+// with the flag folded away as the kernel does.
+func (v *verifier) checkMemArgType(pc int, regno isa.Register, reg *Reg, at ArgType) error {
+	if at.orNull() && reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
+		return nil
 	}
-	switch ptr.Type {
-	case PtrToMapValue:
-		return v.mapValueAccess(ptr, a)
-	case PtrToMapKey:
-		return Reg{}, v.boundsCheck(ptr, a, int64(ptr.Map.Spec.KeySize), "map key, key_size")
-	case PtrToPacket, PtrToPacketMeta:
-		return v.packetAccess(ptr, a)
+	want, ok := memArgTypes, false
+	switch reg.Type {
+	case PtrToStack, PtrToPacket, PtrToPacketMeta, PtrToMapKey, PtrToMapValue:
+		ok = true
 	case PtrToMem:
-		if a.write && ptr.Flags&Rdonly != 0 {
-			return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))
-		}
-		return Reg{}, v.boundsCheck(ptr, a, int64(ptr.MemSize), "memory, mem_size")
+		// Read-only memory only where the helper only reads.
+		ok = reg.Flags&Rdonly == 0 || !at.writes()
 	}
-	return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
+	if at == ArgConstStr {
+		want, ok = "map_value", reg.Type == PtrToMapValue
+	}
+	if reg.maybeNull() && !at.orNull() {
+		ok = false
+	}
+	if !ok {
+		return v.errorf(pc, "R%d type=%s expected=%s", regno, regTypeString(reg), want)
+	}
+	return nil
+}
+
+// rawWrite is the stack a helper fills (an uninitialised memory argument at
+// a constant offset and size): marked written after every argument is
+// checked, byte by byte, as the kernel's check_helper_call does.
+type rawWrite struct {
+	set   bool
+	regno isa.Register
+	frame int
+	off   int
+	size  int
+}
+
+// applyRawWrite marks the stack a helper fills as written: one-byte stores
+// of unknown values, which turn spilled registers into unknown bytes and
+// destroy the iterators they touch.
+func (v *verifier) applyRawWrite(pc int, w *rawWrite) error {
+	if !w.set {
+		return nil
+	}
+	f := v.cur.frame(w.frame)
+	for off := w.off; off < w.off+w.size; off++ {
+		if err := v.stackWrite(f, access{pc: pc, reg: w.regno, size: 1, write: true}, off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkHelperMem checks that a helper may access size bytes at reg for a
+// memory argument of type at (the kernel's check_helper_mem_access):
+// reading or, for arguments the helper writes, writing them. constSize
+// says the size is known exactly; zeroOK allows NULL when size is 0. A
+// fill of uninitialised stack is recorded in raw.
+func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int, at ArgType, constSize, zeroOK bool, raw *rawWrite) error {
+	write := at.writes()
+	a := access{pc: pc, reg: regno, size: size, write: write}
+	switch reg.Type {
+	case PtrToStack:
+		return v.helperStack(pc, regno, reg, size, write, at.uninit() && constSize, raw)
+	case PtrToPacket, PtrToPacketMeta:
+		_, err := v.packetAccess(reg, a)
+		return err
+	case PtrToMapKey:
+		if write {
+			return v.errorf(pc, "R%d cannot write into %s", regno, regTypeString(reg))
+		}
+		return v.boundsCheck(reg, a, int64(reg.Map.Spec.KeySize), "map key, key_size")
+	case PtrToMapValue:
+		_, err := v.mapValueAccess(reg, a)
+		return err
+	case PtrToMem:
+		if write && reg.Flags&Rdonly != 0 {
+			return v.errorf(pc, "R%d cannot write into %s", regno, regTypeString(reg))
+		}
+		return v.boundsCheck(reg, a, int64(reg.MemSize), "memory, mem_size")
+	}
+	// NULL, which only arguments that may be NULL let through.
+	if zeroOK && size == 0 && reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
+		v.markRegPrecise(regno)
+		return nil
+	}
+	return v.errorf(pc, "R%d type=%s expected=fp", regno, regTypeString(reg))
+}
+
+// checkConstStr checks a constant-string argument (the kernel's
+// check_reg_const_str): a constant address in the value of a frozen
+// read-only array of one value, with a NUL between it and the value's
+// end. The helper bounds its read by the value too, as Go code may write
+// the map after the program was verified.
+func (v *verifier) checkConstStr(pc int, regno isa.Register, reg *Reg) error {
+	m := reg.Map
+	if m.Spec.Flags&maps.FlagRdonlyProg == 0 {
+		return v.errorf(pc, "R%d does not point to a readonly map'", regno)
+	}
+	if !reg.IsConst() {
+		return v.errorf(pc, "R%d is not a constant address'", regno)
+	}
+	if m.Spec.Type != maps.Array {
+		return v.errorf(pc, "no direct value access support for this map type")
+	}
+	vs := int64(m.Spec.ValueSize)
+	if size := vs - int64(reg.Off); size <= 0 {
+		return v.errorf(pc, "invalid access to map value, value_size=%d off=%d size=%d", vs, reg.Off, size)
+	}
+	if _, err := v.mapValueAccess(reg, access{pc: pc, reg: regno, size: int(vs - int64(reg.Off))}); err != nil {
+		return err
+	}
+	off := int64(reg.Off) + int64(reg.Const())
+	if m.Spec.MaxEntries != 1 || off < 0 || off >= vs {
+		return v.errorf(pc, "direct value access on string failed")
+	}
+	if m.ReadOnlyValue == nil {
+		// Its contents are not fixed: not frozen, for the kernel.
+		return v.errorf(pc, "R%d does not point to a readonly map'", regno)
+	}
+	if int64(len(m.ReadOnlyValue)) < vs || !slices.Contains(m.ReadOnlyValue[off:vs], 0) {
+		return v.errorf(pc, "string is not zero-terminated")
+	}
+	return nil
 }
 
 // noteConstKey records a map lookup's key when it is a constant on the
@@ -471,6 +556,12 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		st.popFrame()
 		caller := st.cur()
 		caller.Regs[0] = *r0
+		if v.subs[f.Subprog].LdAbs {
+			// A failed LD_ABS/LD_IND returns 0 before any exit: the
+			// caller may get that instead of R0 here, as the kernel's
+			// has_abnormal_return says.
+			caller.Regs[0] = unknownScalar()
+		}
 		if v.log.level > 0 {
 			v.log.printf("returning from callee:\n %s\nto caller at %d:\n %s\n", frameString(f), f.CallSite+1, frameString(caller))
 		}

@@ -15,6 +15,10 @@ type subprog struct {
 	StackDepth int
 	// Callback is set for functions passed to helpers by PseudoFunc loads.
 	Callback bool
+	// LdAbs is set for functions with LD_ABS or LD_IND, which return 0
+	// from the function when the load is out of bounds (the kernel's
+	// has_ld_abs).
+	LdAbs bool
 }
 
 // findSubprogs splits the program into functions at call targets.
@@ -41,6 +45,9 @@ func findSubprogs(insns []isa.Instruction) []subprog {
 	for pc, ins := range insns {
 		if ins.IsPseudoFunc() {
 			subs[subprogAt(subs, pc+1+int(ins.Imm))].Callback = true
+		}
+		if ins.Class() == isa.ClassLD && (ins.Op&0xe0 == isa.ModeABS || ins.Op&0xe0 == isa.ModeIND) {
+			subs[subprogAt(subs, pc)].LdAbs = true
 		}
 	}
 	return subs

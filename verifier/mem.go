@@ -287,23 +287,26 @@ func (v *verifier) loadedScalar(size int) Reg {
 // against [0, limit), the kernel's check_mem_region_access.
 func (v *verifier) boundsCheck(ptr *Reg, a access, limit int64, what string) error {
 	s := ptr.Scalar
-	if s.Smin < 0 && (ptr.Type == PtrToMapValue || ptr.Type == PtrToMem || ptr.Type == PtrToMapKey) {
+	off := int64(ptr.Off) + int64(a.off)
+	// A negative minimum is fine while the sum stays in the region; one
+	// that does not fit 32 bits is not (the sum is then not computed).
+	if lo := off + s.Smin; s.Smin < 0 && (s.Smin == minInt64 || lo != int64(int32(lo)) || lo < 0) {
 		return v.errorf(a.pc, "R%d min value is negative, either use unsigned index or do a if (index >=0) check.", a.reg)
 	}
-	lo := int64(ptr.Off) + int64(a.off) + s.Smin
-	if lo < 0 {
+	lo := off + s.Smin
+	if lo < 0 || lo+int64(a.size) > limit {
 		if s.IsConst() {
-			return v.errorf(a.pc, "invalid access to %s=%d off=%d size=%d", what, limit, int64(ptr.Off)+int64(a.off)+s.Smin, a.size)
+			return v.errorf(a.pc, "invalid access to %s=%d off=%d size=%d", what, limit, lo, a.size)
 		}
 		return v.errorf(a.pc, "R%d min value is outside of the allowed memory range", a.reg)
 	}
+	// Umax is bounded before it is added.
 	if s.Umax >= maxVarOff {
 		return v.errorf(a.pc, "R%d unbounded memory access, make sure to bounds check any such access", a.reg)
 	}
-	hi := int64(ptr.Off) + int64(a.off) + int64(s.Umax) + int64(a.size)
-	if hi > limit {
+	if hi := off + int64(s.Umax) + int64(a.size); hi > limit {
 		if s.IsConst() {
-			return v.errorf(a.pc, "invalid access to %s=%d off=%d size=%d", what, limit, int64(ptr.Off)+int64(a.off)+s.Smin, a.size)
+			return v.errorf(a.pc, "invalid access to %s=%d off=%d size=%d", what, limit, lo, a.size)
 		}
 		return v.errorf(a.pc, "R%d max value is outside of the allowed memory range", a.reg)
 	}
@@ -321,7 +324,13 @@ func (v *verifier) mapValueAccess(ptr *Reg, a access) (Reg, error) {
 	if v.leaks(a) {
 		return Reg{}, v.errorf(a.pc, "R%d leaks addr into map", a.valReg)
 	}
-	if err := v.boundsCheck(ptr, a, int64(m.Spec.ValueSize), "map value, value_size"); err != nil {
+	what := "map value, value_size"
+	if ptr.maybeNull() {
+		// Helpers take values that may be NULL; the kernel's message
+		// then names the type with its flag, as plain memory.
+		what = "memory, mem_size"
+	}
+	if err := v.boundsCheck(ptr, a, int64(m.Spec.ValueSize), what); err != nil {
 		return Reg{}, err
 	}
 	return v.loadedScalar(a.size), nil

@@ -44,7 +44,42 @@ const (
 	ArgConstStr
 	// ArgPtrToLong points at 8 writable bytes (strtol results).
 	ArgPtrToLong
+	// ArgMemOrNull is ArgMem, or NULL when the size is 0 (the kernel's
+	// ARG_PTR_TO_MEM | PTR_MAYBE_NULL | MEM_RDONLY). As in the kernel, a
+	// pointer that may be NULL passes too: the helper must check for NULL.
+	ArgMemOrNull
+	// ArgWriteMemOrNull points at memory the helper writes, whose size is
+	// the next argument, or is NULL when the size is 0 (the kernel's
+	// ARG_PTR_TO_MEM_OR_NULL | MEM_WRITE). Unlike ArgUninitMem, stack
+	// memory must be initialised; a pointer that may be NULL passes.
+	ArgWriteMemOrNull
+	// ArgStackOrNull is a pointer into the stack or NULL, passed on
+	// unchecked (callback contexts: the kernel's ARG_PTR_TO_STACK_OR_NULL).
+	ArgStackOrNull
 )
+
+// isMem reports whether an argument points at memory the helper accesses.
+func (t ArgType) isMem() bool {
+	switch t {
+	case ArgMapKey, ArgMapValue, ArgUninitMapValue, ArgMem, ArgUninitMem, ArgConstStr, ArgPtrToLong, ArgMemOrNull, ArgWriteMemOrNull:
+		return true
+	}
+	return false
+}
+
+// orNull reports whether a memory argument may be NULL (with a size of 0).
+func (t ArgType) orNull() bool { return t == ArgMemOrNull || t == ArgWriteMemOrNull }
+
+// writes reports whether the helper writes a memory argument (MEM_WRITE).
+func (t ArgType) writes() bool {
+	return t == ArgUninitMapValue || t == ArgUninitMem || t == ArgPtrToLong || t == ArgWriteMemOrNull
+}
+
+// uninit reports whether a memory argument may be uninitialised stack the
+// helper fills (MEM_UNINIT, the kernel's raw mode).
+func (t ArgType) uninit() bool {
+	return t == ArgUninitMapValue || t == ArgUninitMem || t == ArgPtrToLong
+}
 
 // RetType says what a helper returns in R0.
 type RetType uint8
@@ -66,6 +101,9 @@ type Proto struct {
 	MapTypes []maps.Type
 	// TailCall marks bpf_tail_call.
 	TailCall bool
+	// PktAccess allows packet pointers as memory arguments (the kernel's
+	// pkt_access): "helper access to the packet is not allowed" otherwise.
+	PktAccess bool
 	// ProgTypes lists the program types that may call the helper, by
 	// progtype name (nil: any).
 	ProgTypes []string
@@ -83,10 +121,10 @@ var (
 
 // builtinProtos are the prototypes of the helpers bpfvm implements.
 var builtinProtos = map[string]Proto{
-	"bpf_map_lookup_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, Ret: RetMapValueOrNull, MapTypes: lookupMaps},
-	"bpf_map_update_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey, ArgMapValue, ArgAnything}, MapTypes: updateMaps},
-	"bpf_map_delete_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, MapTypes: deleteMaps},
-	"bpf_map_push_elem":        {Args: [5]ArgType{ArgConstMapPtr, ArgMapValue, ArgAnything}, MapTypes: queueMaps},
+	"bpf_map_lookup_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, Ret: RetMapValueOrNull, MapTypes: lookupMaps, PktAccess: true},
+	"bpf_map_update_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey, ArgMapValue, ArgAnything}, MapTypes: updateMaps, PktAccess: true},
+	"bpf_map_delete_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, MapTypes: deleteMaps, PktAccess: true},
+	"bpf_map_push_elem":        {Args: [5]ArgType{ArgConstMapPtr, ArgMapValue, ArgAnything}, MapTypes: queueMaps, PktAccess: true},
 	"bpf_map_pop_elem":         {Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}, MapTypes: queueMaps},
 	"bpf_map_peek_elem":        {Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}, MapTypes: queueMaps},
 	"bpf_ktime_get_ns":         {},
@@ -100,8 +138,8 @@ var builtinProtos = map[string]Proto{
 	"bpf_get_current_uid_gid":  {},
 	"bpf_get_current_comm":     {Args: [5]ArgType{ArgUninitMem, ArgConstSize}},
 	"bpf_trace_printk":         {Args: [5]ArgType{ArgMem, ArgConstSize}}, // R3-R5 are read unchecked, as in the kernel
-	"bpf_trace_vprintk":        {Args: [5]ArgType{ArgMem, ArgConstSize, ArgMem, ArgConstSizeOrZero}},
-	"bpf_snprintf":             {Args: [5]ArgType{ArgUninitMem, ArgConstSizeOrZero, ArgConstStr, ArgMem, ArgConstSizeOrZero}},
+	"bpf_trace_vprintk":        {Args: [5]ArgType{ArgMem, ArgConstSize, ArgMemOrNull, ArgConstSizeOrZero}},
+	"bpf_snprintf":             {Args: [5]ArgType{ArgWriteMemOrNull, ArgConstSizeOrZero, ArgConstStr, ArgMemOrNull, ArgConstSizeOrZero}},
 	"bpf_tail_call":            {Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything}, Ret: RetVoid, MapTypes: []maps.Type{maps.ProgArray}, TailCall: true},
 	"bpf_ringbuf_output":       {Args: [5]ArgType{ArgConstMapPtr, ArgMem, ArgConstSizeOrZero, ArgAnything}, MapTypes: []maps.Type{maps.RingBuf}},
 	"bpf_ringbuf_reserve":      {Args: [5]ArgType{ArgConstMapPtr, ArgConstAllocSize, ArgAnything}, Ret: RetRingbufMemOrNull, MapTypes: []maps.Type{maps.RingBuf}},
@@ -112,14 +150,14 @@ var builtinProtos = map[string]Proto{
 	"bpf_skb_store_bytes":      {Args: [5]ArgType{ArgCtx, ArgAnything, ArgMem, ArgConstSize, ArgAnything}},
 	"bpf_l3_csum_replace":      {Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything, ArgAnything, ArgAnything}},
 	"bpf_l4_csum_replace":      {Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything, ArgAnything, ArgAnything}},
-	"bpf_csum_diff":            {Args: [5]ArgType{ArgMem, ArgConstSizeOrZero, ArgMem, ArgConstSizeOrZero, ArgAnything}},
+	"bpf_csum_diff":            {Args: [5]ArgType{ArgMemOrNull, ArgConstSizeOrZero, ArgMemOrNull, ArgConstSizeOrZero, ArgAnything}, PktAccess: true},
 	"bpf_xdp_adjust_head":      {Args: [5]ArgType{ArgCtx, ArgAnything}},
 	"bpf_xdp_adjust_tail":      {Args: [5]ArgType{ArgCtx, ArgAnything}},
 	"bpf_xdp_adjust_meta":      {Args: [5]ArgType{ArgCtx, ArgAnything}},
 	"bpf_redirect":             {Args: [5]ArgType{ArgAnything, ArgAnything}},
 	"bpf_redirect_map":         {Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}, MapTypes: []maps.Type{maps.DevMap, maps.DevMapHash, maps.CPUMap, maps.XSKMap}, ProgTypes: []string{"xdp"}},
-	"bpf_loop":                 {Args: [5]ArgType{ArgAnything, ArgCallback, ArgAnything, ArgAnything}},
-	"bpf_for_each_map_elem":    {Args: [5]ArgType{ArgConstMapPtr, ArgCallback, ArgAnything, ArgAnything}},
+	"bpf_loop":                 {Args: [5]ArgType{ArgAnything, ArgCallback, ArgStackOrNull, ArgAnything}},
+	"bpf_for_each_map_elem":    {Args: [5]ArgType{ArgConstMapPtr, ArgCallback, ArgStackOrNull, ArgAnything}},
 	"bpf_strtol":               {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}},
 	"bpf_strtoul":              {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}},
 }

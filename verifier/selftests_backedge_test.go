@@ -27,8 +27,8 @@ func TestSelftestBackedge(t *testing.T) {
 	runCases(t, []vcase{
 		{name: "callback uses the caller's value as an offset", noKernel: true, maps: m, asm: cbUse + "r3 = *(u64 *)(r2 +0)\nr4 = *(u64 *)(r2 +8)\nr4 += r3\nr0 = *(u8 *)(r4 +0)\nr0 = 0\nexit", err: "invalid access to map value"},
 		{name: "callback uses the caller's value in a branch", noKernel: true, maps: m, asm: cbUse + "r3 = *(u64 *)(r2 +0)\nr4 = *(u64 *)(r2 +8)\nif r3 == 0 goto z\nr0 = *(u8 *)(r4 +48)\nz: r0 = 0\nexit", err: "invalid access to map value"},
-		{name: "callback context is the caller's scalar", noKernel: true, maps: m, asm: lookup4 + "if r0 == 0 goto out\nr1 = *(u64 *)(r0 +8)\nr8 = 0\nif r1 > 5 goto second\ngoto head\nsecond: r8 = 100\n" +
-			"head: r1 = 4\nr2 = subprog[cb] ll\nr3 = r8\nr4 = 0\ncall bpf_loop#181\nout: r0 = 0\nexit\ncb: if r2 != 100 goto z\nr0 = *(u64 *)(r10 +8)\nz: r0 = 0\nexit", err: "invalid read from stack"},
+		{name: "callback context is the caller's scalar", maps: m, asm: lookup4 + "if r0 == 0 goto out\nr1 = *(u64 *)(r0 +8)\nr8 = 0\nif r1 > 5 goto second\ngoto head\nsecond: r8 = 100\n" +
+			"head: *(u64 *)(r10 -24) = r8\nr1 = 4\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -24\nr4 = 0\ncall bpf_loop#181\nout: r0 = 0\nexit\ncb: r3 = *(u64 *)(r2 +0)\nif r3 != 100 goto z\nr0 = *(u64 *)(r10 +8)\nz: r0 = 0\nexit", err: "invalid read from stack"},
 		{name: "value kept across the callback loop", noKernel: true, maps: m, asm: lookup4 + "if r0 == 0 goto out\nr7 = r0\nr1 = *(u64 *)(r0 +8)\nr8 = 0\nif r1 > 5 goto second\ngoto head\nsecond: r8 = 100\n" +
 			"head: *(u64 *)(r10 -16) = r8\nr1 = 4\nr2 = subprog[cb] ll\nr3 = 0\nr4 = 0\ncall bpf_loop#181\nr9 = *(u64 *)(r10 -16)\n" + use + "\ncb: r0 = 0\nexit", err: "invalid access to map value"},
 		{name: "may_goto copies the value used after the loop", maps: m, asm: pre + "head: may_goto done\nr9 = r8\ngoto head\ndone: " + use, err: "invalid access to map value"},

@@ -77,6 +77,6 @@ func TestSelftestCalls(t *testing.T) {
 		{name: "bpf_loop callback is scalar", noKernel: true, asm: "r1 = 10\nr2 = 0\nr3 = 0\nr4 = 0\ncall bpf_loop#181\nr0 = 0\nexit", err: "R2 type=scalar expected=func"},
 		{name: "bpf_loop ctx on stack", noKernel: true, asm: "*(u64 *)(r10 -8) = 0\nr1 = 10\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_loop#181\nr0 = *(u64 *)(r10 -8)\nexit\ncb: r3 = *(u64 *)(r2 +0)\nr3 += 1\n*(u64 *)(r2 +0) = r3\nr0 = 0\nexit"},
 		{name: "bpf_loop ctx out of bounds", noKernel: true, asm: "r1 = 10\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_loop#181\nr0 = 0\nexit\ncb: r0 = *(u64 *)(r2 +8)\nr0 = 0\nexit", err: "invalid read from stack R2 off=0 size=8"},
-		{name: "bpf_loop index unknown", noKernel: true, maps: m, asm: lookup4 + "if r0 == 0 goto out\nr1 = 4\nr2 = subprog[cb] ll\nr3 = r0\nr4 = 0\ncall bpf_loop#181\nout: r0 = 0\nexit\ncb: r2 += r1\nr0 = *(u8 *)(r2 +0)\nr0 = 0\nexit", err: "math between map_value pointer and register with unbounded min value is not allowed"},
+		{name: "bpf_loop index unknown", maps: m, asm: lookup4 + "if r0 == 0 goto out\n*(u64 *)(r10 -16) = 0\nr1 = 4\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -16\nr4 = 0\ncall bpf_loop#181\nout: r0 = 0\nexit\ncb: r2 += r1\nr0 = *(u8 *)(r2 +0)\nr0 = 0\nexit", err: "math between fp pointer and register with unbounded min value is not allowed"},
 	})
 }

@@ -47,7 +47,7 @@ func TestSelftestPointerArithmetic(t *testing.T) {
 		{name: "scalar plus value", maps: m, asm: val + "r1 = *(u32 *)(r0 +0)\nr1 &= 31\nr1 += r0\nr0 = *(u64 *)(r1 +0)" + out},
 		// The kernel rejects any possibly negative variable part of a map value
 		// offset (its unsigned bounds become unknown), whatever the fixed offset.
-		{name: "value minus var", maps: m, asm: val + "r1 = *(u32 *)(r0 +0)\nr1 &= 7\nr0 += 16\nr0 -= r1\nr0 = *(u64 *)(r0 +0)" + out, err: "R0 min value is negative", klog: "R0 unbounded memory access"},
+		{name: "value minus var", maps: m, asm: val + "r1 = *(u32 *)(r0 +0)\nr1 &= 7\nr0 += 16\nr0 -= r1\nr0 = *(u64 *)(r0 +0)" + out, err: "R0 unbounded memory access, make sure to bounds check any such access", kmsg: true},
 		{name: "value minus var below", maps: m, asm: val + "r1 = *(u32 *)(r0 +0)\nr1 &= 31\nr0 += 16\nr0 -= r1\nr0 = *(u64 *)(r0 +0)" + out, err: "R0 min value is negative"},
 		{name: "value var too large", maps: m, asm: val + "r1 = *(u32 *)(r0 +0)\nr1 &= 0x3fffffff\nr0 += r1\nr0 = *(u8 *)(r0 +0)" + out, err: "R0 unbounded memory access", kmsg: true},
 		{name: "value var out of bounds value", maps: m, asm: val + "r1 = *(u32 *)(r0 +0)\nr1 &= 0xffff\nr1 -= 0x20000000\nr0 += r1\nr0 = 0\nexit" + out, err: "value -536870912 makes map_value pointer be out of bounds", kmsg: true},

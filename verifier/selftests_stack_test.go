@@ -73,7 +73,7 @@ func TestSelftestStack(t *testing.T) {
 		{name: "var offset pointer write", asm: "r2 = *(u32 *)(r1 +12)\nr2 &= 8\nr3 = r10\nr3 += -16\nr3 += r2\n*(u64 *)(r3 +0) = r1\nr0 = *(u64 *)(r10 -8)\nexit"},
 		{name: "var offset pointer write is no spill", asm: "r2 = *(u32 *)(r1 +12)\nr2 &= 8\nr3 = r10\nr3 += -16\nr3 += r2\n*(u64 *)(r3 +0) = r1\nr1 = *(u64 *)(r10 -8)\nr0 = *(u32 *)(r1 +0)\nexit", err: "R1 invalid mem access 'scalar'", kmsg: true},
 		{name: "var offset destroys spill", asm: "*(u64 *)(r10 -8) = r1\nr2 = *(u32 *)(r1 +12)\nr2 &= 8\nr3 = r10\nr3 += -16\nr3 += r2\n*(u64 *)(r3 +0) = 0\nr1 = *(u64 *)(r10 -8)\nr0 = *(u32 *)(r1 +0)\nexit", err: "R1 invalid mem access 'scalar'", kmsg: true},
-		{name: "var offset read unbounded", asm: "r2 = *(u32 *)(r1 +12)\nr1 = r10\nr1 += -16\nr1 += r2\nr0 = *(u8 *)(r1 +0)\nexit", err: "invalid variable-offset read from stack R1"},
+		{name: "var offset read unbounded", asm: "r2 = *(u32 *)(r1 +12)\nr1 = r10\nr1 += -16\nr1 += r2\nr0 = *(u8 *)(r1 +0)\nexit", err: "invalid unbounded variable-offset read from stack R1", kmsg: true},
 		{name: "var offset unpriv", asm: "r2 = *(u32 *)(r1 +12)\nr2 &= 8\nr1 = r10\nr1 += -16\nr1 += r2\n*(u8 *)(r1 +0) = 0\nr0 = 0\nexit", err: "variable stack access prohibited for !root", unpriv: true},
 		// Pointers to the stack.
 		{name: "stack pointer spilled twice", asm: "r1 = r10\nr1 += -8\n*(u64 *)(r10 -16) = r1\nr2 = *(u64 *)(r10 -16)\n*(u64 *)(r10 -24) = r2\nr3 = *(u64 *)(r10 -24)\n*(u64 *)(r3 +0) = 7\nr0 = *(u64 *)(r10 -8)\nexit"},

@@ -3,6 +3,8 @@ package verifier
 import (
 	"fmt"
 	"math/bits"
+
+	"bpfvm/isa"
 )
 
 // stackAccess checks a load or store through a stack pointer and updates
@@ -10,17 +12,9 @@ import (
 func (v *verifier) stackAccess(ptr *Reg, a access) (Reg, error) {
 	f := v.cur.frame(int(ptr.Frame))
 	s := ptr.Scalar
-	lo := int64(ptr.Off) + int64(a.off) + s.Smin
-	hi := int64(ptr.Off) + int64(a.off) + s.Smax + int64(a.size)
-	if lo < -MaxStack || hi > 0 || s.Smin < -MaxStack || s.Smax > MaxStack {
-		dir := " read from"
-		if a.write {
-			dir = " write to"
-		}
-		if s.IsConst() {
-			return Reg{}, v.errorf(a.pc, "invalid%s stack R%d off=%d size=%d", dir, a.reg, lo, a.size)
-		}
-		return Reg{}, v.errorf(a.pc, "invalid variable-offset%s stack R%d var_off=%s off=%d size=%d", dir, a.reg, s.Var, int64(ptr.Off)+int64(a.off), a.size)
+	lo, hi, err := v.stackBounds(a.pc, a.reg, ptr, int64(ptr.Off)+int64(a.off), a.size, a.write)
+	if err != nil {
+		return Reg{}, err
 	}
 	v.noteStackDepth(f, int(-lo))
 	if !s.IsConst() {
@@ -32,6 +26,39 @@ func (v *verifier) stackAccess(ptr *Reg, a access) (Reg, error) {
 		return Reg{}, v.stackWrite(f, a, off)
 	}
 	return v.stackRead(f, a, off)
+}
+
+// stackBounds checks that an access of size bytes at ptr plus off stays in
+// the stack (the kernel's check_stack_access_within_bounds), for loads,
+// stores and helpers alike, and returns the range it may touch. Variable
+// offsets must be bounded by BPF_MAX_VAR_OFF first: the sums below cannot
+// overflow then.
+func (v *verifier) stackBounds(pc int, regno isa.Register, ptr *Reg, off int64, size int, write bool) (lo, hi int64, err error) {
+	s := ptr.Scalar
+	dir := " read from"
+	if write {
+		dir = " write to"
+	}
+	c := s.IsConst()
+	if c {
+		lo = off + int64(s.Const())
+		if int64(s.Const()) >= maxVarOff || int64(s.Const()) <= -maxVarOff {
+			lo = 1 // out of bounds, whatever the sum
+		}
+		hi = lo + int64(size)
+	} else {
+		if s.Smax >= maxVarOff || s.Smin <= -maxVarOff {
+			return 0, 0, v.errorf(pc, "invalid unbounded variable-offset%s stack R%d", dir, regno)
+		}
+		lo, hi = s.Smin+off, s.Smax+off+int64(size)
+	}
+	if lo < -MaxStack || lo > -1 || hi > 0 {
+		if c {
+			return 0, 0, v.errorf(pc, "invalid%s stack R%d off=%d size=%d", dir, regno, lo, size)
+		}
+		return 0, 0, v.errorf(pc, "invalid variable-offset%s stack R%d var_off=%s off=%d size=%d", dir, regno, s.Var, off, size)
+	}
+	return lo, hi, nil
 }
 
 // noteStackDepth records how deep a function's stack goes.
@@ -192,34 +219,63 @@ func (v *verifier) stackVarAccess(f *Frame, ptr *Reg, a access, lo, hi int) (Reg
 		}
 		return Reg{}, nil
 	}
-	for off := lo; off < hi; off++ {
-		s, b := stackByte(f, off)
-		if s.Types[b] == StackInvalid && v.opts.Unprivileged {
-			return Reg{}, v.errorf(a.pc, "invalid variable-offset read from stack R%d var_off=%s off=%d size=%d", a.reg, ptr.Scalar.Var, ptr.Off+a.off, a.size)
-		}
+	// The kernel checks the range as for helpers: iterators, for one,
+	// may not be read.
+	if err := v.stackRangeInit(a.pc, a.reg, ptr, f, int64(lo), int64(hi), a.size, false); err != nil {
+		return Reg{}, err
 	}
 	return v.loadedScalar(a.size), nil
 }
 
-// stackInitialized checks that [off, off+size) of a frame was written, for
-// helper arguments that read memory.
-func (v *verifier) stackInitialized(pc int, regno int, f *Frame, off, size int, uninitOK bool) error {
-	for i := 0; i < size; i++ {
-		s, b := stackByte(f, off+i)
-		if uninitOK {
-			if s.spilled() && s.Spilled.Type.IsPointer() && v.opts.Unprivileged {
-				return v.errorf(pc, "R%d indirect write to spilled pointer", regno)
+// helperStack checks a helper's access to size bytes of the stack at reg
+// (the kernel's check_stack_range_initialized). A fill of uninitialised
+// memory (raw) at a constant offset is only recorded: it is marked after
+// the call's arguments are checked (applyRawWrite). Any other access needs
+// every byte initialised (or, privileged, never written) or a spilled
+// scalar (privileged, any spilled register); a write makes the bytes
+// unknown and turns spilled registers into unknown bytes. Iterators are
+// neither read nor written this way.
+func (v *verifier) helperStack(pc int, regno isa.Register, reg *Reg, size int, write, raw bool, rw *rawWrite) error {
+	lo, hi, err := v.stackBounds(pc, regno, reg, int64(reg.Off), size, write)
+	if err != nil {
+		return err
+	}
+	f := v.cur.frame(int(reg.Frame))
+	v.noteStackDepth(f, int(-lo))
+	c := reg.IsConst()
+	if !c && v.opts.Unprivileged {
+		return v.errorf(pc, "R%d variable offset stack access prohibited for !root, var_off=%s", regno, reg.Scalar.Var)
+	}
+	if raw && c {
+		*rw = rawWrite{set: true, regno: regno, frame: int(reg.Frame), off: int(lo), size: size}
+		return nil
+	}
+	return v.stackRangeInit(pc, regno, reg, f, lo, hi, size, write)
+}
+
+// stackRangeInit checks that [lo, hi) of a frame may be read: initialised
+// bytes (privileged, any) or spilled scalars (privileged, any spilled
+// register), not iterators. write makes the bytes unknown and spilled
+// registers unknown bytes.
+func (v *verifier) stackRangeInit(pc int, regno isa.Register, reg *Reg, f *Frame, lo, hi int64, size int, write bool) error {
+	for off := int(lo); off < int(hi); off++ {
+		s, b := stackByte(f, off)
+		switch t := s.Types[b]; {
+		case t == StackMisc:
+		case t == StackZero || t == StackInvalid && !v.opts.Unprivileged:
+			if write {
+				s.Types[b] = StackMisc
 			}
-			// The helper writes the memory: it becomes unknown bytes.
-			s.scrub()
-			s.Types[b] = StackMisc
-			continue
-		}
-		if s.Types[b] == StackInvalid && v.opts.Unprivileged {
-			return v.errorf(pc, "invalid read from stack R%d off %d+%d size %d", regno, off, i, size)
-		}
-		if s.spilled() && s.Spilled.Type.IsPointer() && v.opts.Unprivileged {
+		case s.isSpill() && (s.Spilled.Type == ScalarValue || !v.opts.Unprivileged):
+			if write {
+				s.scrub()
+			}
+		case s.isSpill() && t == StackSpill:
 			return v.errorf(pc, "R%d leaks addr into helper function", regno)
+		case reg.IsConst():
+			return v.errorf(pc, "invalid read from stack R%d off %d+%d size %d", regno, lo, int64(off)-lo, size)
+		default:
+			return v.errorf(pc, "invalid read from stack R%d var_off %s+%d size %d", regno, reg.Scalar.Var, int64(off)-lo, size)
 		}
 	}
 	return nil

@@ -71,6 +71,11 @@ type MapInfo struct {
 	Spec maps.Spec
 	// Index of the map in the program's map table.
 	Index int
+	// ReadOnlyValue is the value of a single-value array read-only to
+	// programs (BPF_F_RDONLY_PROG) as it is when the program is loaded:
+	// constant-string arguments are checked against it. Nil refuses such
+	// arguments, as the kernel does for maps not frozen.
+	ReadOnlyValue []byte
 }
 
 // Reg is the abstract value of a register or a spilled stack slot. The

@@ -46,6 +46,11 @@ type vcase struct {
 	// edit changes the assembled program, for encodings the assembler
 	// does not write.
 	edit func([]isa.Instruction)
+	// values are values of key 0 (u32 keys) by map index, written before
+	// the load; maps read-only to programs are then frozen in the kernel
+	// (as constant-string arguments require) and give the verifier their
+	// value (MapInfo.ReadOnlyValue).
+	values map[int][]byte
 }
 
 // Kernel comparison counts, reported by TestMain.
@@ -81,7 +86,11 @@ func runCases(t *testing.T, cases []vcase) {
 			}
 			var infos []verifier.MapInfo
 			for i, m := range c.maps {
-				infos = append(infos, verifier.MapInfo{Name: m.Name, Spec: m, Index: i})
+				info := verifier.MapInfo{Name: m.Name, Spec: m, Index: i}
+				if m.Flags&maps.FlagRdonlyProg != 0 {
+					info.ReadOnlyValue = c.values[i]
+				}
+				infos = append(infos, info)
 			}
 			typ := c.typ
 			if typ == ebpf.UnspecifiedProgram {
@@ -99,7 +108,7 @@ func runCases(t *testing.T, cases []vcase) {
 				t.Errorf("error %v does not wrap ErrRejected", err)
 			}
 			if !c.unpriv && !c.noKernel {
-				klog, ran := kernelVerdict(t, typ, c.flags, c.maps, insns, err)
+				klog, ran := kernelVerdict(t, typ, c.flags, c.maps, c.values, insns, err)
 				want := c.klog
 				if c.kmsg {
 					want = c.err
@@ -133,7 +142,7 @@ func lastLines(log string, n int) string {
 // kernelVerdict loads the program into the running kernel and compares its
 // verdict with ours; it skips where bpf() is not permitted. It returns the
 // kernel's log of a rejection and whether the comparison ran.
-func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []maps.Spec, insns []isa.Instruction, ours error) (string, bool) {
+func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []maps.Spec, values map[int][]byte, insns []isa.Instruction, ours error) (string, bool) {
 	t.Helper()
 	if os.Getuid() != 0 {
 		return "", false
@@ -153,6 +162,16 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []map
 			return "", false
 		}
 		defer m.Close()
+		if v, ok := values[len(fds)]; ok {
+			if err := m.Put(uint32(0), v); err != nil {
+				t.Fatalf("kernel map value: %v", err)
+			}
+			if s.Flags&maps.FlagRdonlyProg != 0 {
+				if err := m.Freeze(); err != nil {
+					t.Fatalf("kernel map freeze: %v", err)
+				}
+			}
+		}
 		fds = append(fds, m.FD())
 	}
 	patched := append([]isa.Instruction(nil), insns...)
@@ -160,12 +179,20 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []map
 		if patched[i].IsLdImm64() && (patched[i].Src == isa.Register(isa.PseudoMapFD) || patched[i].Src == isa.Register(isa.PseudoMapValue)) {
 			patched[i].Imm = int32(fds[patched[i].Imm])
 		}
+		if patched[i].Op == isa.OpCall && patched[i].Src == isa.Register(isa.CallKfunc) {
+			// Kernel functions are called by their vmlinux BTF id.
+			id, ok := kfuncBTFID(t, isa.KfuncName(patched[i].Imm))
+			if !ok {
+				return "", false
+			}
+			patched[i].Imm = id
+		}
 	}
 	kinsns, err := asm.AppendInstructions(nil, bytes.NewReader(isa.EncodeProgram(patched)), binary.LittleEndian, "linux")
 	if err != nil {
 		t.Fatalf("unmarshal for the kernel: %v", err)
 	}
-	addFuncInfo(kinsns)
+	withFuncInfo(insns, kinsns)
 	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, Flags: flags, Instructions: kinsns, License: "GPL"},
 		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 20})
 	if kerr == nil {
@@ -187,6 +214,63 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []map
 		kernelAgreed.Add(1)
 	}
 	return log, true
+}
+
+// withFuncInfo gives the functions of a program that passes callbacks
+// (which the kernel verifies only with BTF function information) static
+// BTF functions of five scalar arguments.
+func withFuncInfo(insns []isa.Instruction, kinsns asm.Instructions) {
+	starts := map[int]bool{0: true}
+	callbacks := false
+	for pc, ins := range insns {
+		switch {
+		case ins.IsLdImm64() && ins.Src == isa.Register(isa.PseudoFunc):
+			callbacks = true
+			starts[pc+1+int(ins.Imm)] = true
+		case ins.IsLocalCall():
+			starts[pc+1+int(ins.Imm)] = true
+		}
+	}
+	if !callbacks {
+		return
+	}
+	u64 := &btf.Int{Name: "u64", Size: 8}
+	params := make([]btf.FuncParam, 5)
+	for i := range params {
+		params[i] = btf.FuncParam{Name: fmt.Sprintf("a%d", i), Type: u64}
+	}
+	pc := 0
+	for i := range kinsns {
+		if starts[pc] {
+			fn := &btf.Func{Name: fmt.Sprintf("f%d", pc), Type: &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Params: params}, Linkage: btf.StaticFunc}
+			if pc == 0 {
+				fn.Linkage = btf.GlobalFunc
+				fn.Type = &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Params: params[:1]}
+			}
+			kinsns[i] = btf.WithFuncMetadata(kinsns[i], fn)
+		}
+		pc += int(kinsns[i].Size() / 8)
+	}
+}
+
+// kfuncBTFID returns the vmlinux BTF id of a kernel function.
+func kfuncBTFID(t *testing.T, name string) (int32, bool) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Logf("kernel BTF: %v", err)
+		return 0, false
+	}
+	typ, err := spec.AnyTypeByName(name)
+	if err != nil {
+		t.Logf("kernel BTF: %v", err)
+		return 0, false
+	}
+	id, err := spec.TypeID(typ)
+	if err != nil {
+		t.Logf("kernel BTF: %v", err)
+		return 0, false
+	}
+	return int32(id), true
 }
 
 func TestControlFlow(t *testing.T) {
@@ -271,34 +355,4 @@ func TestALU(t *testing.T) {
 		{name: "32-bit pointer arithmetic", asm: "w1 += 1\nr0 = 0\nexit", err: "R1 32-bit pointer arithmetic prohibited"},
 		{name: "pointer leak unpriv", asm: "r0 = r1\nexit", err: "R0 leaks addr as return value", unpriv: true},
 	})
-}
-
-// addFuncInfo gives a program that loads function pointers the BTF
-// func_info the kernel requires for them: every function static, returning
-// int.
-func addFuncInfo(kinsns asm.Instructions) {
-	starts := map[int]bool{0: true}
-	var raw []int // raw index of each instruction
-	n := 0
-	for _, ins := range kinsns {
-		raw = append(raw, n)
-		n += int(ins.Size() / asm.InstructionSize)
-	}
-	pseudo := false
-	for i, ins := range kinsns {
-		if ins.IsLoadFromMap() || !(ins.IsFunctionReference() || ins.IsFunctionCall() && ins.Src == asm.PseudoCall) {
-			continue
-		}
-		pseudo = pseudo || ins.IsFunctionReference()
-		starts[raw[i]+1+int(int32(ins.Constant))] = true
-	}
-	if !pseudo {
-		return
-	}
-	proto := &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}}
-	for i := range kinsns {
-		if starts[raw[i]] {
-			kinsns[i] = btf.WithFuncMetadata(kinsns[i], &btf.Func{Name: fmt.Sprintf("f%d", raw[i]), Type: proto, Linkage: btf.StaticFunc})
-		}
-	}
 }

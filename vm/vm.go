@@ -90,6 +90,10 @@ type Env struct {
 	CtxAccess CtxAccess
 	// Packet is the packet data that LD_ABS and LD_IND read.
 	Packet Region
+	// MacHeader and NetHeader are the addresses of the packet's link-layer
+	// and network headers (0: none), where the negative offsets of LD_ABS
+	// and LD_IND count from (LoadPacket).
+	MacHeader, NetHeader uint64
 	// Stack is the span of all frames' stacks.
 	Stack Region
 	// CPU is the runner id, what bpf_get_smp_processor_id returns.
@@ -106,9 +110,13 @@ type Env struct {
 	// callback the helper runs gets the stack below that frame.
 	FP uint64
 	// Context, when it can be cancelled, stops the run with its error
-	// soon after it is done (engines check it every few thousand
-	// instructions, at backward jumps and calls).
+	// soon after it is done (engines check it between slices of about
+	// SliceTime, at backward jumps and calls; see deadline.go). Set it
+	// with SetContext, which also sets Deadline.
 	Context context.Context
+	// Deadline is Context's deadline on the clock of Now (0: none), which
+	// engines check by the clock as well as through Context.Done.
+	Deadline int64
 	// Cache, when set, keeps what an engine sets up for a run (the JIT's
 	// execution context) for the next run with the same Cache, which
 	// saves taking it from a shared pool. Runs with the same Cache must

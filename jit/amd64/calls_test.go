@@ -295,6 +295,48 @@ func TestBudget(t *testing.T) {
 	}
 }
 
+// TestPacketLoadBudget: an LD_ABS/LD_IND out of bounds returns 0 from the
+// function it is in, and budgeted code charges exactly what ran, so both
+// engines stop at the same instruction for every budget.
+func TestPacketLoadBudget(t *testing.T) {
+	prog := mustAssemble(t, `
+		r6 = 0
+		r8 = 0
+	l:
+		r7 = r6
+		call f
+		r8 += r0
+		r6 += 1
+		if r6 < 20 goto l
+		r0 = r8
+		exit
+	f:
+		r0 = *(u8 *)skb[r7 + 0]
+		r0 += 1
+		r0 = *(u16 *)skb[r7 + 3]
+		r0 += 1
+		exit
+	`)
+	init := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	// f returns the u16 at r7+3, plus 1, where both loads are in bounds,
+	// else 0 from the load that fails.
+	var want uint64
+	for r7 := 0; r7+5 <= len(init); r7++ {
+		want += uint64(init[r7+3])<<8 | uint64(init[r7+4]) + 1
+	}
+	for _, opts := range []Options{{}, {Blind: true}, {Far: true}} {
+		for budget := uint64(0); budget < 300; budget++ {
+			io, _ := diff(t, diffCase{prog: prog, size: len(init), init: init, budget: budget, sameErr: budgetPC(prog), jit: opts})
+			if t.Failed() {
+				t.Fatalf("%+v: budget %d", opts, budget)
+			}
+			if budget == 0 && (io.err != nil || io.r0 != want) {
+				t.Fatalf("no budget: %v", io)
+			}
+		}
+	}
+}
+
 // TestYield runs a long loop in small chunks: the result must not change.
 func TestYield(t *testing.T) {
 	prog := mustAssemble(t, `
@@ -352,6 +394,29 @@ func TestPacketLoads(t *testing.T) {
 	// An empty packet.
 	diff(t, diffCase{prog: []isa.Instruction{insn(isa.ClassLD|isa.ModeABS|isa.SizeB, 0, 0, 0, 0), exitInsn},
 		setup: func(te *testEnv) { te.env.Packet = vm.Region{} }})
+	// Negative offsets naming headers (vm.LoadPacket), in the entry and
+	// in a callee, where a miss returns 0 from the callee.
+	headers := func(te *testEnv) {
+		te.env.MacHeader, te.env.NetHeader = te.env.Packet.Start, te.env.Packet.Start+4
+	}
+	for _, size := range []uint8{isa.SizeB, isa.SizeH, isa.SizeW} {
+		for _, imm := range []int32{vm.SKFLLOff, vm.SKFLLOff + 3, vm.SKFLLOff + 12, vm.SKFLLOff + 15, vm.SKFLLOff - 1,
+			vm.SKFNetOff, vm.SKFNetOff + 8, vm.SKFNetOff + 11, vm.SKFNetOff + 12, vm.SKFNetOff - 1, -1, -0x1000} {
+			for _, blind := range []bool{false, true} {
+				var prog []isa.Instruction
+				prog = append(prog, ldImm(isa.R0, 0x1234)...)
+				prog = append(prog, insn(isa.ClassJMP|isa.JumpCall, 0, isa.Register(isa.CallLocal), 0, 2),
+					insn(isa.ClassALU64|isa.ALUAdd, isa.R0, 0, 0, 1), exitInsn,
+					insn(isa.ClassLD|isa.ModeABS|size, 0, 0, 0, imm),
+					insn(isa.ClassALU64|isa.ALUAdd, isa.R0, 0, 0, 0x100), exitInsn)
+				init := []byte{0x81, 0x92, 0xa3, 0xb4, 0xc5, 0xd6, 0xe7, 0xf8, 9, 10, 11, 12, 13, 14, 15, 16}
+				io, _ := diff(t, diffCase{prog: prog, size: 16, init: init, setup: headers, jit: Options{Blind: blind}})
+				if size == isa.SizeB && (imm == vm.SKFLLOff+3 && io.r0 != 0xb4+0x101 || imm == vm.SKFNetOff+11 && io.r0 != 16+0x101 || imm == -1 && io.r0 != 1) {
+					t.Errorf("offset %#x: %v", imm, io)
+				}
+			}
+		}
+	}
 }
 
 func TestMayGoto(t *testing.T) {

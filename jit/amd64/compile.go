@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"bpfvm/interp"
 	"bpfvm/isa"
@@ -45,9 +46,9 @@ const (
 	exitDepth             // call depth exceeded
 	exitMem               // checked access outside every region (exitAddr, exitDesc)
 	exitCtx               // access to the emulated context (exitAddr, exitDesc)
-	exitAbort             // LD_ABS/LD_IND out of bounds: the run returns 0
 	exitInvalid           // control reached the second slot of an LD_IMM64
 	exitDead              // control reached isa.OpDead
+	exitPacket            // LD_ABS/LD_IND at a negative offset: Go loads it (header offsets)
 )
 
 // Access descriptor bits (exitDesc and the check routine's edx).
@@ -73,6 +74,10 @@ type image struct {
 	retStub uint32   // a bare ret: makes the current function return R0
 	size    int      // bytes of machine code
 	sites   []site   // helper calls, by the index in their exit word
+	// chunk is the budget chunk runs of this image start with: the size
+	// the last measured refill found to take about vm.SliceTime (0: none
+	// measured yet; see refill).
+	chunk atomic.Int64
 }
 
 // site is a helper call: what Go needs to serve its exit quickly.
@@ -99,6 +104,7 @@ const (
 	stubSlow           // call the region check routine, then continue at back
 	stubAlign          // misaligned atomic: memory error
 	stubInvalid        // second slot of LD_IMM64
+	stubPacket         // LD_ABS/LD_IND offset out of range: negative offsets exit to Go
 )
 
 type compiler struct {
@@ -255,7 +261,11 @@ func (c *compiler) analyze() {
 			continue
 		}
 		if ins.Class() == isa.ClassLD {
-			c.usesPacket = true // LD_ABS, LD_IND: the only other LD
+			// LD_ABS, LD_IND: the only other LD. Out of bounds it returns
+			// from the function, so it ends its block: the budget charged
+			// stays exact.
+			c.usesPacket = true
+			c.mark(pc + 1)
 		}
 		if !isa.IsJump(ins.Class()) {
 			continue
@@ -388,9 +398,12 @@ func (c *compiler) common() {
 	a.bind(c.retStub)
 	a.ret()
 
+	// abort: LD_ABS/LD_IND out of bounds returns 0 from the current
+	// function, as the kernel's expansion of them does; at depth 0 that
+	// ends the run.
 	a.bind(c.abort)
-	a.storeImm(8, mem{regCtx, offExit}, exitAbort)
-	a.jmp(c.exitCommon)
+	a.aluRR(4, aluXor, regMap[0], regMap[0])
+	a.ret()
 
 	// memfail: rax = address, edx = descriptor.
 	a.bind(c.memfail)
@@ -575,6 +588,12 @@ func (c *compiler) emitStub(s stub) {
 	case stubAlign:
 		a.movRI32(rdx, s.desc)
 		a.jmp(c.memfail)
+	case stubPacket:
+		// rax = the offset. Past the end: return 0 (abort); negative:
+		// it may name a header (vm.LoadPacket), which Go reads.
+		a.testRR(8, rax, rax)
+		a.jcc(ccS^1, c.abort)
+		a.jmp(c.exitStub(s.word, s.back))
 	case stubMayGoto, stubIterEnd:
 		c.emitLoopStub(s) // loops.go
 	}
@@ -1110,8 +1129,10 @@ func (c *compiler) ld(pc int, ins isa.Instruction) error {
 		a.aluRI(4, aluAdd, rax, ins.Imm)
 		a.movsxRR(8, 4, rax, rax)
 	}
+	back, far := a.newLabel(), a.newLabel()
+	c.stubs = append(c.stubs, stub{kind: stubPacket, l: far, back: back, word: exitWord(pc, exitPacket)})
 	a.aluRM(8, aluCmp, rax, mem{regCtx, offPktLen})
-	a.jcc(ccAE, c.abort)
+	a.jcc(ccAE, far) // also every negative offset, unsigned
 	a.lea(rdx, mem{rax, int32(size)})
 	a.aluRM(8, aluCmp, rdx, mem{regCtx, offPktLen})
 	a.jcc(ccA, c.abort)
@@ -1124,6 +1145,7 @@ func (c *compiler) ld(pc int, ins isa.Instruction) error {
 	case 4:
 		a.bswap(4, r0)
 	}
+	a.bind(back)
 	return nil
 }
 

@@ -106,6 +106,11 @@
 //   - checked-mode context access: Go calls env.CtxAccess and resumes after
 //     the instruction; memory error, depth, budget: Go builds the
 //     interpreter's *vm.RunError.
+//   - LD_ABS/LD_IND at a negative offset: Go reads the header it names
+//     (vm.LoadPacket) and resumes after the load, or at a RET with R0 = 0
+//     when nothing is there. Past the packet's end native code itself
+//     returns 0 from the function, as the kernel's expansion of the load
+//     does.
 //   - budget chunk used up: see below.
 //
 // Helpers may run callbacks (Call) and tail calls: those are new runs on
@@ -143,11 +148,15 @@
 // instead, one fused sub+js: a backward jump the length of the span it
 // jumps back over (charged before the compare, taken or not, so the jump
 // stays a single branch), a call the size of the callee. Either way r11
-// holds at most a chunk of 2^20 of the remaining budget, so that native
-// code returns to Go regularly and the runtime can stop the world (a
-// goroutine in native code cannot be preempted). When the chunk runs out
-// Go either fails the run (vm.ErrBudget) or checks the run's context,
-// refills the chunk and yields.
+// holds at most a chunk of the remaining budget, so that native code
+// returns to Go regularly and the runtime can stop the world (a goroutine
+// in native code cannot be preempted). When the chunk runs out Go either
+// fails the run (vm.ErrBudget) or checks the run's context (its deadline
+// by the clock too), refills the chunk and yields. Chunks are sized by
+// time, not count (at most 2^20): each refill sizes the next to take about
+// vm.SliceTime from how long the last took, and the image remembers the
+// size for its next runs, so that a chunk of helper calls, cache misses or
+// callbacks ends as soon as one of plain ALU code (program.go).
 //
 // # Runs
 //

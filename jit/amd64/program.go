@@ -190,15 +190,26 @@ const maxLoops = 1 << 23 // may_goto budget per run, as BPF_MAX_LOOPS
 // Budget accounting: the instruction count lives in r11 as the part of the
 // remaining budget handed to native code (a chunk of at most yieldChunk
 // instructions, so that native code returns to Go regularly and lets the
-// runtime stop the world); the rest stays in the run's reserve.
+// runtime stop the world); the rest stays in the run's reserve. Chunks are
+// sized by time: each refill that knows when the chunk started sizes the
+// next to take about vm.SliceTime (vm.NextSlice), and the image keeps that
+// size for its next runs. A chunk of cheap ALU code stays near yieldChunk;
+// one of helper calls, cache misses or inlined callbacks is smaller, so
+// that every chunk ends in time for the run's deadline. A run that can be
+// cancelled (not a callback's) reads the clock when it starts, so that its
+// first chunk is measured too; until the image has a measured size,
+// cancellable runs start with the small firstChunk and others with
+// yieldChunk, so that short runs never stop for a refill.
 const (
 	yieldChunk  = 1 << 20
+	firstChunk  = 1 << 12
+	minChunk    = 1 << 8
 	budgetLimit = 1 << 62
 )
 
 // Run runs the program with R1 and R2 set as given, as interp.Program.Run.
 func (p *Program) Run(env *vm.Env, r1, r2, budget uint64) (uint64, error) {
-	return p.run(env, 0, [5]uint64{r1, r2}, budget, 1, nil)
+	return p.run(env, 0, [5]uint64{r1, r2}, budget, 1, nil, false)
 }
 
 // Call runs the subprogram named by fn (an interp.FuncValue) with arguments
@@ -214,7 +225,7 @@ func (p *Program) Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint6
 		return 0, vm.ErrCallDepth
 	}
 	env.Stack.End = env.FP - vm.StackSize
-	v, err := p.run(env, int(fn&0xffff_ffff), [5]uint64{r1, r2, r3, r4, r5}, 0, 1, nil)
+	v, err := p.run(env, int(fn&0xffff_ffff), [5]uint64{r1, r2, r3, r4, r5}, 0, 1, nil, true)
 	env.Stack, env.FP = saved, fp
 	return v, err
 }
@@ -226,10 +237,10 @@ func (p *Program) Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint6
 // between. The runs
 // share the setup of one: the execution context, the image, the header.
 func (p *Program) Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between func() error) (uint64, error) {
-	return p.run(env, 0, [5]uint64{r1, r2}, budget, n, between)
+	return p.run(env, 0, [5]uint64{r1, r2}, budget, n, between, false)
 }
 
-func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n uint32, between func() error) (uint64, error) {
+func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n uint32, between func() error, nested bool) (uint64, error) {
 	maxDepth := min((env.Stack.End-env.Stack.Start)/vm.StackSize, vm.MaxFrames)
 	if env.Stack.End < env.Stack.Start || maxDepth < 1 {
 		return 0, &vm.RunError{PC: entry, Err: vm.ErrCallDepth}
@@ -280,10 +291,27 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n u
 	if !c.sync(env, checked) {
 		return 0, errTable
 	}
+	// A run that can be cancelled reads the clock when it starts, so that
+	// its first chunk is measured: the first of a Run or Repeat, not a
+	// callback's (the helper running callbacks paces them, and they are
+	// many and short).
+	cancellable := env.Context != nil && env.Context.Done() != nil
+	timed := cancellable && !nested
 	for {
 		total := int64(min(budget, budgetLimit))
-		chunk := min(total, yieldChunk)
-		r.reserve = total - chunk
+		r.chunk, r.last = img.chunk.Load(), 0
+		if timed {
+			timed, r.last = false, vm.Now()
+		}
+		if r.chunk == 0 {
+			// No size measured yet: small while a deadline may be near.
+			r.chunk = yieldChunk
+			if cancellable {
+				r.chunk = firstChunk
+			}
+		}
+		chunk := min(total, r.chunk)
+		r.reserve, r.handed = total-chunk, chunk
 		h.regs[0], h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5] = 0, args[0], args[1], args[2], args[3], args[4]
 		h.regs[6], h.regs[7], h.regs[8], h.regs[9], h.regs[10] = 0, 0, 0, 0, env.Stack.End
 		h.regs[11] = uint64(chunk)
@@ -327,6 +355,9 @@ type run struct {
 	checked bool
 	budget  uint64 // as given (0 replaced by the maximum)
 	reserve int64  // budget not yet handed to native code
+	handed  int64  // the chunk last handed to native code
+	chunk   int64  // the size of the next chunk
+	last    int64  // vm.Now when the current chunk started (0: unknown)
 }
 
 func (r *run) loop() (uint64, error) {
@@ -393,10 +424,10 @@ func (r *run) loop() (uint64, error) {
 			if err := r.ctxAccess(pc); err != nil {
 				return 0, err
 			}
-		case exitAbort:
-			return 0, nil
 		case exitDead:
 			return 0, &vm.RunError{PC: pc, Err: vm.ErrDeadCode}
+		case exitPacket:
+			r.packetHeader(pc)
 		case exitInvalid:
 			return 0, &vm.RunError{PC: pc, Err: fmt.Errorf("%w: second slot of ld_imm64 executed", isa.ErrInvalidProgram)}
 		default:
@@ -499,27 +530,49 @@ func (r *run) callx(pc int) error {
 
 // refill runs when native code finds its budget chunk used up at a check
 // site (a backward jump or a call): it fails the run if the budget is
-// exceeded, as the interpreter does, else checks the run's context and
-// hands native code the next chunk.
+// exceeded, as the interpreter does, else checks the run's context (its
+// deadline also by the clock), sizes the next chunk by how long this one
+// took and hands it to native code.
 func (r *run) refill(pc int) error {
 	h := r.c.h
-	total := r.reserve + int64(h.regs[11])
+	left := int64(h.regs[11])
+	total := r.reserve + left
 	if total < 0 {
 		return &vm.RunError{PC: pc, Err: vm.ErrBudget}
 	}
-	if ctx := r.env.Context; ctx != nil {
-		select {
-		case <-ctx.Done():
-			return &vm.RunError{PC: pc, Err: ctx.Err()}
-		default:
-		}
+	now := vm.Now()
+	if err := r.env.Stopped(now); err != nil {
+		return &vm.RunError{PC: pc, Err: err}
 	}
-	chunk := min(total, yieldChunk)
-	r.reserve, h.regs[11] = total-chunk, uint64(chunk)
+	if r.last != 0 {
+		r.chunk = vm.NextSlice(r.handed-left, now-r.last, minChunk, yieldChunk)
+		r.img.chunk.Store(r.chunk)
+	}
+	chunk := min(total, r.chunk)
+	r.reserve, r.handed, h.regs[11] = total-chunk, chunk, uint64(chunk)
 	// Native code ran a whole chunk: let the runtime stop the world or
-	// schedule other goroutines if it needs to.
+	// schedule other goroutines if it needs to. The time they take is not
+	// the next chunk's.
 	runtime.Gosched()
+	r.last = vm.Now()
 	return nil
+}
+
+// packetHeader serves an LD_ABS/LD_IND at a negative offset, which may
+// name a header (vm.LoadPacket): it resumes after the load, or returns 0
+// from the current function if nothing is there.
+func (r *run) packetHeader(pc int) {
+	h := r.c.h
+	ins := r.p.insns[pc]
+	off := uint64(int64(ins.Imm))
+	if ins.Op&0xe0 == isa.ModeIND {
+		off = uint64(int64(int32(uint32(h.regs[ins.Src]) + uint32(ins.Imm))))
+	}
+	v, ok := vm.LoadPacket(r.env, off, uint64(isa.SizeBytes(ins.Op)))
+	h.regs[0] = v
+	if !ok {
+		h.resume = r.img.base + uint64(r.img.retStub)
+	}
 }
 
 // ctxAccess emulates a load or store to the context region with
