@@ -82,6 +82,7 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 			progMaps = append(progMaps, m)
 		}
 		popts := opts.Programs
+		popts.flags = ps.Flags
 		if t := opts.Types[name]; t != nil {
 			popts.Type = t
 		} else if t := opts.Types[ps.SectionName]; t != nil {
@@ -196,7 +197,8 @@ func convert(spec *ebpf.ProgramSpec) ([]isa.Instruction, []string, error) {
 	// cilium/ebpf writes a function reference's offset as a 64-bit
 	// constant, so a backward one (a callback placed before the function
 	// that passes it) has all ones in the upper half, which the kernel
-	// ignores and Validate refuses: the offset is the lower half.
+	// and Validate ignore: the offset is the lower half, and clearing the
+	// upper one keeps dumps readable.
 	for i := 0; i+1 < len(prog); i++ {
 		if prog[i].IsPseudoFunc() {
 			prog[i+1].Imm = 0

@@ -1,6 +1,7 @@
 package bpfvm
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -111,6 +112,70 @@ func TestDeadCodeSanitized(t *testing.T) {
 					t.Errorf("%s %s: the read-only map holds %d, %v", c.name, e, v, err)
 				}
 			}
+		}
+	}
+}
+
+// A write to R10 and junk in reserved fields are refused on the paths the
+// verifier explores only, as in the kernel; in code it never reaches they
+// load, and never run (the instruction is dead). Programs that are not
+// verified (NoVerify, or a type without verifier rules) are refused at
+// load: the engines never run such an instruction.
+func TestDeadFramePointerWrite(t *testing.T) {
+	dead, err := isa.Assemble("r0 = 3\nif r0 == 3 goto out\nr10 = 0\nr0 = *(u64 *)(r10 -8)\nout: exit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := isa.Assemble("r10 = 0\nr0 = 0\nexit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A store whose reserved imm is set, in dead code.
+	reserved := append([]isa.Instruction(nil), dead...)
+	reserved[2] = isa.Instruction{Op: isa.ClassSTX | isa.ModeMEM | isa.SizeDW, Dst: isa.R10, Src: isa.R0, Off: -8, Imm: 5}
+	const fp, stx = "frame pointer is read only", "BPF_STX uses reserved fields"
+	cpus := newCPUs(1)
+	defer cpus.close()
+	for _, e := range []Engine{EngineInterpreter, EngineJIT} {
+		for _, c := range []struct {
+			name  string
+			typ   ebpf.ProgramType
+			insns []isa.Instruction
+			opts  ProgramOptions
+			err   string // "" loads
+		}{
+			{"dead verified", ebpf.XDP, dead, ProgramOptions{}, ""},
+			{"dead verified unprivileged", ebpf.XDP, dead, ProgramOptions{Unprivileged: true}, ""},
+			{"dead verified no inlining", ebpf.XDP, dead, ProgramOptions{NoInline: true}, ""},
+			{"dead unverified", ebpf.XDP, dead, ProgramOptions{NoVerify: true}, fp},
+			{"dead untyped", ebpf.UnspecifiedProgram, dead, ProgramOptions{}, fp},
+			{"live verified", ebpf.XDP, live, ProgramOptions{}, fp},
+			{"live unverified", ebpf.XDP, live, ProgramOptions{NoVerify: true}, fp},
+			{"dead reserved verified", ebpf.XDP, reserved, ProgramOptions{}, ""},
+			{"dead reserved unverified", ebpf.XDP, reserved, ProgramOptions{NoVerify: true}, stx},
+		} {
+			c.opts.Engine = e
+			p, err := newProgram("fp", c.typ, c.insns, nil, cpus, c.opts)
+			if c.err != "" {
+				if err == nil {
+					p.Close()
+					t.Errorf("%s %s: loaded", c.name, e)
+				} else if !strings.Contains(err.Error(), c.err) {
+					t.Errorf("%s %s: %v, want %s", c.name, e, err, c.err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s %s: %v", c.name, e, err)
+				continue
+			}
+			if x := p.XlatedInstructions()[2]; x != (isa.Instruction{Op: isa.OpDead}) {
+				t.Errorf("%s %s: xlated 2 is %v, want dead", c.name, e, x)
+			}
+			if r, _, err := p.Test(make([]byte, 64)); err != nil || r != 3 {
+				t.Errorf("%s %s: run %d, %v; want 3", c.name, e, r, err)
+			}
+			p.Close()
 		}
 	}
 }

@@ -563,3 +563,7 @@ func unsafeBytes(addr, n uint64) []byte {
 	}
 	return unsafe.Slice((*byte)(vm.Ptr(addr)), n)
 }
+
+// kernelFields is the read-only region of the map's header that mirrors the
+// kernel's struct bpf_map fields programs may read through a map pointer.
+func (m *Map) kernelFields() vm.Region { return maps.KernelFieldsRegion(m.m) }

@@ -79,6 +79,9 @@ func ParseEngine(s string) (Engine, error) {
 type ProgramOptions struct {
 	// Engine selects the execution engine.
 	Engine Engine
+	// flags are the spec's load flags (ProgramSpec.Flags), which the
+	// loaders copy here for the verifier.
+	flags uint32
 	// Budget limits the instructions one run may execute (0: no limit). A
 	// run over budget fails with vm.ErrBudget.
 	Budget uint64
@@ -253,6 +256,7 @@ func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Progra
 	if len(refs) > 0 {
 		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, refs[0])
 	}
+	opts.flags = spec.Flags
 	return newProgram(spec.Name, spec.Type, insns, nil, nil, opts)
 }
 
@@ -362,6 +366,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	}
 	for _, m := range maps {
 		p.regions = append(p.regions, m.m.Memory()...)
+		p.regions = append(p.regions, m.kernelFields())
 		if readOnlyValue(m.m) != nil {
 			p.strValues = append(p.strValues, vm.Region{Start: m.m.Memory()[0].Start, End: m.m.Memory()[0].Start + uint64(m.m.Spec().ValueSize)})
 		}

@@ -94,6 +94,7 @@ func (p *Program) verify() error {
 		Maps:         infos,
 		Helpers:      p.proto,
 		Unprivileged: p.opts.Unprivileged,
+		Flags:        p.opts.flags,
 		LogLevel:     p.opts.LogLevel,
 		LogSize:      p.opts.LogSize,
 	}

@@ -354,7 +354,7 @@ func validInstructions() [][]Instruction {
 						if first.IsLdImm64() {
 							for _, hi := range []int32{0, -1} {
 								prog = append(prog[:0], first, Instruction{Imm: hi}, exit)
-								if Validate(prog) == nil {
+								if validate(prog, false, checkAll) == nil {
 									out = append(out, []Instruction{first, {Imm: hi}})
 								}
 							}
@@ -364,7 +364,7 @@ func validInstructions() [][]Instruction {
 							continue // the module BTF index of a kfunc has no text form
 						}
 						prog = append(prog[:0], first, exit)
-						if Validate(prog) == nil {
+						if validate(prog, false, checkAll) == nil {
 							out = append(out, []Instruction{first})
 						}
 					}

@@ -17,8 +17,54 @@ const (
 	// HeaderFields is where type-specific fields start; native code reads
 	// them to inline lookups (e.g. an array's value base and element size).
 	HeaderFields = 24
-	headerSize   = 64
+	// The kernel's struct bpf_map fields that programs may read through a
+	// map pointer are mirrored from kernelFieldsStart (see KernelField).
+	kernelFieldsStart = 64
+	headerSize        = kernelFieldsStart + 32
 )
+
+// KernelField is a field of the kernel's struct bpf_map that a map's header
+// mirrors at the field's offset in Linux 6.18 on x86-64 (from its vmlinux
+// BTF), for programs that read it through a map pointer, as the kernel
+// allows with BTF (check_ptr_to_map_access). The other fields are the
+// kernel's internals; bpfvm has nothing to put there.
+type KernelField struct {
+	Name      string
+	Off, Size uint32
+}
+
+// KernelFieldAt returns the mirrored field holding byte off of struct
+// bpf_map.
+func KernelFieldAt(off uint32) (KernelField, bool) {
+	for _, f := range [...]KernelField{
+		{"map_type", 64, 4}, {"key_size", 68, 4}, {"value_size", 72, 4}, {"max_entries", 76, 4},
+		{"map_extra", 80, 8}, {"map_flags", 88, 4}, {"id", 92, 4},
+	} {
+		if off >= f.Off && off < f.Off+f.Size {
+			return f, true
+		}
+	}
+	return KernelField{}, false
+}
+
+// setKernelFields writes the mirrored struct bpf_map fields of a map with
+// spec s and id into the header at addr.
+func setKernelFields(addr uint64, s Spec, id uint32) {
+	flags := s.Flags
+	if s.Type == DevMap || s.Type == DevMapHash {
+		flags |= FlagRdonlyProg // the kernel sets it on devmaps
+	}
+	for off, v := range map[uint64]uint32{64: uint32(s.Type), 68: s.KeySize, 72: s.ValueSize, 76: s.MaxEntries, 88: flags, 92: id} {
+		*(*uint32)(vm.Ptr(addr + off)) = v
+	}
+}
+
+// KernelFieldsRegion is the part of m's header holding the mirrored kernel
+// fields, which programs may read.
+func KernelFieldsRegion(m Map) vm.Region {
+	h := m.Handle()
+	return vm.Region{Start: h + kernelFieldsStart, End: h + headerSize}
+}
 
 const cookieMagic = 0x6270_6676_6d5f_6d61 // "bpfvm_ma"
 
@@ -65,6 +111,7 @@ func (h *header) init(m Map) error {
 	*(*unsafe.Pointer)(vm.Ptr(addr + hdrRef)) = unsafe.Pointer(h.r)
 	*(*uint64)(vm.Ptr(addr + hdrCookie)) = addr ^ cookieMagic
 	*(*uint32)(vm.Ptr(addr + hdrID)) = h.id
+	setKernelFields(addr, m.Spec(), h.id)
 	liveMaps.Store(addr, m)
 	mapIDs.Store(h.id, m)
 	return nil
@@ -94,6 +141,16 @@ func (h *header) Acquire() bool {
 			return true
 		}
 	}
+}
+
+// rebind makes inner's handle and id name outer, a map wrapping it, so
+// that helpers resolving the handle reach the wrapper's methods.
+func rebind(inner, outer Map) {
+	h := inner.Handle()
+	(*ref)(*(*unsafe.Pointer)(vm.Ptr(h + hdrRef))).m = outer
+	setKernelFields(h, outer.Spec(), IDOf(inner))
+	liveMaps.Store(h, outer)
+	mapIDs.Store(IDOf(inner), outer)
 }
 
 // Release drops a reference taken by Acquire (or the creator's, through

@@ -1,6 +1,9 @@
 package maps
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Redirect map types, the targets of bpf_redirect_map.
 const (
@@ -31,7 +34,9 @@ func newRedirectMap(spec Spec, opts Options) (Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &redirectMap{Map: m, spec: spec}, nil
+	r := &redirectMap{Map: m, spec: spec}
+	rebind(m, r)
+	return r, nil
 }
 
 // redirectMap is an array or hash that reports its redirect map type.
@@ -41,3 +46,14 @@ type redirectMap struct {
 }
 
 func (r *redirectMap) Spec() Spec { return r.spec }
+
+// Lookup returns nil for an element whose first 4 bytes (the ifindex, the
+// queue size or the socket) are zero: the kernel keeps no device, CPU or
+// socket there, so its lookups and bpf_redirect_map miss.
+func (r *redirectMap) Lookup(key unsafe.Pointer, cpu int) unsafe.Pointer {
+	p := r.Map.Lookup(key, cpu)
+	if p == nil || *(*uint32)(p) == 0 {
+		return nil
+	}
+	return p
+}

@@ -20,6 +20,17 @@ func (v *verifier) readReg(pc int, r isa.Register) (*Reg, error) {
 	return reg, nil
 }
 
+// checkWriteReg checks that the instruction at pc may write register r: the
+// frame pointer is read only. The kernel checks this on the paths it
+// explores only, so isa.Validate leaves it to the verifier (and to the
+// engines' isa.ValidateXlated, for unverified programs).
+func (v *verifier) checkWriteReg(pc int, r isa.Register) error {
+	if r == isa.R10 {
+		return v.errorf(pc, "frame pointer is read only")
+	}
+	return nil
+}
+
 // isPointerLeak reports whether reg is a pointer an unprivileged program
 // must not turn into a scalar.
 func (v *verifier) isPointerLeak(reg *Reg) bool {
@@ -43,6 +54,9 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 	switch op {
 	case isa.ALUNeg, isa.ALUEnd:
 		if _, err := v.readReg(pc, ins.Dst); err != nil {
+			return err
+		}
+		if err := v.checkWriteReg(pc, ins.Dst); err != nil {
 			return err
 		}
 		if dst.Type != ScalarValue {
@@ -91,11 +105,24 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 			src.Scalar = Const(uint64(uint32(ins.Imm)))
 		}
 	}
+	if err := v.checkWriteReg(pc, ins.Dst); err != nil {
+		return err
+	}
 
 	if dst.Type.IsPointer() || src.Type.IsPointer() {
 		return v.pointerALU(pc, ins, dst, &src, op, is64, x)
 	}
 	signed := (op == isa.ALUDiv || op == isa.ALUMod) && ins.Off == 1
+	if isShift(op) && !shiftComputable(src.Scalar, is64) {
+		// The kernel computes a shift's result only for a constant
+		// amount below the width; any other amount makes the whole
+		// register unknown, even in 32-bit form (no zero-extension).
+		// Sound for the runtime, which masks the amount.
+		dst.Scalar = Unknown()
+		dst.ID = 0
+		dst.Precise = false
+		return nil
+	}
 	if dst.IsConst() && src.IsConst() {
 		if r, ok := evalALU(op, dst.Const(), src.Const(), is64, signed); ok {
 			dst.Scalar = Const(r)
@@ -110,10 +137,27 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 	return nil
 }
 
+func isShift(op uint8) bool {
+	return op == isa.ALULsh || op == isa.ALURsh || op == isa.ALUArsh
+}
+
+// shiftComputable reports whether the kernel computes the result of a shift
+// by src (is_safe_to_compute_dst_reg_range): src must be a constant in the
+// operation's width and its 64-bit value below the width.
+func shiftComputable(src Scalar, is64 bool) bool {
+	if is64 {
+		return src.IsConst() && src.Umax < 64
+	}
+	return src.Var.SubregIsConst() && src.U32min == src.U32max && src.S32min == src.S32max && src.Umax < 32
+}
+
 func (v *verifier) checkMov(pc int, ins isa.Instruction, is64, x bool) error {
 	f := v.cur.cur()
 	dst := &f.Regs[ins.Dst]
 	if !x {
+		if err := v.checkWriteReg(pc, ins.Dst); err != nil {
+			return err
+		}
 		if is64 {
 			*dst = constScalar(uint64(int64(ins.Imm)))
 		} else {
@@ -123,6 +167,9 @@ func (v *verifier) checkMov(pc int, ins isa.Instruction, is64, x bool) error {
 	}
 	src, err := v.readReg(pc, ins.Src)
 	if err != nil {
+		return err
+	}
+	if err := v.checkWriteReg(pc, ins.Dst); err != nil {
 		return err
 	}
 	if ins.Off != 0 { // movsx
@@ -211,7 +258,7 @@ func (v *verifier) pointerALU(pc int, ins isa.Instruction, dst, src *Reg, op uin
 			break
 		}
 		return v.errorf(pc, "R%d pointer arithmetic on %s prohibited", ins.Dst, ptr.Type)
-	case PtrToPacketEnd, PtrToFunc:
+	case PtrToPacketEnd, PtrToFunc, PtrToXDPSock:
 		return v.errorf(pc, "R%d pointer arithmetic on %s prohibited", ins.Dst, ptr.Type)
 	}
 	if op == isa.ALUSub && ptr.Type == PtrToStack {

@@ -91,6 +91,10 @@ func (v *verifier) push(st *State, from, pc int) error {
 // step verifies one instruction and moves v.pc. done is set when the path
 // ended (exit from the entry function).
 func (v *verifier) step(pc int, ins isa.Instruction) (done bool, err error) {
+	// The kernel checks reserved fields on the paths it explores, first.
+	if err := isa.CheckFields(ins); err != nil {
+		return false, v.errorf(pc, "%v", err)
+	}
 	switch ins.Class() {
 	case isa.ClassALU, isa.ClassALU64:
 		err = v.checkALU(pc, ins)

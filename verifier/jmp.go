@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"bpfvm/isa"
+	"bpfvm/maps"
 )
 
 func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {
@@ -271,6 +272,11 @@ func (v *verifier) nullCheck(st *State, dst, src *Reg, op uint8, taken bool) {
 			return
 		}
 		r.Flags &^= MaybeNull
+		if r.Type == PtrToMapValue && r.Map.Spec.Type == maps.XSKMap {
+			// The kernel's mark_ptr_or_null_reg: an xskmap's element
+			// is a socket.
+			r.Type = PtrToXDPSock
+		}
 	})
 	if isNull && ref != 0 {
 		st.releaseRef(ref)

@@ -28,6 +28,9 @@ func (v *verifier) checkLoad(pc int, ins isa.Instruction) error {
 	if err != nil {
 		return err
 	}
+	if err := v.checkWriteReg(pc, ins.Dst); err != nil {
+		return err
+	}
 	a := access{pc: pc, reg: ins.Src, off: int32(ins.Off), size: isa.SizeBytes(ins.Op)}
 	res, err := v.checkMemAccess(ptr, a)
 	if err != nil {
@@ -69,6 +72,9 @@ func (v *verifier) checkAtomic(pc int, ins isa.Instruction) error {
 		if err != nil {
 			return err
 		}
+		if err := v.checkWriteReg(pc, ins.Dst); err != nil {
+			return err
+		}
 		res, err := v.checkMemAccess(ptr, access{pc: pc, reg: ins.Src, off: int32(ins.Off), size: size})
 		if err != nil {
 			return err
@@ -100,6 +106,12 @@ func (v *verifier) checkAtomic(pc int, ins isa.Instruction) error {
 	switch ptr.Type {
 	case PtrToCtx, PtrToPacket, PtrToPacketMeta:
 		return v.errorf(pc, "BPF_ATOMIC stores into R%d %s is not allowed", ins.Dst, ptr.Type)
+	}
+	if ins.Imm&isa.AtomicFetch != 0 && ins.Imm != isa.AtomicCmpXchg {
+		// The fetch forms load the old value into src.
+		if err := v.checkWriteReg(pc, ins.Src); err != nil {
+			return err
+		}
 	}
 	if err := v.checkAlign(pc, ptr, int32(ins.Off), size, true); err != nil {
 		return err
@@ -141,7 +153,7 @@ func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
 	aux := &v.aux[a.pc]
 	if aux.PtrType == NotInit {
 		aux.PtrType = ptr.Type
-	} else if aux.PtrType != ptr.Type && !(ptr.Type.IsPointer() && aux.PtrType.IsPointer() && (ptr.Type == PtrToCtx) == (aux.PtrType == PtrToCtx)) {
+	} else if aux.PtrType != ptr.Type && !(mixable(ptr.Type) && mixable(aux.PtrType)) {
 		// The rewrite converts context accesses; an instruction that
 		// reaches the context on one path and other memory on another
 		// cannot be converted.
@@ -175,6 +187,10 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 		return v.ctxAccess(ptr, a)
 	case PtrToPacket, PtrToPacketMeta:
 		return v.packetAccess(ptr, a)
+	case PtrToXDPSock:
+		return v.xdpSockAccess(ptr, a)
+	case ConstPtrToMap:
+		return v.mapPtrAccess(ptr, a)
 	case PtrToMem:
 		if a.write && ptr.Flags&Rdonly != 0 {
 			return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))
@@ -190,6 +206,79 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 		return Reg{}, v.errorf(a.pc, "R%d invalid mem access 'scalar'", a.reg)
 	}
 	return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
+}
+
+// mixable reports whether one instruction may access memory of type t and
+// of other types on different paths: not the context and sockets, whose
+// accesses the kernel converts (reg_type_mismatch_ok).
+func mixable(t RegType) bool {
+	return t.IsPointer() && t != PtrToCtx && t != PtrToXDPSock
+}
+
+// xdpSockAccess checks an access to an xskmap socket: only its 4-byte
+// queue_id (struct bpf_xdp_sock) may be read. bpfvm's sockets are the
+// map's values, so the read gives the value's first 4 bytes.
+func (v *verifier) xdpSockAccess(ptr *Reg, a access) (Reg, error) {
+	if a.write {
+		return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, ptr.Type)
+	}
+	if off := int64(ptr.Off) + int64(a.off); off != 0 || a.size != 4 {
+		return Reg{}, v.errorf(a.pc, "R%d invalid %s access off=%d size=%d", a.reg, ptr.Type, off, a.size)
+	}
+	return unknownScalar(), nil
+}
+
+// mapStructName is the kernel struct a map of type t is (its map_btf_id),
+// which embeds struct bpf_map first.
+func mapStructName(t maps.Type) string {
+	switch t {
+	case maps.Hash, maps.PerCPUHash, maps.LRUHash, maps.LRUPerCPUHash, maps.HashOfMaps:
+		return "bpf_htab"
+	case maps.Queue, maps.Stack:
+		return "bpf_queue_stack"
+	case maps.RingBuf:
+		return "bpf_ringbuf_map"
+	case maps.DevMap, maps.DevMapHash:
+		return "bpf_dtab"
+	case maps.CPUMap:
+		return "bpf_cpu_map"
+	case maps.XSKMap:
+		return "xsk_map"
+	}
+	return "bpf_array"
+}
+
+// mapPtrAccess checks a read of the map's own struct through a map pointer,
+// as the kernel's check_ptr_to_map_access does with vmlinux BTF. bpfvm
+// knows the fields of struct bpf_map its map headers mirror
+// (maps.KernelFieldAt), not the kernel's BTF: reads of other fields are
+// refused (they need the tracing issue's BTF types).
+func (v *verifier) mapPtrAccess(ptr *Reg, a access) (Reg, error) {
+	tname := mapStructName(ptr.Map.Spec.Type)
+	off := int64(ptr.Off) + int64(a.off)
+	switch {
+	case v.opts.Unprivileged:
+		return Reg{}, v.errorf(a.pc, "'struct %s' access is allowed only to CAP_PERFMON and CAP_SYS_ADMIN", tname)
+	case off < 0:
+		return Reg{}, v.errorf(a.pc, "R%d is %s invalid negative access: off=%d", a.reg, tname, off)
+	case a.write:
+		return Reg{}, v.errorf(a.pc, "only read from %s is supported", tname)
+	}
+	f, ok := maps.KernelFieldAt(uint32(off))
+	if !ok {
+		return Reg{}, v.errorf(a.pc, "R%d reads struct %s at off=%d size=%d, a field bpfvm does not model (it has map_type..id of struct bpf_map)", a.reg, tname, off, a.size)
+	}
+	if end := int64(f.Off + f.Size); off+int64(a.size) > end {
+		return Reg{}, v.errorf(a.pc, "access beyond the end of member %s (mend:%d) in struct bpf_map with off %d size %d", f.Name, end, off, a.size)
+	}
+	return v.loadedScalar(a.size), nil
+}
+
+// rdonlyProg reports whether programs may not write the map's values: with
+// BPF_F_RDONLY_PROG, and devmaps, whose values the kernel's lookup returns
+// as the device's own (it sets the flag itself).
+func rdonlyProg(s maps.Spec) bool {
+	return s.Flags&maps.FlagRdonlyProg != 0 || s.Type == maps.DevMap || s.Type == maps.DevMapHash
 }
 
 // leaks reports whether an unprivileged store writes a pointer to memory
@@ -237,7 +326,7 @@ func (v *verifier) boundsCheck(ptr *Reg, a access, limit int64, what string) err
 
 func (v *verifier) mapValueAccess(ptr *Reg, a access) (Reg, error) {
 	m := ptr.Map
-	if a.write && m.Spec.Flags&maps.FlagRdonlyProg != 0 {
+	if a.write && rdonlyProg(m.Spec) {
 		return Reg{}, v.errorf(a.pc, "write into map forbidden, value_size=%d off=%d size=%d", m.Spec.ValueSize, int64(ptr.Off)+int64(a.off), a.size)
 	}
 	if !a.write && m.Spec.Flags&maps.FlagWronlyProg != 0 {
@@ -333,7 +422,7 @@ func (v *verifier) checkPtrOffReg(pc int, regno isa.Register, reg *Reg, fixedOK 
 // aligned stack accesses), and for every access in strict mode. Packet
 // offsets count NET_IP_ALIGN (2), which 4-byte aligns the IP header.
 func (v *verifier) checkAlign(pc int, ptr *Reg, off int32, size int, atomic bool) error {
-	if size == 1 || !v.opts.StrictAlignment && !atomic && ptr.Type != PtrToStack {
+	if size == 1 || !v.strictAlign && !atomic && ptr.Type != PtrToStack {
 		return nil
 	}
 	if ptr.Type.isPacket() {
@@ -361,6 +450,8 @@ func alignName(t RegType) string {
 		return "key "
 	case PtrToCtx:
 		return "context "
+	case PtrToXDPSock:
+		return "xdp_sock "
 	}
 	return ""
 }
@@ -368,6 +459,9 @@ func alignName(t RegType) string {
 // checkLdImm handles LD_IMM64: constants, map pointers, map value
 // addresses and function pointers.
 func (v *verifier) checkLdImm(pc int, ins isa.Instruction) error {
+	if err := v.checkWriteReg(pc, ins.Dst); err != nil {
+		return err
+	}
 	f := v.cur.cur()
 	dst := &f.Regs[ins.Dst]
 	hi := v.insns[pc+1]

@@ -110,7 +110,10 @@ type Proto struct {
 }
 
 var (
-	lookupMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash, maps.ArrayOfMaps, maps.HashOfMaps}
+	// The kernel's check_map_func_compatibility also allows lookups in
+	// devmaps and xskmaps (not cpumaps).
+	lookupMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash, maps.ArrayOfMaps, maps.HashOfMaps,
+		maps.DevMap, maps.DevMapHash, maps.XSKMap}
 	updateMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash}
 	deleteMaps = updateMaps
 	queueMaps  = []maps.Type{maps.Queue, maps.Stack}

@@ -33,8 +33,6 @@ var aluOps = []struct {
 	{"mov", isa.ALUMov, false},
 }
 
-func isShift(op uint8) bool { return op == isa.ALULsh || op == isa.ALURsh || op == isa.ALUArsh }
-
 // refOp extends refALU with mov.
 func refOp(op uint8, x, y uint64, is64, signed bool) uint64 {
 	if op == isa.ALUMov {

@@ -24,6 +24,9 @@ const (
 	PtrToPacketEnd
 	PtrToMem
 	PtrToFunc
+	// PtrToXDPSock is a socket of an xskmap, what a lookup in one gives
+	// once null-checked: its queue_id may be read, nothing else.
+	PtrToXDPSock
 )
 
 // Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY and MEM_RINGBUF.
@@ -46,6 +49,7 @@ var regTypeNames = [...]string{
 	PtrToPacketEnd:  "pkt_end",
 	PtrToMem:        "mem",
 	PtrToFunc:       "func",
+	PtrToXDPSock:    "xdp_sock",
 }
 
 func (t RegType) String() string {

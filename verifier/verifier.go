@@ -75,8 +75,12 @@ type Options struct {
 	// Unprivileged applies the rules for loads without CAP_BPF: no pointer
 	// leaks, no pointer comparisons, smaller limits.
 	Unprivileged bool
-	// StrictAlignment requires naturally aligned accesses everywhere.
+	// StrictAlignment requires naturally aligned accesses everywhere, as
+	// on a platform without efficient unaligned access.
 	StrictAlignment bool
+	// Flags are the program's load flags (ProgramSpec.Flags, the kernel's
+	// prog_flags): the Flag constants.
+	Flags uint32
 	// LogLevel: 0 none, 1 instructions and states at branches, 2 the state
 	// after every instruction; bit 2 (4) adds statistics.
 	LogLevel int
@@ -85,6 +89,38 @@ type Options struct {
 	// ENOSPC.
 	LogSize int
 }
+
+// Program load flags (the kernel's BPF_F_* prog_flags) and what they do
+// here, as in the kernel.
+const (
+	// FlagStrictAlignment requires aligned accesses, packet data taken
+	// as starting 2 bytes past an aligned address (NET_IP_ALIGN).
+	FlagStrictAlignment uint32 = 1 << 0
+	// FlagAnyAlignment turns strict alignment off, even the platform's.
+	FlagAnyAlignment uint32 = 1 << 1
+	// FlagTestRndHi32 asks the kernel to fill the upper halves that 32-bit
+	// operations leave undefined with random bits; bpfvm zero-extends
+	// them, one of the behaviours that allows, so it changes nothing.
+	FlagTestRndHi32 uint32 = 1 << 2
+	// FlagTestStateFreq makes the kernel remember states more often,
+	// which changes its effort but no verdict bpfvm models.
+	FlagTestStateFreq uint32 = 1 << 3
+	// FlagSleepable asks for a sleepable program, which no program type
+	// bpfvm verifies may be.
+	FlagSleepable uint32 = 1 << 4
+	// FlagXDPHasFrags declares that an XDP program handles multi-buffer
+	// packets; bpfvm's packets are linear, so it changes no verdict.
+	FlagXDPHasFrags uint32 = 1 << 5
+	// FlagXDPDevBoundOnly binds an XDP program to a device; without a
+	// device (bpfvm has none) the kernel ignores it.
+	FlagXDPDevBoundOnly uint32 = 1 << 6
+	// FlagTestRegInvariants makes a broken register invariant an error;
+	// bpfvm's bounds never break them, so it changes nothing.
+	FlagTestRegInvariants uint32 = 1 << 7
+
+	knownFlags = FlagStrictAlignment | FlagAnyAlignment | FlagTestRndHi32 | FlagTestStateFreq |
+		FlagSleepable | FlagXDPHasFrags | FlagXDPDevBoundOnly | FlagTestRegInvariants
+)
 
 // ErrLogTruncated is returned when the log did not fit Options.LogSize.
 var ErrLogTruncated = errors.New("verifier log truncated")
@@ -178,10 +214,12 @@ type verifier struct {
 	insns []isa.Instruction
 	opts  Options
 	pt    *progtype.Type
-	subs  []subprog
-	aux   []InsnAux
-	log   logger
-	stats Stats
+	// strictAlign is the kernel's env->strict_alignment.
+	strictAlign bool
+	subs        []subprog
+	aux         []InsnAux
+	log         logger
+	stats       Stats
 
 	cur     *State
 	pc      int
@@ -231,6 +269,7 @@ func newVerifier(insns []isa.Instruction, opts Options) *verifier {
 		pt = progtype.Raw
 	}
 	v := &verifier{insns: insns, opts: opts, pt: pt, aux: make([]InsnAux, len(insns))}
+	v.strictAlign = (opts.StrictAlignment || opts.Flags&FlagStrictAlignment != 0) && opts.Flags&FlagAnyAlignment == 0
 	v.log = logger{level: opts.LogLevel & 3, limit: opts.LogSize}
 	return v
 }
@@ -261,6 +300,10 @@ func (v *verifier) runRecovered() (err error) {
 }
 
 func (v *verifier) run() error {
+	if f := v.opts.Flags &^ knownFlags; f != 0 {
+		// The kernel refuses these before verifying, with EINVAL.
+		return v.errorf(0, "unknown program flags %#x", f)
+	}
 	if err := isa.Validate(v.insns); err != nil {
 		var ie *isa.InstructionError
 		if errors.As(err, &ie) {
@@ -286,6 +329,11 @@ func (v *verifier) run() error {
 	}
 	if err := v.checkLdImm64(); err != nil {
 		return err
+	}
+	if v.opts.Flags&FlagSleepable != 0 {
+		// The kernel's can_be_sleepable allows only tracing, LSM, uprobe
+		// and struct_ops programs.
+		return v.errorf(0, "Only fentry/fexit/fmod_ret, lsm, iter, uprobe, and struct_ops programs can be sleepable")
 	}
 	v.cur = v.initialState()
 	v.prunePoints = findPrunePoints(v.insns)

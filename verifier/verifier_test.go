@@ -41,6 +41,11 @@ type vcase struct {
 	// whose kernel wording differs from ours: it shows that the kernel
 	// rejects for the same reason.
 	klog string
+	// flags are the program's load flags (verifier.Options.Flags).
+	flags uint32
+	// edit changes the assembled program, for encodings the assembler
+	// does not write.
+	edit func([]isa.Instruction)
 	// values are values of key 0 (u32 keys) by map index, written before
 	// the load; maps read-only to programs are then frozen in the kernel
 	// (as constant-string arguments require) and give the verifier their
@@ -76,6 +81,9 @@ func runCases(t *testing.T, cases []vcase) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if c.edit != nil {
+				c.edit(insns)
+			}
 			var infos []verifier.MapInfo
 			for i, m := range c.maps {
 				info := verifier.MapInfo{Name: m.Name, Spec: m, Index: i}
@@ -88,7 +96,7 @@ func runCases(t *testing.T, cases []vcase) {
 			if typ == ebpf.UnspecifiedProgram {
 				typ = ebpf.XDP
 			}
-			res, err := verifier.Verify(insns, verifier.Options{Type: progType(typ), Maps: infos, Unprivileged: c.unpriv, LogLevel: 2})
+			res, err := verifier.Verify(insns, verifier.Options{Type: progType(typ), Maps: infos, Unprivileged: c.unpriv, Flags: c.flags, LogLevel: 2})
 			switch {
 			case c.err == "" && err != nil:
 				t.Errorf("rejected: %v\n%s", err, res.Log)
@@ -100,7 +108,7 @@ func runCases(t *testing.T, cases []vcase) {
 				t.Errorf("error %v does not wrap ErrRejected", err)
 			}
 			if !c.unpriv && !c.noKernel {
-				klog, ran := kernelVerdict(t, typ, c.maps, c.values, insns, err)
+				klog, ran := kernelVerdict(t, typ, c.flags, c.maps, c.values, insns, err)
 				want := c.klog
 				if c.kmsg {
 					want = c.err
@@ -134,7 +142,7 @@ func lastLines(log string, n int) string {
 // kernelVerdict loads the program into the running kernel and compares its
 // verdict with ours; it skips where bpf() is not permitted. It returns the
 // kernel's log of a rejection and whether the comparison ran.
-func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, values map[int][]byte, insns []isa.Instruction, ours error) (string, bool) {
+func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []maps.Spec, values map[int][]byte, insns []isa.Instruction, ours error) (string, bool) {
 	t.Helper()
 	if os.Getuid() != 0 {
 		return "", false
@@ -185,7 +193,7 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, specs []maps.Spec, values
 		t.Fatalf("unmarshal for the kernel: %v", err)
 	}
 	withFuncInfo(kinsns, insns)
-	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, Instructions: kinsns, License: "GPL"},
+	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, Flags: flags, Instructions: kinsns, License: "GPL"},
 		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 20})
 	if kerr == nil {
 		p.Close()
