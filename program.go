@@ -25,7 +25,7 @@ const ethHeader = 14
 var (
 	// ErrNotSupported is returned for program types, map types and features
 	// bpfvm does not implement.
-	ErrNotSupported = errors.New("not supported")
+	ErrNotSupported = progtype.ErrNotSupported
 	// ErrClosed is returned when using a closed program or map.
 	ErrClosed = errors.New("use of closed object")
 )
@@ -515,6 +515,9 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	if err := readContext(opts.Context, ctx[:pt.ContextSize], uint64(pt.ContextSize)); err != nil {
 		return fmt.Errorf("run %s: %w", p.name, err)
 	}
+	if err := pt.CheckInput(ctx[:pt.ContextSize]); err != nil {
+		return fmt.Errorf("run %s: %w", p.name, err)
+	}
 	frame := buf[ctxArea+headroom : ctxArea+headroom+len(opts.Data)]
 	copy(frame, opts.Data)
 	pkt := frame
@@ -527,7 +530,9 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	r.pkt.start, r.pkt.meta, r.pkt.data = base+uint64(ctxArea), pktStart, pktStart
 	r.pkt.end, r.pkt.limit = pktStart+uint64(len(pkt)), pktStart+uint64(len(pkt))+tailroom
 	if pt.Setup != nil {
-		pt.Setup(ctx, frame, pkt)
+		if err := pt.Setup(ctx, frame, pkt, opts.Context != nil); err != nil {
+			return fmt.Errorf("run %s: context: %w", p.name, err)
+		}
 	}
 	r.startEnv(opts.RunContext)
 	env := &r.env

@@ -48,7 +48,11 @@ type packetState struct {
 func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, error) {
 	r := e.Value.(*runner)
 	pt := r.prog.pt
-	f, err := pt.Access(uint32(off), uint32(size), write)
+	op := progtype.Load
+	if write {
+		op = progtype.Store
+	}
+	f, err := pt.Access(uint32(off), uint32(size), op)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", vm.ErrMemory, err)
 	}

@@ -25,7 +25,11 @@ func TestAccess(t *testing.T) {
 		{"skb padding", SchedCLS, 172, 4, false, false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f, err := c.typ.Access(c.off, c.size, c.write)
+			op := Load
+			if c.write {
+				op = Store
+			}
+			f, err := c.typ.Access(c.off, c.size, op)
 			if (err == nil) != c.ok {
 				t.Fatalf("got %v, want ok=%v", err, c.ok)
 			}
