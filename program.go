@@ -534,6 +534,8 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 			return fmt.Errorf("run %s: context: %w", p.name, err)
 		}
 	}
+	// Inputs the kernel stores in narrower fields lose their high bytes.
+	pt.Truncate(ctx[:pt.ContextSize])
 	r.startEnv(opts.RunContext)
 	env := &r.env
 	if len(frame) >= ethHeader {

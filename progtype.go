@@ -64,7 +64,8 @@ func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, err
 	case progtype.PacketMeta:
 		return r.pkt.meta, nil
 	}
-	addr := e.Ctx.Start + off
+	o, n := f.Convert(uint32(off), uint32(size), op)
+	addr, size := e.Ctx.Start+uint64(o), uint64(n)
 	if write {
 		vm.StoreSized(addr, size, val)
 		return 0, nil

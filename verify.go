@@ -153,15 +153,29 @@ const (
 )
 
 // rewriteContext turns loads of packet pointer fields, which the verifier
-// proved go to the context, into 64-bit loads of the shadow slots: the
-// kernel's convert_ctx_access for the fields whose stored form differs from
-// what the program sees. Each rewrite is one instruction for one, so jump
-// offsets and aux data stay aligned.
+// proved go to the context, into 64-bit loads of the shadow slots, and
+// accesses of scalar fields stored narrower than shown to their stored
+// form: the kernel's convert_ctx_access for the fields whose stored form
+// differs from what the program sees. Each rewrite is one instruction for
+// one, so jump offsets and aux data stay aligned.
 func rewriteContext(insns []isa.Instruction, aux []verifier.InsnAux, shadow uint64) []isa.Instruction {
 	out := append([]isa.Instruction(nil), insns...)
 	for pc := range out {
 		f := aux[pc].Ctx
-		if f == nil || f.Kind == progtype.Scalar {
+		if f == nil {
+			continue
+		}
+		ins := &out[pc]
+		if f.Kind == progtype.Scalar {
+			// The verifier proved the context pointer unmodified, so the
+			// instruction's offset is the access's.
+			op := progtype.Load
+			if ins.Class() == isa.ClassST || ins.Class() == isa.ClassSTX {
+				op = progtype.Store
+			}
+			size := uint32(isa.SizeBytes(ins.Op))
+			off, n := f.Convert(uint32(ins.Off), size, op)
+			ins.Off, ins.Op = int16(off), ins.Op&^0x18|sizeCode(n)
 			continue
 		}
 		var slot uint64
@@ -173,10 +187,22 @@ func rewriteContext(insns []isa.Instruction, aux []verifier.InsnAux, shadow uint
 		case progtype.PacketMeta:
 			slot = shadowMeta
 		}
-		ins := out[pc]
-		out[pc] = isa.Instruction{Op: isa.ClassLDX | isa.ModeMEM | isa.SizeDW, Dst: ins.Dst, Src: ins.Src, Off: int16(shadow + slot)}
+		*ins = isa.Instruction{Op: isa.ClassLDX | isa.ModeMEM | isa.SizeDW, Dst: ins.Dst, Src: ins.Src, Off: int16(shadow + slot)}
 	}
 	return out
+}
+
+// sizeCode is the size field of a load or store of n bytes.
+func sizeCode(n uint32) uint8 {
+	switch n {
+	case 1:
+		return isa.SizeB
+	case 2:
+		return isa.SizeH
+	case 4:
+		return isa.SizeW
+	}
+	return isa.SizeDW
 }
 
 func (e *VerifierError) String() string { return fmt.Sprintf("%v\n%s", e.Err, e.Log) }

@@ -41,16 +41,20 @@ const (
 )
 
 // xdpSetup checks the context input as the kernel's test run does
-// (bpf_prog_test_run_xdp, xdp_convert_md_to_buff): data_end the input's
-// length, no egress device, no receive queue without a device, and fills in what the kernel's run on the loopback device's
+// (bpf_prog_test_run_xdp, xdp_convert_md_to_buff): data_end at most the
+// input's length (less makes fragments, which bpfvm does not model, nor
+// metadata from the input), no egress device, no receive queue without a device, and fills in what the kernel's run on the loopback device's
 // queue 0 reads when the input names no device. bpfvm models no host
 // devices, so a named device is taken as given.
 func xdpSetup(ctx, frame, pkt []byte, given bool) error {
 	le := binary.LittleEndian
 	switch {
 	case !given:
-	case le.Uint32(ctx[xdpDataEnd:]) != uint32(len(frame)):
+	case le.Uint32(ctx[xdpDataEnd:]) > uint32(len(frame)):
 		return fmt.Errorf("xdp_md.data_end %d: the input has %d bytes", le.Uint32(ctx[xdpDataEnd:]), len(frame))
+	case le.Uint32(ctx[xdpDataEnd:]) < uint32(len(frame)):
+		// The kernel makes the rest of the input fragments.
+		return fmt.Errorf("xdp_md.data_end %d of %d bytes: fragments: %w", le.Uint32(ctx[xdpDataEnd:]), len(frame), ErrNotSupported)
 	case le.Uint32(ctx[xdpData:]) != 0:
 		// The kernel takes the first data bytes of the input as metadata.
 		return fmt.Errorf("xdp_md.data %d: metadata input: %w", le.Uint32(ctx[xdpData:]), ErrNotSupported)
@@ -78,24 +82,24 @@ func xdpSetup(ctx, frame, pkt []byte, given bool) error {
 // (convert___skb_to_skb).
 var skbLayout = []Field{
 	{Name: "len", Offset: 0, Size: 4, Narrow: true},
-	{Name: "pkt_type", Offset: 4, Size: 4, Narrow: true},
+	{Name: "pkt_type", Offset: 4, Size: 4, Narrow: true, Backing: 1},
 	{Name: "mark", Offset: 8, Size: 4, Narrow: true, Input: true},
-	{Name: "queue_mapping", Offset: 12, Size: 4, Narrow: true},
-	{Name: "protocol", Offset: 16, Size: 4, Narrow: true},
-	{Name: "vlan_present", Offset: 20, Size: 4, Narrow: true},
-	{Name: "vlan_tci", Offset: 24, Size: 4, Narrow: true},
-	{Name: "vlan_proto", Offset: 28, Size: 4, Narrow: true},
+	{Name: "queue_mapping", Offset: 12, Size: 4, Narrow: true, Backing: 2},
+	{Name: "protocol", Offset: 16, Size: 4, Narrow: true, Backing: 2},
+	{Name: "vlan_present", Offset: 20, Size: 4, Narrow: true, Backing: 1},
+	{Name: "vlan_tci", Offset: 24, Size: 4, Narrow: true, Backing: 2},
+	{Name: "vlan_proto", Offset: 28, Size: 4, Narrow: true, Backing: 2},
 	{Name: "priority", Offset: 32, Size: 4, Narrow: true, Input: true},
 	{Name: "ingress_ifindex", Offset: 36, Size: 4, Narrow: true, Input: true},
 	{Name: "ifindex", Offset: 40, Size: 4, Narrow: true, Input: true},
-	{Name: "tc_index", Offset: 44, Size: 4, Narrow: true},
+	{Name: "tc_index", Offset: 44, Size: 4, Narrow: true, Backing: 2},
 	{Name: "cb", Offset: 48, Size: 20, Memory: true, Input: true},
 	{Name: "hash", Offset: 68, Size: 4, Narrow: true},
-	{Name: "tc_classid", Offset: 72, Size: 4, Narrow: true},
+	{Name: "tc_classid", Offset: 72, Size: 4, Narrow: true, Backing: 2},
 	{Name: "data", Offset: 76, Size: 4, Kind: PacketData},
 	{Name: "data_end", Offset: 80, Size: 4, Kind: PacketEnd},
 	{Name: "napi_id", Offset: 84, Size: 4, Narrow: true},
-	{Name: "family", Offset: 88, Size: 4, Narrow: true},
+	{Name: "family", Offset: 88, Size: 4, Narrow: true, Backing: 2},
 	{Name: "remote_ip4", Offset: 92, Size: 4},
 	{Name: "local_ip4", Offset: 96, Size: 4},
 	{Name: "remote_ip6[0]", Offset: 100, Size: 4},
@@ -107,16 +111,16 @@ var skbLayout = []Field{
 	{Name: "local_ip6[2]", Offset: 124, Size: 4},
 	{Name: "local_ip6[3]", Offset: 128, Size: 4},
 	{Name: "remote_port", Offset: 132, Size: 4, Narrow: true},
-	{Name: "local_port", Offset: 136, Size: 4, Narrow: true},
+	{Name: "local_port", Offset: 136, Size: 4, Narrow: true, Backing: 2},
 	{Name: "data_meta", Offset: 140, Size: 4, Kind: PacketMeta},
 	{Name: "flow_keys", Offset: 144, Size: 8},
 	{Name: "tstamp", Offset: 152, Size: 8, Input: true},
 	{Name: "wire_len", Offset: 160, Size: 4, Narrow: true, Input: true},
-	{Name: "gso_segs", Offset: 164, Size: 4, Narrow: true, Input: true},
+	{Name: "gso_segs", Offset: 164, Size: 4, Narrow: true, Backing: 2, Input: true},
 	// sk is a nullable struct bpf_sock_common pointer, which bpfvm does not
 	// model yet: never readable here.
 	{Name: "sk", Offset: 168, Size: 8},
-	{Name: "gso_size", Offset: 176, Size: 4, Narrow: true, Input: true},
+	{Name: "gso_size", Offset: 176, Size: 4, Narrow: true, Backing: 2, Input: true},
 	{Name: "tstamp_type", Offset: 180, Size: 1},
 	{Name: "hwtstamp", Offset: 184, Size: 8, Input: true},
 }
@@ -172,11 +176,21 @@ const (
 // and the context input (bpf_prog_test_run_skb): the length of the packet
 // the program sees, pkt_type and protocol as eth_type_trans gives them on
 // the loopback device, which is also the device when the input names none,
-// and wire_len, the input's if any.
-func skbSetup(ctx, frame, pkt []byte, _ bool) error {
+// and wire_len, the input's if any. Like the kernel, it refuses an IP frame
+// too short for its IP header.
+func skbSetup(ctx, frame, pkt []byte, given bool) error {
 	le := binary.LittleEndian
 	n := uint32(len(pkt))
+	proto := binary.BigEndian.Uint16(frame[12:])
+	switch {
+	case proto == ethPIP && len(frame) < ethHeader+ipv4Header:
+		return fmt.Errorf("IPv4 frame of %d bytes: no room for the IP header", len(frame))
+	case proto == ethPIPv6 && len(frame) < ethHeader+ipv6Header:
+		return fmt.Errorf("IPv6 frame of %d bytes: no room for the IP header", len(frame))
+	}
 	switch wire := le.Uint32(ctx[skbWireLen:]); {
+	case !given:
+		// Without a context input the kernel never sets wire_len.
 	case wire == 0:
 		le.PutUint32(ctx[skbWireLen:], n)
 	case wire < n || wire > gsoLegacyMaxSize:
@@ -190,7 +204,6 @@ func skbSetup(ctx, frame, pkt []byte, _ bool) error {
 	}
 	le.PutUint32(ctx[skbLen:], n)
 	le.PutUint32(ctx[skbPktType:], pktType(frame[:6]))
-	proto := binary.BigEndian.Uint16(frame[12:])
 	if proto < ethP8023Min {
 		// An 802.3 length: raw IPX if the payload starts 0xffff, else 802.2.
 		proto = ethP8022
@@ -203,18 +216,23 @@ func skbSetup(ctx, frame, pkt []byte, _ bool) error {
 	return nil
 }
 
-// Ethernet protocol numbers of eth_type_trans.
+// Ethernet protocol numbers of eth_type_trans, and header sizes.
 const (
+	ethPIP      = 0x0800
+	ethPIPv6    = 0x86dd
+	ethHeader   = 14
+	ipv4Header  = 20
+	ipv6Header  = 40
 	ethP8023Min = 0x0600
 	ethP8023    = 0x0001
 	ethP8022    = 0x0004
 )
 
-// Packet types (PACKET_HOST ...) of a destination address as seen by the
-// loopback device, whose address is all zeroes.
+// Packet types (PACKET_HOST ...) of a destination address as the loopback
+// device sees it: its address and its broadcast address are all zeroes, so
+// that the broadcast address is only multicast.
 const (
 	packetHost      = 0
-	packetBroadcast = 1
 	packetMulticast = 2
 	packetOtherHost = 3
 )
@@ -223,8 +241,6 @@ func pktType(dst []byte) uint32 {
 	switch {
 	case string(dst) == "\x00\x00\x00\x00\x00\x00":
 		return packetHost
-	case string(dst) == "\xff\xff\xff\xff\xff\xff":
-		return packetBroadcast
 	case dst[0]&1 != 0:
 		return packetMulticast
 	}

@@ -60,6 +60,12 @@ type Field struct {
 	// Write, stores of any size inside it, aligned to that size.
 	Memory bool
 	Kind   Kind
+	// Backing is the width of the kernel's storage behind a scalar field
+	// narrower than Size (skb->protocol is a u16 behind a u32 field); 0 is
+	// Size. As in the kernel's context conversion, stores keep only that
+	// many bytes, and a load at least that wide reads the stored value
+	// whatever its offset in the field.
+	Backing uint32
 	// Input says a test run takes the field from the context input. A
 	// non-zero input in any other field is refused, as the kernel's
 	// BPF_PROG_TEST_RUN refuses it with EINVAL.
@@ -132,6 +138,35 @@ func (t *Type) Access(off, size uint32, op Op) (*Field, error) {
 	return f, nil
 }
 
+// Convert returns the offset and size in the context an allowed access
+// becomes, the kernel's convert_ctx_access for a field stored as it is
+// shown but in Backing bytes: same as given but for the whole stores and
+// the wide loads of such a field.
+func (f *Field) Convert(off, size uint32, op Op) (uint32, uint32) {
+	if f.Kind != Scalar || f.Memory || f.Backing == 0 || f.Backing >= f.Size {
+		return off, size
+	}
+	switch {
+	case op == Store:
+		return f.Offset, f.Backing
+	case size >= f.Backing:
+		// The rest of the field is zero: loading size bytes from its
+		// start reads the stored value, zero-extended.
+		return f.Offset, size
+	}
+	return off, size
+}
+
+// Truncate clears the bytes of a context's fields above their Backing
+// width, as storing an input into the kernel's narrower field does.
+func (t *Type) Truncate(ctx []byte) {
+	for _, f := range t.Fields {
+		if f.Kind == Scalar && !f.Memory && f.Backing != 0 && f.Backing < f.Size {
+			clear(ctx[f.Offset+f.Backing : f.Offset+f.Size])
+		}
+	}
+}
+
 func (f *Field) allows(off, size uint32, op Op) bool {
 	switch {
 	case size == 0 || size&(size-1) != 0 || off%size != 0:
@@ -186,6 +221,9 @@ func (t *Type) Validate() error {
 			// Accesses are aligned to their size, so such a field could
 			// never be accessed whole.
 			return fmt.Errorf("program type %s: field %s (off %d size %d) is not a 1, 2, 4 or 8 byte field aligned to its size (or Memory)", t.Name, f.Name, f.Offset, f.Size)
+		}
+		if f.Backing != 0 && (f.Backing > f.Size || f.Backing&(f.Backing-1) != 0) {
+			return fmt.Errorf("program type %s: field %s: backing of %d bytes for a %d byte field", t.Name, f.Name, f.Backing, f.Size)
 		}
 		if f.Kind != Scalar && f.Size != 4 && f.Size != 8 {
 			return fmt.Errorf("program type %s: pointer field %s must be 4 or 8 bytes", t.Name, f.Name)
