@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -235,4 +236,93 @@ func TestContextFieldsRun(t *testing.T) {
 		t.Skip("no kernel to compare with")
 	}
 	t.Logf("test-run reads: %d/%d agree with the kernel (%d runs of known gaps not compared)", agreed, compared, gaps)
+}
+
+// TestContextFieldsWrite writes each writable field of a type's context,
+// with a register and an immediate, at each allowed size, and reads it back
+// whole, through bpfvm and the kernel's test run.
+func TestContextFieldsWrite(t *testing.T) {
+	values := []int64{0, 1, 0x12345678, 0xfffe, 0xffff, 0x1ffff, -1, -2}
+	frame := ctxFrame("\x00\x00\x00\x00\x00\x00", 0x0800, 0x45, 64)
+	var compared, agreed int
+	for _, ty := range []struct {
+		typ ebpf.ProgramType
+		pt  *progtype.Type
+	}{
+		{ebpf.SchedCLS, progtype.SchedCLS},
+		{ebpf.SocketFilter, progtype.SocketFilter},
+	} {
+		for _, f := range ty.pt.Fields {
+			if !f.Write {
+				continue
+			}
+			for size := uint32(1); size <= 8 && size <= f.Size; size *= 2 {
+				if size != f.Size && !f.Memory {
+					continue
+				}
+				for off := f.Offset; off+size <= f.Offset+f.Size; off += size {
+					read := fmt.Sprintf("r0 = *(u%d *)(r1 +%d)\n", min(f.Size, 8)*8, f.Offset)
+					if f.Memory {
+						read = fmt.Sprintf("r0 = *(u%d *)(r1 +%d)\n", size*8, off)
+					}
+					if min(f.Size, 8) == 8 || size == 8 {
+						read += "r2 = r0\nr2 >>= 32\nr0 ^= r2\n"
+					}
+					for _, v := range values {
+						for _, st := range []string{
+							fmt.Sprintf("r2 = %d\n*(u%d *)(r1 +%d) = r2\n", v, size*8, off),
+							fmt.Sprintf("*(u%d *)(r1 +%d) = %d\n", size*8, off, v),
+						} {
+							src := st + read + "exit"
+							insns, err := isa.Assemble(src)
+							if err != nil {
+								t.Fatalf("%s: %v", src, err)
+							}
+							id := fmt.Sprintf("%s %s: %q", ty.typ, f.Name, src)
+							var got []uint32
+							for _, opts := range []bpfvm.ProgramOptions{{Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT}, {NoVerify: true}} {
+								p, err := bpfvm.NewRawProgram("w", ty.typ, insns, opts)
+								if err != nil {
+									t.Fatalf("%s: %v", id, err)
+								}
+								r, err := p.Run(&bpfvm.RunOptions{Data: frame})
+								p.Close()
+								if err != nil {
+									t.Fatalf("%s: %v", id, err)
+								}
+								got = append(got, r)
+							}
+							// Checked mode sees a store's value, not its
+							// instruction: a negative immediate below
+							// queue_mapping's limit is dropped like a
+							// register's (DESIGN.md).
+							checkedST := f.StoreLimit != 0 && v < 0 && !strings.HasPrefix(st, "r2")
+							if got[0] != got[1] || got[0] != got[2] && !checkedST {
+								t.Errorf("%s: engines disagree: %#x", id, got)
+							}
+							kp := kernelRawProgram(t, ty.typ, insns)
+							if kp == nil {
+								continue
+							}
+							kr, err := kp.Run(&ebpf.RunOptions{Data: frame})
+							kp.Close()
+							if err != nil {
+								t.Fatalf("%s: kernel: %v", id, err)
+							}
+							compared++
+							if kr != got[0] {
+								t.Errorf("%s: bpfvm %#x, kernel %#x", id, got[0], kr)
+								continue
+							}
+							agreed++
+						}
+					}
+				}
+			}
+		}
+	}
+	if compared == 0 {
+		t.Skip("no kernel to compare with")
+	}
+	t.Logf("context writes: %d/%d agree with the kernel", agreed, compared)
 }

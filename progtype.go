@@ -67,6 +67,11 @@ func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, err
 	o, n := f.Convert(uint32(off), uint32(size), op)
 	addr, size := e.Ctx.Start+uint64(o), uint64(n)
 	if write {
+		if f.StoreLimit != 0 && val >= f.StoreLimit {
+			// Without the instruction, a store of a negative immediate
+			// is taken for a register's (DESIGN.md).
+			return 0, nil
+		}
 		vm.StoreSized(addr, size, val)
 		return 0, nil
 	}

@@ -118,6 +118,9 @@ func (p *Program) inline(e Engine) error {
 	// First, while every instruction's aux is its own: what the verifier
 	// never reached must not run (DESIGN.md, "Dead code stops the run").
 	rewrite.SanitizeDeadCode(rp, !p.opts.Unprivileged)
+	if err := guardContextStores(rp); err != nil {
+		return err
+	}
 	if !p.opts.NoInline {
 		if _, err := rewrite.InlineHelpers(rp, rewrite.InlineOptions{Interpreter: e == EngineInterpreter}); err != nil {
 			return err
@@ -190,6 +193,36 @@ func rewriteContext(insns []isa.Instruction, aux []verifier.InsnAux, shadow uint
 		*ins = isa.Instruction{Op: isa.ClassLDX | isa.ModeMEM | isa.SizeDW, Dst: ins.Dst, Src: ins.Src, Off: int16(shadow + slot)}
 	}
 	return out
+}
+
+// guardContextStores makes stores to context fields with a StoreLimit
+// conditional, as the kernel's context conversion does: a register store
+// is skipped when the value reaches the limit, an immediate store that
+// reaches it is no store at all.
+func guardContextStores(rp *rewrite.Program) error {
+	var rs []rewrite.Replacement
+	for pc, ins := range rp.Insns {
+		f := rp.Aux[pc].Ctx
+		if f == nil || f.StoreLimit == 0 {
+			continue
+		}
+		switch ins.Class() {
+		case isa.ClassSTX:
+			skip := isa.Instruction{Op: isa.ClassJMP | isa.JumpGE | isa.SrcK, Dst: ins.Src, Off: 1, Imm: int32(f.StoreLimit)}
+			rs = append(rs, rewrite.Replacement{PC: pc, Seq: []isa.Instruction{skip, ins}})
+		case isa.ClassST:
+			if int64(ins.Imm) >= int64(f.StoreLimit) {
+				rs = append(rs, rewrite.Replacement{PC: pc, Seq: []isa.Instruction{{Op: isa.OpJA}}})
+			}
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	if err := rp.PatchAll(rs); err != nil {
+		return fmt.Errorf("context stores: %w", err)
+	}
+	return nil
 }
 
 // sizeCode is the size field of a load or store of n bytes.

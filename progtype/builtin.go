@@ -84,7 +84,7 @@ var skbLayout = []Field{
 	{Name: "len", Offset: 0, Size: 4, Narrow: true},
 	{Name: "pkt_type", Offset: 4, Size: 4, Narrow: true, Backing: 1},
 	{Name: "mark", Offset: 8, Size: 4, Narrow: true, Input: true},
-	{Name: "queue_mapping", Offset: 12, Size: 4, Narrow: true, Backing: 2},
+	{Name: "queue_mapping", Offset: 12, Size: 4, Narrow: true, Backing: 2, StoreLimit: noQueueMapping},
 	{Name: "protocol", Offset: 16, Size: 4, Narrow: true, Backing: 2},
 	{Name: "vlan_present", Offset: 20, Size: 4, Narrow: true, Backing: 1},
 	{Name: "vlan_tci", Offset: 24, Size: 4, Narrow: true, Backing: 2},
@@ -153,6 +153,10 @@ func skbFields(hidden, writable string) []Field {
 	}
 	return out
 }
+
+// noQueueMapping is the kernel's NO_QUEUE_MAPPING: a queue_mapping store of
+// it or more does nothing.
+const noQueueMapping = 0xffff
 
 // struct __sk_buff offsets.
 const (

@@ -66,6 +66,11 @@ type Field struct {
 	// many bytes, and a load at least that wide reads the stored value
 	// whatever its offset in the field.
 	Backing uint32
+	// StoreLimit drops stores of a value at or above it (0 for none), as
+	// the kernel's conversion of queue_mapping drops NO_QUEUE_MAPPING and
+	// above: a register compared unsigned over 64 bits, an immediate as
+	// the signed 32-bit value it is.
+	StoreLimit uint64
 	// Input says a test run takes the field from the context input. A
 	// non-zero input in any other field is refused, as the kernel's
 	// BPF_PROG_TEST_RUN refuses it with EINVAL.
