@@ -112,7 +112,8 @@ func ctxReads(pt *progtype.Type) map[string]string {
 
 // TestContextFieldsRun reads every field a program type's context shows
 // through bpfvm's test run and the kernel's BPF_PROG_TEST_RUN, on the same
-// frames and context inputs (valid and refused), on both engines.
+// frames and context inputs (valid and refused), on both engines, and
+// compares the results and the context outputs.
 func TestContextFieldsRun(t *testing.T) {
 	frames := map[string][]byte{
 		"ipv4 to host":  ctxFrame("\x00\x00\x00\x00\x00\x00", 0x0800, 0x45, 64),
@@ -201,8 +202,20 @@ func TestContextFieldsRun(t *testing.T) {
 					id := fmt.Sprintf("%s %s, %s, context %s", ty.typ, name, fname, iname)
 					got := make([]uint32, len(ours))
 					var gotErr error
+					// A context output makes the kernel's run have a
+					// context (for XDP one whose data_end 0 makes the
+					// whole packet fragments): ask for one where the run
+					// has one anyway, and from skb types always.
+					var ctxOut, kctxOut []byte
+					if in != nil || ty.typ != ebpf.XDP {
+						ctxOut, kctxOut = make([]byte, ty.pt.ContextSize), make([]byte, ty.pt.ContextSize)
+					}
 					for i, p := range ours {
-						got[i], gotErr = p.Run(&bpfvm.RunOptions{Data: frame, Context: in})
+						ro := &bpfvm.RunOptions{Data: frame, Context: in}
+						if ctxOut != nil {
+							ro.ContextOut = ctxOut
+						}
+						got[i], gotErr = p.Run(ro)
 						if got[i] != got[0] {
 							t.Errorf("%s: engine %d returned %#x, engine 0 %#x", id, i, got[i], got[0])
 						}
@@ -218,6 +231,9 @@ func TestContextFieldsRun(t *testing.T) {
 						continue
 					}
 					opts := &ebpf.RunOptions{Data: frame, Context: in}
+					if kctxOut != nil {
+						opts.ContextOut = kctxOut
+					}
 					kret, kerr := kp.Run(opts)
 					compared++
 					switch {
@@ -225,6 +241,8 @@ func TestContextFieldsRun(t *testing.T) {
 						t.Errorf("%s: bpfvm %#x, %v; kernel %#x, %v", id, got[0], gotErr, kret, kerr)
 					case kerr == nil && kret != got[0]:
 						t.Errorf("%s: bpfvm %#x, kernel %#x", id, got[0], kret)
+					case kerr == nil && !bytes.Equal(ctxOut, kctxOut):
+						t.Errorf("%s: context out\nbpfvm  % x\nkernel % x", id, ctxOut, kctxOut)
 					default:
 						agreed++
 					}

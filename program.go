@@ -1,6 +1,7 @@
 package bpfvm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -518,6 +519,10 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	if err := pt.CheckInput(ctx[:pt.ContextSize]); err != nil {
 		return fmt.Errorf("run %s: %w", p.name, err)
 	}
+	var in []byte
+	if opts.ContextOut != nil {
+		in = bytes.Clone(ctx[:pt.ContextSize])
+	}
 	frame := buf[ctxArea+headroom : ctxArea+headroom+len(opts.Data)]
 	copy(frame, opts.Data)
 	pkt := frame
@@ -530,7 +535,9 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	r.pkt.start, r.pkt.meta, r.pkt.data = base+uint64(ctxArea), pktStart, pktStart
 	r.pkt.end, r.pkt.limit = pktStart+uint64(len(pkt)), pktStart+uint64(len(pkt))+tailroom
 	if pt.Setup != nil {
-		if err := pt.Setup(ctx, frame, pkt, opts.Context != nil); err != nil {
+		// The kernel's test run has a context when it is given one or
+		// asked for one.
+		if err := pt.Setup(ctx, frame, pkt, opts.Context != nil || opts.ContextOut != nil); err != nil {
 			return fmt.Errorf("run %s: context: %w", p.name, err)
 		}
 	}
@@ -591,6 +598,9 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 			return fmt.Errorf("run %s: output packet of %d bytes does not fit DataOut of %d", p.name, len(out), len(opts.DataOut))
 		}
 		copy(opts.DataOut, out)
+	}
+	if opts.ContextOut != nil {
+		pt.Output(ctx[:pt.ContextSize], in, r.pkt.meta, r.pkt.data, r.pkt.end)
 	}
 	if err := writeContext(opts.ContextOut, ctx[:pt.ContextSize]); err != nil {
 		return fmt.Errorf("run %s: %w", p.name, err)

@@ -17,8 +17,8 @@ var XDP = &Type{
 	Name:        "xdp",
 	ContextSize: 24,
 	Fields: []Field{
-		{Name: "data", Offset: 0, Size: 4, Read: true, Kind: PacketData, Input: true},
-		{Name: "data_end", Offset: 4, Size: 4, Read: true, Kind: PacketEnd, Input: true},
+		{Name: "data", Offset: 0, Size: 4, Read: true, Kind: PacketData, Input: true, Output: true},
+		{Name: "data_end", Offset: 4, Size: 4, Read: true, Kind: PacketEnd, Input: true, Output: true},
 		{Name: "data_meta", Offset: 8, Size: 4, Read: true, Kind: PacketMeta, Input: true},
 		{Name: "ingress_ifindex", Offset: 12, Size: 4, Read: true, Input: true},
 		{Name: "rx_queue_index", Offset: 16, Size: 4, Read: true, Input: true},
@@ -79,21 +79,22 @@ func xdpSetup(ctx, frame, pkt []byte, given bool) error {
 // bpf_skb_is_valid_access, common to every program type that sees it;
 // which fields each type may read and write is in its table below. Input
 // marks the fields BPF_PROG_TEST_RUN takes from the context input
-// (convert___skb_to_skb).
+// (convert___skb_to_skb), Output those it gives back
+// (convert_skb_to___skb).
 var skbLayout = []Field{
 	{Name: "len", Offset: 0, Size: 4, Narrow: true},
 	{Name: "pkt_type", Offset: 4, Size: 4, Narrow: true, Backing: 1},
-	{Name: "mark", Offset: 8, Size: 4, Narrow: true, Input: true},
+	{Name: "mark", Offset: 8, Size: 4, Narrow: true, Input: true, Output: true},
 	{Name: "queue_mapping", Offset: 12, Size: 4, Narrow: true, Backing: 2, StoreLimit: noQueueMapping},
 	{Name: "protocol", Offset: 16, Size: 4, Narrow: true, Backing: 2},
 	{Name: "vlan_present", Offset: 20, Size: 4, Narrow: true, Backing: 1},
 	{Name: "vlan_tci", Offset: 24, Size: 4, Narrow: true, Backing: 2},
 	{Name: "vlan_proto", Offset: 28, Size: 4, Narrow: true, Backing: 2},
-	{Name: "priority", Offset: 32, Size: 4, Narrow: true, Input: true},
-	{Name: "ingress_ifindex", Offset: 36, Size: 4, Narrow: true, Input: true},
-	{Name: "ifindex", Offset: 40, Size: 4, Narrow: true, Input: true},
+	{Name: "priority", Offset: 32, Size: 4, Narrow: true, Input: true, Output: true},
+	{Name: "ingress_ifindex", Offset: 36, Size: 4, Narrow: true, Input: true, Output: true},
+	{Name: "ifindex", Offset: 40, Size: 4, Narrow: true, Input: true, Output: true},
 	{Name: "tc_index", Offset: 44, Size: 4, Narrow: true, Backing: 2},
-	{Name: "cb", Offset: 48, Size: 20, Memory: true, Input: true},
+	{Name: "cb", Offset: 48, Size: 20, Memory: true, Input: true, Output: true},
 	{Name: "hash", Offset: 68, Size: 4, Narrow: true},
 	{Name: "tc_classid", Offset: 72, Size: 4, Narrow: true, Backing: 2},
 	{Name: "data", Offset: 76, Size: 4, Kind: PacketData},
@@ -114,15 +115,15 @@ var skbLayout = []Field{
 	{Name: "local_port", Offset: 136, Size: 4, Narrow: true, Backing: 2},
 	{Name: "data_meta", Offset: 140, Size: 4, Kind: PacketMeta},
 	{Name: "flow_keys", Offset: 144, Size: 8},
-	{Name: "tstamp", Offset: 152, Size: 8, Input: true},
-	{Name: "wire_len", Offset: 160, Size: 4, Narrow: true, Input: true},
-	{Name: "gso_segs", Offset: 164, Size: 4, Narrow: true, Backing: 2, Input: true},
+	{Name: "tstamp", Offset: 152, Size: 8, Input: true, Output: true},
+	{Name: "wire_len", Offset: 160, Size: 4, Narrow: true, Input: true, Output: true},
+	{Name: "gso_segs", Offset: 164, Size: 4, Narrow: true, Backing: 2, Input: true, Output: true},
 	// sk is a nullable struct bpf_sock_common pointer, which bpfvm does not
 	// model yet: never readable here.
 	{Name: "sk", Offset: 168, Size: 8},
 	{Name: "gso_size", Offset: 176, Size: 4, Narrow: true, Backing: 2, Input: true},
 	{Name: "tstamp_type", Offset: 180, Size: 1},
-	{Name: "hwtstamp", Offset: 184, Size: 8, Input: true},
+	{Name: "hwtstamp", Offset: 184, Size: 8, Input: true, Output: true},
 }
 
 // skbFields returns struct __sk_buff as a program type sees it: every field

@@ -75,6 +75,9 @@ type Field struct {
 	// non-zero input in any other field is refused, as the kernel's
 	// BPF_PROG_TEST_RUN refuses it with EINVAL.
 	Input bool
+	// Output says the test run writes the field back to the context
+	// output; the rest of the output is the input as given.
+	Output bool
 }
 
 // Op is the kind of a context access.
@@ -211,6 +214,47 @@ func (t *Type) CheckInput(ctx []byte) error {
 		}
 	}
 	return nil
+}
+
+// Output turns the context after a run into what the kernel's test run
+// returns as its context output: the input (in, as given), with the Output
+// fields written back from the run, packet pointers as offsets from the
+// start of the packet's metadata (meta, data and end are the run's packet
+// addresses). Types without Input fields return the whole context.
+func (t *Type) Output(ctx, in []byte, meta, data, end uint64) {
+	input := false
+	for _, f := range t.Fields {
+		input = input || f.Input
+	}
+	if !input {
+		return
+	}
+	out := make([]byte, len(ctx))
+	copy(out, in)
+	for _, f := range t.Fields {
+		if !f.Output || f.Offset+f.Size > uint32(len(ctx)) {
+			continue
+		}
+		b := out[f.Offset : f.Offset+f.Size]
+		switch f.Kind {
+		case PacketData:
+			putUint(b, data-meta)
+		case PacketEnd:
+			putUint(b, end-meta)
+		case PacketMeta:
+			clear(b)
+		default:
+			copy(b, ctx[f.Offset:])
+		}
+	}
+	copy(ctx, out)
+}
+
+// putUint stores v in b, 4 or 8 bytes, in the host's (little-endian) order.
+func putUint(b []byte, v uint64) {
+	for i := range b {
+		b[i] = byte(v >> (8 * i))
+	}
 }
 
 // Validate checks a host-defined type for mistakes.
