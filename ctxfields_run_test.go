@@ -344,3 +344,50 @@ func TestContextFieldsWrite(t *testing.T) {
 	}
 	t.Logf("context writes: %d/%d agree with the kernel", agreed, compared)
 }
+
+// TestContextOutAdjust compares the xdp_md output after the program moved
+// the packet's start or metadata with the kernel's.
+func TestContextOutAdjust(t *testing.T) {
+	frame := ctxFrame("\x00\x00\x00\x00\x00\x00", 0x0800, 0x45, 64)
+	in := make([]byte, 24)
+	binary.LittleEndian.PutUint32(in[4:], uint32(len(frame)))
+	for name, src := range map[string]string{
+		"none":        "r0 = 2\nexit",
+		"head +4":     "r6 = r1\nr2 = 4\ncall bpf_xdp_adjust_head#44\nr0 = 2\nexit",
+		"head -8":     "r6 = r1\nr2 = -8\ncall bpf_xdp_adjust_head#44\nr0 = 2\nexit",
+		"meta -8":     "r6 = r1\nr2 = -8\ncall bpf_xdp_adjust_meta#54\nr0 = 2\nexit",
+		"meta, head":  "r6 = r1\nr2 = -8\ncall bpf_xdp_adjust_meta#54\nr1 = r6\nr2 = 4\ncall bpf_xdp_adjust_head#44\nr0 = 2\nexit",
+		"tail -10":    "r6 = r1\nr2 = -10\ncall bpf_xdp_adjust_tail#65\nr0 = 2\nexit",
+		"read length": "r2 = *(u32 *)(r1 +0)\nr3 = *(u32 *)(r1 +4)\nr0 = r3\nr0 -= r2\nexit",
+	} {
+		insns, err := isa.Assemble(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, opts := range []bpfvm.ProgramOptions{{Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT}, {NoVerify: true}} {
+			p, err := bpfvm.NewRawProgram(name, ebpf.XDP, insns, opts)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			defer p.Close()
+			out, data := make([]byte, 24), make([]byte, 512)
+			res, err := p.Execute(&bpfvm.RunOptions{Data: frame, Context: in, ContextOut: out, DataOut: data})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			kp := kernelRawProgram(t, ebpf.XDP, insns)
+			if kp == nil {
+				continue
+			}
+			kout := make([]byte, 24)
+			kopts := &ebpf.RunOptions{Data: frame, Context: in, ContextOut: kout, DataOut: make([]byte, 512)}
+			kret, err := kp.Run(kopts)
+			if err != nil {
+				t.Fatalf("%s: kernel: %v", name, err)
+			}
+			if uint32(res.R0) != kret || !bytes.Equal(out, kout) || !bytes.Equal(data[:res.DataSize], kopts.DataOut) {
+				t.Errorf("%s (%+v): bpfvm %d, context % x, data %d bytes; kernel %d, % x, %d bytes", name, opts, res.R0, out, res.DataSize, kret, kout, len(kopts.DataOut))
+			}
+		}
+	}
+}
