@@ -161,17 +161,23 @@ func TestContextFieldsRun(t *testing.T) {
 		{ebpf.XDP, progtype.XDP, func(f []byte) map[string]any {
 			n := uint32(len(f))
 			return map[string]any{
-				"none":                nil,
-				"lo":                  xdpCtx(0, n, 0, 1, 0, 0),
-				"no device":           xdpCtx(0, n, 0, 0, 0, 0),
-				"bad data_end":        xdpCtx(0, n+1, 0, 0, 0, 0),
-				"frags":               xdpCtx(0, n-1, 0, 0, 0, 0),
-				"frags only":          xdpCtx(0, 0, 0, 0, 0, 0),
-				"metadata":            xdpCtx(4, n, 0, 0, 0, 0),
-				"bad data_meta":       xdpCtx(0, n, 4, 0, 0, 0),
-				"bad egress":          xdpCtx(0, n, 0, 1, 0, 1),
-				"bad queue no device": xdpCtx(0, n, 0, 0, 1, 0),
-				"bad lo queue":        xdpCtx(0, n, 0, 1, 1, 0),
+				"none":                 nil,
+				"lo":                   xdpCtx(0, n, 0, 1, 0, 0),
+				"no device":            xdpCtx(0, n, 0, 0, 0, 0),
+				"bad data_end":         xdpCtx(0, n+1, 0, 0, 0, 0),
+				"frags":                xdpCtx(0, n-1, 0, 0, 0, 0),
+				"frags only":           xdpCtx(0, 0, 0, 0, 0, 0),
+				"metadata":             xdpCtx(4, n, 0, 0, 0, 0),
+				"metadata 28":          xdpCtx(28, n, 0, 1, 0, 0),
+				"metadata to ethernet": xdpCtx(n-14, n, 0, 0, 0, 0),
+				"bad metadata short":   xdpCtx(n-12, n, 0, 0, 0, 0),
+				"bad metadata align":   xdpCtx(2, n, 0, 0, 0, 0),
+				"bad metadata past":    xdpCtx(n+4, n, 0, 0, 0, 0),
+				"bad metadata big":     xdpCtx(220, n, 0, 0, 0, 0),
+				"bad data_meta":        xdpCtx(0, n, 4, 0, 0, 0),
+				"bad egress":           xdpCtx(0, n, 0, 1, 0, 1),
+				"bad queue no device":  xdpCtx(0, n, 0, 0, 1, 0),
+				"bad lo queue":         xdpCtx(0, n, 0, 1, 1, 0),
 			}
 		}},
 	}
@@ -220,10 +226,9 @@ func TestContextFieldsRun(t *testing.T) {
 							t.Errorf("%s: engine %d returned %#x, engine 0 %#x", id, i, got[i], got[0])
 						}
 					}
-					if errors.Is(gotErr, bpfvm.ErrNotSupported) && (iname == "frags" || iname == "frags only" || iname == "metadata") {
-						// Known gaps: the kernel's test run makes the
-						// input past data_end XDP fragments, and its
-						// first data bytes metadata.
+					if errors.Is(gotErr, bpfvm.ErrNotSupported) && (iname == "frags" || iname == "frags only") {
+						// Known gap: the kernel's test run makes the
+						// input past data_end XDP fragments.
 						gaps++
 						continue
 					}
@@ -345,48 +350,53 @@ func TestContextFieldsWrite(t *testing.T) {
 	t.Logf("context writes: %d/%d agree with the kernel", agreed, compared)
 }
 
-// TestContextOutAdjust compares the xdp_md output after the program moved
-// the packet's start or metadata with the kernel's.
+// TestContextOutAdjust compares the xdp_md output and the packet after the
+// program moved the packet's start, end or metadata with the kernel's, with
+// and without metadata in the input.
 func TestContextOutAdjust(t *testing.T) {
 	frame := ctxFrame("\x00\x00\x00\x00\x00\x00", 0x0800, 0x45, 64)
 	in := make([]byte, 24)
 	binary.LittleEndian.PutUint32(in[4:], uint32(len(frame)))
-	for name, src := range map[string]string{
-		"none":        "r0 = 2\nexit",
-		"head +4":     "r6 = r1\nr2 = 4\ncall bpf_xdp_adjust_head#44\nr0 = 2\nexit",
-		"head -8":     "r6 = r1\nr2 = -8\ncall bpf_xdp_adjust_head#44\nr0 = 2\nexit",
-		"meta -8":     "r6 = r1\nr2 = -8\ncall bpf_xdp_adjust_meta#54\nr0 = 2\nexit",
-		"meta, head":  "r6 = r1\nr2 = -8\ncall bpf_xdp_adjust_meta#54\nr1 = r6\nr2 = 4\ncall bpf_xdp_adjust_head#44\nr0 = 2\nexit",
-		"tail -10":    "r6 = r1\nr2 = -10\ncall bpf_xdp_adjust_tail#65\nr0 = 2\nexit",
-		"read length": "r2 = *(u32 *)(r1 +0)\nr3 = *(u32 *)(r1 +4)\nr0 = r3\nr0 -= r2\nexit",
-	} {
-		insns, err := isa.Assemble(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, opts := range []bpfvm.ProgramOptions{{Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT}, {NoVerify: true}} {
-			p, err := bpfvm.NewRawProgram(name, ebpf.XDP, insns, opts)
+	withMeta := bytes.Clone(in)
+	binary.LittleEndian.PutUint32(withMeta[0:], 8)
+	for _, in := range [][]byte{in, withMeta} {
+		for name, src := range map[string]string{
+			"none":        "r0 = 2\nexit",
+			"head +4":     "r6 = r1\nr2 = 4\ncall bpf_xdp_adjust_head#44\nr0 = 2\nexit",
+			"head -8":     "r6 = r1\nr2 = -8\ncall bpf_xdp_adjust_head#44\nr0 = 2\nexit",
+			"meta -8":     "r6 = r1\nr2 = -8\ncall bpf_xdp_adjust_meta#54\nr0 = 2\nexit",
+			"meta, head":  "r6 = r1\nr2 = -8\ncall bpf_xdp_adjust_meta#54\nr1 = r6\nr2 = 4\ncall bpf_xdp_adjust_head#44\nr0 = 2\nexit",
+			"tail -10":    "r6 = r1\nr2 = -10\ncall bpf_xdp_adjust_tail#65\nr0 = 2\nexit",
+			"read length": "r2 = *(u32 *)(r1 +0)\nr3 = *(u32 *)(r1 +4)\nr0 = r3\nr0 -= r2\nexit",
+		} {
+			insns, err := isa.Assemble(src)
 			if err != nil {
-				t.Fatalf("%s: %v", name, err)
+				t.Fatal(err)
 			}
-			defer p.Close()
-			out, data := make([]byte, 24), make([]byte, 512)
-			res, err := p.Execute(&bpfvm.RunOptions{Data: frame, Context: in, ContextOut: out, DataOut: data})
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			kp := kernelRawProgram(t, ebpf.XDP, insns)
-			if kp == nil {
-				continue
-			}
-			kout := make([]byte, 24)
-			kopts := &ebpf.RunOptions{Data: frame, Context: in, ContextOut: kout, DataOut: make([]byte, 512)}
-			kret, err := kp.Run(kopts)
-			if err != nil {
-				t.Fatalf("%s: kernel: %v", name, err)
-			}
-			if uint32(res.R0) != kret || !bytes.Equal(out, kout) || !bytes.Equal(data[:res.DataSize], kopts.DataOut) {
-				t.Errorf("%s (%+v): bpfvm %d, context % x, data %d bytes; kernel %d, % x, %d bytes", name, opts, res.R0, out, res.DataSize, kret, kout, len(kopts.DataOut))
+			for _, opts := range []bpfvm.ProgramOptions{{Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT}, {NoVerify: true}} {
+				p, err := bpfvm.NewRawProgram(name, ebpf.XDP, insns, opts)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				defer p.Close()
+				out, data := make([]byte, 24), make([]byte, 512)
+				res, err := p.Execute(&bpfvm.RunOptions{Data: frame, Context: in, ContextOut: out, DataOut: data})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				kp := kernelRawProgram(t, ebpf.XDP, insns)
+				if kp == nil {
+					continue
+				}
+				kout := make([]byte, 24)
+				kopts := &ebpf.RunOptions{Data: frame, Context: in, ContextOut: kout, DataOut: make([]byte, 512)}
+				kret, err := kp.Run(kopts)
+				if err != nil {
+					t.Fatalf("%s: kernel: %v", name, err)
+				}
+				if uint32(res.R0) != kret || !bytes.Equal(out, kout) || !bytes.Equal(data[:res.DataSize], kopts.DataOut) {
+					t.Errorf("%s (%+v, input % x): bpfvm %d, context % x, data %d bytes; kernel %d, % x, %d bytes", name, opts, in[:8], res.R0, out, res.DataSize, kret, kout, len(kopts.DataOut))
+				}
 			}
 		}
 	}

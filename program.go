@@ -541,6 +541,10 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 			return fmt.Errorf("run %s: context: %w", p.name, err)
 		}
 	}
+	if pt.MetaInput != nil {
+		// The input starts with metadata in front of the packet.
+		r.pkt.data += uint64(pt.MetaInput(ctx))
+	}
 	// Inputs the kernel stores in narrower fields lose their high bytes.
 	pt.Truncate(ctx[:pt.ContextSize])
 	r.startEnv(opts.RunContext)

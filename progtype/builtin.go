@@ -27,6 +27,8 @@ var XDP = &Type{
 	},
 	MinData: 14,
 	Setup:   xdpSetup,
+	// The input's first xdp_md.data bytes are metadata.
+	MetaInput: func(ctx []byte) uint32 { return binary.LittleEndian.Uint32(ctx[xdpData:]) },
 }
 
 // struct xdp_md offsets.
@@ -38,12 +40,16 @@ const (
 	xdpRxQueue    = 16
 	xdpEgressIf   = 20
 	loopbackIndex = 1
+	// xdpMetaMax is the most metadata a test run takes: the headroom
+	// (XDP_PACKET_HEADROOM) less the struct xdp_frame kept in it.
+	xdpMetaMax = 256 - 40
 )
 
 // xdpSetup checks the context input as the kernel's test run does
 // (bpf_prog_test_run_xdp, xdp_convert_md_to_buff): data_end at most the
-// input's length (less makes fragments, which bpfvm does not model, nor
-// metadata from the input), no egress device, no receive queue without a device, and fills in what the kernel's run on the loopback device's
+// input's length (less makes fragments, which bpfvm does not model),
+// metadata (data) 4-byte aligned, within the headroom and followed by an
+// Ethernet header, no egress device, no receive queue without a device, and fills in what the kernel's run on the loopback device's
 // queue 0 reads when the input names no device. bpfvm models no host
 // devices, so a named device is taken as given.
 func xdpSetup(ctx, frame, pkt []byte, given bool) error {
@@ -55,9 +61,10 @@ func xdpSetup(ctx, frame, pkt []byte, given bool) error {
 	case le.Uint32(ctx[xdpDataEnd:]) < uint32(len(frame)):
 		// The kernel makes the rest of the input fragments.
 		return fmt.Errorf("xdp_md.data_end %d of %d bytes: fragments: %w", le.Uint32(ctx[xdpDataEnd:]), len(frame), ErrNotSupported)
-	case le.Uint32(ctx[xdpData:]) != 0:
-		// The kernel takes the first data bytes of the input as metadata.
-		return fmt.Errorf("xdp_md.data %d: metadata input: %w", le.Uint32(ctx[xdpData:]), ErrNotSupported)
+	case le.Uint32(ctx[xdpData:])%4 != 0 || le.Uint32(ctx[xdpData:]) > xdpMetaMax:
+		return fmt.Errorf("xdp_md.data %d: metadata of a multiple of 4 bytes up to %d", le.Uint32(ctx[xdpData:]), xdpMetaMax)
+	case uint64(len(frame)) < uint64(le.Uint32(ctx[xdpData:]))+ethHeader:
+		return fmt.Errorf("xdp_md.data %d: less than an Ethernet header after %d bytes of metadata", le.Uint32(ctx[xdpData:]), len(frame))
 	}
 	switch {
 	case le.Uint32(ctx[xdpEgressIf:]) != 0:

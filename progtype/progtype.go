@@ -120,6 +120,10 @@ type Type struct {
 	// fields the input left zero. It returns an error for an input the
 	// kernel's test run refuses. nil for none.
 	Setup func(ctx, frame, pkt []byte, given bool) error
+	// MetaInput returns how many leading bytes of a test run's input are
+	// packet metadata rather than packet (xdp_md.data of the input), after
+	// Setup accepted the context; nil for none.
+	MetaInput func(ctx []byte) uint32
 }
 
 // Field returns the field containing [off, off+size), or nil.
