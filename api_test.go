@@ -119,7 +119,9 @@ func TestRunBadInput(t *testing.T) {
 	if _, err := p.Run(&bpfvm.RunOptions{Data: make([]byte, 14), Context: make([]byte, 100)}); err == nil {
 		t.Error("100-byte context accepted for xdp_md")
 	}
-	ret, err := p.Run(&bpfvm.RunOptions{Data: make([]byte, 14), Context: []byte{12: 7, 15: 0}})
+	// As in the kernel, a context input names the packet's length in
+	// data_end.
+	ret, err := p.Run(&bpfvm.RunOptions{Data: make([]byte, 14), Context: []byte{4: 14, 12: 7, 15: 0}})
 	if err != nil || ret != 7 {
 		t.Errorf("ingress_ifindex from the context: got %d, %v; want 7", ret, err)
 	}

@@ -534,7 +534,12 @@ func readContext(in any, ctx []byte, size uint64) error {
 		b = buf.Bytes()
 	}
 	if uint64(len(b)) > size {
-		return fmt.Errorf("context of %d bytes, the program type's is %d", len(b), size)
+		// As the kernel's bpf_check_uarg_tail_zero: a longer input is
+		// taken if what the structure does not hold is zero.
+		if bytes.ContainsFunc(b[size:], func(r rune) bool { return r != 0 }) {
+			return fmt.Errorf("context of %d bytes, the program type's is %d and the rest is not zero", len(b), size)
+		}
+		b = b[:size]
 	}
 	copy(ctx, b)
 	return nil

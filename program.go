@@ -1,8 +1,8 @@
 package bpfvm
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -27,7 +27,7 @@ const ethHeader = 14
 var (
 	// ErrNotSupported is returned for program types, map types and features
 	// bpfvm does not implement.
-	ErrNotSupported = errors.New("not supported")
+	ErrNotSupported = progtype.ErrNotSupported
 	// ErrClosed is returned, wrapped, by every operation on a closed
 	// program, map, collection or ring buffer reader. It also matches
 	// os.ErrClosed and unix.EBADF, what cilium/ebpf returns for a closed
@@ -616,6 +616,13 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	if err := readContext(opts.Context, ctx[:pt.ContextSize], uint64(pt.ContextSize)); err != nil {
 		return fmt.Errorf("run %s: %w", p.name, err)
 	}
+	if err := pt.CheckInput(ctx[:pt.ContextSize]); err != nil {
+		return fmt.Errorf("run %s: %w", p.name, err)
+	}
+	var in []byte
+	if opts.ContextOut != nil {
+		in = bytes.Clone(ctx[:pt.ContextSize])
+	}
 	frame := buf[ctxArea+headroom : ctxArea+headroom+len(opts.Data)]
 	copy(frame, opts.Data)
 	pkt := frame
@@ -628,8 +635,18 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	r.pkt.start, r.pkt.meta, r.pkt.data = base+uint64(ctxArea), pktStart, pktStart
 	r.pkt.end, r.pkt.limit = pktStart+uint64(len(pkt)), pktStart+uint64(len(pkt))+tailroom
 	if pt.Setup != nil {
-		pt.Setup(ctx, frame, pkt)
+		// The kernel's test run has a context when it is given one or
+		// asked for one.
+		if err := pt.Setup(ctx, frame, pkt, opts.Context != nil || opts.ContextOut != nil); err != nil {
+			return fmt.Errorf("run %s: context: %w", p.name, err)
+		}
 	}
+	if pt.MetaInput != nil {
+		// The input starts with metadata in front of the packet.
+		r.pkt.data += uint64(pt.MetaInput(ctx))
+	}
+	// Inputs the kernel stores in narrower fields lose their high bytes.
+	pt.Truncate(ctx[:pt.ContextSize])
 	r.startEnv(opts.RunContext)
 	env := &r.env
 	if len(frame) >= ethHeader {
@@ -685,6 +702,9 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 			return fmt.Errorf("run %s: output packet of %d bytes does not fit DataOut of %d", p.name, len(out), len(opts.DataOut))
 		}
 		copy(opts.DataOut, out)
+	}
+	if opts.ContextOut != nil {
+		pt.Output(ctx[:pt.ContextSize], in, r.pkt.meta, r.pkt.data, r.pkt.end)
 	}
 	if err := writeContext(opts.ContextOut, ctx[:pt.ContextSize]); err != nil {
 		return fmt.Errorf("run %s: %w", p.name, err)

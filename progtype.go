@@ -48,7 +48,11 @@ type packetState struct {
 func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, error) {
 	r := e.Value.(*runner)
 	pt := r.prog.pt
-	f, err := pt.Access(uint32(off), uint32(size), write)
+	op := progtype.Load
+	if write {
+		op = progtype.Store
+	}
+	f, err := pt.Access(uint32(off), uint32(size), op)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", vm.ErrMemory, err)
 	}
@@ -60,8 +64,14 @@ func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, err
 	case progtype.PacketMeta:
 		return r.pkt.meta, nil
 	}
-	addr := e.Ctx.Start + off
+	o, n := f.Convert(uint32(off), uint32(size), op)
+	addr, size := e.Ctx.Start+uint64(o), uint64(n)
 	if write {
+		if f.StoreLimit != 0 && val >= f.StoreLimit {
+			// Without the instruction, a store of a negative immediate
+			// is taken for a register's (DESIGN.md).
+			return 0, nil
+		}
 		vm.StoreSized(addr, size, val)
 		return 0, nil
 	}

@@ -137,6 +137,9 @@ func (p *Program) inline(e Engine) error {
 	// First, while every instruction's aux is its own: what the verifier
 	// never reached must not run (DESIGN.md, "Dead code stops the run").
 	rewrite.SanitizeDeadCode(rp, !p.opts.Unprivileged)
+	if err := guardContextStores(rp); err != nil {
+		return err
+	}
 	if !p.opts.NoInline {
 		if _, err := rewrite.InlineHelpers(rp, rewrite.InlineOptions{Interpreter: e == EngineInterpreter}); err != nil {
 			return err
@@ -172,15 +175,29 @@ const (
 )
 
 // rewriteContext turns loads of packet pointer fields, which the verifier
-// proved go to the context, into 64-bit loads of the shadow slots: the
-// kernel's convert_ctx_access for the fields whose stored form differs from
-// what the program sees. Each rewrite is one instruction for one, so jump
-// offsets and aux data stay aligned.
+// proved go to the context, into 64-bit loads of the shadow slots, and
+// accesses of scalar fields stored narrower than shown to their stored
+// form: the kernel's convert_ctx_access for the fields whose stored form
+// differs from what the program sees. Each rewrite is one instruction for
+// one, so jump offsets and aux data stay aligned.
 func rewriteContext(insns []isa.Instruction, aux []verifier.InsnAux, shadow uint64) []isa.Instruction {
 	out := append([]isa.Instruction(nil), insns...)
 	for pc := range out {
 		f := aux[pc].Ctx
-		if f == nil || f.Kind == progtype.Scalar {
+		if f == nil {
+			continue
+		}
+		ins := &out[pc]
+		if f.Kind == progtype.Scalar {
+			// The verifier proved the context pointer unmodified, so the
+			// instruction's offset is the access's.
+			op := progtype.Load
+			if ins.Class() == isa.ClassST || ins.Class() == isa.ClassSTX {
+				op = progtype.Store
+			}
+			size := uint32(isa.SizeBytes(ins.Op))
+			off, n := f.Convert(uint32(ins.Off), size, op)
+			ins.Off, ins.Op = int16(off), ins.Op&^0x18|sizeCode(n)
 			continue
 		}
 		var slot uint64
@@ -192,10 +209,52 @@ func rewriteContext(insns []isa.Instruction, aux []verifier.InsnAux, shadow uint
 		case progtype.PacketMeta:
 			slot = shadowMeta
 		}
-		ins := out[pc]
-		out[pc] = isa.Instruction{Op: isa.ClassLDX | isa.ModeMEM | isa.SizeDW, Dst: ins.Dst, Src: ins.Src, Off: int16(shadow + slot)}
+		*ins = isa.Instruction{Op: isa.ClassLDX | isa.ModeMEM | isa.SizeDW, Dst: ins.Dst, Src: ins.Src, Off: int16(shadow + slot)}
 	}
 	return out
+}
+
+// guardContextStores makes stores to context fields with a StoreLimit
+// conditional, as the kernel's context conversion does: a register store
+// is skipped when the value reaches the limit, an immediate store that
+// reaches it is no store at all.
+func guardContextStores(rp *rewrite.Program) error {
+	var rs []rewrite.Replacement
+	for pc, ins := range rp.Insns {
+		f := rp.Aux[pc].Ctx
+		if f == nil || f.StoreLimit == 0 {
+			continue
+		}
+		switch ins.Class() {
+		case isa.ClassSTX:
+			skip := isa.Instruction{Op: isa.ClassJMP | isa.JumpGE | isa.SrcK, Dst: ins.Src, Off: 1, Imm: int32(f.StoreLimit)}
+			rs = append(rs, rewrite.Replacement{PC: pc, Seq: []isa.Instruction{skip, ins}})
+		case isa.ClassST:
+			if int64(ins.Imm) >= int64(f.StoreLimit) {
+				rs = append(rs, rewrite.Replacement{PC: pc, Seq: []isa.Instruction{{Op: isa.OpJA}}})
+			}
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	if err := rp.PatchAll(rs); err != nil {
+		return fmt.Errorf("context stores: %w", err)
+	}
+	return nil
+}
+
+// sizeCode is the size field of a load or store of n bytes.
+func sizeCode(n uint32) uint8 {
+	switch n {
+	case 1:
+		return isa.SizeB
+	case 2:
+		return isa.SizeH
+	case 4:
+		return isa.SizeW
+	}
+	return isa.SizeDW
 }
 
 func (e *VerifierError) String() string { return fmt.Sprintf("%v\n%s", e.Err, e.Log) }

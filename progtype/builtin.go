@@ -1,105 +1,292 @@
 package progtype
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+)
 
 // Raw is the type of programs without a context structure: R1 points at the
 // input and R2 holds its length, as in the ISA conformance suite.
 var Raw = &Type{Name: "raw"}
 
-func u32(name string, off uint32, write bool) Field {
-	return Field{Name: name, Offset: off, Size: 4, Read: true, Write: write, Narrow: true}
-}
-
-// whole is a u32 field that may only be loaded whole, as xdp_md's.
-func whole(name string, off uint32) Field {
-	return Field{Name: name, Offset: off, Size: 4, Read: true}
-}
-
-func ptr(name string, off uint32, kind Kind) Field {
-	return Field{Name: name, Offset: off, Size: 4, Read: true, Kind: kind}
-}
-
-// XDP is BPF_PROG_TYPE_XDP with struct xdp_md.
+// XDP is BPF_PROG_TYPE_XDP with struct xdp_md: every field is a whole,
+// aligned u32 load (the kernel's xdp_is_valid_access); none is writable
+// outside device-bound programs.
 var XDP = &Type{
 	Name:        "xdp",
 	ContextSize: 24,
 	Fields: []Field{
-		ptr("data", 0, PacketData),
-		ptr("data_end", 4, PacketEnd),
-		ptr("data_meta", 8, PacketMeta),
-		whole("ingress_ifindex", 12),
-		whole("rx_queue_index", 16),
-		// egress_ifindex (20) is only for programs attached to devmaps.
+		{Name: "data", Offset: 0, Size: 4, Read: true, Kind: PacketData, Input: true, Output: true},
+		{Name: "data_end", Offset: 4, Size: 4, Read: true, Kind: PacketEnd, Input: true, Output: true},
+		{Name: "data_meta", Offset: 8, Size: 4, Read: true, Kind: PacketMeta, Input: true},
+		{Name: "ingress_ifindex", Offset: 12, Size: 4, Read: true, Input: true},
+		{Name: "rx_queue_index", Offset: 16, Size: 4, Read: true, Input: true},
+		// Only programs attached to devmaps read egress_ifindex.
+		{Name: "egress_ifindex", Offset: 20, Size: 4, Input: true},
 	},
 	MinData: 14,
+	Setup:   xdpSetup,
+	// The input's first xdp_md.data bytes are metadata.
+	MetaInput: func(ctx []byte) uint32 { return binary.LittleEndian.Uint32(ctx[xdpData:]) },
 }
+
+// struct xdp_md offsets.
+const (
+	xdpData       = 0
+	xdpDataEnd    = 4
+	xdpDataMeta   = 8
+	xdpIfindex    = 12
+	xdpRxQueue    = 16
+	xdpEgressIf   = 20
+	loopbackIndex = 1
+	// xdpMetaMax is the most metadata a test run takes: the headroom
+	// (XDP_PACKET_HEADROOM) less the struct xdp_frame kept in it.
+	xdpMetaMax = 256 - 40
+)
+
+// xdpSetup checks the context input as the kernel's test run does
+// (bpf_prog_test_run_xdp, xdp_convert_md_to_buff): data_end at most the
+// input's length (less makes fragments, which bpfvm does not model),
+// metadata (data) 4-byte aligned, within the headroom and followed by an
+// Ethernet header, no egress device, no receive queue without a device, and fills in what the kernel's run on the loopback device's
+// queue 0 reads when the input names no device. bpfvm models no host
+// devices, so a named device is taken as given.
+func xdpSetup(ctx, frame, pkt []byte, given bool) error {
+	le := binary.LittleEndian
+	switch {
+	case !given:
+	case le.Uint32(ctx[xdpDataEnd:]) > uint32(len(frame)):
+		return fmt.Errorf("xdp_md.data_end %d: the input has %d bytes", le.Uint32(ctx[xdpDataEnd:]), len(frame))
+	case le.Uint32(ctx[xdpDataEnd:]) < uint32(len(frame)):
+		// The kernel makes the rest of the input fragments.
+		return fmt.Errorf("xdp_md.data_end %d of %d bytes: fragments: %w", le.Uint32(ctx[xdpDataEnd:]), len(frame), ErrNotSupported)
+	case le.Uint32(ctx[xdpData:])%4 != 0 || le.Uint32(ctx[xdpData:]) > xdpMetaMax:
+		return fmt.Errorf("xdp_md.data %d: metadata of a multiple of 4 bytes up to %d", le.Uint32(ctx[xdpData:]), xdpMetaMax)
+	case uint64(len(frame)) < uint64(le.Uint32(ctx[xdpData:]))+ethHeader:
+		return fmt.Errorf("xdp_md.data %d: less than an Ethernet header after %d bytes of metadata", le.Uint32(ctx[xdpData:]), len(frame))
+	}
+	switch {
+	case le.Uint32(ctx[xdpEgressIf:]) != 0:
+		return fmt.Errorf("xdp_md.egress_ifindex is not an input")
+	case le.Uint32(ctx[xdpDataMeta:]) != 0:
+		return fmt.Errorf("xdp_md.data_meta must be 0")
+	case le.Uint32(ctx[xdpIfindex:]) == 0 && le.Uint32(ctx[xdpRxQueue:]) != 0:
+		return fmt.Errorf("xdp_md.rx_queue_index without ingress_ifindex")
+	case le.Uint32(ctx[xdpIfindex:]) == loopbackIndex && le.Uint32(ctx[xdpRxQueue:]) != 0:
+		return fmt.Errorf("xdp_md.rx_queue_index %d: the loopback device has one queue", le.Uint32(ctx[xdpRxQueue:]))
+	}
+	if le.Uint32(ctx[xdpIfindex:]) == 0 {
+		le.PutUint32(ctx[xdpIfindex:], loopbackIndex)
+	}
+	return nil
+}
+
+// skbLayout is struct __sk_buff. The flags are those of the kernel's
+// bpf_skb_is_valid_access, common to every program type that sees it;
+// which fields each type may read and write is in its table below. Input
+// marks the fields BPF_PROG_TEST_RUN takes from the context input
+// (convert___skb_to_skb), Output those it gives back
+// (convert_skb_to___skb).
+var skbLayout = []Field{
+	{Name: "len", Offset: 0, Size: 4, Narrow: true},
+	{Name: "pkt_type", Offset: 4, Size: 4, Narrow: true, Backing: 1},
+	{Name: "mark", Offset: 8, Size: 4, Narrow: true, Input: true, Output: true},
+	{Name: "queue_mapping", Offset: 12, Size: 4, Narrow: true, Backing: 2, StoreLimit: noQueueMapping},
+	{Name: "protocol", Offset: 16, Size: 4, Narrow: true, Backing: 2},
+	{Name: "vlan_present", Offset: 20, Size: 4, Narrow: true, Backing: 1},
+	{Name: "vlan_tci", Offset: 24, Size: 4, Narrow: true, Backing: 2},
+	{Name: "vlan_proto", Offset: 28, Size: 4, Narrow: true, Backing: 2},
+	{Name: "priority", Offset: 32, Size: 4, Narrow: true, Input: true, Output: true},
+	{Name: "ingress_ifindex", Offset: 36, Size: 4, Narrow: true, Input: true, Output: true},
+	{Name: "ifindex", Offset: 40, Size: 4, Narrow: true, Input: true, Output: true},
+	{Name: "tc_index", Offset: 44, Size: 4, Narrow: true, Backing: 2},
+	{Name: "cb", Offset: 48, Size: 20, Memory: true, Input: true, Output: true},
+	{Name: "hash", Offset: 68, Size: 4, Narrow: true},
+	{Name: "tc_classid", Offset: 72, Size: 4, Narrow: true, Backing: 2},
+	{Name: "data", Offset: 76, Size: 4, Kind: PacketData},
+	{Name: "data_end", Offset: 80, Size: 4, Kind: PacketEnd},
+	{Name: "napi_id", Offset: 84, Size: 4, Narrow: true},
+	{Name: "family", Offset: 88, Size: 4, Narrow: true, Backing: 2},
+	{Name: "remote_ip4", Offset: 92, Size: 4},
+	{Name: "local_ip4", Offset: 96, Size: 4},
+	{Name: "remote_ip6[0]", Offset: 100, Size: 4},
+	{Name: "remote_ip6[1]", Offset: 104, Size: 4},
+	{Name: "remote_ip6[2]", Offset: 108, Size: 4},
+	{Name: "remote_ip6[3]", Offset: 112, Size: 4},
+	{Name: "local_ip6[0]", Offset: 116, Size: 4},
+	{Name: "local_ip6[1]", Offset: 120, Size: 4},
+	{Name: "local_ip6[2]", Offset: 124, Size: 4},
+	{Name: "local_ip6[3]", Offset: 128, Size: 4},
+	{Name: "remote_port", Offset: 132, Size: 4, Narrow: true},
+	{Name: "local_port", Offset: 136, Size: 4, Narrow: true, Backing: 2},
+	{Name: "data_meta", Offset: 140, Size: 4, Kind: PacketMeta},
+	{Name: "flow_keys", Offset: 144, Size: 8},
+	{Name: "tstamp", Offset: 152, Size: 8, Input: true, Output: true},
+	{Name: "wire_len", Offset: 160, Size: 4, Narrow: true, Input: true, Output: true},
+	{Name: "gso_segs", Offset: 164, Size: 4, Narrow: true, Backing: 2, Input: true, Output: true},
+	// sk is a nullable struct bpf_sock_common pointer, which bpfvm does not
+	// model yet: never readable here.
+	{Name: "sk", Offset: 168, Size: 8},
+	{Name: "gso_size", Offset: 176, Size: 4, Narrow: true, Backing: 2, Input: true},
+	{Name: "tstamp_type", Offset: 180, Size: 1},
+	{Name: "hwtstamp", Offset: 184, Size: 8, Input: true, Output: true},
+}
+
+// skbFields returns struct __sk_buff as a program type sees it: every field
+// readable but the hidden ones, and the writable ones writable (names
+// separated by spaces; "ip" stands for the socket's addresses and ports,
+// family to local_port, which only socket-bound types read).
+func skbFields(hidden, writable string) []Field {
+	set := func(names string) map[string]bool {
+		m := map[string]bool{}
+		for _, n := range strings.Fields(names) {
+			if n == "ip" {
+				for _, f := range skbLayout {
+					if f.Offset >= skbFamily && f.Offset < skbDataMeta {
+						m[f.Name] = true
+					}
+				}
+				continue
+			}
+			m[n] = true
+		}
+		return m
+	}
+	hide, write := set(hidden+" flow_keys sk tstamp_type"), set(writable)
+	out := append([]Field(nil), skbLayout...)
+	for i := range out {
+		f := &out[i]
+		f.Read, f.Write = !hide[f.Name], write[f.Name]
+	}
+	return out
+}
+
+// noQueueMapping is the kernel's NO_QUEUE_MAPPING: a queue_mapping store of
+// it or more does nothing.
+const noQueueMapping = 0xffff
 
 // struct __sk_buff offsets.
 const (
 	skbLen      = 0
+	skbPktType  = 4
 	skbProtocol = 16
+	skbIfindex  = 40
+	skbFamily   = 88
+	skbDataMeta = 140
 	skbWireLen  = 160
 	skbGSOSegs  = 164
 )
 
-func skbFields(tc bool) []Field {
-	f := []Field{
-		u32("len", 0, false),
-		u32("pkt_type", 4, false),
-		u32("mark", 8, tc),
-		u32("queue_mapping", 12, tc),
-		u32("protocol", 16, false),
-		u32("vlan_present", 20, false),
-		u32("vlan_tci", 24, false),
-		u32("vlan_proto", 28, false),
-		u32("priority", 32, tc),
-		u32("ingress_ifindex", 36, false),
-		u32("ifindex", 40, false),
-		u32("tc_index", 44, tc),
-		{Name: "cb", Offset: 48, Size: 20, Read: true, Write: true},
-		u32("hash", 68, false),
-		u32("napi_id", 84, false),
-		// family .. local_port (88-139) describe a socket, which neither
-		// socket filters nor tc programs may read.
-		{Name: "tstamp", Offset: 152, Size: 8, Read: true, Write: tc},
-		u32("wire_len", 160, false),
-		u32("gso_segs", 164, false),
-		u32("gso_size", 176, false),
-		{Name: "hwtstamp", Offset: 184, Size: 8, Read: true},
+// Limits of the kernel's test run on the context input.
+const (
+	gsoMaxSegs       = 65535
+	gsoLegacyMaxSize = 65536
+)
+
+// skbSetup fills what the kernel's test run derives from the input frame
+// and the context input (bpf_prog_test_run_skb): the length of the packet
+// the program sees, pkt_type and protocol as eth_type_trans gives them on
+// the loopback device, which is also the device when the input names none,
+// and wire_len, the input's if any. Like the kernel, it refuses an IP frame
+// too short for its IP header.
+func skbSetup(ctx, frame, pkt []byte, given bool) error {
+	le := binary.LittleEndian
+	n := uint32(len(pkt))
+	proto := binary.BigEndian.Uint16(frame[12:])
+	switch {
+	case proto == ethPIP && len(frame) < ethHeader+ipv4Header:
+		return fmt.Errorf("IPv4 frame of %d bytes: no room for the IP header", len(frame))
+	case proto == ethPIPv6 && len(frame) < ethHeader+ipv6Header:
+		return fmt.Errorf("IPv6 frame of %d bytes: no room for the IP header", len(frame))
 	}
-	if tc {
-		// Socket filters read the packet with LD_ABS and helpers only.
-		f = append(f, u32("tc_classid", 72, true), ptr("data", 76, PacketData), ptr("data_end", 80, PacketEnd), ptr("data_meta", 140, PacketMeta))
+	switch wire := le.Uint32(ctx[skbWireLen:]); {
+	case !given:
+		// Without a context input the kernel never sets wire_len.
+	case wire == 0:
+		le.PutUint32(ctx[skbWireLen:], n)
+	case wire < n || wire > gsoLegacyMaxSize:
+		return fmt.Errorf("__sk_buff.wire_len %d: outside [%d, %d]", wire, n, gsoLegacyMaxSize)
 	}
-	return f
+	if segs := le.Uint32(ctx[skbGSOSegs:]); segs > gsoMaxSegs {
+		return fmt.Errorf("__sk_buff.gso_segs %d: more than %d", segs, gsoMaxSegs)
+	}
+	if le.Uint32(ctx[skbIfindex:]) <= loopbackIndex {
+		le.PutUint32(ctx[skbIfindex:], loopbackIndex)
+	}
+	le.PutUint32(ctx[skbLen:], n)
+	le.PutUint32(ctx[skbPktType:], pktType(frame[:6]))
+	if proto < ethP8023Min {
+		// An 802.3 length: raw IPX if the payload starts 0xffff, else 802.2.
+		proto = ethP8022
+		if len(frame) >= 16 && frame[14] == 0xff && frame[15] == 0xff {
+			proto = ethP8023
+		}
+	}
+	// skb->protocol is in network byte order.
+	binary.BigEndian.PutUint16(ctx[skbProtocol:], proto)
+	return nil
 }
 
-// skbSetup fills what the kernel's test run derives from the input frame:
-// lengths of the packet the program sees, and the Ethernet type, in network
-// byte order, as skb->protocol.
-func skbSetup(ctx, frame, pkt []byte) {
-	binary.LittleEndian.PutUint32(ctx[skbLen:], uint32(len(pkt)))
-	binary.LittleEndian.PutUint32(ctx[skbWireLen:], uint32(len(pkt)))
-	binary.LittleEndian.PutUint32(ctx[skbGSOSegs:], 1)
-	ctx[skbProtocol], ctx[skbProtocol+1] = frame[12], frame[13]
+// Ethernet protocol numbers of eth_type_trans, and header sizes.
+const (
+	ethPIP      = 0x0800
+	ethPIPv6    = 0x86dd
+	ethHeader   = 14
+	ipv4Header  = 20
+	ipv6Header  = 40
+	ethP8023Min = 0x0600
+	ethP8023    = 0x0001
+	ethP8022    = 0x0004
+)
+
+// Packet types (PACKET_HOST ...) of a destination address as the loopback
+// device sees it: its address and its broadcast address are all zeroes, so
+// that the broadcast address is only multicast.
+const (
+	packetHost      = 0
+	packetMulticast = 2
+	packetOtherHost = 3
+)
+
+func pktType(dst []byte) uint32 {
+	switch {
+	case string(dst) == "\x00\x00\x00\x00\x00\x00":
+		return packetHost
+	case dst[0]&1 != 0:
+		return packetMulticast
+	}
+	return packetOtherHost
 }
 
 // SocketFilter is BPF_PROG_TYPE_SOCKET_FILTER with struct __sk_buff; its
-// packet starts at the network header.
+// packet starts at the network header (sk_filter_is_valid_access: no
+// packet pointers, no tc fields, only cb[] writable).
 var SocketFilter = &Type{
 	Name:          "socket_filter",
 	ContextSize:   192,
-	Fields:        skbFields(false),
+	Fields:        skbFields("tc_classid data data_end data_meta ip tstamp wire_len hwtstamp", "cb"),
 	MinData:       14,
 	NetworkHeader: true,
 	Setup:         skbSetup,
 }
 
+// tcFields is struct __sk_buff of tc programs (tc_cls_act_is_valid_access).
+var tcFields = func() []Field {
+	f := skbFields("ip", "mark tc_index priority tc_classid cb tstamp queue_mapping")
+	for i := range f {
+		if f[i].Name == "tstamp_type" {
+			f[i].Read = true // only tc programs read it
+		}
+	}
+	return f
+}()
+
 // SchedCLS is BPF_PROG_TYPE_SCHED_CLS (tc classifiers) with struct __sk_buff.
 var SchedCLS = &Type{
 	Name:        "sched_cls",
 	ContextSize: 192,
-	Fields:      skbFields(true),
+	Fields:      tcFields,
 	MinData:     14,
 	Setup:       skbSetup,
 }
@@ -108,7 +295,7 @@ var SchedCLS = &Type{
 var SchedACT = &Type{
 	Name:        "sched_act",
 	ContextSize: 192,
-	Fields:      skbFields(true),
+	Fields:      tcFields,
 	MinData:     14,
 	Setup:       skbSetup,
 }

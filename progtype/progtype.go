@@ -7,8 +7,13 @@
 package progtype
 
 import (
+	"errors"
 	"fmt"
 )
+
+// ErrNotSupported is wrapped by errors for inputs the kernel takes and
+// bpfvm does not model.
+var ErrNotSupported = errors.New("not supported")
 
 // Kind says what a context field holds.
 type Kind uint8
@@ -39,17 +44,54 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-// Field is one field of a context structure.
+// Field is one field of a context structure. Its flags are the kernel's
+// per-field rules of a program type's is_valid_access (net/core/filter.c),
+// so that a new program type is a table of fields, not code.
 type Field struct {
 	Name string
 	// Offset and Size of the field in the context as the program sees it.
 	Offset, Size uint32
 	Read, Write  bool
-	// Narrow allows loads of a leading part of the field (the kernel's
-	// bpf_ctx_narrow_access_ok), e.g. the low byte of a u32.
+	// Narrow allows loads of any power-of-two size smaller than the field,
+	// at offsets inside it aligned to that size (the kernel's
+	// bpf_ctx_narrow_access_ok): the low byte of a u32, or its third.
 	Narrow bool
+	// Memory makes the field plain memory (__sk_buff.cb[]): loads and, if
+	// Write, stores of any size inside it, aligned to that size.
+	Memory bool
 	Kind   Kind
+	// Backing is the width of the kernel's storage behind a scalar field
+	// narrower than Size (skb->protocol is a u16 behind a u32 field); 0 is
+	// Size. As in the kernel's context conversion, stores keep only that
+	// many bytes, and a load at least that wide reads the stored value
+	// whatever its offset in the field.
+	Backing uint32
+	// StoreLimit drops stores of a value at or above it (0 for none), as
+	// the kernel's conversion of queue_mapping drops NO_QUEUE_MAPPING and
+	// above: a register compared unsigned over 64 bits, an immediate as
+	// the signed 32-bit value it is.
+	StoreLimit uint64
+	// Input says a test run takes the field from the context input. A
+	// non-zero input in any other field is refused, as the kernel's
+	// BPF_PROG_TEST_RUN refuses it with EINVAL.
+	Input bool
+	// Output says the test run writes the field back to the context
+	// output; the rest of the output is the input as given.
+	Output bool
 }
+
+// Op is the kind of a context access.
+type Op uint8
+
+// Context access kinds.
+const (
+	// Load is a load (BPF_LDX | BPF_MEM).
+	Load Op = iota
+	// LoadSigned is a sign-extending load (BPF_LDX | BPF_MEMSX).
+	LoadSigned
+	// Store is a store of a register or an immediate.
+	Store
+)
 
 // Type describes a program type.
 type Type struct {
@@ -72,9 +114,16 @@ type Type struct {
 	// ReturnMin and ReturnMax bound R0 at exit (checked by the verifier)
 	// when ReturnMax > ReturnMin.
 	ReturnMin, ReturnMax int64
-	// Setup fills the context before a run from the input frame and the
-	// packet the program sees (lengths, protocol); nil for none.
-	Setup func(ctx, frame, pkt []byte)
+	// Setup fills the context before a run, after the context input (given
+	// says whether the run had one) has been copied, from the input frame
+	// and the packet the program sees: lengths, protocol, defaults of
+	// fields the input left zero. It returns an error for an input the
+	// kernel's test run refuses. nil for none.
+	Setup func(ctx, frame, pkt []byte, given bool) error
+	// MetaInput returns how many leading bytes of a test run's input are
+	// packet metadata rather than packet (xdp_md.data of the input), after
+	// Setup accepted the context; nil for none.
+	MetaInput func(ctx []byte) uint32
 }
 
 // Field returns the field containing [off, off+size), or nil.
@@ -89,28 +138,128 @@ func (t *Type) Field(off, size uint32) *Field {
 }
 
 // Access checks a context access of size bytes at off and returns the field.
-// Whole-field accesses are always allowed; narrower loads only for Narrow
-// fields at the field's start (little-endian: the low bytes); pointer fields
-// only as whole 32-bit or 64-bit loads.
-func (t *Type) Access(off, size uint32, write bool) (*Field, error) {
+// As in the kernel, every access is aligned to its size; whole-field
+// accesses are allowed as the field's Read and Write say; narrower loads
+// only for Narrow fields; accesses of any size inside Memory fields; pointer
+// fields only as whole loads, never sign-extending ones.
+func (t *Type) Access(off, size uint32, op Op) (*Field, error) {
 	f := t.Field(off, size)
-	if f == nil {
-		return nil, fmt.Errorf("invalid bpf_context access off=%d size=%d", off, size)
-	}
-	switch {
-	case write && !f.Write, !write && !f.Read:
-		return nil, fmt.Errorf("invalid bpf_context access off=%d size=%d", off, size)
-	case f.Kind != Scalar && (write || size < 4 || off != f.Offset):
-		return nil, fmt.Errorf("invalid bpf_context access off=%d size=%d", off, size)
-	case f.Kind == Scalar && size != f.Size && !(f.Narrow && !write) && !fieldArray(f):
+	if f == nil || !f.allows(off, size, op) {
 		return nil, fmt.Errorf("invalid bpf_context access off=%d size=%d", off, size)
 	}
 	return f, nil
 }
 
-// fieldArray reports whether f is an array of u32 (cb[5], ip6[4]), where
-// each element is accessed as a whole u32.
-func fieldArray(f *Field) bool { return f.Size > 8 && f.Size%4 == 0 }
+// Convert returns the offset and size in the context an allowed access
+// becomes, the kernel's convert_ctx_access for a field stored as it is
+// shown but in Backing bytes: same as given but for the whole stores and
+// the wide loads of such a field.
+func (f *Field) Convert(off, size uint32, op Op) (uint32, uint32) {
+	if f.Kind != Scalar || f.Memory || f.Backing == 0 || f.Backing >= f.Size {
+		return off, size
+	}
+	switch {
+	case op == Store:
+		return f.Offset, f.Backing
+	case size >= f.Backing:
+		// The rest of the field is zero: loading size bytes from its
+		// start reads the stored value, zero-extended.
+		return f.Offset, size
+	}
+	return off, size
+}
+
+// Truncate clears the bytes of a context's fields above their Backing
+// width, as storing an input into the kernel's narrower field does.
+func (t *Type) Truncate(ctx []byte) {
+	for _, f := range t.Fields {
+		if f.Kind == Scalar && !f.Memory && f.Backing != 0 && f.Backing < f.Size {
+			clear(ctx[f.Offset+f.Backing : f.Offset+f.Size])
+		}
+	}
+}
+
+func (f *Field) allows(off, size uint32, op Op) bool {
+	switch {
+	case size == 0 || size&(size-1) != 0 || off%size != 0:
+		return false
+	case op == Store && !f.Write, op != Store && !f.Read:
+		return false
+	case f.Kind != Scalar:
+		return op == Load && off == f.Offset && size == f.Size
+	case f.Memory, size == f.Size:
+		return true
+	}
+	return f.Narrow && op != Store && size < f.Size
+}
+
+// CheckInput checks a context input against the fields a test run takes
+// from it: a non-zero byte in any other field is refused, as the kernel
+// refuses it. Types without Input fields (host types) take the whole
+// context.
+func (t *Type) CheckInput(ctx []byte) error {
+	input := false
+	for _, f := range t.Fields {
+		input = input || f.Input
+	}
+	if !input {
+		return nil
+	}
+	for off, b := range ctx {
+		if b == 0 {
+			continue
+		}
+		f := t.Field(uint32(off), 1)
+		if f == nil {
+			return fmt.Errorf("context input: byte %d is not in a field", off)
+		}
+		if !f.Input {
+			return fmt.Errorf("context input: field %s (offset %d) is not an input", f.Name, f.Offset)
+		}
+	}
+	return nil
+}
+
+// Output turns the context after a run into what the kernel's test run
+// returns as its context output: the input (in, as given), with the Output
+// fields written back from the run, packet pointers as offsets from the
+// start of the packet's metadata (meta, data and end are the run's packet
+// addresses). Types without Input fields return the whole context.
+func (t *Type) Output(ctx, in []byte, meta, data, end uint64) {
+	input := false
+	for _, f := range t.Fields {
+		input = input || f.Input
+	}
+	if !input {
+		return
+	}
+	out := make([]byte, len(ctx))
+	copy(out, in)
+	for _, f := range t.Fields {
+		if !f.Output || f.Offset+f.Size > uint32(len(ctx)) {
+			continue
+		}
+		b := out[f.Offset : f.Offset+f.Size]
+		switch f.Kind {
+		case PacketData:
+			putUint(b, data-meta)
+		case PacketEnd:
+			putUint(b, end-meta)
+		case PacketMeta:
+			clear(b)
+		default:
+			copy(b, ctx[f.Offset:])
+		}
+	}
+	copy(ctx, out)
+}
+
+// putUint stores v in b, 4 or 8 bytes, in the host's (little-endian) order.
+func putUint(b []byte, v uint64) {
+	for i := range b {
+		b[i] = byte(v >> (8 * i))
+	}
+}
 
 // Validate checks a host-defined type for mistakes.
 func (t *Type) Validate() error {
@@ -120,6 +269,14 @@ func (t *Type) Validate() error {
 	for i, f := range t.Fields {
 		if f.Size == 0 || f.Offset+f.Size > t.ContextSize {
 			return fmt.Errorf("program type %s: field %s (off %d size %d) outside a %d byte context", t.Name, f.Name, f.Offset, f.Size, t.ContextSize)
+		}
+		if !f.Memory && (f.Size > 8 || f.Size&(f.Size-1) != 0 || f.Offset%f.Size != 0) {
+			// Accesses are aligned to their size, so such a field could
+			// never be accessed whole.
+			return fmt.Errorf("program type %s: field %s (off %d size %d) is not a 1, 2, 4 or 8 byte field aligned to its size (or Memory)", t.Name, f.Name, f.Offset, f.Size)
+		}
+		if f.Backing != 0 && (f.Backing > f.Size || f.Backing&(f.Backing-1) != 0) {
+			return fmt.Errorf("program type %s: field %s: backing of %d bytes for a %d byte field", t.Name, f.Name, f.Backing, f.Size)
 		}
 		if f.Kind != Scalar && f.Size != 4 && f.Size != 8 {
 			return fmt.Errorf("program type %s: pointer field %s must be 4 or 8 bytes", t.Name, f.Name)

@@ -13,6 +13,8 @@ type access struct {
 	off   int32        // instruction offset
 	size  int
 	write bool
+	// signed is set for sign-extending loads (BPF_MEMSX).
+	signed bool
 	// val is the register being stored (nil for loads and immediates);
 	// imm is set for stores of an immediate.
 	val *Reg
@@ -31,12 +33,13 @@ func (v *verifier) checkLoad(pc int, ins isa.Instruction) error {
 	if err := v.checkWriteReg(pc, ins.Dst); err != nil {
 		return err
 	}
-	a := access{pc: pc, reg: ins.Src, off: int32(ins.Off), size: isa.SizeBytes(ins.Op)}
+	signed := ins.Op&0xe0 == isa.ModeMEMSX
+	a := access{pc: pc, reg: ins.Src, off: int32(ins.Off), size: isa.SizeBytes(ins.Op), signed: signed}
 	res, err := v.checkMemAccess(ptr, a)
 	if err != nil {
 		return err
 	}
-	if ins.Op&0xe0 == isa.ModeMEMSX && res.Type == ScalarValue {
+	if signed && res.Type == ScalarValue {
 		res.Scalar.SignExtendLoad(a.size)
 	}
 	v.cur.cur().Regs[ins.Dst] = res
@@ -382,7 +385,14 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 	if v.leaks(a) {
 		return Reg{}, v.errorf(a.pc, "R%d leaks addr into ctx", a.valReg)
 	}
-	f, err := v.pt.Access(uint32(off), uint32(a.size), a.write)
+	op := progtype.Load
+	switch {
+	case a.write:
+		op = progtype.Store
+	case a.signed:
+		op = progtype.LoadSigned
+	}
+	f, err := v.pt.Access(uint32(off), uint32(a.size), op)
 	if err != nil {
 		return Reg{}, v.errorf(a.pc, "%v", err)
 	}

@@ -1,0 +1,173 @@
+package verifier_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+
+	"bpfvm/isa"
+	"bpfvm/verifier"
+)
+
+// ctxOps are the ways a program touches one context offset: loads, sign
+// extending loads, stores of a register and of an immediate.
+var ctxOps = []struct {
+	name string
+	asm  func(size string, off int) string
+}{
+	{"ldx", func(size string, off int) string {
+		return fmt.Sprintf("r0 = *(u%s *)(r1 %+d)\nr0 = 0\nexit", size, off)
+	}},
+	{"ldsx", func(size string, off int) string {
+		return fmt.Sprintf("r0 = *(s%s *)(r1 %+d)\nr0 = 0\nexit", size, off)
+	}},
+	{"stx", func(size string, off int) string {
+		return fmt.Sprintf("r2 = 1\n*(u%s *)(r1 %+d) = r2\nr0 = 0\nexit", size, off)
+	}},
+	{"st", func(size string, off int) string { return fmt.Sprintf("*(u%s *)(r1 %+d) = 1\nr0 = 0\nexit", size, off) }},
+}
+
+// TestCtxFieldsExhaustive compares every context access of every size at
+// every offset (and a little past the end), for each operation and each
+// program type with a context, with the running kernel: the verdict and,
+// for a rejection, the message.
+func TestCtxFieldsExhaustive(t *testing.T) {
+	types := []struct {
+		typ  ebpf.ProgramType
+		size int
+	}{
+		{ebpf.XDP, 24},
+		{ebpf.SocketFilter, 192},
+		{ebpf.SchedCLS, 192},
+		{ebpf.SchedACT, 192},
+	}
+	// Known gaps, each a verdict the kernel's and not yet ours: the
+	// __sk_buff.sk pointer (a nullable struct bpf_sock_common, which comes
+	// with the socket program types).
+	known := map[string]bool{
+		"SocketFilter/ldx64/168": true,
+		"SchedCLS/ldx64/168":     true,
+		"SchedACT/ldx64/168":     true,
+	}
+	var total, agreed, gaps int
+	for _, ty := range types {
+		for off := -8; off < ty.size+8; off++ {
+			for _, size := range []string{"8", "16", "32", "64"} {
+				for _, op := range ctxOps {
+					if op.name == "ldsx" && size == "64" {
+						continue // no 64-bit sign extension
+					}
+					name := fmt.Sprintf("%s/%s%s/%d", ty.typ, op.name, size, off)
+					insns, err := isa.Assemble(op.asm(size, off))
+					if err != nil {
+						t.Fatal(err)
+					}
+					_, ours := verifier.Verify(insns, verifier.Options{Type: progType(ty.typ)})
+					if ours != nil && !errors.Is(ours, verifier.ErrRejected) {
+						t.Errorf("%s: %v does not wrap ErrRejected", name, ours)
+					}
+					if known[name] {
+						gaps++
+						continue
+					}
+					klog, ran := kernelVerdict(t, ty.typ, 0, nil, nil, insns, ours)
+					if !ran {
+						continue
+					}
+					total++
+					ok := true
+					if ours != nil && !strings.Contains(klog, ours.Error()) {
+						t.Errorf("%s: ours %q, kernel: %s", name, ours, lastLines(klog, 1))
+						ok = false
+					}
+					if (ours == nil) != (klog == "") {
+						t.Errorf("%s: ours %v, kernel: %s", name, ours, lastLines(klog, 1))
+						ok = false
+					}
+					if ok {
+						agreed++
+					}
+				}
+			}
+		}
+	}
+	if total == 0 {
+		t.Skip("no kernel to compare with")
+	}
+	t.Logf("context accesses: %d/%d agree with the kernel (%d known gaps not compared)", agreed, total, gaps)
+}
+
+// TestSelftestCtxFields names the kernel's context field rules one case at
+// a time (the exhaustive comparison is TestCtxFieldsExhaustive): narrow and
+// misaligned loads of __sk_buff.cb[] and hash, fields hidden from socket
+// filters, sign-extending loads, data_meta per program type.
+func TestSelftestCtxFields(t *testing.T) {
+	x, sf, tc, act := ebpf.XDP, ebpf.SocketFilter, ebpf.SchedCLS, ebpf.SchedACT
+	ld := func(size string, off int) string { return fmt.Sprintf("r0 = *(%s *)(r1 +%d)\nr0 = 0\nexit", size, off) }
+	st := func(size string, off int) string {
+		return fmt.Sprintf("r2 = 1\n*(%s *)(r1 +%d) = r2\nr0 = 0\nexit", size, off)
+	}
+	bad := func(off, size int) string { return fmt.Sprintf("invalid bpf_context access off=%d size=%d", off, size) }
+	c := func(name string, typ ebpf.ProgramType, asm, err string) vcase {
+		return vcase{name: name, typ: typ, asm: asm, err: err, kmsg: err != ""}
+	}
+	runCases(t, []vcase{
+		// cb[]: memory of any size inside it, aligned to that size.
+		c("cb u8 each byte", sf, ld("u8", 49), ""),
+		c("cb u8 last byte", tc, ld("u8", 67), ""),
+		c("cb u16 odd half", sf, ld("u16", 66), ""),
+		c("cb u16 misaligned", sf, ld("u16", 49), bad(49, 2)),
+		c("cb u32 misaligned", tc, ld("u32", 50), bad(50, 4)),
+		c("cb u64 aligned", tc, ld("u64", 56), ""),
+		c("cb u64 misaligned", sf, ld("u64", 52), bad(52, 8)),
+		c("cb u64 past the end", tc, ld("u64", 64), bad(64, 8)),
+		c("cb u8 store", sf, st("u8", 51), ""),
+		c("cb u16 store misaligned", tc, st("u16", 53), bad(53, 2)),
+		c("cb u64 store", sf, st("u64", 48), ""),
+		c("cb st imm u16", tc, "*(u16 *)(r1 +62) = 7\nr0 = 0\nexit", ""),
+		c("cb ldsx u8", sf, "r0 = *(s8 *)(r1 +50)\nr0 = 0\nexit", ""),
+		// hash: narrow loads at aligned offsets, no stores.
+		c("hash u8 third byte", sf, ld("u8", 70), ""),
+		c("hash u16 high half", tc, ld("u16", 70), ""),
+		c("hash u16 misaligned", tc, ld("u16", 69), bad(69, 2)),
+		c("hash u32 misaligned", sf, ld("u32", 69), bad(69, 4)),
+		c("hash u64", tc, ld("u64", 64), bad(64, 8)),
+		c("hash store", tc, st("u32", 68), bad(68, 4)),
+		c("mark u16 high half", tc, ld("u16", 10), ""),
+		c("len u16 misaligned", sf, ld("u16", 1), bad(1, 2)),
+		c("mark store narrow", tc, st("u8", 8), bad(8, 1)),
+		// Fields socket filters do not see.
+		c("sf wire_len", sf, ld("u32", 160), bad(160, 4)),
+		c("sf wire_len narrow", sf, ld("u16", 162), bad(162, 2)),
+		c("tc wire_len", tc, ld("u32", 160), ""),
+		c("tc wire_len narrow", act, ld("u8", 163), ""),
+		c("sf tstamp", sf, ld("u64", 152), bad(152, 8)),
+		c("sf hwtstamp", sf, ld("u64", 184), bad(184, 8)),
+		c("sf tstamp_type", sf, ld("u8", 180), bad(180, 1)),
+		c("tc tstamp_type", tc, ld("u8", 180), ""),
+		c("tc tstamp_type u16", tc, ld("u16", 180), bad(180, 2)),
+		c("tc tstamp_type store", tc, "*(u8 *)(r1 +180) = 1\nr0 = 0\nexit", bad(180, 1)),
+		c("tc flow_keys", tc, ld("u64", 144), bad(144, 8)),
+		// data_meta per type.
+		c("tc data_meta", tc, ld("u32", 140), ""),
+		c("act data_meta", act, ld("u32", 140), ""),
+		c("sf data_meta", sf, ld("u32", 140), bad(140, 4)),
+		c("xdp data_meta", x, ld("u32", 8), ""),
+		c("xdp data_meta u16", x, ld("u16", 8), bad(8, 2)),
+		// Sign-extending loads: of scalars yes, of packet pointers no.
+		c("xdp ldsx data", x, "r0 = *(s32 *)(r1 +0)\nr0 = 0\nexit", bad(0, 4)),
+		c("xdp ldsx data_end", x, "r0 = *(s32 *)(r1 +4)\nr0 = 0\nexit", bad(4, 4)),
+		c("xdp ldsx data_meta", x, "r0 = *(s32 *)(r1 +8)\nr0 = 0\nexit", bad(8, 4)),
+		c("xdp ldsx ingress_ifindex", x, "r0 = *(s32 *)(r1 +12)\nr0 = 0\nexit", ""),
+		c("xdp ldsx narrow", x, "r0 = *(s16 *)(r1 +12)\nr0 = 0\nexit", bad(12, 2)),
+		c("tc ldsx data", tc, "r0 = *(s32 *)(r1 +76)\nr0 = 0\nexit", bad(76, 4)),
+		c("tc ldsx data_meta", tc, "r0 = *(s32 *)(r1 +140)\nr0 = 0\nexit", bad(140, 4)),
+		c("tc ldsx protocol", tc, "r0 = *(s16 *)(r1 +16)\nr0 = 0\nexit", ""),
+		c("sf ldsx len byte", sf, "r0 = *(s8 *)(r1 +3)\nr0 = 0\nexit", ""),
+		// An ldsx of a field is a scalar the verifier bounds as signed.
+		c("ldsx protocol bounds", tc, "r0 = *(s8 *)(r1 +16)\nif r0 s> 127 goto bad\nif r0 s< -128 goto bad\nr0 = 0\nexit\nbad: r0 = *(u64 *)(r0 +0)\nexit", ""),
+	})
+}
