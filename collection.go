@@ -113,6 +113,11 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 				return nil, fmt.Errorf("map %s: initial contents: %w", name, err)
 			}
 		}
+		if ms := spec.Maps[name]; freezeOnLoad(ms) && deferredContents(ms) {
+			if err := coll.Maps[name].Freeze(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return coll, nil
 }

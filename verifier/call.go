@@ -389,11 +389,11 @@ func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int
 // checkConstStr checks a constant-string argument (the kernel's
 // check_reg_const_str): a constant address in the value of a frozen
 // read-only array of one value, with a NUL between it and the value's
-// end. The helper bounds its read by the value too, as Go code may write
-// the map after the program was verified.
+// end. The helper bounds its read by the value too, a cheap bound that
+// does not rest on this proof.
 func (v *verifier) checkConstStr(pc int, regno isa.Register, reg *Reg) error {
 	m := reg.Map
-	if m.Spec.Flags&maps.FlagRdonlyProg == 0 {
+	if !m.Fixed() {
 		return v.errorf(pc, "R%d does not point to a readonly map'", regno)
 	}
 	if !reg.IsConst() {
@@ -412,10 +412,6 @@ func (v *verifier) checkConstStr(pc int, regno isa.Register, reg *Reg) error {
 	off := int64(reg.Off) + int64(reg.Const())
 	if m.Spec.MaxEntries != 1 || off < 0 || off >= vs {
 		return v.errorf(pc, "direct value access on string failed")
-	}
-	if m.ReadOnlyValue == nil {
-		// Its contents are not fixed: not frozen, for the kernel.
-		return v.errorf(pc, "R%d does not point to a readonly map'", regno)
 	}
 	if int64(len(m.ReadOnlyValue)) < vs || !slices.Contains(m.ReadOnlyValue[off:vs], 0) {
 		return v.errorf(pc, "string is not zero-terminated")
