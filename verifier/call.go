@@ -184,6 +184,12 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			releaseRef = reg.RefID
 		}
 	}
+	if m != nil && m.Spec.Flags&maps.FlagRdonlyProg != 0 && changesMap(id) {
+		// After the arguments, as the kernel's record_func_map: a
+		// program may not change a map read-only to it, whose frozen
+		// contents the verifier takes as constants.
+		return v.errorf(pc, "write into map forbidden")
+	}
 	if err := v.applyRawWrite(pc, &raw); err != nil {
 		return err
 	}
@@ -418,6 +424,11 @@ func (v *verifier) checkConstStr(pc int, regno isa.Register, reg *Reg) error {
 	}
 	return nil
 }
+
+// changesMap reports whether a helper adds or removes a map's elements:
+// bpf_map_update_elem, bpf_map_delete_elem, bpf_map_push_elem and
+// bpf_map_pop_elem.
+func changesMap(id int32) bool { return id == 2 || id == 3 || id == 87 || id == 88 }
 
 // noteConstKey records a map lookup's key when it is a constant on the
 // stack, for the rewrite's inlining of array lookups.

@@ -33,8 +33,12 @@ func (v *verifier) checkLoad(pc int, ins isa.Instruction) error {
 	if err != nil {
 		return err
 	}
-	if ins.Op&0xe0 == isa.ModeMEMSX && res.Type == ScalarValue {
+	sx := ins.Op&0xe0 == isa.ModeMEMSX
+	if sx && res.Type == ScalarValue {
 		res.Scalar.SignExtendLoad(a.size)
+	}
+	if err := v.rodataLoad(ptr, a, sx, &res); err != nil {
+		return err
 	}
 	v.cur.cur().Regs[ins.Dst] = res
 	return nil

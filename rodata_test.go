@@ -1,0 +1,130 @@
+package bpfvm_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+
+	"bpfvm"
+	"bpfvm/isa"
+	"bpfvm/loader"
+)
+
+// TestRodataBranch loads testdata/rodata.o, whose `const volatile` globals
+// decide its branches: .rodata is frozen before the program is verified,
+// so the verifier takes them as constants, as the kernel does, and the
+// branch they rule out (an unchecked packet read) is dead: accepted, never
+// explored, and stopped if reached. With the constant rewritten before the
+// load, the read is live and both verifiers reject the program.
+func TestRodataBranch(t *testing.T) {
+	const file = "testdata/rodata.o"
+	kern := kernelCollection(t, file)
+	for _, cfg := range memConfigs {
+		spec, err := loader.LoadCollectionSpec(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: cfg.opts})
+		if err != nil {
+			t.Fatalf("%s: %v", cfg.name, err)
+		}
+		p := coll.Programs["rodata_branch"]
+		if !cfg.opts.NoVerify {
+			if !p.Verified() {
+				t.Fatalf("%s: not verified", cfg.name)
+			}
+			// The unchecked read is dead (its exit is shared).
+			dead := 0
+			for _, ins := range p.XlatedInstructions() {
+				if ins == (isa.Instruction{Op: isa.OpDead}) {
+					dead++
+				}
+			}
+			if dead != 1 {
+				t.Errorf("%s: %d dead instructions, want the unchecked read:\n%v", cfg.name, dead, p.XlatedInstructions())
+			}
+		}
+		ro := coll.Maps[".rodata"]
+		if !ro.IsFrozen() {
+			t.Errorf("%s: .rodata not frozen", cfg.name)
+		}
+		if err := ro.Put(uint32(0), make([]byte, ro.ValueSize())); !errors.Is(err, bpfvm.ErrPermission) {
+			t.Errorf("%s: Put on .rodata: %v, want ErrPermission", cfg.name, err)
+		}
+		for _, c := range []struct {
+			name string
+			data []byte
+			want uint32
+		}{
+			{"marker", append([]byte{0x42}, make([]byte, 15)...), 3 + 4<<8},
+			{"other", append([]byte{0x41}, make([]byte, 15)...), 2 + 4<<8},
+			{"short", append([]byte{0x42}, make([]byte, 13)...), 2 + 4<<8},
+		} {
+			t.Run(cfg.name+"/"+c.name, func(t *testing.T) {
+				checkRun(t, coll, kern, "rodata_branch", c.data, nil, runOut{ret: c.want})
+			})
+		}
+		coll.Close()
+	}
+
+	// check_bounds = 0: the unchecked read is live.
+	for _, c := range []struct {
+		name, variable string
+		value          uint32
+		err            string
+	}{
+		{"unchecked read live", "check_bounds", uint32(0), "invalid access to packet"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec, err := loader.LoadCollectionSpec(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			setRodata(t, spec, c.variable, c.value)
+			_, err = bpfvm.NewCollection(spec)
+			var ve *bpfvm.VerifierError
+			if !errors.As(err, &ve) || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("bpfvm: %v, want a verifier error with %q", err, c.err)
+			}
+			if kern == nil {
+				return
+			}
+			kspec, err := loader.LoadCollectionSpec(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			setRodata(t, kspec, c.variable, c.value)
+			kc, err := ebpf.NewCollection(kspec)
+			if err == nil {
+				kc.Close()
+				t.Fatal("kernel accepted it")
+			}
+			if !errors.As(err, new(*ebpf.VerifierError)) || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("kernel: %v, want a verifier error with %q", err, c.err)
+			}
+		})
+	}
+}
+
+// setRodata rewrites a .rodata variable in the section's contents, as
+// loaders let users configure a program before it is loaded. (bpfvm does
+// not apply CollectionSpec.Variables yet.)
+func setRodata(t *testing.T, spec *ebpf.CollectionSpec, name string, value uint32) {
+	t.Helper()
+	v := spec.Variables[name]
+	ms := spec.Maps[v.SectionName]
+	if v == nil || ms == nil || len(ms.Contents) != 1 || v.Size() != 4 {
+		t.Fatalf("no 4-byte variable %s in a data section", name)
+	}
+	// cilium/ebpf writes the variables over the section's contents.
+	if err := v.Set(value); err != nil {
+		t.Fatal(err)
+	}
+	data := slices.Clone(ms.Contents[0].Value.([]byte))
+	binary.NativeEndian.PutUint32(data[v.Offset:], value)
+	ms.Contents[0].Value = data
+}
