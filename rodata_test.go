@@ -3,6 +3,7 @@ package bpfvm_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -127,4 +128,53 @@ func setRodata(t *testing.T, spec *ebpf.CollectionSpec, name string, value uint3
 	data := slices.Clone(ms.Contents[0].Value.([]byte))
 	binary.NativeEndian.PutUint32(data[v.Offset:], value)
 	ms.Contents[0].Value = data
+}
+
+// TestRodataCheckedWrites: an unverified program (checked mode) cannot
+// change a map read-only to programs either, through helpers or stores,
+// since verified programs take a frozen one's contents as constants. The
+// verifier refuses the same programs ("write into map forbidden").
+func TestRodataCheckedWrites(t *testing.T) {
+	rodata := &ebpf.MapSpec{Name: ".rodata", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1, Flags: 1 << 7}
+	queue := &ebpf.MapSpec{Name: "roqueue", Type: ebpf.Queue, ValueSize: 8, MaxEntries: 4, Flags: 1 << 7}
+	key := "*(u32 *)(r10 -4) = 0\n*(u64 *)(r10 -16) = 9\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\n"
+	const eperm = 0xffffffffffffffff // -EPERM
+	for _, c := range []struct {
+		name string
+		ms   []memMap
+		asm  string
+		want uint64
+	}{
+		{"update", []memMap{{spec: rodata, value: make([]byte, 8)}}, key + "r3 = r10\nr3 += -16\nr4 = 0\ncall bpf_map_update_elem#2\nexit", eperm},
+		{"delete", []memMap{{spec: rodata, value: make([]byte, 8)}}, key + "call bpf_map_delete_elem#3\nexit", eperm},
+		{"push", []memMap{{spec: queue}}, "*(u64 *)(r10 -8) = 1\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -8\nr3 = 0\ncall bpf_map_push_elem#87\nexit", eperm},
+		{"pop", []memMap{{spec: queue}}, "r1 = map[fd:0] ll\nr2 = r10\nr2 += -8\ncall bpf_map_pop_elem#88\nexit", eperm},
+		{"peek", []memMap{{spec: queue}}, "r1 = map[fd:0] ll\nr2 = r10\nr2 += -8\ncall bpf_map_peek_elem#89\nexit", 0xfffffffffffffffe}, // -ENOENT
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := asmCollection(t, ebpf.XDP, c.asm, c.ms)
+			if _, err := bpfvm.NewCollection(spec); c.want == eperm && !strings.Contains(fmt.Sprint(err), "write into map forbidden") {
+				t.Errorf("verified: %v, want write into map forbidden", err)
+			}
+			for _, cfg := range memConfigs {
+				if !cfg.opts.NoVerify {
+					continue
+				}
+				coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: cfg.opts})
+				if err != nil {
+					t.Fatalf("%s: %v", cfg.name, err)
+				}
+				if got, err := memRun(coll.Programs["prog"]); err != nil || got != c.want {
+					t.Errorf("%s: %#x, %v; want %#x", cfg.name, got, err, c.want)
+				}
+				if m := coll.Maps[".rodata"]; m != nil {
+					var v uint64
+					if err := m.Lookup(uint32(0), &v); err != nil || v != 0 {
+						t.Errorf("%s: .rodata holds %d, %v; want 0", cfg.name, v, err)
+					}
+				}
+				coll.Close()
+			}
+		})
+	}
 }
