@@ -33,12 +33,8 @@ func (v *verifier) checkLoad(pc int, ins isa.Instruction) error {
 	if err != nil {
 		return err
 	}
-	sx := ins.Op&0xe0 == isa.ModeMEMSX
-	if sx && res.Type == ScalarValue {
+	if ins.Op&0xe0 == isa.ModeMEMSX && res.Type == ScalarValue {
 		res.Scalar.SignExtendLoad(a.size)
-	}
-	if err := v.rodataLoad(ptr, a, sx, &res); err != nil {
-		return err
 	}
 	v.cur.cur().Regs[ins.Dst] = res
 	return nil
@@ -155,7 +151,11 @@ func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
 	case PtrToStack:
 		return v.stackAccess(ptr, a)
 	case PtrToMapValue:
-		return v.mapValueAccess(ptr, a)
+		res, err := v.mapValueAccess(ptr, a)
+		if err == nil && !a.write {
+			err = v.rodataLoad(ptr, a, &res)
+		}
+		return res, err
 	case PtrToMapKey:
 		if a.write {
 			return Reg{}, v.errorf(a.pc, "write to change key R%d not allowed", a.reg)

@@ -13,20 +13,21 @@ import (
 // which is neither explored nor kept (rewrite.SanitizeDeadCode). Cilium's
 // datapath configures itself that way.
 
-// rodataLoad turns the result of a load through ptr into the constant the
-// map holds there, when the map's contents are fixed and the offset is
-// constant; sx is a sign-extending load. Arrays are the maps with direct
-// value access; for one of more than one value the kernel fails the load
-// (array_map_direct_value_addr's ENOTSUPP, without a message).
-func (v *verifier) rodataLoad(ptr *Reg, a access, sx bool, res *Reg) error {
-	if ptr.Type != PtrToMapValue || ptr.maybeNull() || !ptr.Map.Fixed() || !ptr.IsConst() || ptr.Map.Spec.Type != maps.Array {
+// rodataLoad turns what a load through ptr yields into the constant the
+// map holds there (zero-extended: sign-extending loads extend it after),
+// when the map's contents are fixed and the offset is constant. Arrays are
+// the maps with direct value access; for one of more than one value the
+// kernel fails the load (array_map_direct_value_addr's ENOTSUPP, without a
+// message).
+func (v *verifier) rodataLoad(ptr *Reg, a access, res *Reg) error {
+	if ptr.maybeNull() || !ptr.Map.Fixed() || !ptr.IsConst() || ptr.Map.Spec.Type != maps.Array {
 		return nil
 	}
 	m := ptr.Map
-	off := int64(ptr.Off) + int64(a.off) + int64(ptr.Const())
 	if m.Spec.MaxEntries != 1 || m.ReadOnlyValue == nil {
 		return v.errorf(a.pc, "direct read from map %s of %d values is not supported", m.Name, m.Spec.MaxEntries)
 	}
+	off := int64(ptr.Off) + int64(a.off) + int64(ptr.Const())
 	if off < 0 || off+int64(a.size) > int64(len(m.ReadOnlyValue)) {
 		return v.errorf(a.pc, "invalid access to map value, value_size=%d off=%d size=%d", m.Spec.ValueSize, off, a.size)
 	}
@@ -35,21 +36,10 @@ func (v *verifier) rodataLoad(ptr *Reg, a access, sx bool, res *Reg) error {
 	switch a.size {
 	case 1:
 		val = uint64(b[0])
-		if sx {
-			val = uint64(int64(int8(b[0])))
-		}
 	case 2:
-		u := binary.NativeEndian.Uint16(b)
-		val = uint64(u)
-		if sx {
-			val = uint64(int64(int16(u)))
-		}
+		val = uint64(binary.NativeEndian.Uint16(b))
 	case 4:
-		u := binary.NativeEndian.Uint32(b)
-		val = uint64(u)
-		if sx {
-			val = uint64(int64(int32(u)))
-		}
+		val = uint64(binary.NativeEndian.Uint32(b))
 	case 8:
 		val = binary.NativeEndian.Uint64(b)
 	default:

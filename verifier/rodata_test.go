@@ -21,6 +21,8 @@ func TestRodataConstants(t *testing.T) {
 	load := func(ins, cond string) string {
 		return "r1 = map_value[fd:0]+0 ll\n" + ins + "\nif " + cond + " goto bad\nr0 = 0\nexit\n" + bad
 	}
+	// r6 = 4 * rodata[0] (1): an offset within arr's 8-byte value.
+	idxOff := "r1 = map_value[fd:0]+0 ll\nr6 = *(u8 *)(r1 +0)\nr6 <<= 2\n*(u32 *)(r10 -4) = 0\nr1 = map[fd:1] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto out\nr0 += r6\nr0 = *(u32 *)(r0 +0)\nout: r0 = 0\nexit"
 	percpu := maps.Spec{Name: "ropcpu", Type: maps.PerCPUArray, KeySize: 4, ValueSize: 16, MaxEntries: 1, Flags: maps.FlagRdonlyProg}
 	runCases(t, []vcase{
 		{name: "u32 decides", maps: ro, values: vals, asm: load("r2 = *(u32 *)(r1 +0)", "r2 != 1")},
@@ -38,11 +40,15 @@ func TestRodataConstants(t *testing.T) {
 		{name: "s16", maps: ro, values: vals, asm: load("r2 = *(s16 *)(r1 +6)", "r2 != -1")},
 		{name: "s32", maps: ro, values: vals, asm: load("r2 = *(s32 *)(r1 +4)", "r2 != -1")},
 		{name: "s32 positive", maps: ro, values: vals, asm: load("r2 = *(s32 *)(r1 +8)", "r2 != 0x04030201")},
+		{name: "load-acquire", maps: ro, values: vals, asm: load("r2 = load_acquire((u32 *)(r1 +0))", "r2 != 1")},
 		{name: "pointer offset", maps: ro, values: vals, asm: "r1 = map_value[fd:0]+8 ll\nr2 = *(u8 *)(r1 -4)\nif r2 != 0xff goto bad\nr0 = 0\nexit\n" + bad},
 		{name: "constant added", maps: ro, values: vals, asm: "r1 = map_value[fd:0]+0 ll\nr5 = 8\nr1 += r5\nr2 = *(u8 *)(r1 +1)\nif r2 != 2 goto bad\nr0 = 0\nexit\n" + bad},
 		{name: "lookup result", maps: ro, values: vals, asm: lookup4 + "if r0 == 0 goto out\nr2 = *(u32 *)(r0 +0)\nif r2 != 1 goto bad\nout: r0 = 0\nexit\n" + bad},
 		{name: "variable offset", maps: ro, values: vals, asm: boundedR6 + "r1 = map_value[fd:0]+0 ll\nr1 += r6\nr2 = *(u8 *)(r1 +0)\nif r2 != 1 goto bad\nr0 = 0\nexit\n" + bad, err: bad9, kmsg: true},
 		{name: "loop bound", maps: ro, values: map[int][]byte{0: {3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, asm: "r1 = map_value[fd:0]+0 ll\nr2 = *(u32 *)(r1 +0)\nr0 = 0\nloop: r0 += 1\nif r0 < r2 goto loop\nif r0 != 3 goto bad\nr0 = 0\nexit\n" + bad},
+		// A constant bounds an offset into another map's value.
+		{name: "bounds an offset", maps: []maps.Spec{rodata, arrayMap}, values: vals, asm: idxOff},
+		{name: "bounds an offset unfrozen", maps: []maps.Spec{rodata, arrayMap}, values: vals, unfrozen: true, asm: idxOff, err: "R0 max value is outside of the allowed memory range", kmsg: true},
 		{name: "spilled and filled", maps: ro, values: vals, asm: "r1 = map_value[fd:0]+0 ll\nr2 = *(u32 *)(r1 +0)\n*(u64 *)(r10 -8) = r2\nr2 = *(u64 *)(r10 -8)\nif r2 != 1 goto bad\nr0 = 0\nexit\n" + bad},
 		{name: "writable map", maps: []maps.Spec{rwdata}, values: vals, asm: "r1 = map_value[fd:0]+0 ll\nr2 = *(u32 *)(r1 +0)\nif r2 != 1 goto bad\nr0 = 0\nexit\n" + bad, err: bad9, kmsg: true},
 		{name: "hash map", maps: []maps.Spec{rohash}, values: vals, asm: lookup4 + "if r0 == 0 goto out\nr2 = *(u32 *)(r0 +0)\nif r2 != 1 goto bad\nout: r0 = 0\nexit\n" + bad, err: bad9, kmsg: true},
