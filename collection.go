@@ -61,7 +61,11 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 		}
 	}()
 	for _, name := range sortedKeys(spec.Maps) {
-		m, err := newMap(spec.Maps[name], coll.cpus)
+		ms, err := withVariables(spec, name)
+		if err != nil {
+			return nil, err
+		}
+		m, err := newMap(ms, coll.cpus)
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,6 @@
 package bpfvm_test
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -111,23 +110,49 @@ func TestRodataBranch(t *testing.T) {
 	}
 }
 
-// setRodata rewrites a .rodata variable in the section's contents, as
-// loaders let users configure a program before it is loaded. (bpfvm does
-// not apply CollectionSpec.Variables yet.)
+// setRodata configures a .rodata variable before the load, as users do
+// (CollectionSpec.Variables, which both loaders write over the section's
+// contents).
 func setRodata(t *testing.T, spec *ebpf.CollectionSpec, name string, value uint32) {
 	t.Helper()
 	v := spec.Variables[name]
-	ms := spec.Maps[v.SectionName]
-	if v == nil || ms == nil || len(ms.Contents) != 1 || v.Size() != 4 {
-		t.Fatalf("no 4-byte variable %s in a data section", name)
+	if v == nil {
+		t.Fatalf("no variable %s", name)
 	}
-	// cilium/ebpf writes the variables over the section's contents.
 	if err := v.Set(value); err != nil {
 		t.Fatal(err)
 	}
-	data := slices.Clone(ms.Contents[0].Value.([]byte))
-	binary.NativeEndian.PutUint32(data[v.Offset:], value)
-	ms.Contents[0].Value = data
+}
+
+// TestVariablesBeforeLoad: CollectionSpec.Variables set before the load are
+// the data sections' contents, and the spec is left as it was.
+func TestVariablesBeforeLoad(t *testing.T) {
+	spec, err := loader.LoadCollectionSpec("testdata/globals.o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := slices.Clone(spec.Maps[".rodata"].Contents[0].Value.([]byte))
+	for name, v := range map[string]uint32{"step": 5, "magic": 9} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	coll, err := bpfvm.NewCollection(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coll.Close()
+	var ro [2]uint32
+	if err := coll.Maps[".rodata"].Lookup(uint32(0), &ro); err != nil || ro != [2]uint32{5, 9} {
+		t.Errorf(".rodata holds %v, %v; want [5 9]", ro, err)
+	}
+	// (100+5) + 1*1000 + 9, as globals.c says with these constants.
+	if got := run(t, coll.Programs["globals_entry"], make([]byte, 14), nil); got.ret != 1114 {
+		t.Errorf("returned %d, want 1114", got.ret)
+	}
+	if after := spec.Maps[".rodata"].Contents[0].Value.([]byte); !slices.Equal(before, after) {
+		t.Errorf("the spec's .rodata changed: % x, was % x", after, before)
+	}
 }
 
 // TestRodataCheckedWrites: an unverified program (checked mode) cannot
