@@ -179,10 +179,10 @@ func (m *Map) end(a access) {
 // BPF_MAP_FREEZE: every later Go-side write fails with an error wrapping
 // ErrPermission, while programs may still write unless the map is
 // BPF_F_RDONLY_PROG. Once a map read-only to programs is frozen, the
-// verifier treats its contents as constants. Freezing a frozen map, or
-// freezing while a Go-side write is in progress, fails with ErrBusy; once
-// Freeze returns, no write can land. A BPF_F_RDONLY map cannot be frozen
-// (ErrPermission).
+// verifier treats its contents as constants. Freezing while a Go-side
+// write is in progress fails with ErrBusy, and once Freeze returns no write
+// can land. Freezing a frozen or BPF_F_RDONLY map fails with ErrPermission,
+// as in the kernel, where freezing needs a writable map.
 func (m *Map) Freeze() error {
 	if err := m.hold("freeze"); err != nil {
 		return err

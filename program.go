@@ -37,8 +37,8 @@ var (
 	// or BPF_F_RDONLY map and a read of a BPF_F_WRONLY one, as the kernel's
 	// EPERM. It also matches os.ErrPermission and unix.EPERM.
 	ErrPermission = maps.ErrPermission
-	// ErrBusy is returned, wrapped, by Map.Freeze on a frozen map or
-	// during a write, as the kernel's EBUSY; it also matches unix.EBUSY.
+	// ErrBusy is returned, wrapped, by Map.Freeze during a Go-side write,
+	// as the kernel's EBUSY; it also matches unix.EBUSY.
 	ErrBusy = maps.ErrBusy
 )
 

@@ -72,9 +72,9 @@ func readOnlyValue(m maps.Map) []byte {
 }
 
 // fixedContents reports whether neither programs nor Go code can change a
-// map's contents any more (bpf_map_is_rdonly).
+// map's contents any more (bpf_map_is_rdonly), as the verifier judges it.
 func fixedContents(m maps.Map) bool {
-	return m.Spec().Flags&maps.FlagRdonlyProg != 0 && m.Frozen()
+	return (&verifier.MapInfo{Spec: m.Spec(), Frozen: m.Frozen()}).Fixed()
 }
 
 // verify runs the verifier unless the options or the program type say not
