@@ -61,7 +61,11 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 		}
 	}()
 	for _, name := range sortedKeys(spec.Maps) {
-		m, err := newMap(spec.Maps[name], coll.cpus)
+		ms, err := withVariables(spec, name)
+		if err != nil {
+			return nil, err
+		}
+		m, err := newMap(ms, coll.cpus)
 		if err != nil {
 			return nil, err
 		}
@@ -112,6 +116,11 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 			}
 			if err := coll.Maps[name].Update(kv.Key, value, UpdateAny); err != nil {
 				return nil, fmt.Errorf("map %s: initial contents: %w", name, err)
+			}
+		}
+		if ms := spec.Maps[name]; freezeOnLoad(ms) && deferredContents(ms) {
+			if err := coll.Maps[name].Freeze(); err != nil {
+				return nil, err
 			}
 		}
 	}

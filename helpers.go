@@ -110,6 +110,7 @@ func init() {
 
 // Kernel errno values that helpers return negated.
 const (
+	eperm      = 1
 	enoent     = 2
 	e2big      = 7
 	eagain     = 11
@@ -138,6 +139,8 @@ func errno(err error) uint64 {
 		e = ebusy
 	case errors.Is(err, maps.ErrNotSupported):
 		e = eopnotsupp
+	case errors.Is(err, maps.ErrPermission):
+		e = eperm
 	default:
 		e = einval
 	}
@@ -193,6 +196,9 @@ func helperMapUpdate(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := progWrite(m); err != nil {
+		return errno(err), nil
+	}
 	spec := m.Spec()
 	key, err := memArg(e, r2, spec.KeySize, false)
 	if err != nil {
@@ -210,9 +216,24 @@ func helperMapDelete(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := progWrite(m); err != nil {
+		return errno(err), nil
+	}
 	key, err := memArg(e, r2, m.Spec().KeySize, false)
 	if err != nil {
 		return 0, err
 	}
 	return errno(m.Delete(key)), nil
+}
+
+// progWrite refuses a program's change to a map read-only to programs.
+// The verifier refuses such calls (the kernel's "write into map
+// forbidden"); unverified programs in checked mode are refused at run
+// time, with -EPERM, since verified programs take the contents of frozen
+// read-only maps as constants.
+func progWrite(m maps.Map) error {
+	if m.Spec().Flags&maps.FlagRdonlyProg != 0 {
+		return fmt.Errorf("map %s is read-only to programs: %w", m.Spec().Name, maps.ErrPermission)
+	}
+	return nil
 }

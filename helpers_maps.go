@@ -16,6 +16,9 @@ func helperMapPush(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := progWrite(m); err != nil {
+		return errno(err), nil
+	}
 	value, err := memArg(e, r2, m.Spec().ValueSize, false)
 	if err != nil {
 		return 0, err
@@ -30,7 +33,12 @@ func helperMapPush(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
 // helperMapPop is bpf_map_pop_elem(map, value): the next element of a
 // queue or stack, removed.
 func helperMapPop(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
-	return queueGet(e, r1, r2, maps.QueueStack.Pop)
+	return queueGet(e, r1, r2, func(qs maps.QueueStack, v unsafe.Pointer) error {
+		if err := progWrite(qs.(maps.Map)); err != nil {
+			return err
+		}
+		return qs.Pop(v)
+	})
 }
 
 // helperMapPeek is bpf_map_peek_elem(map, value): the next element of a

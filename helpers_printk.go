@@ -401,9 +401,10 @@ func cString(b []byte) ([]byte, bool) {
 
 // constString returns the NUL-terminated string of a constant-string
 // argument at addr, without the NUL. The verifier proved it ends inside
-// the value of a read-only array, but Go code may have written the value
-// since (bpfvm has no frozen maps), so the string is looked for inside that
-// value only: without a NUL there, -EINVAL. Unverified programs may pass
+// the value of a frozen read-only array, which nothing can write since; the
+// string is still looked for inside that value only (without a NUL there,
+// -EINVAL), a cheap bound that does not rest on that proof. Unverified
+// programs may pass
 // any address: the string must end in memory the run may read, or f is
 // nil.
 func constString(e *vm.Env, addr uint64) (f []byte, errno int64) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"unsafe"
 
@@ -58,7 +59,32 @@ func newMap(spec *ebpf.MapSpec, c *cpus) (*Map, error) {
 			return nil, fmt.Errorf("map %s: initial contents: %w", spec.Name, err)
 		}
 	}
+	if freezeOnLoad(spec) && !deferredContents(spec) {
+		if err := mm.Freeze(); err != nil {
+			mm.Close()
+			return nil, err
+		}
+	}
 	return mm, nil
+}
+
+// freezeOnLoad reports whether a map is frozen once its contents are
+// written, before any program that uses it is verified: the constant data
+// (.rodata*) and .kconfig sections, as cilium/ebpf and libbpf freeze them.
+// The verifier may then take their values as constants.
+func freezeOnLoad(spec *ebpf.MapSpec) bool {
+	return strings.HasPrefix(spec.Name, ".rodata") || spec.Name == ".kconfig"
+}
+
+// deferredContents reports whether some of a map's initial contents name
+// maps or programs, which the collection writes once they all exist.
+func deferredContents(spec *ebpf.MapSpec) bool {
+	for _, kv := range spec.Contents {
+		if _, ok := kv.Value.(string); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func mapSpec(spec *ebpf.MapSpec) (maps.Spec, error) {
@@ -110,9 +136,76 @@ func (m *Map) hold(op string) error {
 	return nil
 }
 
+// access is what a Go-side operation does to a map's contents.
+type access uint8
+
+const (
+	accessRead access = 1 << iota
+	accessWrite
+)
+
+// begin holds the map (see hold) for an operation that reads or writes
+// its contents, with the kernel's EPERM for what the map refuses: writes to
+// a BPF_F_RDONLY or frozen map, reads of a BPF_F_WRONLY one (the
+// syscall-side permissions, checked before the arguments as the kernel
+// does). A write keeps Freeze out until end.
+func (m *Map) begin(op string, a access) error {
+	if err := m.hold(op); err != nil {
+		return err
+	}
+	flags := m.m.Spec().Flags
+	if a&accessRead != 0 && flags&maps.FlagWronly != 0 || a&accessWrite != 0 && flags&maps.FlagRdonly != 0 {
+		m.m.Release()
+		return fmt.Errorf("map %s: %s: %w", m.name, op, ErrPermission)
+	}
+	if a&accessWrite != 0 {
+		if err := m.m.BeginWrite(); err != nil {
+			m.m.Release()
+			return fmt.Errorf("map %s: %s: %w", m.name, op, err)
+		}
+	}
+	return nil
+}
+
+// end ends an operation started by begin.
+func (m *Map) end(a access) {
+	if a&accessWrite != 0 {
+		m.m.EndWrite()
+	}
+	m.m.Release()
+}
+
+// Freeze makes the map read-only to Go code, as the kernel's
+// BPF_MAP_FREEZE: every later Go-side write fails with an error wrapping
+// ErrPermission, while programs may still write unless the map is
+// BPF_F_RDONLY_PROG. Once a map read-only to programs is frozen, the
+// verifier treats its contents as constants. Freezing while a Go-side
+// write is in progress fails with ErrBusy, and once Freeze returns no write
+// can land. Freezing a frozen or BPF_F_RDONLY map fails with ErrPermission,
+// as in the kernel, where freezing needs a writable map.
+func (m *Map) Freeze() error {
+	if err := m.hold("freeze"); err != nil {
+		return err
+	}
+	defer m.m.Release()
+	if m.m.Spec().Flags&maps.FlagRdonly != 0 {
+		return fmt.Errorf("map %s: freeze: %w", m.name, ErrPermission)
+	}
+	if err := m.m.Freeze(); err != nil {
+		return fmt.Errorf("map %s: %w", m.name, err)
+	}
+	return nil
+}
+
+// IsFrozen reports whether the map is frozen (Freeze).
+func (m *Map) IsFrozen() bool { return m.m.Frozen() }
+
 func (m *Map) perCPU() bool { return m.m.Spec().Type.PerCPU() }
 
 func (m *Map) key(key any) ([]byte, error) {
+	if key == nil && m.KeySize() == 0 {
+		return nil, nil // queues and stacks, as cilium/ebpf takes them
+	}
 	k, err := marshal(key, int(m.KeySize()))
 	if err != nil {
 		return nil, fmt.Errorf("map %s: key: %w", m.name, err)
@@ -151,10 +244,10 @@ func (m *Map) decode(b []byte, valueOut any) error {
 // value or a byte slice; for per-CPU maps a pointer to a slice, which gets
 // one element per CPU.
 func (m *Map) Lookup(key, valueOut any) error {
-	if err := m.hold("lookup"); err != nil {
+	if err := m.begin("lookup", accessRead); err != nil {
 		return err
 	}
-	defer m.m.Release()
+	defer m.end(accessRead)
 	k, err := m.key(key)
 	if err != nil {
 		return err
@@ -168,10 +261,10 @@ func (m *Map) Lookup(key, valueOut any) error {
 
 // LookupAndDelete copies the value for key into valueOut and removes key.
 func (m *Map) LookupAndDelete(key, valueOut any) error {
-	if err := m.hold("lookup and delete"); err != nil {
+	if err := m.begin("lookup and delete", accessRead|accessWrite); err != nil {
 		return err
 	}
-	defer m.m.Release()
+	defer m.end(accessRead | accessWrite)
 	k, err := m.key(key)
 	if err != nil {
 		return err
@@ -188,10 +281,10 @@ func (m *Map) Put(key, value any) error { return m.Update(key, value, UpdateAny)
 
 // Update sets the value for key according to flags.
 func (m *Map) Update(key, value any, flags MapUpdateFlags) error {
-	if err := m.hold("update"); err != nil {
+	if err := m.begin("update", accessWrite); err != nil {
 		return err
 	}
-	defer m.m.Release()
+	defer m.end(accessWrite)
 	k, err := m.key(key)
 	if err != nil {
 		return err
@@ -208,10 +301,10 @@ func (m *Map) Update(key, value any, flags MapUpdateFlags) error {
 
 // Delete removes key.
 func (m *Map) Delete(key any) error {
-	if err := m.hold("delete"); err != nil {
+	if err := m.begin("delete", accessWrite); err != nil {
 		return err
 	}
-	defer m.m.Release()
+	defer m.end(accessWrite)
 	k, err := m.key(key)
 	if err != nil {
 		return err
@@ -228,10 +321,10 @@ func (m *Map) Delete(key any) error {
 // NextKey writes the key after key (the first key when key is nil) into
 // nextKeyOut. At the end it returns an error wrapping ErrKeyNotExist.
 func (m *Map) NextKey(key, nextKeyOut any) error {
-	if err := m.hold("next key"); err != nil {
+	if err := m.begin("next key", accessRead); err != nil {
 		return err
 	}
-	defer m.m.Release()
+	defer m.end(accessRead)
 	var k []byte
 	if key != nil {
 		var err error
@@ -267,11 +360,11 @@ func (it *MapIterator) Next(keyOut, valueOut any) bool {
 		return false
 	}
 	m := it.m
-	if err := m.hold("iterate"); err != nil {
+	if err := m.begin("iterate", accessRead); err != nil {
 		it.err = err
 		return false
 	}
-	defer m.m.Release()
+	defer m.end(accessRead)
 	for {
 		next := make([]byte, m.KeySize())
 		if err := m.m.NextKey(it.prev, next); err != nil {

@@ -79,10 +79,14 @@ func (m *Map) batchLookup(cursor *MapBatchCursor, keysOut, valuesOut any, del bo
 	if cursor == nil {
 		return 0, fmt.Errorf("map %s: batch lookup: nil cursor", m.name)
 	}
-	if err := m.hold("batch lookup"); err != nil {
+	a := accessRead
+	if del {
+		a |= accessWrite
+	}
+	if err := m.begin("batch lookup", a); err != nil {
 		return 0, err
 	}
-	defer m.m.Release()
+	defer m.end(a)
 	vsize := maps.ValueSizeBytes(m.m.Spec(), m.ncpu)
 	keys, err := newBatchSlice(keysOut, int(m.KeySize()))
 	if err != nil {
@@ -137,10 +141,10 @@ func (m *Map) batchLookup(cursor *MapBatchCursor, keysOut, valuesOut any, del bo
 
 // BatchUpdate sets the values of many keys and returns how many it set.
 func (m *Map) BatchUpdate(keys, values any, opts *BatchOptions) (int, error) {
-	if err := m.hold("batch update"); err != nil {
+	if err := m.begin("batch update", accessWrite); err != nil {
 		return 0, err
 	}
-	defer m.m.Release()
+	defer m.end(accessWrite)
 	var flags MapUpdateFlags
 	if opts != nil {
 		flags = MapUpdateFlags(opts.ElemFlags)
@@ -166,10 +170,10 @@ func (m *Map) BatchUpdate(keys, values any, opts *BatchOptions) (int, error) {
 
 // BatchDelete deletes many keys and returns how many it deleted.
 func (m *Map) BatchDelete(keys any, opts *BatchOptions) (int, error) {
-	if err := m.hold("batch delete"); err != nil {
+	if err := m.begin("batch delete", accessWrite); err != nil {
 		return 0, err
 	}
-	defer m.m.Release()
+	defer m.end(accessWrite)
 	ks, err := newBatchSlice(keys, int(m.KeySize()))
 	if err != nil {
 		return 0, fmt.Errorf("map %s: batch delete: %w", m.name, err)

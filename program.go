@@ -33,6 +33,13 @@ var (
 	// os.ErrClosed and unix.EBADF, what cilium/ebpf returns for a closed
 	// file descriptor.
 	ErrClosed = maps.ErrClosed
+	// ErrPermission is returned, wrapped, by a Go-side write to a frozen
+	// or BPF_F_RDONLY map and a read of a BPF_F_WRONLY one, as the kernel's
+	// EPERM. It also matches os.ErrPermission and unix.EPERM.
+	ErrPermission = maps.ErrPermission
+	// ErrBusy is returned, wrapped, by Map.Freeze during a Go-side write,
+	// as the kernel's EBUSY; it also matches unix.EBUSY.
+	ErrBusy = maps.ErrBusy
 )
 
 // Engine selects how a program runs.

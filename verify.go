@@ -55,14 +55,13 @@ func (p *Program) proto(id int32) *verifier.Proto {
 	return verifier.BuiltinProto(id)
 }
 
-// readOnlyValue returns the value of a single-value array read-only to
-// programs, which constant-string arguments point into, or nil. bpfvm has
-// no frozen maps: Go code may still write the value after the program is
-// verified, and the helpers reading such strings bound them by the value
-// (constString).
+// readOnlyValue returns the value of a single-value array whose contents
+// are fixed: read-only to programs (BPF_F_RDONLY_PROG) and frozen, the
+// kernel's bpf_map_is_rdonly. Constant-string arguments point into it and
+// the verifier takes loads from it as constants; nil for any other map.
 func readOnlyValue(m maps.Map) []byte {
 	s := m.Spec()
-	if s.Type != maps.Array || s.MaxEntries != 1 || s.Flags&maps.FlagRdonlyProg == 0 {
+	if s.Type != maps.Array || s.MaxEntries != 1 || !fixedContents(m) {
 		return nil
 	}
 	v := make([]byte, s.ValueSize)
@@ -70,6 +69,12 @@ func readOnlyValue(m maps.Map) []byte {
 		return nil
 	}
 	return v
+}
+
+// fixedContents reports whether neither programs nor Go code can change a
+// map's contents any more (bpf_map_is_rdonly), as the verifier judges it.
+func fixedContents(m maps.Map) bool {
+	return (&verifier.MapInfo{Spec: m.Spec(), Frozen: m.Frozen()}).Fixed()
 }
 
 // verify runs the verifier unless the options or the program type say not
@@ -87,7 +92,7 @@ func (p *Program) verify() error {
 	}
 	infos := make([]verifier.MapInfo, len(p.maps))
 	for i, m := range p.maps {
-		infos[i] = verifier.MapInfo{Name: m.name, Spec: m.m.Spec(), Index: i, ReadOnlyValue: readOnlyValue(m.m)}
+		infos[i] = verifier.MapInfo{Name: m.name, Spec: m.m.Spec(), Index: i, Frozen: m.m.Frozen(), ReadOnlyValue: readOnlyValue(m.m)}
 	}
 	vopts := verifier.Options{
 		Type:         p.pt,

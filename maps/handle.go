@@ -86,6 +86,12 @@ type header struct {
 	id     uint32
 	refs   atomic.Int64
 	closed atomic.Bool // the creator's reference is gone
+	// Go-side writes hold writes shared for their duration; Freeze takes
+	// it exclusively without waiting, so that it fails (EBUSY) while a
+	// write is in flight and no write lands once it has succeeded: the
+	// kernel's freeze_mutex and write-active count.
+	writes sync.RWMutex
+	frozen atomic.Bool
 }
 
 // The live-map table is the one piece of process-wide state in bpfvm, the
@@ -194,6 +200,47 @@ func (h *header) Close() error {
 
 // Closed reports whether Close has been called.
 func (h *header) Closed() bool { return h.closed.Load() }
+
+// Freeze makes the map read-only to Go code for good, as BPF_MAP_FREEZE:
+// writes started later fail with ErrPermission. Freezing a frozen map fails
+// with ErrPermission, as in the kernel (a frozen map is not writable, which
+// freezing needs), or ErrBusy when another Freeze got there first; a
+// Go-side write in flight makes it fail with ErrBusy. Programs may still
+// write unless the map is read-only to them (BPF_F_RDONLY_PROG).
+func (h *header) Freeze() error {
+	if h.frozen.Load() {
+		return fmt.Errorf("freeze: map is frozen: %w", ErrPermission)
+	}
+	// TryLock never waits, nor makes BeginWrite wait for it to be tried:
+	// a write nested in another (a batch's elements) cannot deadlock.
+	if !h.writes.TryLock() {
+		return fmt.Errorf("freeze: a write is in progress: %w", ErrBusy)
+	}
+	defer h.writes.Unlock()
+	if h.frozen.Load() {
+		return fmt.Errorf("freeze: map is frozen: %w", ErrBusy)
+	}
+	h.frozen.Store(true)
+	return nil
+}
+
+// Frozen reports whether Freeze has succeeded.
+func (h *header) Frozen() bool { return h.frozen.Load() }
+
+// BeginWrite starts a Go-side write, which must call EndWrite when done:
+// it fails with ErrPermission once the map is frozen, and while it is in
+// progress Freeze fails.
+func (h *header) BeginWrite() error {
+	h.writes.RLock()
+	if h.frozen.Load() {
+		h.writes.RUnlock()
+		return fmt.Errorf("map is frozen: %w", ErrPermission)
+	}
+	return nil
+}
+
+// EndWrite ends a write started by BeginWrite.
+func (h *header) EndWrite() { h.writes.RUnlock() }
 
 // FromHandle returns the map a handle names. With checked set the handle
 // may be any value (it comes from an unverified program) and unknown values

@@ -31,7 +31,12 @@ var (
 	ErrNoSpace      = errors.New("no space left")           // ENOSPC
 	ErrInvalid      = errors.New("invalid argument")        // EINVAL
 	ErrNotSupported = errors.New("operation not supported") // EOPNOTSUPP
-	ErrBusy         = errors.New("resource busy")           // EBUSY
+	// ErrBusy also matches unix.EBUSY, what cilium/ebpf returns.
+	ErrBusy error = errnoError{"resource busy", unix.EBUSY, nil}
+	// ErrPermission is a Go-side access the map refuses: a write to a
+	// frozen or BPF_F_RDONLY map, a read of a BPF_F_WRONLY one. It also
+	// matches os.ErrPermission and unix.EPERM, as cilium/ebpf's errors do.
+	ErrPermission error = errnoError{"operation not permitted", unix.EPERM, os.ErrPermission}
 	// ErrAgain is a ring buffer without room for a record: try again once
 	// the consumer has caught up.
 	ErrAgain = errors.New("resource temporarily unavailable") // EAGAIN
@@ -48,6 +53,21 @@ func (closedError) Error() string { return "use of closed object" }
 
 // Is makes ErrClosed match os.ErrClosed and EBADF.
 func (closedError) Is(target error) bool { return target == os.ErrClosed || target == unix.EBADF }
+
+// errnoError is a sentinel that also matches the errno cilium/ebpf would
+// return for it, and an os sentinel if any.
+type errnoError struct {
+	msg   string
+	errno unix.Errno
+	os    error
+}
+
+func (e errnoError) Error() string { return e.msg }
+
+// Is matches the errno and the os sentinel.
+func (e errnoError) Is(target error) bool {
+	return target == error(e.errno) || e.os != nil && target == e.os
+}
 
 // Update flags, as in the kernel's BPF_ANY, BPF_NOEXIST and BPF_EXIST.
 const (
@@ -152,6 +172,16 @@ type Map interface {
 	Release()
 	// Closed reports whether Close has been called.
 	Closed() bool
+
+	// Freeze makes the map read-only to Go code, as BPF_MAP_FREEZE (see
+	// header.Freeze); Frozen reports whether it has been.
+	Freeze() error
+	Frozen() bool
+	// BeginWrite starts a Go-side write (UpdateBytes, LookupAndDelete, a
+	// Delete from Go), failing with ErrPermission once the map is frozen;
+	// EndWrite ends it. Freeze fails while one is in progress.
+	BeginWrite() error
+	EndWrite()
 
 	// Lookup returns a pointer to the value of key for CPU cpu, or nil. The
 	// pointer stays valid until the calling run leaves the map's Domain.

@@ -184,6 +184,12 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			releaseRef = reg.RefID
 		}
 	}
+	if m != nil && m.Spec.Flags&maps.FlagRdonlyProg != 0 && changesMap(id) {
+		// After the arguments, as the kernel's record_func_map: a
+		// program may not change a map read-only to it, whose frozen
+		// contents the verifier takes as constants.
+		return v.errorf(pc, "write into map forbidden")
+	}
 	if err := v.applyRawWrite(pc, &raw); err != nil {
 		return err
 	}
@@ -445,11 +451,11 @@ func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int
 // checkConstStr checks a constant-string argument (the kernel's
 // check_reg_const_str): a constant address in the value of a frozen
 // read-only array of one value, with a NUL between it and the value's
-// end. The helper bounds its read by the value too, as Go code may write
-// the map after the program was verified.
+// end. The helper bounds its read by the value too, a cheap bound that
+// does not rest on this proof.
 func (v *verifier) checkConstStr(pc int, regno isa.Register, reg *Reg) error {
 	m := reg.Map
-	if m.Spec.Flags&maps.FlagRdonlyProg == 0 {
+	if !m.Fixed() {
 		return v.errorf(pc, "R%d does not point to a readonly map'", regno)
 	}
 	if !reg.IsConst() {
@@ -469,15 +475,16 @@ func (v *verifier) checkConstStr(pc int, regno isa.Register, reg *Reg) error {
 	if m.Spec.MaxEntries != 1 || off < 0 || off >= vs {
 		return v.errorf(pc, "direct value access on string failed")
 	}
-	if m.ReadOnlyValue == nil {
-		// Its contents are not fixed: not frozen, for the kernel.
-		return v.errorf(pc, "R%d does not point to a readonly map'", regno)
-	}
 	if int64(len(m.ReadOnlyValue)) < vs || !slices.Contains(m.ReadOnlyValue[off:vs], 0) {
 		return v.errorf(pc, "string is not zero-terminated")
 	}
 	return nil
 }
+
+// changesMap reports whether a helper adds or removes a map's elements:
+// bpf_map_update_elem, bpf_map_delete_elem, bpf_map_push_elem and
+// bpf_map_pop_elem.
+func changesMap(id int32) bool { return id == 2 || id == 3 || id == 87 || id == 88 }
 
 // noteConstKey records a map lookup's key when it is a constant on the
 // stack, for the rewrite's inlining of array lookups.

@@ -177,7 +177,11 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 	case PtrToStack:
 		return v.stackAccess(ptr, a)
 	case PtrToMapValue:
-		return v.mapValueAccess(ptr, a)
+		res, err := v.mapValueAccess(ptr, a)
+		if err == nil && !a.write {
+			err = v.rodataLoad(ptr, a, &res)
+		}
+		return res, err
 	case PtrToMapKey:
 		if a.write {
 			return Reg{}, v.errorf(a.pc, "write to change key R%d not allowed", a.reg)

@@ -9,7 +9,7 @@ package verifier
 // length (R5) once the arguments are checked.
 func (v *verifier) checkSnprintf(pc int, f *Frame) error {
 	data, fmtReg := &f.Regs[5], &f.Regs[3]
-	if data.Type != ScalarValue || fmtReg.Type != PtrToMapValue || fmtReg.Map.ReadOnlyValue == nil {
+	if data.Type != ScalarValue || fmtReg.Type != PtrToMapValue || !fmtReg.Map.Fixed() || fmtReg.Map.ReadOnlyValue == nil {
 		return nil // a host's prototype of its own
 	}
 	if data.Var.Value%8 != 0 {

@@ -182,6 +182,13 @@ func TestSelftestHelperMemConstStr(t *testing.T) {
 		{name: "negative offset", maps: []maps.Spec{rodata}, values: vals, asm: snprintfCall(str+fmtAt("0", "0")+"r8 += -1\n", "r9", "8", "r8", "0", "0"), klog: "invalid access to map value", err: "invalid access to map value"},
 		{name: "variable offset", maps: []maps.Spec{rodata}, values: vals, asm: snprintfCall(str+boundedR6+fmtAt("0", "3")+"r8 += r6\n", "r9", "8", "r8", "0", "0"), err: "R3 is not a constant address'", kmsg: true},
 		{name: "writable map", maps: []maps.Spec{rwdata}, values: vals, asm: snprintfCall(str+fmtAt("0", "3"), "r9", "8", "r8", "0", "0"), err: "R3 does not point to a readonly map'", kmsg: true},
+		// Not frozen: the contents may change, so no constant string
+		// (bpf_map_is_rdonly), checked before anything else.
+		{name: "unfrozen", maps: []maps.Spec{rodata}, values: vals, unfrozen: true, asm: snprintfCall(str+fmtAt("0", "3"), "r9", "8", "r8", "0", "0"), err: "R3 does not point to a readonly map'", kmsg: true},
+		{name: "unfrozen variable offset", maps: []maps.Spec{rodata}, values: vals, unfrozen: true, asm: snprintfCall(str+boundedR6+fmtAt("0", "3")+"r8 += r6\n", "r9", "8", "r8", "0", "0"), err: "R3 does not point to a readonly map'", kmsg: true},
+		{name: "unfrozen no nul", maps: []maps.Spec{rodata}, values: map[int][]byte{0: []byte("0123456789abcdef")}, unfrozen: true, asm: snprintfCall(str+fmtAt("0", "0"), "r9", "8", "r8", "0", "0"), err: "R3 does not point to a readonly map'", kmsg: true},
+		{name: "unfrozen two values", maps: []maps.Spec{rodata2}, values: vals, unfrozen: true, asm: snprintfCall(str+lookup4+"if r0 == 0 goto out\nr8 = r0\nr8 += 3\n", "r9", "8", "r8", "0", "0"), err: "R3 does not point to a readonly map'", kmsg: true},
+		{name: "unfrozen hash map", maps: []maps.Spec{rohash}, values: vals, unfrozen: true, asm: snprintfCall(str+lookup4+"if r0 == 0 goto out\nr8 = r0\nr8 += 3\n", "r9", "8", "r8", "0", "0"), err: "R3 does not point to a readonly map'", kmsg: true},
 		{name: "two values", maps: []maps.Spec{rodata2}, values: vals, asm: snprintfCall(str+lookup4+"if r0 == 0 goto out\nr8 = r0\nr8 += 3\n", "r9", "8", "r8", "0", "0"), err: "direct value access on string failed", kmsg: true},
 		{name: "hash map", maps: []maps.Spec{rohash}, values: vals, asm: snprintfCall(str+lookup4+"if r0 == 0 goto out\nr8 = r0\nr8 += 3\n", "r9", "8", "r8", "0", "0"), err: "no direct value access support for this map type", kmsg: true},
 		{name: "lookup result", maps: []maps.Spec{rodata}, values: vals, asm: snprintfCall(str+lookup4+"if r0 == 0 goto out\nr8 = r0\nr8 += 3\n", "r9", "8", "r8", "0", "0")},

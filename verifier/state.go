@@ -71,12 +71,21 @@ type MapInfo struct {
 	Spec maps.Spec
 	// Index of the map in the program's map table.
 	Index int
-	// ReadOnlyValue is the value of a single-value array read-only to
-	// programs (BPF_F_RDONLY_PROG) as it is when the program is loaded:
-	// constant-string arguments are checked against it. Nil refuses such
-	// arguments, as the kernel does for maps not frozen.
+	// Frozen says that Go code can no longer write the map (Map.Freeze,
+	// BPF_MAP_FREEZE). With BPF_F_RDONLY_PROG its contents are then fixed
+	// (Fixed): the kernel's bpf_map_is_rdonly.
+	Frozen bool
+	// ReadOnlyValue is the value of a single-value array whose contents
+	// are fixed (Fixed), as it is when the program is loaded: constant
+	// strings are checked against it and loads at constant offsets read
+	// it. It is ignored for maps not fixed, as the kernel refuses such
+	// strings and reads nothing from them.
 	ReadOnlyValue []byte
 }
+
+// Fixed reports whether neither programs nor Go code can change the map's
+// contents: read-only to programs and frozen (bpf_map_is_rdonly).
+func (m *MapInfo) Fixed() bool { return m.Frozen && m.Spec.Flags&maps.FlagRdonlyProg != 0 }
 
 // Reg is the abstract value of a register or a spilled stack slot. The
 // fields are ordered to pack: states copy many of them.

@@ -49,8 +49,11 @@ type vcase struct {
 	// values are values of key 0 (u32 keys) by map index, written before
 	// the load; maps read-only to programs are then frozen in the kernel
 	// (as constant-string arguments require) and give the verifier their
-	// value (MapInfo.ReadOnlyValue).
+	// value (MapInfo.Frozen, MapInfo.ReadOnlyValue) unless unfrozen.
 	values map[int][]byte
+	// unfrozen leaves the maps with values unfrozen, in the kernel and for
+	// us: their contents are not fixed.
+	unfrozen bool
 }
 
 // Kernel comparison counts, reported by TestMain.
@@ -87,8 +90,8 @@ func runCases(t *testing.T, cases []vcase) {
 			var infos []verifier.MapInfo
 			for i, m := range c.maps {
 				info := verifier.MapInfo{Name: m.Name, Spec: m, Index: i}
-				if m.Flags&maps.FlagRdonlyProg != 0 {
-					info.ReadOnlyValue = c.values[i]
+				if v, ok := c.values[i]; ok && m.Flags&maps.FlagRdonlyProg != 0 && !c.unfrozen {
+					info.Frozen, info.ReadOnlyValue = true, v
 				}
 				infos = append(infos, info)
 			}
@@ -108,7 +111,7 @@ func runCases(t *testing.T, cases []vcase) {
 				t.Errorf("error %v does not wrap ErrRejected", err)
 			}
 			if !c.unpriv && !c.noKernel {
-				klog, ran := kernelVerdict(t, typ, c.flags, c.maps, c.values, insns, err)
+				klog, ran := kernelVerdict(t, typ, c.flags, c.maps, c.values, !c.unfrozen, insns, err)
 				want := c.klog
 				if c.kmsg {
 					want = c.err
@@ -142,7 +145,7 @@ func lastLines(log string, n int) string {
 // kernelVerdict loads the program into the running kernel and compares its
 // verdict with ours; it skips where bpf() is not permitted. It returns the
 // kernel's log of a rejection and whether the comparison ran.
-func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []maps.Spec, values map[int][]byte, insns []isa.Instruction, ours error) (string, bool) {
+func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, ours error) (string, bool) {
 	t.Helper()
 	if os.Getuid() != 0 {
 		return "", false
@@ -166,7 +169,7 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []map
 			if err := m.Put(uint32(0), v); err != nil {
 				t.Fatalf("kernel map value: %v", err)
 			}
-			if s.Flags&maps.FlagRdonlyProg != 0 {
+			if freeze && s.Flags&maps.FlagRdonlyProg != 0 {
 				if err := m.Freeze(); err != nil {
 					t.Fatalf("kernel map freeze: %v", err)
 				}
