@@ -509,3 +509,7 @@ func unsafeBytes(addr, n uint64) []byte {
 	}
 	return unsafe.Slice((*byte)(vm.Ptr(addr)), n)
 }
+
+// internalRegions is the read-only map memory inlined lookups read, which
+// checked runs of verified programs grant (maps.InternalRegions).
+func (m *Map) internalRegions() []vm.Region { return maps.InternalRegions(m.m) }

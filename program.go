@@ -96,6 +96,10 @@ type ProgramOptions struct {
 	// access is validated at run time. Programs without a context
 	// (unspecified type, as in the conformance suite) always run so.
 	NoVerify bool
+	// Checks selects run-time memory checks for verified programs (defense
+	// in depth): ChecksDefault turns them on for Unprivileged loads only.
+	// Unverified programs always run checked.
+	Checks Checks
 	// HelperProtos gives the verifier the prototypes of host helpers.
 	HelperProtos map[int32]*verifier.Proto
 	// LogLevel selects the verifier log (see verifier.Options). LogSize is
@@ -116,6 +120,41 @@ type ProgramOptions struct {
 	// may run before may_goto starts jumping (the kernel's timed
 	// may_goto; see vm/maygoto.go). Default 250 ms, as in the kernel.
 	MayGotoBudget time.Duration
+}
+
+// Checks selects whether a verified program also runs with the run-time
+// memory checks of checked mode: defense in depth for code from outside,
+// where a verifier (or rewrite) bug must end the run with vm.ErrMemory
+// rather than let the program touch memory it does not own. DESIGN.md,
+// "Defense in depth", says what runs checked and what it costs.
+type Checks int
+
+// Run-time check settings.
+const (
+	// ChecksDefault checks Unprivileged loads and trusts the verifier for
+	// the others, as the kernel does for all.
+	ChecksDefault Checks = iota
+	// ChecksOn checks every access of verified programs too.
+	ChecksOn
+	// ChecksOff trusts the verifier, also for Unprivileged loads.
+	ChecksOff
+)
+
+func (c Checks) String() string {
+	switch c {
+	case ChecksDefault:
+		return "default"
+	case ChecksOn:
+		return "on"
+	case ChecksOff:
+		return "off"
+	}
+	return fmt.Sprintf("Checks(%d)", int(c))
+}
+
+// checked reports whether verified programs loaded with opts run checked.
+func (o *ProgramOptions) checked() bool {
+	return o.Checks == ChecksOn || o.Checks == ChecksDefault && o.Unprivileged
 }
 
 // JITOptions tune the JIT (package jit/amd64).
@@ -159,7 +198,10 @@ type Program struct {
 	// VerifierLog is the verifier's log (with ProgramOptions.LogLevel > 0).
 	VerifierLog string
 	verified    bool
-	xlated      []isa.Instruction // after rewriting
+	// checked says accesses are validated at run time: always for
+	// unverified programs, for verified ones with ProgramOptions.Checks.
+	checked bool
+	xlated  []isa.Instruction // after rewriting
 	// ctxInsns and aux are the verified program with context accesses
 	// rewritten and the verifier's facts, which inlining starts from.
 	ctxInsns []isa.Instruction
@@ -266,6 +308,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	if opts.Engine != EngineDefault && opts.Engine != EngineInterpreter && opts.Engine != EngineJIT {
 		return nil, fmt.Errorf("program %s: engine %s: %w", name, opts.Engine, ErrNotSupported)
 	}
+	if opts.Checks < ChecksDefault || opts.Checks > ChecksOff {
+		return nil, fmt.Errorf("program %s: checks %s: %w", name, opts.Checks, ErrNotSupported)
+	}
 	p := &Program{name: name, typ: typ, pt: pt, insns: insns, maps: maps, opts: opts, cpus: c}
 	if c == nil {
 		p.cpus, p.ownCPUs = newCPUs(0), true
@@ -277,6 +322,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	if err := p.verify(); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
+	p.checked = !p.verified || opts.checked()
 	if err := p.expandMayGoto(); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
@@ -288,9 +334,10 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	// fall back to the interpreter when the JIT cannot compile the program.
 	p.kind = EngineInterpreter
 	if opts.Engine == EngineJIT || opts.Engine == EngineDefault {
-		// Verified programs run unchecked, others checked.
+		// Verified programs run unchecked unless Checks asks otherwise,
+		// others checked.
 		mode := amd64.Checked
-		if p.verified {
+		if !p.checked {
 			mode = amd64.Unchecked
 		}
 		// Out of executable memory in both tiers, or any other reason
@@ -323,6 +370,10 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	}
 	for _, m := range maps {
 		p.regions = append(p.regions, m.m.Memory()...)
+		if p.verified && p.checked {
+			// What the inlined lookups read (verify.go, inline).
+			p.regions = append(p.regions, m.internalRegions()...)
+		}
 	}
 	p.register()
 	return p, nil
@@ -587,6 +638,6 @@ func (p *Program) NativeCode() (code []byte, offsets []uint32, ok bool) {
 	if !isJIT {
 		return nil, nil, false
 	}
-	code, offsets = jp.Code(!p.verified)
+	code, offsets = jp.Code(p.checked)
 	return code, offsets, code != nil
 }

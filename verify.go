@@ -116,7 +116,10 @@ func (p *Program) inline(e Engine) error {
 		return err
 	}
 	if !p.opts.NoInline {
-		if _, err := rewrite.InlineHelpers(rp, rewrite.InlineOptions{Interpreter: e == EngineInterpreter}); err != nil {
+		// Checked runs grant the memory inlined lookups read for the
+		// program's own maps only (DESIGN.md, "Defense in depth").
+		io := rewrite.InlineOptions{Interpreter: e == EngineInterpreter, KnownMaps: p.opts.checked()}
+		if _, err := rewrite.InlineHelpers(rp, io); err != nil {
 			return err
 		}
 		rewrite.InlineIterNext(rp)

@@ -18,6 +18,12 @@ type InlineOptions struct {
 	// bpf_get_smp_processor_id; per-CPU array and hash-family lookups stay
 	// helper calls.
 	Interpreter bool
+	// KnownMaps inlines only lookups in maps the program references
+	// (verifier.MapInfo.Index >= 0), whose memory is known at load time;
+	// lookups in inner maps, known only at run time, stay helper calls.
+	// Checked runs of verified programs need it: they can grant the
+	// memory an inlined lookup reads only for maps they know of.
+	KnownMaps bool
 }
 
 // maxInlineKey is the largest hash-map key whose lookup is inlined: the
@@ -66,7 +72,7 @@ func InlineHelpers(p *Program, opts InlineOptions) (int, error) {
 			seq = []isa.Instruction{{Op: isa.OpCPUIndex, Dst: isa.R0}}
 		case lookup:
 			aux := p.Aux[pc]
-			if aux.Map == nil || aux.MapConflict {
+			if aux.Map == nil || aux.MapConflict || opts.KnownMaps && aux.Map.Index < 0 {
 				continue
 			}
 			seq = lookupSeq(aux.Map.Spec, opts)

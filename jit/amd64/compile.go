@@ -687,7 +687,7 @@ var errUnsupported = errors.New("unsupported instruction")
 func (c *compiler) insn(pc int) error {
 	ins := c.prog[pc]
 	if ins.Op == isa.OpIterNumNext {
-		c.iterNumNext(-1) // loops.go
+		c.iterNumNext(pc, -1) // loops.go
 		return nil
 	}
 	switch ins.Class() {
