@@ -12,6 +12,7 @@ import (
 	"bpfvm/interp"
 	"bpfvm/isa"
 	"bpfvm/jit/amd64"
+	"bpfvm/maps"
 	"bpfvm/progtype"
 	"bpfvm/verifier"
 	"bpfvm/vm"
@@ -405,6 +406,18 @@ func (p *Program) resolve() ([]isa.Instruction, error) {
 			continue
 		}
 		src := uint8(ins.Src)
+		if src == isa.PseudoMapField {
+			// A header field an inlined lookup reads (rewrite's seq.field).
+			idx, off, size := int(ins.Imm), uint64(uint32(out[i+1].Imm)), uint64(ins.Off)
+			if idx < 0 || idx >= len(p.maps) || off+size > maps.HeaderFieldBytes || size != 4 && size != 8 {
+				return nil, fmt.Errorf("insn %d: map field %d+%d of size %d out of range", i, idx, off, size)
+			}
+			v := vm.LoadSized(p.maps[idx].m.Handle()+maps.HeaderFields+off, size)
+			pair := isa.LdImm64(ins.Dst, 0, v)
+			out[i], out[i+1] = pair[0], pair[1]
+			i++
+			continue
+		}
 		if src != isa.PseudoMapFD && src != isa.PseudoMapValue {
 			if src != 0 && src != isa.PseudoFunc {
 				return nil, fmt.Errorf("insn %d: ld_imm64 pseudo source %d: %w", i, src, ErrNotSupported)

@@ -374,6 +374,8 @@ func formatLD(prog []Instruction, pc int) string {
 		value = fmt.Sprintf("map[idx:%d]%s", ins.Imm, suffix)
 	case PseudoMapIdxValue:
 		value = fmt.Sprintf("map_value[idx:%d]+%d", ins.Imm, uint32(hi))
+	case PseudoMapField:
+		value = fmt.Sprintf("map_field[idx:%d]+%d", ins.Imm, uint32(hi))
 	default:
 		return fmt.Sprintf("BUG_ld_18 src r%d", ins.Src)
 	}

@@ -2,6 +2,10 @@ package maps
 
 import "bpfvm/vm"
 
+// HeaderFieldBytes is the size of the type-specific header fields at
+// HeaderFields.
+const HeaderFieldBytes = headerSize - HeaderFields
+
 // InternalRegions returns the read-only memory of m that the rewrite's
 // inlined lookups (package rewrite) read besides the values: the
 // type-specific header fields and, by type, the slots of an array of maps,
