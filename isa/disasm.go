@@ -128,11 +128,17 @@ func format(prog []Instruction, pc int, helper HelperNamer) string {
 		if mode == ModeMEM {
 			return fmt.Sprintf("r%d = *(%s *)(r%d %+d)", ins.Dst, sizeName(ins.Op), ins.Src, ins.Off)
 		}
+		if mode == ModeTrusted {
+			return fmt.Sprintf("r%d = *(trusted %s *)(r%d %+d)", ins.Dst, sizeName(ins.Op), ins.Src, ins.Off)
+		}
 		if mode == ModeMEMSX && ins.Op&0x18 != SizeDW {
 			return fmt.Sprintf("r%d = *(%s *)(r%d %+d)", ins.Dst, signedSizeName(ins.Op), ins.Src, ins.Off)
 		}
 		return fmt.Sprintf("BUG_ldx_%02x", ins.Op)
 	case ClassST:
+		if ins.Op&0xe0 == ModeTrusted {
+			return fmt.Sprintf("*(trusted %s *)(r%d %+d) = %d", sizeName(ins.Op), ins.Dst, ins.Off, ins.Imm)
+		}
 		if ins.Op&0xe0 != ModeMEM {
 			return fmt.Sprintf("BUG_st_%02x", ins.Op)
 		}

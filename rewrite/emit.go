@@ -82,6 +82,12 @@ func ldx(size uint8, dst, src isa.Register, off int) isa.Instruction {
 	return isa.Instruction{Op: isa.ClassLDX | isa.ModeMEM | size, Dst: dst, Src: src, Off: int16(off)}
 }
 
+// tldx is a trusted load (isa.ModeTrusted): of the map's own memory, at an
+// address computed from constants and its links only.
+func tldx(size uint8, dst, src isa.Register, off int) isa.Instruction {
+	return isa.Instruction{Op: isa.ClassLDX | isa.ModeTrusted | size, Dst: dst, Src: src, Off: int16(off)}
+}
+
 func jmpK(op uint8, dst isa.Register, imm int32) isa.Instruction {
 	return isa.Instruction{Op: isa.ClassJMP | op | isa.SrcK, Dst: dst, Imm: imm}
 }

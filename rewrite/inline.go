@@ -141,7 +141,7 @@ func arrayOfMapsLookup(q *seq, s maps.Spec) []isa.Instruction {
 	q.emit(
 		aluK(isa.ALULsh, isa.R0, 3),
 		aluX(isa.ALUAdd, isa.R0, isa.R1),
-		ldx(isa.SizeDW, isa.R0, isa.R0, 0),
+		tldx(isa.SizeDW, isa.R0, isa.R0, 0), // the slot: base + bounded index * 8
 	)
 	return q.done()
 }

@@ -65,7 +65,7 @@ func hashLookup(q *seq, s maps.Spec) []isa.Instruction {
 	q.field(isa.SizeDW, isa.R1, maps.HashFieldBuckets)
 	q.emit(
 		aluX(isa.ALUAdd, isa.R3, isa.R1),
-		ldx(isa.SizeDW, isa.R3, isa.R3, 0),
+		tldx(isa.SizeDW, isa.R3, isa.R3, 0), // the bucket head
 	)
 	// The hit on the chain's first element runs straight through: one taken
 	// jump, into the loop, and none out of it.
@@ -74,18 +74,18 @@ func hashLookup(q *seq, s maps.Spec) []isa.Instruction {
 	q.emit(aluK(isa.ALUMov, isa.R0, 0))
 	q.jump(ja, out)
 	q.bind(next)
-	q.emit(ldx(isa.SizeDW, isa.R3, isa.R3, maps.HashElemNext))
+	q.emit(tldx(isa.SizeDW, isa.R3, isa.R3, maps.HashElemNext))
 	q.jump(jmpK(isa.JumpEQ, isa.R3, 0), miss)
 	q.bind(loop)
 	if short {
-		q.emit(ldx(isa.SizeDW, isa.R1, isa.R3, maps.HashElemKey))
+		q.emit(tldx(isa.SizeDW, isa.R1, isa.R3, maps.HashElemKey))
 		q.jump(jmpX(isa.JumpNE, isa.R1, isa.R2), next)
 	} else {
-		q.emit(ldx(isa.SizeW, isa.R1, isa.R3, maps.HashElemHash))
+		q.emit(tldx(isa.SizeW, isa.R1, isa.R3, maps.HashElemHash))
 		q.jump(jmpX(isa.JumpNE, isa.R1, isa.R0), next)
 		for _, c := range keyChunks(k) {
 			q.emit(
-				ldx(c.size, isa.R1, isa.R3, maps.HashElemKey+c.off),
+				tldx(c.size, isa.R1, isa.R3, maps.HashElemKey+c.off),
 				ldx(c.size, isa.R4, isa.R2, c.off),
 			)
 			q.jump(jmpX(isa.JumpNE, isa.R1, isa.R4), next)
@@ -93,16 +93,16 @@ func hashLookup(q *seq, s maps.Spec) []isa.Instruction {
 	}
 	if s.Type == maps.LRUHash || s.Type == maps.LRUPerCPUHash {
 		marked := q.newLabel()
-		q.emit(ldx(isa.SizeW, isa.R1, isa.R3, maps.HashElemRef))
+		q.emit(tldx(isa.SizeW, isa.R1, isa.R3, maps.HashElemRef))
 		q.jump(jmpK(isa.JumpNE, isa.R1, 0), marked)
-		q.emit(isa.Instruction{Op: isa.ClassST | isa.ModeMEM | isa.SizeW, Dst: isa.R3, Off: maps.HashElemRef, Imm: 1})
+		q.emit(isa.Instruction{Op: isa.ClassST | isa.ModeTrusted | isa.SizeW, Dst: isa.R3, Off: maps.HashElemRef, Imm: 1})
 		q.bind(marked)
 	}
 	valOff := int32(maps.HashElemKey + (k+7)&^7)
 	if s.Type == maps.HashOfMaps {
 		// The value starts with the inner map's handle, written before
 		// the element was published and never changed.
-		q.emit(ldx(isa.SizeDW, isa.R0, isa.R3, int(valOff)))
+		q.emit(tldx(isa.SizeDW, isa.R0, isa.R3, int(valOff)))
 		return q.done()
 	}
 	q.emit(

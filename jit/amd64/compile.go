@@ -124,6 +124,14 @@ type compiler struct {
 	exitKeepR0                                        label // exitCommon after R0's store: helper exits
 	usesPacket                                        bool  // LD_ABS or LD_IND: Go keeps the packet bounds current
 
+	// fp tracks, within a basic block, registers holding R10 plus a
+	// constant (r2 = r10; r2 += -4): checked code needs no check for
+	// their accesses inside the frame, as for R10's (trackFP).
+	fp [isa.MaxRegister + 1]struct {
+		known bool
+		off   int64
+	}
+
 	opts        *Options
 	native      []Native // by pc: the routine serving a helper call, if any
 	nativeCalls int
@@ -341,10 +349,19 @@ func (c *compiler) emitAll(a *asm) error {
 			continue
 		}
 		a.bind(c.pcL[pc])
+		if c.leader[pc] {
+			c.fp = [isa.MaxRegister + 1]struct {
+				known bool
+				off   int64
+			}{}
+		}
 		if c.exact && c.leader[pc] {
 			a.aluRI(8, aluSub, regLeft, c.count[pc])
 		}
 		if k := c.fuse(pc); k > 0 {
+			for j := 0; j < k; j++ {
+				c.trackFP(c.prog[pc+j])
+			}
 			for j := 1; j < k; j++ {
 				a.bind(c.pcL[pc+j])
 			}
@@ -354,6 +371,7 @@ func (c *compiler) emitAll(a *asm) error {
 		if err := c.insn(pc); err != nil {
 			return fmt.Errorf("insn %d: %w", pc, err)
 		}
+		c.trackFP(c.prog[pc])
 	}
 	c.common()
 	// Stubs may queue more stubs.
@@ -619,6 +637,51 @@ func sizeIndex(size int) uint32 {
 	return 3
 }
 
+// trackFP updates c.fp after ins: a copy of R10 or of a tracked register
+// is tracked, a constant added to or subtracted from one moves it, and
+// anything else that may write a register forgets what it writes.
+func (c *compiler) trackFP(ins isa.Instruction) {
+	fp := &c.fp
+	switch {
+	case ins.Op == isa.ClassALU64|isa.ALUMov|isa.SrcX && ins.Off == 0 && ins.Dst < isa.R10:
+		if ins.Src == isa.R10 {
+			fp[ins.Dst].known, fp[ins.Dst].off = true, 0
+		} else {
+			fp[ins.Dst] = fp[ins.Src]
+		}
+		return
+	case (ins.Op == isa.ClassALU64|isa.ALUAdd|isa.SrcK || ins.Op == isa.ClassALU64|isa.ALUSub|isa.SrcK) && ins.Dst < isa.R10:
+		d := int64(ins.Imm)
+		if ins.Op&0xf0 == isa.ALUSub {
+			d = -d
+		}
+		if f := &fp[ins.Dst]; f.known {
+			f.off += d
+			if f.off < -1<<20 || f.off > 1<<20 {
+				f.known = false
+			}
+		}
+		return
+	}
+	switch ins.Class() {
+	case isa.ClassST:
+		return // writes memory only
+	case isa.ClassSTX:
+		if ins.Op&0xe0 == isa.ModeMEM {
+			return
+		}
+	case isa.ClassALU, isa.ClassALU64, isa.ClassLDX:
+		if ins.Dst < isa.R10 {
+			fp[ins.Dst].known = false
+			return
+		}
+	}
+	// Atomics, LD_IMM64, LD_ABS/LD_IND, jumps and calls: forget all.
+	for i := range fp {
+		fp[i].known = false
+	}
+}
+
 // checkAccess emits the checked-mode validation of an access of size bytes
 // at base+off; atomics are also checked for natural alignment.
 func (c *compiler) checkAccess(pc int, base isa.Register, off int16, size int, write, atomic bool) {
@@ -644,6 +707,10 @@ func (c *compiler) checkAccess(pc int, base isa.Register, off int16, size int, w
 	// R10-relative accesses inside the current frame need no check: R10
 	// always points at the end of a frame inside env.Stack.
 	if base == isa.R10 && off >= -vm.StackSize && int(off)+size <= 0 {
+		return
+	}
+	// So do accesses through a register holding R10 plus a constant.
+	if f := c.fp[base]; f.known && f.off+int64(off) >= -vm.StackSize && f.off+int64(off)+int64(size) <= 0 {
 		return
 	}
 	back := a.newLabel()
@@ -703,17 +770,23 @@ func (c *compiler) insn(pc int) error {
 	case isa.ClassLDX:
 		size := isa.SizeBytes(ins.Op)
 		signed := ins.Op&0xe0 == isa.ModeMEMSX
-		if ins.Op&0xe0 != isa.ModeMEM && !signed || signed && size == 8 {
+		trusted := ins.IsTrusted()
+		if ins.Op&0xe0 != isa.ModeMEM && !signed && !trusted || signed && size == 8 {
 			return errUnsupported
 		}
-		c.checkAccess(pc, ins.Src, ins.Off, size, false, false)
+		if !trusted {
+			c.checkAccess(pc, ins.Src, ins.Off, size, false, false)
+		}
 		c.a.load(size, signed, regMap[ins.Dst], mem{regMap[ins.Src], int32(ins.Off)})
 	case isa.ClassST:
-		if ins.Op&0xe0 != isa.ModeMEM {
+		trusted := ins.IsTrusted()
+		if ins.Op&0xe0 != isa.ModeMEM && !trusted {
 			return errUnsupported
 		}
 		size := isa.SizeBytes(ins.Op)
-		c.checkAccess(pc, ins.Dst, ins.Off, size, true, false)
+		if !trusted {
+			c.checkAccess(pc, ins.Dst, ins.Off, size, true, false)
+		}
 		if c.opts.Blind {
 			c.blindImm(rax, ins.Imm)
 			c.a.store(size, mem{regMap[ins.Dst], int32(ins.Off)}, rax)
