@@ -36,9 +36,13 @@ const maxLogSize = 1 << 30
 // Stats returns the cost of verifying the program.
 func (p *Program) Stats() verifier.Stats { return p.stats }
 
-// Verified reports whether the program passed the verifier and runs with
-// unchecked memory accesses.
+// Verified reports whether the program passed the verifier.
 func (p *Program) Verified() bool { return p.verified }
+
+// Checked reports whether the program's memory accesses are checked at run
+// time: always for unverified programs, for verified ones as
+// ProgramOptions.Checks says.
+func (p *Program) Checked() bool { return p.checked }
 
 // proto returns the prototype the verifier uses for a helper id.
 func (p *Program) proto(id int32) *verifier.Proto {
