@@ -106,3 +106,39 @@ func TestChecksDefault(t *testing.T) {
 		t.Errorf("Checks(7): %v", err)
 	}
 }
+
+// The JIT's checked code skips the check of accesses through R10 plus a
+// constant inside the frame; anything else through such a register is
+// still checked.
+func TestChecksFramePointerCopies(t *testing.T) {
+	for _, tc := range []struct {
+		src   string
+		fault bool
+	}{
+		{"r2 = r10\nr2 += -8\n*(u64 *)(r2 +0) = 1\nr0 = *(u64 *)(r2 +0)\nexit", false},
+		{"r2 = r10\nr2 += 8\nr0 = *(u64 *)(r2 +0)\nexit", true},
+		{"r2 = r10\nr2 += -8\nr2 += 16\nr0 = *(u64 *)(r2 +0)\nexit", true},
+		{"r2 = r10\nr2 -= -16\nr0 = *(u64 *)(r2 -8)\nexit", true},
+		{"r2 = r10\nr3 = r2\nr3 += -4\n*(u32 *)(r3 +0) = 1\nr0 = *(u32 *)(r3 +0)\nexit", false},
+		{"r2 = r10\nr3 = r2\nr3 += -4\nr0 = *(u64 *)(r3 +0)\nexit", true},
+		{"r2 = r10\nr2 = 0x1000 ll\nr0 = *(u64 *)(r2 -8)\nexit", true},
+		{"r2 = r10\nw2 += -8\nr0 = *(u64 *)(r2 +0)\nexit", true},
+		{"r2 = r10\nr2 += -8\nr2 *= 1\nr2 += 4096\nr0 = *(u64 *)(r2 +0)\nexit", true},
+	} {
+		insns, err := isa.Assemble(tc.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, engine := range []Engine{EngineInterpreter, EngineJIT} {
+			p, err := NewRawProgram("fp", ebpf.XDP, insns, ProgramOptions{NoVerify: true, Engine: engine})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = p.Test(make([]byte, 64))
+			if errors.Is(err, vm.ErrMemory) != tc.fault {
+				t.Errorf("%s:\n%s\nrun: %v, want fault %v", engine, tc.src, err, tc.fault)
+			}
+			p.Close()
+		}
+	}
+}

@@ -675,8 +675,13 @@ func (c *compiler) trackFP(ins isa.Instruction) {
 			fp[ins.Dst].known = false
 			return
 		}
+	case isa.ClassLD:
+		if ins.IsLdImm64() && ins.Dst < isa.R10 {
+			fp[ins.Dst].known = false
+			return
+		}
 	}
-	// Atomics, LD_IMM64, LD_ABS/LD_IND, jumps and calls: forget all.
+	// Atomics, LD_ABS/LD_IND, jumps and calls: forget all.
 	for i := range fp {
 		fp[i].known = false
 	}
