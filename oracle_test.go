@@ -336,7 +336,7 @@ func checkOracleSource(t testing.TB, src string, seed uint64) (bool, error) {
 	if err != nil {
 		t.Fatalf("generated program does not assemble: %v\n%s", err, src)
 	}
-	if _, err := verifier.Verify(insns, verifier.Options{Type: mustType(ebpf.XDP), Maps: oracleInfos}); err != nil {
+	if err := oracleVerify(insns); err != nil {
 		if !errors.Is(err, verifier.ErrRejected) {
 			return true, fmt.Errorf("%w: verifier error that is no rejection: %v\n%s", errOracleFinding, err, src)
 		}
@@ -395,6 +395,23 @@ var oracleKnown = map[string]bool{
 	// constant, non-NULL address with a NUL inside the value (the
 	// generator passes bpf_snprintf direct value addresses only).
 	"E5": true,
+	// Class 1: a stack pointer with a variable offset bounded only
+	// below passes as a helper's memory argument (the end of the range
+	// wraps); the generator leaves such offsets out before helpers.
+	"E6": true,
+	// Class 3: a callee's stack pointer spilled into the caller's frame
+	// is accepted, and dereferencing it later panics the verifier.
+	"E7": true,
+	// Class 6: packet meta ranges from meta + N <= data + offset.
+	"E8": true,
+}
+
+// BPFVM_ORACLE_ALL=1 drops the exclusions: to see the known findings
+// again (a merged fix makes them disappear).
+func init() {
+	if os.Getenv("BPFVM_ORACLE_ALL") != "" {
+		clear(oracleKnown)
+	}
 }
 
 // oracleSkip says why a configuration does not run a program: the id of a
@@ -404,6 +421,17 @@ func oracleSkip(src string, cfg oracleConfig) string {
 		return "E2"
 	}
 	return ""
+}
+
+// oracleVerify verifies insns, turning a panic into an error (a finding).
+func oracleVerify(insns []isa.Instruction) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("verifier panic: %v", p)
+		}
+	}()
+	_, err = verifier.Verify(insns, verifier.Options{Type: mustType(ebpf.XDP), Maps: oracleInfos})
+	return err
 }
 
 func mustType(typ ebpf.ProgramType) *progtype.Type {
@@ -511,6 +539,8 @@ type oracleGen struct {
 	subs   strings.Builder // functions, after the entry's exit
 	nsubs  int
 	labels int
+	// noHalfOpen leaves out scalars bounded only below (for E6).
+	noHalfOpen bool
 }
 
 func (g *oracleGen) byte() byte {
@@ -591,6 +621,11 @@ func (g *oracleGen) scalar(reg, skip string) {
 		g.emit("%s %%= %d", reg, 1+g.intn(20))
 	case 6:
 		g.emit("%s = -%s", reg, reg)
+	case 7: // half open: [0, INT64_MAX]
+		if g.noHalfOpen {
+			break
+		}
+		g.emit("%s", g.pick("if "+reg+" s< 0 goto "+skip, reg+" >>= 1"))
 	}
 }
 
@@ -615,8 +650,11 @@ func (g *oracleGen) pointer(skip string) (kind string, room int, release string)
 		g.emit("r1 = r6\nr2 = -%d\ncall bpf_xdp_adjust_meta#54", 8*(1+g.intn(2)))
 		g.emit("r7 = *(u32 *)(r6 +0)\nr8 = *(u32 *)(r6 +4)")
 		g.emit("r9 = *(u32 *)(r6 +8)")
-		n := []int{1, 4, 8, 16}[g.intn(4)]
+		n := []int{1, 4, 8, 16, 64, 256}[g.intn(6)]
 		d := []int{0, 0, 8, 64, 0x4000}[g.intn(5)]
+		if oracleKnown["E8"] {
+			d = 0
+		}
 		g.emit("r3 = r7\nr3 += %d\nr2 = r9\nr2 += %d\nif r2 > r3 goto %s", d, n, skip)
 		return "meta", n, ""
 	case 4, 5: // a map value
@@ -754,10 +792,12 @@ func (g *oracleGen) block() {
 		}
 	case 3, 4: // pointer × helper argument
 		kind, _, release := g.pointer(skip)
+		g.noHalfOpen = oracleKnown["E6"] && strings.Contains(kind, "stack")
 		if g.intn(2) == 0 {
 			g.offset(skip)
 		}
 		g.helperArg(kind, skip)
+		g.noHalfOpen = false
 		if release != "" {
 			g.emit("%s", release)
 		}
@@ -812,7 +852,7 @@ func (g *oracleGen) call(skip string) {
 	case 0:
 		fmt.Fprintf(&g.subs, "*(%s *)(r1 %+d) = r2\nr0 = 0\n", s, []int{0, room - 1, room, -8}[g.intn(4)])
 	case 1: // spill a pointer to this frame into the caller's
-		if !strings.Contains(kind, "stack") {
+		if !strings.Contains(kind, "stack") || oracleKnown["E7"] {
 			// Into a packet or map, a privileged program may leak the
 			// address, which differs between runs.
 			fmt.Fprintf(&g.subs, "r0 = 0\n")
