@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -347,7 +348,11 @@ func checkOracleSource(t testing.TB, src string, seed uint64) (bool, error) {
 		return false, nil
 	}
 	if k := getKernelOracle(); k != nil && oracleSkip(src, oracleConfig{name: "kernel"}) == "" {
-		if kerr, klog, ok := k.verdict(insns); ok && kerr != nil {
+		kerr, klog, ok := k.verdict(insns)
+		if ok {
+			kernelOracleCompared.Add(1)
+		}
+		if ok && kerr != nil {
 			return true, fmt.Errorf("%w: accepted, but the kernel rejects it: %s\n%s", errOracleFinding, klog, src)
 		}
 	}
@@ -503,7 +508,7 @@ func FuzzOracle(f *testing.F) {
 // TestOracleSlice runs the oracle on a bounded, deterministic slice of
 // inputs, so that `go test ./...` covers it (BPFVM_ORACLE_N sets how many).
 func TestOracleSlice(t *testing.T) {
-	n := 800
+	n := 1500
 	if testing.Short() {
 		n = 200
 	}
@@ -541,7 +546,7 @@ func TestOracleSlice(t *testing.T) {
 	if found > 0 {
 		t.Errorf("%d findings", found)
 	}
-	t.Logf("%d of %d programs accepted and run in %d configurations", accepted, n, len(oracleConfigs))
+	t.Logf("%d of %d programs accepted and run in %d configurations; %d verdicts compared with the kernel's", accepted, n, len(oracleConfigs), kernelOracleCompared.Load())
 }
 
 // TestOracleSource runs the oracle on the program in the file named by
@@ -1042,8 +1047,9 @@ type kernelOracle struct {
 }
 
 var (
-	kernelOracleOnce sync.Once
-	kernelOracleEnv  *kernelOracle
+	kernelOracleOnce     sync.Once
+	kernelOracleEnv      *kernelOracle
+	kernelOracleCompared atomic.Int64 // verdicts compared, for the logs
 )
 
 // getKernelOracle returns the kernel's maps, or nil where bpf() is not
