@@ -203,6 +203,8 @@ type Program struct {
 	// unverified programs, for verified ones with ProgramOptions.Checks.
 	checked bool
 	xlated  []isa.Instruction // after rewriting
+	// xlatedAux are the verifier's facts, aligned with xlated.
+	xlatedAux []verifier.InsnAux
 	// ctxInsns and aux are the verified program with context accesses
 	// rewritten and the verifier's facts, which inlining starts from.
 	ctxInsns []isa.Instruction
@@ -347,7 +349,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 		if jp, err := amd64.Compile(resolved, p.helper, amd64.Options{
 			Modes: mode, Natives: p.native, Memory: jo.Memory, Unprivileged: opts.Unprivileged,
 			Far: jo.Far, Retpoline: jo.Retpoline, Blind: jo.Blind || opts.Unprivileged,
-			Budgeted: opts.Budget != 0,
+			Budgeted: opts.Budget != 0, NonStack: p.nonStack(),
 		}); err == nil {
 			p.engine, p.kind = jp, EngineJIT
 			p.jit = jp.Info(mode == amd64.Checked)

@@ -131,8 +131,22 @@ func (p *Program) inline(e Engine) error {
 			return err
 		}
 	}
-	p.xlated = rp.Insns
+	p.xlated, p.xlatedAux = rp.Insns, rp.Aux
 	return nil
+}
+
+// nonStack marks the loads and stores of the rewritten program that the
+// verifier saw go through a pointer other than the stack: checked JIT code
+// tests them against the hot region first (amd64.Options.NonStack).
+func (p *Program) nonStack() []bool {
+	if !p.verified || !p.checked {
+		return nil
+	}
+	ns := make([]bool, len(p.xlatedAux))
+	for pc, a := range p.xlatedAux {
+		ns[pc] = a.PtrType.IsPointer() && a.PtrType != verifier.PtrToStack
+	}
+	return ns
 }
 
 // shadowOffset is where, in the context area, the runner keeps the 64-bit

@@ -722,18 +722,23 @@ func (c *compiler) checkAccess(pc int, base isa.Register, off int16, size int, w
 	slow := a.newLabel()
 	c.stubs = append(c.stubs, stub{kind: stubSlow, l: slow, back: back, desc: desc})
 	i := 8 * int32(sizeIndex(size))
-	a.movRR(8, rdx, rax)
-	a.aluRM(8, aluSub, rdx, mem{regCtx, offStackStart})
-	a.aluRM(8, aluCmp, rdx, mem{regCtx, offStackLim + i})
-	a.jcc(ccB, back)
-	// Then the region the check routine matched last.
+	// The stack, and the region the check routine matched last (the hot
+	// region), in the order the access is likely to hit.
 	lim := offHotLim
 	if desc&descWrite != 0 {
 		lim = offHotWLim
 	}
+	first, firstLim, second, secondLim := int32(offStackStart), offStackLim+i, int32(offHotStart), lim+i
+	if pc < len(c.opts.NonStack) && c.opts.NonStack[pc] {
+		first, firstLim, second, secondLim = second, secondLim, first, firstLim
+	}
 	a.movRR(8, rdx, rax)
-	a.aluRM(8, aluSub, rdx, mem{regCtx, offHotStart})
-	a.aluRM(8, aluCmp, rdx, mem{regCtx, lim + i})
+	a.aluRM(8, aluSub, rdx, mem{regCtx, first})
+	a.aluRM(8, aluCmp, rdx, mem{regCtx, firstLim})
+	a.jcc(ccB, back)
+	a.movRR(8, rdx, rax)
+	a.aluRM(8, aluSub, rdx, mem{regCtx, second})
+	a.aluRM(8, aluCmp, rdx, mem{regCtx, secondLim})
 	a.jcc(ccAE, slow)
 	a.bind(back)
 }
