@@ -427,8 +427,10 @@ var oracleKnown = map[string]bool{
 	// unbounded min value") are accepted. A verdict only (the kernel
 	// comparison skips programs with %=).
 	"E10": true,
-	// A context pointer passes as a helper's memory argument with size 0
-	// (kernel: "R1 type=ctx expected=fp, pkt, ...").
+	// A size of 0 skips the checks of the memory argument's pointer: a
+	// context pointer passes ("R1 type=ctx expected=fp, pkt, ..."), and
+	// a packet pointer past its range ("R1 offset is outside of the
+	// packet"). The generator passes non-NULL pointers non-zero sizes.
 	"E11": true,
 }
 
@@ -780,7 +782,11 @@ func (g *oracleGen) helperArg(kind, skip string) {
 			return
 		}
 		if g.intn(2) == 0 || kind == "null" && oracleKnown["E3"] {
-			g.emit("%s = %d", reg, []int{0, 1, 4, 8, 16, 17, 24, 64, 512, -1}[g.intn(10)])
+			sizes := []int{0, 1, 4, 8, 16, 17, 24, 64, 512, -1}
+			if oracleKnown["E11"] && kind != "null" {
+				sizes = sizes[1:]
+			}
+			g.emit("%s = %d", reg, sizes[g.intn(len(sizes))])
 			return
 		}
 		g.scalar(reg, skip)
