@@ -406,8 +406,10 @@ var oracleKnown = map[string]bool{
 	// checks for NULL there).
 	"E4": true,
 	// Class 5: a constant-string argument is not checked for being a
-	// constant, non-NULL address with a NUL inside the value (the
-	// generator passes bpf_snprintf direct value addresses only).
+	// constant, non-NULL address with a NUL inside the value, nor
+	// bpf_snprintf's format against its data at load (the generator
+	// passes direct value addresses only, with the arguments the format
+	// takes).
 	"E5": true,
 	// Class 1: a stack pointer with a variable offset bounded only
 	// below passes as a helper's memory argument (the end of the range
@@ -813,8 +815,14 @@ func (g *oracleGen) helperArg(kind, skip string) {
 		if oracleKnown["E5"] && kind != "direct value" {
 			break
 		}
+		// The format takes two arguments (oracleFormat).
+		n := 16
+		if !oracleKnown["E5"] {
+			n = 8 * g.intn(3)
+		}
+		g.emit("*(u64 *)(r10 -48) = 1\n*(u64 *)(r10 -40) = 2")
 		g.emit("r1 = r10\nr1 += -32\nr2 = 16")
-		g.emit("r3 = r9\nr4 = 0\nr5 = 0\ncall bpf_snprintf#165")
+		g.emit("r3 = r9\nr4 = r10\nr4 += -48\nr5 = %d\ncall bpf_snprintf#165", n)
 	case 5:
 		size("r3")
 		g.emit("r1 = map[fd:%d] ll\nr2 = r9\nr4 = 0\ncall bpf_ringbuf_output#130", omRing)
