@@ -399,7 +399,8 @@ var oracleKnown = map[string]bool{
 	// verifier's callback index after earlier rewrites moved the code.
 	"E2": true,
 	// Class 4: NULL with a size range [0, N] passes for a memory
-	// argument (the generator gives NULL constant sizes only).
+	// argument, and NULL with size 0 for kinds that are not OR_NULL (the
+	// generator gives NULL constant sizes, to bpf_csum_diff only).
 	"E3": true,
 	// Class 2: a constant-key lookup in an inner array is assumed
 	// non-NULL from the template's max_entries (the generator always
@@ -801,6 +802,10 @@ func (g *oracleGen) helperArg(kind, skip string) {
 	if oracleKnown["E9"] && (kind == "packet" || kind == "meta") {
 		// Helpers without the kernel's pkt_access take no packet.
 		pick = []int{0, 1, 6, 7}[pick%4]
+	}
+	if oracleKnown["E3"] && kind == "null" {
+		// Only the OR_NULL kinds (bpf_csum_diff's) take NULL.
+		pick %= 2
 	}
 	switch pick {
 	case 0: // ARG_PTR_TO_MEM | MAYBE_NULL, ARG_CONST_SIZE_OR_ZERO
