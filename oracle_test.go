@@ -797,6 +797,9 @@ func (g *oracleGen) helperArg(kind, skip string) {
 			return
 		}
 		g.scalar(reg, skip)
+		if oracleKnown["E11"] && kind != "null" {
+			g.emit("%s |= 1", reg)
+		}
 	}
 	pick := g.intn(9)
 	if oracleKnown["E9"] && (kind == "packet" || kind == "meta") {
