@@ -863,7 +863,7 @@ func (g *oracleGen) block() {
 	case 3, 4: // pointer × helper argument
 		kind, _, release := g.pointer(skip)
 		g.noHalfOpen = oracleKnown["E6"] && strings.Contains(kind, "stack")
-		if g.intn(2) == 0 && !(kind == "null" && oracleKnown["E12"]) {
+		if g.intn(2) == 0 && !(kind == "null" && oracleKnown["E12"]) && !(kind == "direct value" && oracleKnown["E5"]) {
 			g.offset(skip)
 		}
 		g.helperArg(kind, skip)
