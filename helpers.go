@@ -188,7 +188,38 @@ func helperMapLookup(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return vm.Addr(m.Lookup(key, e.CPU)), nil
+	v := m.Lookup(key, e.CPU)
+	if v != nil && e.Checked {
+		grantMap(e, m)
+	}
+	return vm.Addr(v), nil
+}
+
+// grantMap lets a checked run access the values of m when m is a map the
+// program reached at run time (an inner map of a map of maps) rather than
+// one it references, whose memory the run was granted from the start.
+func grantMap(e *vm.Env, m maps.Map) {
+	r, ok := e.Value.(*runner)
+	if !ok || r.prog == nil {
+		return
+	}
+	for _, pm := range r.prog.maps {
+		if pm.m == m {
+			return
+		}
+	}
+	mem := m.Memory()
+	if len(mem) == 0 {
+		return
+	}
+	for _, reg := range r.regions {
+		if reg == mem[0] {
+			return
+		}
+	}
+	for _, reg := range mem {
+		r.addRegion(e, reg)
+	}
 }
 
 func helperMapUpdate(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {

@@ -69,6 +69,9 @@ func helperForEachMapElem(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 	default:
 		return neg(einval), nil
 	}
+	if e.Checked {
+		grantMap(e, m)
+	}
 	r := runnerOf(e)
 	cur, next, ok := r.scratchSlots()
 	if !ok {

@@ -110,17 +110,19 @@ func (t *tailTarget) Run(e *vm.Env, r1, r2, budget uint64) (uint64, error) {
 	saved := append(r.hs.tailSaves[depth][:0], r.regions...)
 	r.hs.tailSaves[depth] = saved
 
-	r.regions = append(r.regions[:1], t.p.regions...)
+	r.regions = r.progRegions(r.regions[:1], t.p)
 	e.Regions = r.regions
 	r.prog = t.p
-	// The target runs in its own mode: verified programs unchecked, with
-	// their context loads rewritten to read the packet pointers from
-	// shadow slots, which setPacket fills.
+	// The target runs in its own mode: verified programs unchecked (or
+	// checked with ProgramOptions.Checks), with their context loads
+	// rewritten to read the packet pointers from shadow slots, which
+	// setPacket fills; unverified ones checked with emulated context
+	// accesses.
 	checked, ctxAccessFn := e.Checked, e.CtxAccess
-	e.Checked = !t.p.verified
+	e.Checked = t.p.checked
 	if e.CtxAccess != nil || caller.verified {
 		e.CtxAccess = nil
-		if e.Checked {
+		if !t.p.verified {
 			e.CtxAccess = ctxAccess
 		}
 	}

@@ -665,3 +665,7 @@ func unsafeBytes(addr, n uint64) []byte {
 // kernelFields is the read-only region of the map's header that mirrors the
 // kernel's struct bpf_map fields programs may read through a map pointer.
 func (m *Map) kernelFields() vm.Region { return maps.KernelFieldsRegion(m.m) }
+
+// internalRegions is the read-only map memory inlined lookups read, which
+// checked runs of verified programs grant (maps.InternalRegions).
+func (m *Map) internalRegions() []vm.Region { return maps.InternalRegions(m.m) }

@@ -111,6 +111,10 @@ type ProgramOptions struct {
 	// access is validated at run time. Programs without a context
 	// (unspecified type, as in the conformance suite) always run so.
 	NoVerify bool
+	// Checks selects run-time memory checks for verified programs (defense
+	// in depth): ChecksDefault turns them on for Unprivileged loads only.
+	// Unverified programs always run checked.
+	Checks Checks
 	// HelperProtos gives the verifier the prototypes of host helpers.
 	HelperProtos map[int32]*verifier.Proto
 	// LogLevel selects the verifier log (see verifier.Options). LogSize is
@@ -132,6 +136,41 @@ type ProgramOptions struct {
 	// may run before may_goto starts jumping (the kernel's timed
 	// may_goto; see vm/maygoto.go). Default 250 ms, as in the kernel.
 	MayGotoBudget time.Duration
+}
+
+// Checks selects whether a verified program also runs with the run-time
+// memory checks of checked mode: defense in depth for code from outside,
+// where a verifier (or rewrite) bug must end the run with vm.ErrMemory
+// rather than let the program touch memory it does not own. DESIGN.md,
+// "Defense in depth", says what runs checked and what it costs.
+type Checks int
+
+// Run-time check settings.
+const (
+	// ChecksDefault checks Unprivileged loads and trusts the verifier for
+	// the others, as the kernel does for all.
+	ChecksDefault Checks = iota
+	// ChecksOn checks every access of verified programs too.
+	ChecksOn
+	// ChecksOff trusts the verifier, also for Unprivileged loads.
+	ChecksOff
+)
+
+func (c Checks) String() string {
+	switch c {
+	case ChecksDefault:
+		return "default"
+	case ChecksOn:
+		return "on"
+	case ChecksOff:
+		return "off"
+	}
+	return fmt.Sprintf("Checks(%d)", int(c))
+}
+
+// checked reports whether verified programs loaded with opts run checked.
+func (o *ProgramOptions) checked() bool {
+	return o.Checks == ChecksOn || o.Checks == ChecksDefault && o.Unprivileged
 }
 
 // JITOptions tune the JIT (package jit/amd64).
@@ -183,7 +222,12 @@ type Program struct {
 	// VerifierLog is the verifier's log (with ProgramOptions.LogLevel > 0).
 	VerifierLog string
 	verified    bool
-	xlated      []isa.Instruction // after rewriting
+	// checked says accesses are validated at run time: always for
+	// unverified programs, for verified ones with ProgramOptions.Checks.
+	checked bool
+	xlated  []isa.Instruction // after rewriting
+	// xlatedAux are the verifier's facts, aligned with xlated.
+	xlatedAux []verifier.InsnAux
 	// ctxInsns and aux are the verified program with context accesses
 	// rewritten and the verifier's facts, which inlining starts from.
 	ctxInsns []isa.Instruction
@@ -307,6 +351,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	if opts.Engine != EngineDefault && opts.Engine != EngineInterpreter && opts.Engine != EngineJIT {
 		return nil, fmt.Errorf("program %s: engine %s: %w", name, opts.Engine, ErrNotSupported)
 	}
+	if opts.Checks < ChecksDefault || opts.Checks > ChecksOff {
+		return nil, fmt.Errorf("program %s: checks %s: %w", name, opts.Checks, ErrNotSupported)
+	}
 	p := &Program{name: name, typ: typ, pt: pt, insns: insns, maps: maps, opts: opts, cpus: c}
 	if c == nil {
 		p.cpus, p.ownCPUs = newCPUs(0), true
@@ -323,6 +370,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	if err := p.verify(); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
+	p.checked = !p.verified || opts.checked()
 	if err := p.expandMayGoto(); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
@@ -334,9 +382,10 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	// fall back to the interpreter when the JIT cannot compile the program.
 	p.kind = EngineInterpreter
 	if opts.Engine == EngineJIT || opts.Engine == EngineDefault {
-		// Verified programs run unchecked, others checked.
+		// Verified programs run unchecked unless Checks asks otherwise,
+		// others checked.
 		mode := amd64.Checked
-		if p.verified {
+		if !p.checked {
 			mode = amd64.Unchecked
 		}
 		// Out of executable memory in both tiers, or any other reason
@@ -345,7 +394,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 		if jp, err := amd64.Compile(resolved, p.helper, amd64.Options{
 			Modes: mode, Natives: p.native, Memory: jo.Memory, Unprivileged: opts.Unprivileged,
 			Far: jo.Far, Retpoline: jo.Retpoline, Blind: jo.Blind || opts.Unprivileged,
-			Budgeted: opts.Budget != 0,
+			Budgeted: opts.Budget != 0, NonStack: p.nonStack(),
 		}); err == nil {
 			p.engine, p.kind = jp, EngineJIT
 			p.jit = jp.Info(mode == amd64.Checked)
@@ -376,6 +425,10 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 		p.regions = append(p.regions, m.kernelFields())
 		if readOnlyValue(m.m) != nil {
 			p.strValues = append(p.strValues, vm.Region{Start: m.m.Memory()[0].Start, End: m.m.Memory()[0].Start + uint64(m.m.Spec().ValueSize)})
+		}
+		if p.verified && p.checked {
+			// What the inlined lookups read (verify.go, inline).
+			p.regions = append(p.regions, m.internalRegions()...)
 		}
 	}
 	p.register()
@@ -408,6 +461,18 @@ func (p *Program) resolve() ([]isa.Instruction, error) {
 			continue
 		}
 		src := uint8(ins.Src)
+		if src == isa.PseudoMapField {
+			// A header field an inlined lookup reads (rewrite's seq.field).
+			idx, off, size := int(ins.Imm), uint64(uint32(out[i+1].Imm)), uint64(ins.Off)
+			if idx < 0 || idx >= len(p.maps) || off+size > maps.HeaderFieldBytes || size != 4 && size != 8 {
+				return nil, fmt.Errorf("insn %d: map field %d+%d of size %d out of range", i, idx, off, size)
+			}
+			v := vm.LoadSized(p.maps[idx].m.Handle()+maps.HeaderFields+off, size)
+			pair := isa.LdImm64(ins.Dst, 0, v)
+			out[i], out[i+1] = pair[0], pair[1]
+			i++
+			continue
+		}
 		if src != isa.PseudoMapFD && src != isa.PseudoMapValue {
 			if src != 0 && src != isa.PseudoFunc {
 				return nil, fmt.Errorf("insn %d: ld_imm64 pseudo source %d: %w", i, src, ErrNotSupported)
@@ -727,6 +792,6 @@ func (p *Program) NativeCode() (code []byte, offsets []uint32, ok bool) {
 	if !isJIT || p.closed.Load() {
 		return nil, nil, false
 	}
-	code, offsets = jp.Code(!p.verified)
+	code, offsets = jp.Code(p.checked)
 	return code, offsets, code != nil
 }

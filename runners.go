@@ -82,8 +82,8 @@ func (r *runner) setPacket(p packetState) {
 // the stack and copied with wide loads that stall on store forwarding.
 func (r *runner) startEnv(ctx context.Context) {
 	p, e := r.prog, &r.env
-	e.Checked = !p.verified
-	r.regions = append(append(r.regions[:0], vm.Region{}), p.regions...)
+	e.Checked = p.checked
+	r.regions = r.progRegions(append(r.regions[:0], vm.Region{}), p)
 	e.Regions = r.regions
 	e.Ctx.Start, e.Ctx.End, e.Ctx.Writable = 0, 0, false
 	e.CtxAccess = nil
@@ -97,6 +97,22 @@ func (r *runner) startEnv(ctx context.Context) {
 	r.pace = vm.Pacer{}
 	e.Cache = &r.cache
 	r.setPacket(r.pkt)
+}
+
+// progRegions appends to regions (which hold the packet) what p may
+// access in checked mode: its maps and, for a verified program that runs
+// checked, the context and the shadow packet pointers its rewritten
+// context loads read (unverified programs reach the context through
+// vm.Env.CtxAccess instead).
+func (r *runner) progRegions(regions []vm.Region, p *Program) []vm.Region {
+	if p.verified && p.checked && p.pt.ContextSize > 0 {
+		base := r.buf.Addr()
+		shadow := base + p.shadowOffset()
+		regions = append(regions,
+			vm.Region{Start: base, End: base + uint64(p.pt.ContextSize), Writable: true},
+			vm.Region{Start: shadow, End: shadow + shadowSize})
+	}
+	return append(regions, p.regions...)
 }
 
 // Layout of cpus.idle: runnersPerWord runner bits per word, the hint above

@@ -37,9 +37,13 @@ const maxLogSize = 1 << 30
 // Stats returns the cost of verifying the program.
 func (p *Program) Stats() verifier.Stats { return p.stats }
 
-// Verified reports whether the program passed the verifier and runs with
-// unchecked memory accesses.
+// Verified reports whether the program passed the verifier.
 func (p *Program) Verified() bool { return p.verified }
+
+// Checked reports whether the program's memory accesses are checked at run
+// time: always for unverified programs, for verified ones as
+// ProgramOptions.Checks says.
+func (p *Program) Checked() bool { return p.checked }
 
 // proto returns the prototype the verifier uses for a helper id.
 func (p *Program) proto(id int32) *verifier.Proto {
@@ -146,7 +150,10 @@ func (p *Program) inline(e Engine) error {
 		return err
 	}
 	if !p.opts.NoInline {
-		if _, err := rewrite.InlineHelpers(rp, rewrite.InlineOptions{Interpreter: e == EngineInterpreter}); err != nil {
+		// Checked runs grant the memory inlined lookups read for the
+		// program's own maps only (DESIGN.md, "Defense in depth").
+		io := rewrite.InlineOptions{Interpreter: e == EngineInterpreter, KnownMaps: p.opts.checked()}
+		if _, err := rewrite.InlineHelpers(rp, io); err != nil {
 			return err
 		}
 		rewrite.InlineIterNext(rp)
@@ -154,8 +161,22 @@ func (p *Program) inline(e Engine) error {
 			return err
 		}
 	}
-	p.xlated = rp.Insns
+	p.xlated, p.xlatedAux = rp.Insns, rp.Aux
 	return nil
+}
+
+// nonStack marks the loads and stores of the rewritten program that the
+// verifier saw go through a pointer other than the stack: checked JIT code
+// tests them against the hot region first (amd64.Options.NonStack).
+func (p *Program) nonStack() []bool {
+	if !p.verified || !p.checked {
+		return nil
+	}
+	ns := make([]bool, len(p.xlatedAux))
+	for pc, a := range p.xlatedAux {
+		ns[pc] = a.PtrType.IsPointer() && a.PtrType != verifier.PtrToStack
+	}
+	return ns
 }
 
 // shadowOffset is where, in the context area, the runner keeps the 64-bit

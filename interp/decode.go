@@ -202,6 +202,14 @@ const (
 	opMayGoto
 	opMayGotoTimed
 	opIterNumNext
+	opLdxTB // isa.ModeTrusted loads and stores: never checked
+	opLdxTH
+	opLdxTW
+	opLdxTDW
+	opStTB
+	opStTH
+	opStTW
+	opStTDW
 	opNop      // second slot of LD_IMM64; never executed
 	opCPUIndex // internal isa.OpCPUIndex: dst = env.CPU
 	opDead     // internal isa.OpDead: stop with vm.ErrDeadCode
@@ -280,6 +288,12 @@ func decodeOp(ins isa.Instruction) uint8 {
 	}
 	if ins.IsIterNumNext() {
 		return opIterNumNext
+	}
+	if ins.IsTrusted() {
+		if ins.Class() == isa.ClassLDX {
+			return opLdxTB + sizeIndex(ins.Op)
+		}
+		return opStTB + sizeIndex(ins.Op)
 	}
 	class := ins.Class()
 	x := ins.Op&isa.SrcX != 0

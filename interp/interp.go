@@ -916,7 +916,20 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			}
 			*cp = c
 
+		case opLdxTB, opLdxTH, opLdxTW, opLdxTDW:
+			r[in.dst] = vm.LoadSized(r[in.src]+uint64(in.off), ldSize[in.op-opLdxTB])
+		case opStTB, opStTH, opStTW, opStTDW:
+			vm.StoreSized(r[in.dst]+uint64(in.off), ldSize[in.op-opStTB], uint64(in.imm))
+
 		case opIterNumNext:
+			// Verified programs run checked keep the rewrite's
+			// instruction: its iterator is checked as the kfunc's
+			// argument would be.
+			if checked {
+				if err := env.Check(r[1], 8, true); err != nil {
+					return fail(err)
+				}
+			}
 			r[0] = iterNumNext(r[1])
 
 		// Calls.

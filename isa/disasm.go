@@ -131,11 +131,17 @@ func format(prog []Instruction, pc int, helper HelperNamer) string {
 		if mode == ModeMEM {
 			return fmt.Sprintf("r%d = *(%s *)(r%d %+d)", ins.Dst, sizeName(ins.Op), ins.Src, ins.Off)
 		}
+		if mode == ModeTrusted {
+			return fmt.Sprintf("r%d = *(trusted %s *)(r%d %+d)", ins.Dst, sizeName(ins.Op), ins.Src, ins.Off)
+		}
 		if mode == ModeMEMSX && ins.Op&0x18 != SizeDW {
 			return fmt.Sprintf("r%d = *(%s *)(r%d %+d)", ins.Dst, signedSizeName(ins.Op), ins.Src, ins.Off)
 		}
 		return fmt.Sprintf("BUG_ldx_%02x", ins.Op)
 	case ClassST:
+		if ins.Op&0xe0 == ModeTrusted {
+			return fmt.Sprintf("*(trusted %s *)(r%d %+d) = %d", sizeName(ins.Op), ins.Dst, ins.Off, ins.Imm)
+		}
 		if ins.Op&0xe0 != ModeMEM {
 			return fmt.Sprintf("BUG_st_%02x", ins.Op)
 		}
@@ -377,6 +383,8 @@ func formatLD(prog []Instruction, pc int) string {
 		value = fmt.Sprintf("map[idx:%d]%s", ins.Imm, suffix)
 	case PseudoMapIdxValue:
 		value = fmt.Sprintf("map_value[idx:%d]+%d", ins.Imm, uint32(hi))
+	case PseudoMapField:
+		value = fmt.Sprintf("map_field[idx:%d]+%d", ins.Imm, uint32(hi))
 	default:
 		return fmt.Sprintf("BUG_ld_18 src r%d", ins.Src)
 	}

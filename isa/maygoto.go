@@ -21,3 +21,19 @@ const OpIterNumNext uint8 = ClassALU64 | 0xf0 // 0xf7
 func (ins Instruction) IsIterNumNext() bool {
 	return ins.Op == OpIterNumNext && ins.Dst == R0 && ins.Src == R1 && ins.Off == 0 && ins.Imm == KfuncIterNumNext
 }
+
+// ModeTrusted is the mode of an internal load (LDX) or store (ST) that the
+// rewrite emits inside an inlined helper, whose address it computes from
+// load-time constants and the links of the map's own structure, never
+// from a program's value: the bucket heads and elements of a hash lookup,
+// the slots of an array of maps. The engines run it without the run-time
+// checks of checked mode, which could only check the rewrite against
+// itself (DESIGN.md, "Defense in depth"). The mode is unused by the ISA;
+// only the engines accept it (ValidateXlated).
+const ModeTrusted uint8 = 0xe0
+
+// IsTrusted reports whether ins is a ModeTrusted load or store.
+func (ins Instruction) IsTrusted() bool {
+	c := ins.Class()
+	return (c == ClassLDX || c == ClassST) && ins.Op&0xe0 == ModeTrusted
+}

@@ -101,6 +101,13 @@ const (
 	PseudoFunc        uint8 = 4 // imm: relative instruction offset of a subprogram
 	PseudoMapIdx      uint8 = 5 // like PseudoMapFD but imm is an index into fd_array
 	PseudoMapIdxValue uint8 = 6 // like PseudoMapValue but imm is an index into fd_array
+
+	// PseudoMapField is internal, never valid in a loaded program
+	// (Validate rejects it): imm: map index, next imm: offset of a header
+	// field after maps.HeaderFields, off: its size (4 or 8); value: the
+	// field, zero-extended. The rewrite folds the header loads of inlined
+	// lookups into it where the map is known at load time.
+	PseudoMapField uint8 = 0x0f
 )
 
 // Source register values of CALL instructions.

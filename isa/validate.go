@@ -93,6 +93,12 @@ func validate(prog []Instruction, internal bool, lvl int) error {
 			}
 			continue
 		}
+		if internal && ins.IsTrusted() {
+			if ins.Dst > MaxRegister || ins.Src > MaxRegister || ins.Class() == ClassLDX && ins.Dst == R10 {
+				return insnErr(i, "internal trusted access uses invalid registers")
+			}
+			continue
+		}
 		if internal && (ins.Op == OpMayGotoTimed && ins.Src == 0 && ins.Dst == 0 && ins.Imm > 0 || ins.IsIterNumNext()) {
 			// Checked like may_goto below (its jump target).
 		} else if err := validateOne(ins, lvl); err != nil {

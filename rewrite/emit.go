@@ -4,12 +4,16 @@ import (
 	"math/bits"
 
 	"bpfvm/isa"
+	"bpfvm/maps"
 )
 
 // seq builds an instruction sequence for Patch, with forward and backward
 // jumps to labels resolved when it is done. Label -1 is the instruction
 // after the sequence (where Patch lets a sequence leave).
 type seq struct {
+	// fold, when set, is 1 + the index of the map whose header fields
+	// field folds into constants; 0 reads them through the handle in R1.
+	fold   int
 	insns  []isa.Instruction
 	labels []int         // label -> instruction index
 	fixups map[int]label // instruction index -> label it jumps to
@@ -50,6 +54,21 @@ func (s *seq) done() []isa.Instruction {
 	return s.insns
 }
 
+// field loads the header field at off (after maps.HeaderFields) of the
+// map whose handle is in R1, of size isa.SizeW or isa.SizeDW, into dst:
+// a load through the handle, or with fold an isa.PseudoMapField constant
+// the loader resolves (the fields an inlined lookup reads never change).
+func (s *seq) field(size uint8, dst isa.Register, off int) {
+	if s.fold == 0 {
+		s.emit(ldx(size, dst, isa.R1, maps.HeaderFields+off))
+		return
+	}
+	s.emit(
+		isa.Instruction{Op: isa.OpLdImm64, Dst: dst, Src: isa.Register(isa.PseudoMapField), Off: int16(isa.SizeBytes(size)), Imm: int32(s.fold - 1)},
+		isa.Instruction{Imm: int32(off)},
+	)
+}
+
 // Instruction shorthands. All ALU is 64-bit.
 func aluK(op uint8, dst isa.Register, imm int32) isa.Instruction {
 	return isa.Instruction{Op: isa.ClassALU64 | op | isa.SrcK, Dst: dst, Imm: imm}
@@ -61,6 +80,12 @@ func aluX(op uint8, dst, src isa.Register) isa.Instruction {
 
 func ldx(size uint8, dst, src isa.Register, off int) isa.Instruction {
 	return isa.Instruction{Op: isa.ClassLDX | isa.ModeMEM | size, Dst: dst, Src: src, Off: int16(off)}
+}
+
+// tldx is a trusted load (isa.ModeTrusted): of the map's own memory, at an
+// address computed from constants and its links only.
+func tldx(size uint8, dst, src isa.Register, off int) isa.Instruction {
+	return isa.Instruction{Op: isa.ClassLDX | isa.ModeTrusted | size, Dst: dst, Src: src, Off: int16(off)}
 }
 
 func jmpK(op uint8, dst isa.Register, imm int32) isa.Instruction {

@@ -18,6 +18,12 @@ type InlineOptions struct {
 	// bpf_get_smp_processor_id; per-CPU array and hash-family lookups stay
 	// helper calls.
 	Interpreter bool
+	// KnownMaps inlines only lookups in maps the program references
+	// (verifier.MapInfo.Index >= 0), whose memory is known at load time;
+	// lookups in inner maps, known only at run time, stay helper calls.
+	// Checked runs of verified programs need it: they can grant the
+	// memory an inlined lookup reads only for maps they know of.
+	KnownMaps bool
 }
 
 // maxInlineKey is the largest hash-map key whose lookup is inlined: the
@@ -66,10 +72,14 @@ func InlineHelpers(p *Program, opts InlineOptions) (int, error) {
 			seq = []isa.Instruction{{Op: isa.OpCPUIndex, Dst: isa.R0}}
 		case lookup:
 			aux := p.Aux[pc]
-			if aux.Map == nil || aux.MapConflict {
+			if aux.Map == nil || aux.MapConflict || opts.KnownMaps && aux.Map.Index < 0 {
 				continue
 			}
-			seq = lookupSeq(aux.Map.Spec, opts)
+			fold := 0
+			if opts.KnownMaps {
+				fold = aux.Map.Index + 1
+			}
+			seq = lookupSeqFold(aux.Map.Spec, opts, fold)
 		}
 		if seq == nil || size+len(seq)-1 > isa.MaxInstructions {
 			continue
@@ -91,21 +101,28 @@ func InlineHelpers(p *Program, opts InlineOptions) (int, error) {
 
 // lookupSeq returns the inline lookup for a map, or nil when the call stays.
 func lookupSeq(s maps.Spec, opts InlineOptions) []isa.Instruction {
+	return lookupSeqFold(s, opts, 0)
+}
+
+// lookupSeqFold is lookupSeq with the header fields folded into constants
+// when fold is set (seq.fold).
+func lookupSeqFold(s maps.Spec, opts InlineOptions, fold int) []isa.Instruction {
+	q := &seq{fold: fold}
 	switch s.Type {
 	case maps.Array:
-		return arrayLookup(s)
+		return arrayLookup(q, s)
 	case maps.PerCPUArray:
 		if opts.Interpreter {
 			return nil
 		}
-		return perCPUArrayLookup(s)
+		return perCPUArrayLookup(q, s)
 	case maps.ArrayOfMaps:
-		return arrayOfMapsLookup(s)
+		return arrayOfMapsLookup(q, s)
 	case maps.Hash, maps.PerCPUHash, maps.LRUHash, maps.LRUPerCPUHash, maps.HashOfMaps:
 		if opts.Interpreter || s.KeySize == 0 || s.KeySize > maxInlineKey {
 			return nil
 		}
-		return hashLookup(s)
+		return hashLookup(q, s)
 	}
 	return nil
 }
@@ -114,25 +131,24 @@ func lookupSeq(s maps.Spec, opts InlineOptions) []isa.Instruction {
 // map's handle from its slot (0 when empty), or 0 out of range. The slot is
 // an aligned 8-byte word that Go writers set atomically; the inner map
 // stays alive until no run can hold its handle (maps.Domain).
-func arrayOfMapsLookup(s maps.Spec) []isa.Instruction {
+func arrayOfMapsLookup(q *seq, s maps.Spec) []isa.Instruction {
 	if s.MaxEntries > 1<<31-1 {
 		return nil
 	}
-	var q seq
 	q.emit(ldx(isa.SizeW, isa.R0, isa.R2, 0))
-	q.bind(boundsCheck(&q, s.MaxEntries))
+	q.bind(boundsCheck(q, s.MaxEntries))
+	q.field(isa.SizeDW, isa.R1, maps.ArrayOfMapsFieldBase)
 	q.emit(
-		ldx(isa.SizeDW, isa.R1, isa.R1, maps.HeaderFields+maps.ArrayOfMapsFieldBase),
 		aluK(isa.ALULsh, isa.R0, 3),
 		aluX(isa.ALUAdd, isa.R0, isa.R1),
-		ldx(isa.SizeDW, isa.R0, isa.R0, 0),
+		tldx(isa.SizeDW, isa.R0, isa.R0, 0), // the slot: base + bounded index * 8
 	)
 	return q.done()
 }
 
 // arrayLookup is the inline lookup of an array map: r0 = base + index *
 // stride, or 0 when the index is out of range.
-func arrayLookup(s maps.Spec) []isa.Instruction {
+func arrayLookup(q *seq, s maps.Spec) []isa.Instruction {
 	stride := (uint64(s.ValueSize) + 7) &^ 7
 	// An inner-map template with BPF_F_INNER_MAP stands for arrays of any
 	// size: the bound is not a constant (the kernel does not inline these
@@ -140,14 +156,11 @@ func arrayLookup(s maps.Spec) []isa.Instruction {
 	if s.MaxEntries > 1<<31-1 || stride > 1<<31-1 || s.Flags&maps.FlagInnerMap != 0 {
 		return nil
 	}
-	var q seq
-	q.emit(
-		// r1 = value base, from the map header.
-		ldx(isa.SizeDW, isa.R1, isa.R1, maps.HeaderFields+maps.ArrayFieldBase),
-		// r0 = index
-		ldx(isa.SizeW, isa.R0, isa.R2, 0),
-	)
-	hit := boundsCheck(&q, s.MaxEntries)
+	// r1 = value base, from the map header.
+	q.field(isa.SizeDW, isa.R1, maps.ArrayFieldBase)
+	// r0 = index
+	q.emit(ldx(isa.SizeW, isa.R0, isa.R2, 0))
+	hit := boundsCheck(q, s.MaxEntries)
 	q.bind(hit)
 	q.emit(scale(isa.R0, stride), aluX(isa.ALUAdd, isa.R0, isa.R1))
 	return q.done()
@@ -168,18 +181,17 @@ func boundsCheck(q *seq, maxEntries uint32) label {
 // perCPUArrayLookup is the inline lookup of a per-CPU array: r0 = base +
 // index * stride + cpu * value size. The stride (all CPUs' values) depends
 // on the number of runners, so it comes from the header.
-func perCPUArrayLookup(s maps.Spec) []isa.Instruction {
+func perCPUArrayLookup(q *seq, s maps.Spec) []isa.Instruction {
 	vsize := (uint64(s.ValueSize) + 7) &^ 7
 	if s.MaxEntries > 1<<31-1 || vsize > 1<<31-1 || s.Flags&maps.FlagInnerMap != 0 {
 		return nil
 	}
-	var q seq
 	q.emit(ldx(isa.SizeW, isa.R0, isa.R2, 0))
-	q.bind(boundsCheck(&q, s.MaxEntries))
+	q.bind(boundsCheck(q, s.MaxEntries))
+	q.field(isa.SizeDW, isa.R3, maps.ArrayFieldStride)
+	q.emit(aluX(isa.ALUMul, isa.R0, isa.R3))
+	q.field(isa.SizeDW, isa.R3, maps.ArrayFieldBase)
 	q.emit(
-		ldx(isa.SizeDW, isa.R3, isa.R1, maps.HeaderFields+maps.ArrayFieldStride),
-		aluX(isa.ALUMul, isa.R0, isa.R3),
-		ldx(isa.SizeDW, isa.R3, isa.R1, maps.HeaderFields+maps.ArrayFieldBase),
 		aluX(isa.ALUAdd, isa.R0, isa.R3),
 		isa.Instruction{Op: isa.OpCPUIndex, Dst: isa.R3},
 		scale(isa.R3, vsize),

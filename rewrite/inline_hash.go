@@ -44,27 +44,28 @@ import (
 // Go path's atomic store adds an ordering nobody relies on), and like the Go
 // path it stores only when the mark is clear, so hot elements' cache lines
 // stay shared.
-func hashLookup(s maps.Spec) []isa.Instruction {
+func hashLookup(q *seq, s maps.Spec) []isa.Instruction {
 	k := int(s.KeySize)
 	vsize := (uint64(s.ValueSize) + 7) &^ 7
 	if s.Type.PerCPU() && vsize > 1<<31-1 {
 		return nil
 	}
-	var q seq
 	// A key of up to 8 bytes is one word: emitHash leaves it in r2, and an
 	// element's zero-padded key compares with it in one 8-byte load, with
 	// no need to compare the stored hash first (equal keys have equal
 	// hashes, so the result is the Go lookup's).
 	short := k <= 8
-	emitHash(&q, k, short)
+	emitHash(q, k, short)
 	loop, next, miss := q.newLabel(), q.newLabel(), q.newLabel()
+	q.field(isa.SizeW, isa.R3, maps.HashFieldMask)
 	q.emit(
-		ldx(isa.SizeW, isa.R3, isa.R1, maps.HeaderFields+maps.HashFieldMask),
 		aluX(isa.ALUAnd, isa.R3, isa.R0),
 		aluK(isa.ALULsh, isa.R3, 3),
-		ldx(isa.SizeDW, isa.R1, isa.R1, maps.HeaderFields+maps.HashFieldBuckets),
+	)
+	q.field(isa.SizeDW, isa.R1, maps.HashFieldBuckets)
+	q.emit(
 		aluX(isa.ALUAdd, isa.R3, isa.R1),
-		ldx(isa.SizeDW, isa.R3, isa.R3, 0),
+		tldx(isa.SizeDW, isa.R3, isa.R3, 0), // the bucket head
 	)
 	// The hit on the chain's first element runs straight through: one taken
 	// jump, into the loop, and none out of it.
@@ -73,18 +74,18 @@ func hashLookup(s maps.Spec) []isa.Instruction {
 	q.emit(aluK(isa.ALUMov, isa.R0, 0))
 	q.jump(ja, out)
 	q.bind(next)
-	q.emit(ldx(isa.SizeDW, isa.R3, isa.R3, maps.HashElemNext))
+	q.emit(tldx(isa.SizeDW, isa.R3, isa.R3, maps.HashElemNext))
 	q.jump(jmpK(isa.JumpEQ, isa.R3, 0), miss)
 	q.bind(loop)
 	if short {
-		q.emit(ldx(isa.SizeDW, isa.R1, isa.R3, maps.HashElemKey))
+		q.emit(tldx(isa.SizeDW, isa.R1, isa.R3, maps.HashElemKey))
 		q.jump(jmpX(isa.JumpNE, isa.R1, isa.R2), next)
 	} else {
-		q.emit(ldx(isa.SizeW, isa.R1, isa.R3, maps.HashElemHash))
+		q.emit(tldx(isa.SizeW, isa.R1, isa.R3, maps.HashElemHash))
 		q.jump(jmpX(isa.JumpNE, isa.R1, isa.R0), next)
 		for _, c := range keyChunks(k) {
 			q.emit(
-				ldx(c.size, isa.R1, isa.R3, maps.HashElemKey+c.off),
+				tldx(c.size, isa.R1, isa.R3, maps.HashElemKey+c.off),
 				ldx(c.size, isa.R4, isa.R2, c.off),
 			)
 			q.jump(jmpX(isa.JumpNE, isa.R1, isa.R4), next)
@@ -92,16 +93,16 @@ func hashLookup(s maps.Spec) []isa.Instruction {
 	}
 	if s.Type == maps.LRUHash || s.Type == maps.LRUPerCPUHash {
 		marked := q.newLabel()
-		q.emit(ldx(isa.SizeW, isa.R1, isa.R3, maps.HashElemRef))
+		q.emit(tldx(isa.SizeW, isa.R1, isa.R3, maps.HashElemRef))
 		q.jump(jmpK(isa.JumpNE, isa.R1, 0), marked)
-		q.emit(isa.Instruction{Op: isa.ClassST | isa.ModeMEM | isa.SizeW, Dst: isa.R3, Off: maps.HashElemRef, Imm: 1})
+		q.emit(isa.Instruction{Op: isa.ClassST | isa.ModeTrusted | isa.SizeW, Dst: isa.R3, Off: maps.HashElemRef, Imm: 1})
 		q.bind(marked)
 	}
 	valOff := int32(maps.HashElemKey + (k+7)&^7)
 	if s.Type == maps.HashOfMaps {
 		// The value starts with the inner map's handle, written before
 		// the element was published and never changed.
-		q.emit(ldx(isa.SizeDW, isa.R0, isa.R3, int(valOff)))
+		q.emit(tldx(isa.SizeDW, isa.R0, isa.R3, int(valOff)))
 		return q.done()
 	}
 	q.emit(
@@ -150,7 +151,7 @@ func keyChunks(k int) []chunk {
 // little-endian word, and leaves the hash's upper 32 bits in r0 (only the
 // low ones select the bucket).
 func emitHash(q *seq, k int, short bool) {
-	q.emit(ldx(isa.SizeDW, isa.R0, isa.R1, maps.HeaderFields+maps.HashFieldHashInit))
+	q.field(isa.SizeDW, isa.R0, maps.HashFieldHashInit)
 	// round mixes the word in r3 into r0: one word,
 	// r0 = (r0 ^ r3) * K1; several, r0 = rotl64(r0 ^ r3*K2, 31) * K1.
 	round := func() {

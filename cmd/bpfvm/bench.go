@@ -58,6 +58,9 @@ type benchTable struct {
 	configs []benchConfig
 	ratios  []benchRatio
 	cases   []benchCase
+	// interleaved measures the configurations' batches in turn, so that a
+	// shared machine's load falls on all of them alike (benchInterleaved).
+	interleaved bool
 }
 
 // benchTables are the suite's tables in print order, and benchRows the
@@ -266,7 +269,15 @@ func printBenchTable(stdout io.Writer, t benchTable, cases []benchCase, kernel b
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 		row := make([]time.Duration, len(t.configs)) // 0: not measured
+		if t.interleaved {
+			if row, err = benchInterleaved(spec, c, t.configs, repeat); err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+		}
 		for i, cfg := range t.configs {
+			if t.interleaved {
+				break
+			}
 			if cfg.kernel {
 				if kernel {
 					if d, err := benchKernel(spec, c, repeat); err == nil {

@@ -41,6 +41,11 @@ type Options struct {
 	// a program cannot plant chosen bytes in executable memory (constant
 	// blinding, as the kernel's bpf_jit_harden).
 	Blind bool
+	// NonStack marks, by instruction, loads and stores expected to go
+	// outside the stack (from the verifier's pointer types): checked code
+	// tries the hot region before the stack for them. It only orders the
+	// two tests; an access is allowed or refused the same either way.
+	NonStack []bool
 }
 
 // Native names a routine that JIT code calls directly for a helper.

@@ -131,6 +131,14 @@ type compiler struct {
 	exitKeepR0                                        label // exitCommon after R0's store: helper exits
 	usesPacket                                        bool  // LD_ABS or LD_IND: Go keeps the packet bounds current
 
+	// fp tracks, within a basic block, registers holding R10 plus a
+	// constant (r2 = r10; r2 += -4): checked code needs no check for
+	// their accesses inside the frame, as for R10's (trackFP).
+	fp [isa.MaxRegister + 1]struct {
+		known bool
+		off   int64
+	}
+
 	opts        *Options
 	native      []Native // by pc: the routine serving a helper call, if any
 	nativeCalls int
@@ -352,10 +360,19 @@ func (c *compiler) emitAll(a *asm) error {
 			continue
 		}
 		a.bind(c.pcL[pc])
+		if c.leader[pc] {
+			c.fp = [isa.MaxRegister + 1]struct {
+				known bool
+				off   int64
+			}{}
+		}
 		if c.exact && c.leader[pc] {
 			a.aluRI(8, aluSub, regLeft, c.count[pc])
 		}
 		if k := c.fuse(pc); k > 0 {
+			for j := 0; j < k; j++ {
+				c.trackFP(c.prog[pc+j])
+			}
 			for j := 1; j < k; j++ {
 				a.bind(c.pcL[pc+j])
 			}
@@ -365,6 +382,7 @@ func (c *compiler) emitAll(a *asm) error {
 		if err := c.insn(pc); err != nil {
 			return fmt.Errorf("insn %d: %w", pc, err)
 		}
+		c.trackFP(c.prog[pc])
 	}
 	c.common()
 	// Stubs may queue more stubs.
@@ -639,6 +657,56 @@ func sizeIndex(size int) uint32 {
 	return 3
 }
 
+// trackFP updates c.fp after ins: a copy of R10 or of a tracked register
+// is tracked, a constant added to or subtracted from one moves it, and
+// anything else that may write a register forgets what it writes.
+func (c *compiler) trackFP(ins isa.Instruction) {
+	fp := &c.fp
+	switch {
+	case ins.Op == isa.ClassALU64|isa.ALUMov|isa.SrcX && ins.Off == 0 && ins.Dst < isa.R10:
+		if ins.Src == isa.R10 {
+			fp[ins.Dst].known, fp[ins.Dst].off = true, 0
+		} else {
+			fp[ins.Dst] = fp[ins.Src]
+		}
+		return
+	case (ins.Op == isa.ClassALU64|isa.ALUAdd|isa.SrcK || ins.Op == isa.ClassALU64|isa.ALUSub|isa.SrcK) && ins.Dst < isa.R10:
+		d := int64(ins.Imm)
+		if ins.Op&0xf0 == isa.ALUSub {
+			d = -d
+		}
+		if f := &fp[ins.Dst]; f.known {
+			f.off += d
+			if f.off < -1<<20 || f.off > 1<<20 {
+				f.known = false
+			}
+		}
+		return
+	}
+	switch ins.Class() {
+	case isa.ClassST:
+		return // writes memory only
+	case isa.ClassSTX:
+		if ins.Op&0xe0 == isa.ModeMEM {
+			return
+		}
+	case isa.ClassALU, isa.ClassALU64, isa.ClassLDX:
+		if ins.Dst < isa.R10 {
+			fp[ins.Dst].known = false
+			return
+		}
+	case isa.ClassLD:
+		if ins.IsLdImm64() && ins.Dst < isa.R10 {
+			fp[ins.Dst].known = false
+			return
+		}
+	}
+	// Atomics, LD_ABS/LD_IND, jumps and calls: forget all.
+	for i := range fp {
+		fp[i].known = false
+	}
+}
+
 // checkAccess emits the checked-mode validation of an access of size bytes
 // at base+off; atomics are also checked for natural alignment.
 func (c *compiler) checkAccess(pc int, base isa.Register, off int16, size int, write, atomic bool) {
@@ -666,22 +734,31 @@ func (c *compiler) checkAccess(pc int, base isa.Register, off int16, size int, w
 	if base == isa.R10 && off >= -vm.StackSize && int(off)+size <= 0 {
 		return
 	}
+	// So do accesses through a register holding R10 plus a constant.
+	if f := c.fp[base]; f.known && f.off+int64(off) >= -vm.StackSize && f.off+int64(off)+int64(size) <= 0 {
+		return
+	}
 	back := a.newLabel()
 	slow := a.newLabel()
 	c.stubs = append(c.stubs, stub{kind: stubSlow, l: slow, back: back, desc: desc})
 	i := 8 * int32(sizeIndex(size))
-	a.movRR(8, rdx, rax)
-	a.aluRM(8, aluSub, rdx, mem{regCtx, offStackStart})
-	a.aluRM(8, aluCmp, rdx, mem{regCtx, offStackLim + i})
-	a.jcc(ccB, back)
-	// Then the region the check routine matched last.
+	// The stack, and the region the check routine matched last (the hot
+	// region), in the order the access is likely to hit.
 	lim := offHotLim
 	if desc&descWrite != 0 {
 		lim = offHotWLim
 	}
+	first, firstLim, second, secondLim := int32(offStackStart), offStackLim+i, int32(offHotStart), lim+i
+	if pc < len(c.opts.NonStack) && c.opts.NonStack[pc] {
+		first, firstLim, second, secondLim = second, secondLim, first, firstLim
+	}
 	a.movRR(8, rdx, rax)
-	a.aluRM(8, aluSub, rdx, mem{regCtx, offHotStart})
-	a.aluRM(8, aluCmp, rdx, mem{regCtx, lim + i})
+	a.aluRM(8, aluSub, rdx, mem{regCtx, first})
+	a.aluRM(8, aluCmp, rdx, mem{regCtx, firstLim})
+	a.jcc(ccB, back)
+	a.movRR(8, rdx, rax)
+	a.aluRM(8, aluSub, rdx, mem{regCtx, second})
+	a.aluRM(8, aluCmp, rdx, mem{regCtx, secondLim})
 	a.jcc(ccAE, slow)
 	a.bind(back)
 }
@@ -707,7 +784,7 @@ var errUnsupported = errors.New("unsupported instruction")
 func (c *compiler) insn(pc int) error {
 	ins := c.prog[pc]
 	if ins.Op == isa.OpIterNumNext {
-		c.iterNumNext(-1) // loops.go
+		c.iterNumNext(pc, -1) // loops.go
 		return nil
 	}
 	switch ins.Class() {
@@ -727,17 +804,23 @@ func (c *compiler) insn(pc int) error {
 	case isa.ClassLDX:
 		size := isa.SizeBytes(ins.Op)
 		signed := ins.Op&0xe0 == isa.ModeMEMSX
-		if ins.Op&0xe0 != isa.ModeMEM && !signed || signed && size == 8 {
+		trusted := ins.IsTrusted()
+		if ins.Op&0xe0 != isa.ModeMEM && !signed && !trusted || signed && size == 8 {
 			return errUnsupported
 		}
-		c.checkAccess(pc, ins.Src, ins.Off, size, false, false)
+		if !trusted {
+			c.checkAccess(pc, ins.Src, ins.Off, size, false, false)
+		}
 		c.a.load(size, signed, regMap[ins.Dst], mem{regMap[ins.Src], int32(ins.Off)})
 	case isa.ClassST:
-		if ins.Op&0xe0 != isa.ModeMEM {
+		trusted := ins.IsTrusted()
+		if ins.Op&0xe0 != isa.ModeMEM && !trusted {
 			return errUnsupported
 		}
 		size := isa.SizeBytes(ins.Op)
-		c.checkAccess(pc, ins.Dst, ins.Off, size, true, false)
+		if !trusted {
+			c.checkAccess(pc, ins.Dst, ins.Off, size, true, false)
+		}
 		if c.opts.Blind {
 			c.blindImm(rax, ins.Imm)
 			c.a.store(size, mem{regMap[ins.Dst], int32(ins.Off)}, rax)

@@ -121,8 +121,12 @@
 //
 // Before every load, store and atomic, checked code computes the address
 // in rax and compares it with env.Stack (an inline subtract and compare
-// against header fields; accesses through R10 within the current frame
-// need no check at all). A miss calls a shared routine that tries the
+// against header fields; accesses through R10, or a register holding R10
+// plus a constant within the basic block, inside the current frame need no
+// check at all), then with the region matched last (the hot region), or
+// in the other order where Options.NonStack says so. isa.ModeTrusted
+// accesses, which the rewrite addresses from constants and map links,
+// are never checked. A miss calls a shared routine that tries the
 // emulated context region (if env.CtxAccess is set; not for atomics), then
 // the region table in the header, a copy of the stack and env.Regions with
 // their writability. The routine returns if the access is allowed;

@@ -34,7 +34,7 @@ func (c *compiler) fuse(pc int) int {
 		// bpf_for's r0 = bpf_iter_num_next(r1); if r0 == 0 goto done.
 		q := p[pc+1]
 		if t := pc + 2 + int(q.Off); q.Op == isa.ClassJMP|isa.JumpEQ|isa.SrcK && q.Dst == isa.R0 && q.Src == 0 && q.Imm == 0 && t > pc+1 {
-			c.iterNumNext(c.pcL[t]) // loops.go
+			c.iterNumNext(pc, c.pcL[t]) // loops.go
 			return 2
 		}
 	}

@@ -175,11 +175,21 @@ func fuzzOptions(data []byte) Options {
 	return o
 }
 
+// maxFuzzInput bounds FuzzJITvsInterp's inputs (64 instructions): longer
+// ones are skipped, so that they never become interesting and the fuzzer
+// never spends its time minimising them (execs/s fell to 0 for the whole
+// default 60 s of minimising a long input). Run the campaign with a short
+// -fuzzminimizetime as well (README.md, "Testing").
+const maxFuzzInput = 8 * 64
+
 func FuzzJITvsInterp(f *testing.F) {
 	for _, seed := range fuzzSeeds {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > maxFuzzInput {
+			return
+		}
 		prog := genProgram(data)
 		if !engineValid(prog) {
 			return

@@ -45,7 +45,11 @@ func (c *compiler) mayGotoTimed(pc int, ins isa.Instruction) {
 // after the instruction, or at done if not -1: the target of the
 // `if r0 == 0 goto done` that follows (fuse), which the fast path, where R0
 // is R1 and not NULL, never takes.
-func (c *compiler) iterNumNext(done label) {
+//
+// Checked code first checks the iterator's 8 bytes as a write: verified
+// programs run checked keep the rewrite's instruction (see isa.OpIterNumNext).
+func (c *compiler) iterNumNext(pc int, done label) {
+	c.checkAccess(pc, isa.R1, 0, 8, true, false)
 	a := c.a
 	r0, r1 := regMap[isa.R0], regMap[isa.R1]
 	back := a.newLabel()
