@@ -37,7 +37,7 @@ func runDump(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usageErr("want exactly one object file, got %d", len(pos))
 	}
-	spec, err := loadSpec(pos[0])
+	spec, err := openObject(pos[0])
 	if err != nil {
 		return err
 	}
