@@ -37,10 +37,10 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return usageErr("-l %d: want 0 to 7", *level)
 	}
 	path := pos[0]
-	// A program loaded at a log level: the default asks only for the
-	// statistics, cheap on success, and loads a rejected one again for
-	// its log.
-	loadAt := func(logLevel int) []loaded {
+	// The programs loaded at a log level (only the one named, when not
+	// empty): the default asks only for the statistics, cheap on success,
+	// and loads a rejected program again for its log.
+	loadAt := func(logLevel int, only string) []loaded {
 		opts := bpfvm.ProgramOptions{LogLevel: logLevel, Unprivileged: *unpriv}
 		if *typ != "" || isRawFile(path) {
 			pt, ok := rawTypes[*typ]
@@ -65,6 +65,9 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 			}
 			names = []string{*progName}
 		}
+		if only != "" {
+			names = []string{only}
+		}
 		var out []loaded
 		for _, name := range names {
 			out = append(out, loadOne(path, spec, name, bpfvm.CollectionOptions{Programs: opts}))
@@ -75,25 +78,12 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if *level <= 0 {
 		logLevel = 4
 	}
-	results := loadAt(logLevel)
+	results := loadAt(logLevel, "")
 	if len(results) == 1 && results[0].name == "" {
 		return results[0].err // the file, not a program
 	}
-	var again []loaded
-	if *level < 0 {
-		for _, r := range results {
-			var ve *bpfvm.VerifierError
-			if errors.As(r.err, &ve) {
-				again = loadAt(1 | 4)
-				for _, a := range again {
-					defer a.close()
-				}
-				break
-			}
-		}
-	}
 	refused := false
-	for i, r := range results {
+	for _, r := range results {
 		defer r.close()
 		if r.prog != nil && r.coll == nil {
 			defer r.prog.Close()
@@ -111,10 +101,14 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 			refused = true
 			fmt.Fprintf(stdout, "%s: rejected: %v\n", r.name, ve.Err)
 			log := ve.Log
-			if again != nil {
+			if *level < 0 {
+				again := loadAt(1|4, r.name)
 				var ve2 *bpfvm.VerifierError
-				if errors.As(again[i].err, &ve2) {
+				if len(again) == 1 && errors.As(again[0].err, &ve2) {
 					log = ve2.Log
+				}
+				for _, a := range again {
+					a.close()
 				}
 			}
 			switch {
