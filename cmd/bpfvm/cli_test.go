@@ -149,6 +149,10 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "testdata/perf_map.o", "-p", "report", pkt}, 1, `^$`, "testdata/perf_map.o: program report: map events: type perf_event_array:"},
 		{[]string{"verify", "testdata/perf_map.o"}, 1, `^$`, "map events: type perf_event_array:"},
 		{[]string{"run", mixed, "-p", "ok"}, 1, `^$`, "testdata/mixed.o: program ok: "},
+		// An object without programs.
+		{[]string{"verify", "testdata/maps_only.o"}, 1, `^$`, "testdata/maps_only.o: no programs"},
+		{[]string{"run", "testdata/maps_only.o"}, 1, `^$`, "testdata/maps_only.o: no programs"},
+		{[]string{"veristat", "testdata/maps_only.o"}, 0, `Done. Processed 1 files, 0 programs.`, ""},
 		// Wrong command lines.
 		{[]string{"run", mixed}, 2, `^$`, "usage: -p PROG is required; programs: ok, probe, rejected, unspec"},
 		{[]string{"run", mixed, "-p", "nope"}, 2, `^$`, `usage: no program "nope" in testdata/mixed.o`},

@@ -69,6 +69,9 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if len(spec.Programs) == 0 {
+			return fmt.Errorf("%s: no programs", pos[0])
+		}
 		names := strings.Join(specNames(spec), ", ")
 		if *progName == "" {
 			return usageErr("-p PROG is required; programs: %s", names)

@@ -59,6 +59,9 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 			return []loaded{{err: err}}
 		}
 		names := specNames(spec)
+		if len(names) == 0 {
+			return []loaded{{err: fmt.Errorf("%s: no programs", path)}}
+		}
 		if *progName != "" {
 			if spec.Programs[*progName] == nil {
 				return []loaded{{err: usageErr("no program %q in %s; programs: %s", *progName, path, strings.Join(names, ", "))}}
