@@ -149,6 +149,10 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "testdata/perf_map.o", "-p", "report", pkt}, 1, `^$`, "testdata/perf_map.o: program report: map events: type perf_event_array:"},
 		{[]string{"verify", "testdata/perf_map.o"}, 1, `^$`, "map events: type perf_event_array:"},
 		{[]string{"run", mixed, "-p", "ok"}, 1, `^$`, "testdata/mixed.o: program ok: "},
+		// dump --xlated: each program on its own too.
+		{[]string{"dump", "--xlated", mixed}, 1, `(?s)ok \(xlated, 2 insns, verified=true\):.*unspec \(xlated, 2 insns, verified=false\):`,
+			"bpfvm dump: testdata/mixed.o: program rejected: load program: invalid access to packet"},
+		{[]string{"dump", "--xlated", "-p", "ok", mixed}, 0, `ok \(xlated`, ""},
 		// An object without programs.
 		{[]string{"verify", "testdata/maps_only.o"}, 1, `^$`, "testdata/maps_only.o: no programs"},
 		{[]string{"run", "testdata/maps_only.o"}, 1, `^$`, "testdata/maps_only.o: no programs"},
