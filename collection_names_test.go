@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/cilium/ebpf"
+
 	"bpfvm/loader"
 	"bpfvm/verifier"
 )
@@ -68,4 +70,33 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestCollectionProgramNamesProgArray leaves a prog_array slot naming a
+// program left out empty, and still refuses a slot naming no program.
+func TestCollectionProgramNamesProgArray(t *testing.T) {
+	spec, err := loader.LoadCollectionSpec("testdata/helpers_maps.o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := sortedKeys(spec.Programs)
+	if len(names) < 2 || spec.Maps["jmp"] == nil {
+		t.Fatalf("helpers_maps.o: programs %v, maps %v", names, sortedKeys(spec.Maps))
+	}
+	spec.Maps["jmp"].Contents = []ebpf.MapKV{{Key: uint32(0), Value: names[1]}}
+	coll, err := NewCollectionWithOptions(spec, CollectionOptions{ProgramNames: names[:1]})
+	if err != nil {
+		t.Fatalf("%s without %s: %v", names[0], names[1], err)
+	}
+	coll.Close()
+	coll, err = NewCollectionWithOptions(spec, CollectionOptions{ProgramNames: names[:2]})
+	if err != nil {
+		t.Fatalf("%s with %s: %v", names[0], names[1], err)
+	}
+	coll.Close()
+	spec.Maps["jmp"].Contents = []ebpf.MapKV{{Key: uint32(0), Value: "no_such_prog"}}
+	if coll, err := NewCollectionWithOptions(spec, CollectionOptions{ProgramNames: names[:1]}); err == nil {
+		coll.Close()
+		t.Fatal("a slot naming no program was accepted")
+	}
 }
