@@ -80,11 +80,17 @@ func runDump(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if *xlated || *jited {
 		return dumpXlated(stdout, stderr, pos[0], spec, names, *jited)
 	}
+	failed := false
 	for _, name := range names {
 		fmt.Fprintf(stdout, "\n%s:\n", name) // the entry symbol; subprograms print their own
 		if err := disassemble(stdout, spec.Programs[name]); err != nil {
-			return fmt.Errorf("program %s: %w", name, err)
+			// The others still print.
+			fmt.Fprintf(stderr, "bpfvm dump: %v\n", loadErr(pos[0], spec, name, err))
+			failed = true
 		}
+	}
+	if failed {
+		return exitError(1)
 	}
 	return nil
 }
