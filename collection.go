@@ -29,6 +29,12 @@ type CollectionOptions struct {
 	// Types gives programs host-defined types, by program name or by ELF
 	// section name (e.g. SEC("myapp/filter") for a type the kernel lacks).
 	Types map[string]*progtype.Type
+	// ProgramNames, when not nil, names the programs to load; the others
+	// are left out, as libbpf's autoload=false leaves them, so that a tool
+	// can load (and report) each program on its own. Every map is still
+	// created, and a prog_array slot naming a program left out stays
+	// empty. Default: every program.
+	ProgramNames []string
 }
 
 // Collection is a set of loaded programs and the maps they share.
@@ -71,7 +77,20 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 		}
 		coll.Maps[name] = m
 	}
-	for _, name := range sortedKeys(spec.Programs) {
+	names := sortedKeys(spec.Programs)
+	if opts.ProgramNames != nil {
+		names = nil
+		for _, name := range opts.ProgramNames {
+			if spec.Programs[name] == nil {
+				return nil, fmt.Errorf("program %s: not in the collection", name)
+			}
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		if coll.Programs[name] != nil {
+			continue // named twice
+		}
 		ps := spec.Programs[name]
 		insns, refs, err := convert(ps)
 		if err != nil {
@@ -111,6 +130,8 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 				value = m
 			} else if p := coll.Programs[ref]; p != nil {
 				value = p
+			} else if opts.ProgramNames != nil && spec.Programs[ref] != nil {
+				continue // a program left out
 			} else {
 				return nil, fmt.Errorf("map %s: initial contents: no map or program %q", name, ref)
 			}

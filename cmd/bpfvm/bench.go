@@ -225,6 +225,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return usageErr("--run: " + err.Error())
 	}
 	kernel := os.Getuid() == 0 && rlimit.RemoveMemlock() == nil
+	matched := re.MatchString("loops")
 	for i, f := range benchTables {
 		t := f()
 		var cases []benchCase
@@ -236,6 +237,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		if len(cases) == 0 {
 			continue
 		}
+		matched = true
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
@@ -245,6 +247,9 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		if err := printBenchTable(stdout, t, cases, kernel, *repeat); err != nil {
 			return err
 		}
+	}
+	if !matched {
+		return fmt.Errorf("--run %q matches no benchmark", *filter)
 	}
 	if !re.MatchString("loops") {
 		return nil

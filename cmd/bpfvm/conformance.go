@@ -28,7 +28,7 @@ func runConformance(args []string, _ io.Reader, stdout, stderr io.Writer) error 
 	}
 	files, err := conformance.Files(paths)
 	if err != nil {
-		return usageErr("%v", err)
+		return err // refused input, as a missing object elsewhere
 	}
 	passed, failed := 0, 0
 	for _, f := range files {

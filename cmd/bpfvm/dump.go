@@ -37,7 +37,7 @@ func runDump(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usageErr("want exactly one object file, got %d", len(pos))
 	}
-	spec, err := loadSpec(pos[0])
+	spec, err := openObject(pos[0])
 	if err != nil {
 		return err
 	}
@@ -78,37 +78,44 @@ func runDump(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		tw.Flush()
 	}
 	if *xlated || *jited {
-		return dumpXlated(stdout, spec, names, *jited)
+		return dumpXlated(stdout, stderr, pos[0], spec, names, *jited)
 	}
+	failed := false
 	for _, name := range names {
 		fmt.Fprintf(stdout, "\n%s:\n", name) // the entry symbol; subprograms print their own
 		if err := disassemble(stdout, spec.Programs[name]); err != nil {
-			return fmt.Errorf("program %s: %w", name, err)
+			// The others still print.
+			fmt.Fprintf(stderr, "bpfvm dump: %v\n", loadErr(pos[0], spec, name, err))
+			failed = true
 		}
+	}
+	if failed {
+		return exitError(1)
 	}
 	return nil
 }
 
-// dumpXlated loads each program (creating its maps and verifying it) and
-// prints the instructions it runs, like bpftool prog dump xlated.
-func dumpXlated(w io.Writer, spec *ebpf.CollectionSpec, names []string, jited bool) error {
+// dumpXlated loads each program on its own (creating its maps and
+// verifying it) and prints the instructions it runs, like bpftool prog
+// dump xlated. A program that fails to load is reported on stderr, and
+// the others are still printed.
+func dumpXlated(w, stderr io.Writer, path string, spec *ebpf.CollectionSpec, names []string, jited bool) error {
+	failed := false
 	for _, name := range names {
-		one := spec.Copy()
-		for other := range one.Programs {
-			if other != name {
-				delete(one.Programs, other)
-			}
+		l := loadOne(path, spec, name, bpfvm.CollectionOptions{})
+		if l.err != nil {
+			fmt.Fprintf(stderr, "bpfvm dump: %v\n", l.err)
+			failed = true
+			continue
 		}
-		coll, err := bpfvm.NewCollection(one)
-		if err != nil {
-			return err
-		}
-		p := coll.Programs[name]
+		coll, p := l.coll, l.prog
 		insns := p.XlatedInstructions()
 		code, offsets, native := p.NativeCode()
 		if jited && !native {
 			coll.Close()
-			return fmt.Errorf("program %s runs on the interpreter: no machine code", name)
+			fmt.Fprintf(stderr, "bpfvm dump: %s: program %s runs on the interpreter: no machine code\n", path, name)
+			failed = true
+			continue
 		}
 		if jited {
 			info := p.JITInfo()
@@ -143,6 +150,9 @@ func dumpXlated(w io.Writer, spec *ebpf.CollectionSpec, names []string, jited bo
 			}
 		}
 		coll.Close()
+	}
+	if failed {
+		return exitError(1)
 	}
 	return nil
 }

@@ -4,14 +4,21 @@
 //	bpfvm run FILE.o -p PROG [--data FILE | --data-hex HEX] [--repeat N] [--engine E] [--data-out FILE]
 //	bpfvm run --type raw FILE.bin|FILE.s [--data FILE | --data-hex HEX]
 //	bpfvm verify [-l LEVEL] [-p PROG] [--type T] [--unpriv] FILE
-//	bpfvm veristat [-e FIELDS] [-s SORT] [-n N] [-o table|csv] [--kernel] FILES...
+//	bpfvm veristat [-e FIELDS] [-s SORT] [-n N] [-o table|csv] [-q] [-j JOBS] [--kernel] FILES...
 //	bpfvm veristat -C base.csv new.csv
 //	bpfvm conformance [--engine E] PATH...
 //	bpfvm plugin [--engine E] [MEMORY-HEX] < PROGRAM-HEX
 //	bpfvm bench [--repeat N] [--run REGEXP]
+//	bpfvm version
 //
-// Usage errors exit with status 2.
+// Exit status: 0 when all went well, 1 when a program or an input was
+// refused (a file that cannot be read or is not an ELF object, a program
+// that fails to load, is rejected or fails to run), 2 for a wrong command
+// line. veristat reports verdicts as data, as the kernel's does: its
+// status is 1 only for a file or program it could not process.
 package main
+
+//go:generate sh testdata/build.sh
 
 import (
 	"errors"
@@ -38,6 +45,7 @@ func commands() []command {
 		{"conformance", "run bpf_conformance .data tests", runConformance},
 		{"bench", "benchmark suite: interpreter, JIT and the kernel on the same programs", runBench},
 		{"plugin", "act as a bpf_conformance plugin: program hex on stdin, memory hex as argument", runPlugin},
+		{"version", "print the version, the Go toolchain and the engines available", runVersion},
 	}
 }
 

@@ -12,10 +12,17 @@ import (
 	"bpfvm/isa"
 )
 
-func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+// runCLI runs a command line; a panic fails the test with the command.
+func runCLI(t *testing.T, stdin string, args ...string) (code int, _, _ string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(args, strings.NewReader(stdin), &stdout, &stderr)
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("bpfvm %s: panic: %v", strings.Join(args, " "), r)
+			code = -1
+		}
+	}()
+	code = run(args, strings.NewReader(stdin), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -24,13 +31,11 @@ func TestUsageErrors(t *testing.T) {
 		{},
 		{"frobnicate"},
 		{"run", "--no-such-flag", "../../examples/xdp_filter/xdp_filter.o"},
-		{"run", "../../examples/xdp_filter/missing.o", "-p", "x"},
 		{"run", "../../examples/xdp_filter/xdp_filter.o", "-p", "no_such_prog"},
 		{"run", "../../examples/xdp_filter/xdp_filter.o"},
 		{"run", "../../examples/xdp_filter/xdp_filter.o", "-p", "xdp_filter", "--engine", "warp"},
 		{"dump"},
 		{"conformance"},
-		{"conformance", "no/such/dir"},
 	} {
 		if code, _, stderr := runCLI(t, "", args...); code != 2 {
 			t.Errorf("bpfvm %s: exit %d, want 2 (stderr %q)", strings.Join(args, " "), code, stderr)
@@ -67,7 +72,7 @@ func TestRunRaw(t *testing.T) {
 	}
 	for _, file := range []string{asm, bin} {
 		code, stdout, stderr := runCLI(t, "", "run", "--type", "raw", "--data-hex", "0100000000000000", file)
-		if code != 0 || !strings.HasPrefix(stdout, "Return value: 9, duration (average): ") {
+		if code != 0 || !strings.HasPrefix(stdout, "Return value: 9, duration: ") {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q", file, code, stdout, stderr)
 		}
 	}

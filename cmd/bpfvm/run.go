@@ -19,9 +19,9 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	progName := fs.String("p", "", "program (function) name, as in CollectionSpec.Programs")
 	dataFile := fs.String("data", "", "file holding the input packet")
 	dataHex := fs.String("data-hex", "", "input packet as hex")
-	dataOut := fs.String("data-out", "", "write the output packet to this file")
+	dataOut := fs.String("data-out", "", "write the output packet to this file (- for a hex dump on stdout)")
 	repeat := fs.Uint("repeat", 1, "run this many times and report the mean duration")
-	engineName := fs.String("engine", "default", "engine: default, interp")
+	engineName := fs.String("engine", "default", "engine: "+strings.Join(engineNames, ", "))
 	typ := fs.String("type", "", "input kind: empty for an ELF object, raw for instructions (.bin) or assembly text")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -44,7 +44,7 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	switch {
 	case *dataFile != "":
 		if data, err = os.ReadFile(*dataFile); err != nil {
-			return usageErr("%v", err)
+			return err
 		}
 	case *dataHex != "":
 		if data, err = hex.DecodeString(strings.Join(strings.Fields(*dataHex), "")); err != nil {
@@ -65,18 +65,28 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 			return err
 		}
 	case "":
-		coll, err := loadCollection(pos[0], opts)
+		spec, err := openObject(pos[0])
 		if err != nil {
 			return err
 		}
-		defer coll.Close()
+		if len(spec.Programs) == 0 {
+			return fmt.Errorf("%s: no programs", pos[0])
+		}
+		names := strings.Join(specNames(spec), ", ")
 		if *progName == "" {
-			return usageErr("-p PROG is required; programs: %s", programNames(coll))
+			return usageErr("-p PROG is required; programs: %s", names)
 		}
-		prog = coll.Programs[*progName]
-		if prog == nil {
-			return usageErr("no program %q in %s; programs: %s", *progName, pos[0], programNames(coll))
+		if spec.Programs[*progName] == nil {
+			return usageErr("no program %q in %s; programs: %s", *progName, pos[0], names)
 		}
+		// Only this program: others in the file that fail to load do
+		// not keep it from running.
+		l := loadOne(pos[0], spec, *progName, bpfvm.CollectionOptions{Programs: opts})
+		if l.err != nil {
+			return l.err
+		}
+		defer l.close()
+		prog = l.prog
 	default:
 		return usageErr("unknown --type %q (want raw)", *typ)
 	}
@@ -88,38 +98,41 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	}
 	res, err := prog.Execute(&bpfvm.RunOptions{Data: data, DataOut: out, Repeat: uint32(*repeat)})
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: program %s: %w", pos[0], prog.Name(), err)
 	}
 	ret := res.R0
 	if prog.Type() != ebpf.UnspecifiedProgram {
 		ret = uint64(uint32(ret)) // the kernel's test run returns 32 bits
 	}
-	fmt.Fprintf(stdout, "Return value: %d, duration (average): %dns\n", ret, res.Duration.Nanoseconds())
-	if *dataOut != "" {
+	// bpftool prints the output data before the return value.
+	switch *dataOut {
+	case "":
+	case "-":
+		fmt.Fprintln(stdout, "data_out:")
+		hexLines(stdout, out[:res.DataSize])
+	default:
 		if err := os.WriteFile(*dataOut, out[:res.DataSize], 0o644); err != nil {
 			return err
 		}
 	}
+	average := ""
+	if *repeat > 1 {
+		average = " (average)"
+	}
+	fmt.Fprintf(stdout, "Return value: %d, duration%s: %dns\n", ret, average, res.Duration.Nanoseconds())
 	return nil
 }
 
-func loadCollection(path string, opts bpfvm.ProgramOptions) (*bpfvm.Collection, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, usageErr("%v", err)
-	}
-	spec, err := loadSpec(path)
-	if err != nil {
-		return nil, err
-	}
-	return bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: opts})
-}
+// engineNames are the names ParseEngine takes.
+var engineNames = []string{"default", "interp", "jit"}
 
-func programNames(coll *bpfvm.Collection) string {
-	var names []string
-	for name := range coll.Programs {
-		names = append(names, name)
+// hexLines prints bytes as bpftool's hex dump does: 16 a line, space-separated.
+func hexLines(w io.Writer, b []byte) {
+	for len(b) > 0 {
+		n := min(len(b), 16)
+		fmt.Fprintf(w, "% x\n", b[:n])
+		b = b[n:]
 	}
-	return strings.Join(sorted(names), ", ")
 }
 
 // readRaw reads a program as 8-byte little-endian instruction words (.bin)
@@ -127,7 +140,7 @@ func programNames(coll *bpfvm.Collection) string {
 func readRaw(path string) ([]isa.Instruction, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, err
 	}
 	if strings.HasSuffix(path, ".bin") {
 		prog, err := isa.DecodeProgram(b)

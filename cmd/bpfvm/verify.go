@@ -4,24 +4,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"sort"
 	"strings"
 
 	"github.com/cilium/ebpf"
 
 	"bpfvm"
-	"bpfvm/verifier"
 )
 
-// runVerify verifies the programs of a file and prints verdicts and logs:
-// exit status 0 when all are accepted, 1 when one is rejected, 2 for
-// unusable input.
+// contextLines is how much of a rejected program's level-1 log verify
+// shows by default: the error and the path that led to it.
+const contextLines = 10
+
+// runVerify verifies the programs of a file, each on its own, and prints
+// their verdicts: exit status 0 when none is refused, 1 when one is
+// rejected or fails to load, 2 for a wrong command line. By default only
+// the verdicts, and a rejection's context (the end of its log and the
+// kernel's statistics line); -l prints whole logs.
 func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("verify", stderr)
-	level := fs.Int("l", 1, "log level: 0 none, 1 branches, 2 every instruction; +4 statistics")
+	level := fs.Int("l", -1, "log level: 1 branches, 2 every instruction; +4 statistics (default: the verdicts and a rejection's context)")
 	progName := fs.String("p", "", "verify only this program")
-	typ := fs.String("type", "", "for raw instructions or assembly: the program type (xdp, tc, socket)")
+	typ := fs.String("type", "", "for raw instructions (.bin) or assembly (.s): the program type (xdp, tc, socket)")
 	unpriv := fs.Bool("unpriv", false, "verify with the rules for unprivileged loads")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -30,90 +33,157 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usageErr("want exactly one program file, got %d", len(pos))
 	}
-	opts := bpfvm.ProgramOptions{LogLevel: *level, Unprivileged: *unpriv}
-
-	var progs []*bpfvm.Program
-	var failed []error
-	load := func(p *bpfvm.Program, err error) {
-		if err != nil {
-			failed = append(failed, err)
-			return
-		}
-		progs = append(progs, p)
+	if *level < -1 || *level > 7 {
+		return usageErr("-l %d: want 0 to 7", *level)
 	}
-	if *typ != "" || !isELF(pos[0]) {
-		pt, ok := map[string]ebpf.ProgramType{"": ebpf.XDP, "xdp": ebpf.XDP, "tc": ebpf.SchedCLS, "sched_cls": ebpf.SchedCLS, "socket": ebpf.SocketFilter, "socket_filter": ebpf.SocketFilter}[*typ]
-		if !ok {
-			return usageErr("unknown --type %q", *typ)
-		}
-		insns, err := readRaw(pos[0])
-		if err != nil {
-			return err
-		}
-		load(bpfvm.NewRawProgram(pos[0], pt, insns, opts))
-	} else {
-		spec, err := loadSpec(pos[0])
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		var names []string
-		for name := range spec.Programs {
-			if *progName == "" || name == *progName {
-				names = append(names, name)
+	path := pos[0]
+	// The programs loaded at a log level (only the one named, when not
+	// empty): the default asks only for the statistics, cheap on success,
+	// and loads a rejected program again for its log.
+	loadAt := func(logLevel int, only string) []loaded {
+		opts := bpfvm.ProgramOptions{LogLevel: logLevel, Unprivileged: *unpriv}
+		if *typ != "" || isRawFile(path) {
+			pt, ok := rawTypes[*typ]
+			if !ok {
+				return []loaded{{err: usageErr("unknown --type %q (want xdp, tc or socket)", *typ)}}
 			}
+			insns, err := readRaw(path)
+			if err != nil {
+				return []loaded{{err: err}}
+			}
+			p, err := bpfvm.NewRawProgram(path, pt, insns, opts)
+			return []loaded{{name: path, prog: p, err: err}}
 		}
+		spec, err := openObject(path)
+		if err != nil {
+			return []loaded{{err: err}}
+		}
+		names := specNames(spec)
 		if len(names) == 0 {
-			return usageErr("no program %q in %s", *progName, pos[0])
+			return []loaded{{err: fmt.Errorf("%s: no programs", path)}}
 		}
-		sort.Strings(names)
+		if *progName != "" {
+			if spec.Programs[*progName] == nil {
+				return []loaded{{err: usageErr("no program %q in %s; programs: %s", *progName, path, strings.Join(names, ", "))}}
+			}
+			names = []string{*progName}
+		}
+		if only != "" {
+			names = []string{only}
+		}
+		var out []loaded
 		for _, name := range names {
-			one := spec.Copy()
-			for other := range one.Programs {
-				if other != name {
-					delete(one.Programs, other)
+			out = append(out, loadOne(path, spec, name, bpfvm.CollectionOptions{Programs: opts}))
+		}
+		return out
+	}
+	logLevel := *level | 4
+	if *level <= 0 {
+		logLevel = 4
+	}
+	results := loadAt(logLevel, "")
+	if len(results) == 1 && results[0].name == "" {
+		return results[0].err // the file, not a program
+	}
+	refused := false
+	for _, r := range results {
+		defer r.close()
+		if r.prog != nil && r.coll == nil {
+			defer r.prog.Close()
+		}
+		var ve *bpfvm.VerifierError
+		switch {
+		case r.err == nil && unverified(r.prog):
+			fmt.Fprintf(stdout, "%s: %s\n", r.name, notVerified)
+		case r.err == nil:
+			fmt.Fprintf(stdout, "%s: accepted\n", r.name)
+			if *level > 0 {
+				printLog(stdout, r.prog.VerifierLog, *level, 0)
+			}
+		case errors.As(r.err, &ve):
+			refused = true
+			fmt.Fprintf(stdout, "%s: rejected: %v\n", r.name, ve.Err)
+			log := ve.Log
+			if *level < 0 {
+				again := loadAt(1|4, r.name)
+				var ve2 *bpfvm.VerifierError
+				if len(again) == 1 && errors.As(again[0].err, &ve2) {
+					log = ve2.Log
+				}
+				for _, a := range again {
+					a.close()
 				}
 			}
-			coll, err := bpfvm.NewCollectionWithOptions(one, bpfvm.CollectionOptions{Programs: opts})
-			if err != nil {
-				failed = append(failed, err)
-				continue
+			switch {
+			case *level > 0:
+				printLog(stdout, log, *level, 0)
+			case *level < 0:
+				printLog(stdout, log, 1, contextLines)
 			}
-			defer coll.Close()
-			progs = append(progs, coll.Programs[name])
+		default:
+			refused = true
+			fmt.Fprintf(stderr, "bpfvm verify: %v\n", r.err)
 		}
 	}
-	for _, p := range progs {
-		fmt.Fprintf(stdout, "%s: accepted\n", p.Name())
-		if p.VerifierLog != "" {
-			fmt.Fprint(stdout, p.VerifierLog)
-		}
-	}
-	for _, err := range failed {
-		var ve *bpfvm.VerifierError
-		if errors.As(err, &ve) {
-			fmt.Fprintf(stdout, "%v\n%s", err, ve.Log)
-			continue
-		}
-		if errors.Is(err, verifier.ErrRejected) {
-			fmt.Fprintln(stdout, err)
-			continue
-		}
-		return err
-	}
-	if len(failed) > 0 {
+	if refused {
 		return exitError(1)
 	}
 	return nil
 }
 
-// isELF reports whether the file starts with the ELF magic.
-func isELF(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return strings.HasSuffix(path, ".o")
+// rawTypes are the program types verify takes for raw instructions.
+var rawTypes = map[string]ebpf.ProgramType{
+	"": ebpf.XDP, "xdp": ebpf.XDP, "tc": ebpf.SchedCLS, "sched_cls": ebpf.SchedCLS,
+	"socket": ebpf.SocketFilter, "socket_filter": ebpf.SocketFilter,
+}
+
+// isRawFile reports whether a file holds raw instructions or assembly by
+// its name: FILE.bin or FILE.s.
+func isRawFile(path string) bool {
+	return strings.HasSuffix(path, ".bin") || strings.HasSuffix(path, ".s")
+}
+
+// printLog prints a verifier log loaded at level|4 as the kernel's would
+// read at level: the statistics only with 4 set, but the "processed N
+// insns" line always, as the kernel ends every log with it. last > 0 keeps
+// only the last lines before the statistics.
+func printLog(w io.Writer, log string, level, last int) {
+	body, stats := splitStats(log)
+	if last > 0 && len(body) > last {
+		body = body[len(body)-last:]
 	}
-	defer f.Close()
-	var magic [4]byte
-	_, err = io.ReadFull(f, magic[:])
-	return err == nil && string(magic[:]) == "\x7fELF"
+	for _, l := range body {
+		fmt.Fprintln(w, l)
+	}
+	for _, l := range stats {
+		if level&4 != 0 || strings.HasPrefix(l, "processed ") {
+			fmt.Fprintln(w, l)
+		}
+	}
+}
+
+// statsPrefixes start the lines of the statistics block that ends a log at
+// level 4.
+var statsPrefixes = []string{"verification time ", "stack depth ", "processed ", "pending_branches_peak ", "insn_hist "}
+
+// splitStats splits a log into its lines and its trailing statistics.
+func splitStats(log string) (body, stats []string) {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return nil, nil
+	}
+	n := len(lines)
+	for n > 0 && hasAnyPrefix(lines[n-1], statsPrefixes) {
+		n--
+	}
+	return lines[:n], lines[n:]
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }

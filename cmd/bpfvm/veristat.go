@@ -8,15 +8,20 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"text/tabwriter"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
 
 	"bpfvm"
+	"bpfvm/verifier"
 )
 
 // veristat fields, with the kernel tool's names and aliases, and ours.
@@ -79,12 +84,17 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	output := fs.String("o", "table", "output format: table or csv")
 	compare := fs.Bool("C", false, "compare two CSV files: veristat -C base.csv new.csv")
 	withKernel := fs.Bool("kernel", false, "also load each program into the running kernel and report its verdict, instructions and time")
+	quiet := fs.Bool("q", false, "quiet: no load errors or progress on stderr")
+	jobs := fs.Int("j", runtime.GOMAXPROCS(0), "files verified at once (default: every core)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if *output != "table" && *output != "csv" {
 		return usageErr("-o must be table or csv")
+	}
+	if *jobs < 1 {
+		return usageErr("-j %d: want at least 1", *jobs)
 	}
 	if *compare {
 		if len(pos) != 2 {
@@ -106,31 +116,109 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := sortRows(nil, *sortFlag); err != nil {
+		return err // a bad sort field, before the work
+	}
+	var progress io.Writer
+	if !*quiet {
+		progress = stderr
+	}
+	results := veristatFiles(pos, *withKernel, *jobs, progress, progressAfter, time.Second)
 	var rows []statRow
-	failed := false
-	for _, file := range pos {
-		r, err := veristatFile(file, *withKernel)
-		if err != nil {
+	failed, skipped := false, 0
+	for _, r := range results {
+		if r.err != nil {
 			// Like the kernel's veristat: report the file and go on.
-			fmt.Fprintf(stderr, "bpfvm veristat: %v\n", err)
+			if !*quiet {
+				fmt.Fprintf(stderr, "bpfvm veristat: %v\n", r.err)
+			}
 			failed = true
+			skipped++
 			continue
 		}
-		rows = append(rows, r...)
+		for _, err := range r.progErrs {
+			if !*quiet {
+				fmt.Fprintf(stderr, "bpfvm veristat: %v\n", err)
+			}
+			failed = true
+		}
+		rows = append(rows, r.rows...)
 	}
+	nrows := len(rows)
 	if err := sortRows(rows, *sortFlag); err != nil {
 		return err
 	}
 	if *topN > 0 && len(rows) > *topN {
 		rows = rows[:*topN]
 	}
-	if err := printRows(stdout, *output, cols, rows); err != nil {
+	// The kernel's summary, after the table's closing rule.
+	summary := fmt.Sprintf("Done. Processed %d files, %d programs. Skipped %d files, %d programs.",
+		len(pos)-skipped, nrows, skipped, 0)
+	if err := printRows(stdout, *output, cols, rows, summary); err != nil {
 		return err
 	}
 	if failed {
 		return exitError(1)
 	}
 	return nil
+}
+
+// fileStats is the outcome of one object file: its rows, or why it could
+// not be read.
+type fileStats struct {
+	rows     []statRow
+	progErrs []error // programs that failed to load (not verdicts)
+	err      error
+}
+
+// progressAfter is how long a run goes before it shows progress.
+const progressAfter = 3 * time.Second
+
+// veristatFiles verifies the files on jobs goroutines and returns their
+// results in the files' order. A run longer than after shows how far it
+// is on progress, when not nil, every interval.
+func veristatFiles(files []string, withKernel bool, jobs int, progress io.Writer, after, every time.Duration) []fileStats {
+	results := make([]fileStats, len(files))
+	next := make(chan int)
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	for range min(jobs, len(files)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				results[i] = veristatFile(files[i], withKernel)
+				done.Add(1)
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	shown := make(chan bool)
+	go func() {
+		start, ticker, showed := time.Now(), time.NewTicker(every), false
+		defer func() { ticker.Stop(); shown <- showed }()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-ticker.C:
+				if progress != nil && now.Sub(start) >= after {
+					fmt.Fprintf(progress, "\rveristat: %d/%d files, %s", done.Load(), len(files), now.Sub(start).Round(time.Second))
+					showed = true
+				}
+			}
+		}
+	}()
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(stop)
+	if <-shown {
+		fmt.Fprintf(progress, "\rveristat: %d/%d files, done\n", len(files), len(files))
+	}
+	return results
 }
 
 func parseFields(s string) ([]statField, error) {
@@ -145,66 +233,60 @@ func parseFields(s string) ([]statField, error) {
 	return cols, nil
 }
 
-// veristatFile verifies every program of an object on its own.
-func veristatFile(file string, withKernel bool) ([]statRow, error) {
-	spec, err := loadSpec(file)
+// veristatFile verifies every program of an object on its own, as the
+// kernel's veristat does: each is a row, whatever the others do.
+func veristatFile(file string, withKernel bool) fileStats {
+	spec, err := openObject(file)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return fileStats{err: err}
 	}
-	var names []string
-	for name := range spec.Programs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var rows []statRow
-	for _, name := range names {
-		one := spec.Copy()
-		for other := range one.Programs {
-			if other != name {
-				delete(one.Programs, other)
-			}
-		}
+	var out fileStats
+	for _, name := range specNames(spec) {
 		row := statRow{"file_name": filepath.Base(file), "prog_name": name}
-		coll, err := bpfvm.NewCollectionWithOptions(one, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{LogLevel: 4}})
-		var st *bpfvm.Program
+		l := loadOne(file, spec, name, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{LogLevel: 4}})
 		var ve *bpfvm.VerifierError
 		switch {
-		case err == nil:
-			st = coll.Programs[name]
+		case l.err == nil && unverified(l.prog):
+			row["verdict"] = "not verified"
+		case l.err == nil:
 			row["verdict"] = "success"
-		case errors.As(err, &ve):
+			fillFromStats(row, l.prog.Stats())
+		case errors.As(l.err, &ve):
 			row["verdict"] = "failure"
-		default:
-			return nil, err
-		}
-		if st != nil {
-			s := st.Stats()
-			row["duration"] = fmt.Sprint(s.Duration.Microseconds())
-			row["total_insns"] = fmt.Sprint(s.Processed)
-			row["total_states"] = fmt.Sprint(s.TotalStates)
-			row["peak_states"] = fmt.Sprint(s.PeakStates)
-			row["max_states_per_insn"] = fmt.Sprint(s.MaxStatesPerInsn)
-			row["mark_read"] = fmt.Sprint(s.MarkRead)
-			var depths []string
-			for _, d := range s.StackDepth {
-				depths = append(depths, fmt.Sprint(d))
-			}
-			row["stack_depth"] = strings.Join(depths, "+")
-			row["pending_peak"] = fmt.Sprint(s.PendingBranchPeak)
-			row["hist_allocs"] = fmt.Sprint(s.HistoryAllocs)
-			row["hist_entries"] = fmt.Sprint(s.HistoryEntries)
-			row["hist_peak"] = fmt.Sprint(s.HistoryPeak)
-			row["peak_mem"] = fmt.Sprint(s.PeakMemory)
-			coll.Close()
-		} else {
 			fillFromLog(row, ve.Log)
+		default:
+			// Not a verdict: the program could not be loaded here.
+			row["verdict"] = "error"
+			out.progErrs = append(out.progErrs, l.err)
 		}
+		l.close()
 		if withKernel {
-			kernelStats(row, one, name)
+			if err := kernelStats(row, spec, name); err != nil {
+				out.progErrs = append(out.progErrs, fmt.Errorf("%s: program %s: kernel: %w", file, name, err))
+			}
 		}
-		rows = append(rows, row)
+		out.rows = append(out.rows, row)
 	}
-	return rows, nil
+	return out
+}
+
+func fillFromStats(row statRow, s verifier.Stats) {
+	row["duration"] = fmt.Sprint(s.Duration.Microseconds())
+	row["total_insns"] = fmt.Sprint(s.Processed)
+	row["total_states"] = fmt.Sprint(s.TotalStates)
+	row["peak_states"] = fmt.Sprint(s.PeakStates)
+	row["max_states_per_insn"] = fmt.Sprint(s.MaxStatesPerInsn)
+	row["mark_read"] = fmt.Sprint(s.MarkRead)
+	var depths []string
+	for _, d := range s.StackDepth {
+		depths = append(depths, fmt.Sprint(d))
+	}
+	row["stack_depth"] = strings.Join(depths, "+")
+	row["pending_peak"] = fmt.Sprint(s.PendingBranchPeak)
+	row["hist_allocs"] = fmt.Sprint(s.HistoryAllocs)
+	row["hist_entries"] = fmt.Sprint(s.HistoryEntries)
+	row["hist_peak"] = fmt.Sprint(s.HistoryPeak)
+	row["peak_mem"] = fmt.Sprint(s.PeakMemory)
 }
 
 var (
@@ -224,28 +306,43 @@ func fillFromLog(row statRow, log string) {
 }
 
 // kernelStats loads the program into the running kernel, where bpf() is
-// permitted, and records its verdict and statistics.
-func kernelStats(row statRow, spec *ebpf.CollectionSpec, name string) {
+// permitted, and records its verdict and statistics. A load error that is
+// not the verifier's verdict is a row with verdict "error", and returned.
+func kernelStats(row statRow, spec *ebpf.CollectionSpec, name string) error {
 	row["kernel_verdict"] = "n/a"
 	if os.Getuid() != 0 || rlimit.RemoveMemlock() != nil {
-		return
+		return nil
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
+	one := spec.Copy()
+	for other := range one.Programs {
+		if other != name {
+			delete(one.Programs, other)
+		}
+	}
+	row["kernel_verdict"] = "error"
+	if pt := one.Programs[name].Type; pt == ebpf.UnspecifiedProgram {
+		// cilium/ebpf does not load these at all; the kernel refuses them.
+		return fmt.Errorf("program type %s: not loadable", progTypeName(pt))
+	}
+	coll, err := ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{
 		Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats, LogSizeStart: 1 << 16},
 	})
 	var log string
 	var ve *ebpf.VerifierError
 	switch {
 	case err == nil:
+		defer coll.Close()
+		p := coll.Programs[name]
+		if p == nil {
+			return fmt.Errorf("cilium/ebpf loaded no program")
+		}
 		row["kernel_verdict"] = "success"
-		log = coll.Programs[name].VerifierLog
-		coll.Close()
+		log = p.VerifierLog
 	case errors.As(err, &ve):
 		row["kernel_verdict"] = "failure"
 		log = strings.Join(ve.Log, "\n")
 	default:
-		row["kernel_verdict"] = "error"
-		return
+		return err
 	}
 	if m := processedRe.FindStringSubmatch(log); m != nil {
 		row["kernel_insns"] = m[1]
@@ -253,6 +350,7 @@ func kernelStats(row statRow, spec *ebpf.CollectionSpec, name string) {
 	if m := durationRe.FindStringSubmatch(log); m != nil {
 		row["kernel_duration"] = m[1]
 	}
+	return nil
 }
 
 func sortRows(rows []statRow, spec string) error {
@@ -291,7 +389,9 @@ func sortRows(rows []statRow, spec string) error {
 	return nil
 }
 
-func printRows(w io.Writer, format string, cols []statField, rows []statRow) error {
+// printRows prints a table or CSV; a table ends with a rule and the
+// summary, when there is one.
+func printRows(w io.Writer, format string, cols []statField, rows []statRow, summary string) error {
 	if format == "csv" {
 		cw := csv.NewWriter(w)
 		var header []string
@@ -328,7 +428,17 @@ func printRows(w io.Writer, format string, cols []statField, rows []statRow) err
 		}
 		fmt.Fprintln(tw, strings.Join(vals, "\t"))
 	}
-	return tw.Flush()
+	if summary != "" {
+		fmt.Fprintln(tw, strings.Join(rule, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if summary != "" {
+		_, err := fmt.Fprintln(w, summary)
+		return err
+	}
+	return nil
 }
 
 // veristatCompare joins two CSV outputs on file and program name and prints
@@ -390,7 +500,7 @@ func veristatCompare(basePath, newPath, fields, format string, w io.Writer) erro
 			add(statRow{}, b)
 		}
 	}
-	return printRows(w, format, cols, rows)
+	return printRows(w, format, cols, rows, "")
 }
 
 func diff(a, b string, numeric bool) string {
@@ -408,31 +518,38 @@ func diff(a, b string, numeric bool) string {
 	if err1 != nil || err2 != nil {
 		return "N/A"
 	}
-	d := y - x
-	if x == 0 {
-		return fmt.Sprintf("%+.0f", d)
+	// As the kernel's veristat: a percentage always, +-100% from 0.
+	d, p := y-x, 0.0
+	switch {
+	case d == 0:
+	case x == 0 && d < 0:
+		p = -100
+	case x == 0:
+		p = 100
+	default:
+		p = 100 * d / x
 	}
-	return fmt.Sprintf("%+.0f (%+.2f%%)", d, 100*d/x)
+	return fmt.Sprintf("%+.0f (%+.2f%%)", d, p)
 }
 
 func readStatsCSV(path string) ([]statRow, []statField, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, usageErr("%v", err)
+		return nil, nil, err
 	}
 	defer f.Close()
 	recs, err := csv.NewReader(f).ReadAll()
 	if err != nil {
-		return nil, nil, usageErr("%s: %v", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(recs) == 0 {
-		return nil, nil, usageErr("%s: empty", path)
+		return nil, nil, fmt.Errorf("%s: empty", path)
 	}
 	var cols []statField
 	for _, name := range recs[0] {
 		c, ok := lookupField(name)
 		if !ok {
-			return nil, nil, usageErr("%s: unknown field %q", path, name)
+			return nil, nil, fmt.Errorf("%s: unknown field %q", path, name)
 		}
 		cols = append(cols, c)
 	}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/cilium/ebpf"
+
+	"bpfvm"
+)
+
+// errNotELF is input that is not an ELF object at all.
+var errNotELF = errors.New("not an ELF object")
+
+// openObject reads the spec of an ELF object. A file that cannot be
+// opened, is not an object, or that the loader refuses is refused input
+// (exit status 1, as every refusal). Errors name the file.
+func openObject(path string) (*ebpf.CollectionSpec, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	} else if fi.IsDir() {
+		return nil, fmt.Errorf("%s: is a directory, %w", path, errNotELF)
+	}
+	var magic [4]byte
+	if _, err := io.ReadFull(f, magic[:]); err != nil || string(magic[:]) != "\x7fELF" {
+		return nil, fmt.Errorf("%s: %w", path, errNotELF)
+	}
+	spec, err := loadSpec(path)
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, fmt.Errorf("%s: %w: truncated", path, errNotELF)
+	case err != nil && strings.Contains(err.Error(), path):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return spec, nil
+}
+
+// loaded is one program of an object, loaded on its own.
+type loaded struct {
+	name string
+	coll *bpfvm.Collection // nil when err is set
+	prog *bpfvm.Program
+	err  error // names the file and the program
+}
+
+func (l *loaded) close() {
+	if l.coll != nil {
+		l.coll.Close()
+	}
+}
+
+// loadOne loads one program of an object with all its maps, so that other
+// programs of the file that fail do not take it down (as the kernel's
+// veristat loads each program with libbpf's autoload).
+func loadOne(path string, spec *ebpf.CollectionSpec, name string, opts bpfvm.CollectionOptions) loaded {
+	opts.ProgramNames = []string{name}
+	coll, err := bpfvm.NewCollectionWithOptions(spec, opts)
+	if err != nil {
+		return loaded{name: name, err: loadErr(path, spec, name, err)}
+	}
+	return loaded{name: name, coll: coll, prog: coll.Programs[name]}
+}
+
+// loadErr names the file and the program in a load error, and the kernel's
+// names of map and program types instead of numbers.
+func loadErr(path string, spec *ebpf.CollectionSpec, name string, err error) error {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "program "+name+":") {
+		msg = "program " + name + ": " + msg
+	}
+	for mname, m := range spec.Maps {
+		msg = strings.ReplaceAll(msg, fmt.Sprintf("map %s: type %d:", mname, uint32(m.Type)),
+			fmt.Sprintf("map %s: type %s:", mname, mapTypeName(m.Type)))
+	}
+	if ps := spec.Programs[name]; ps != nil {
+		msg = strings.ReplaceAll(msg, "program type "+ps.Type.String()+":", "program type "+progTypeName(ps.Type)+":")
+	}
+	return &namedError{msg: path + ": " + msg, err: err}
+}
+
+// namedError rewords an error for the command line and keeps its chain for
+// errors.Is and errors.As.
+type namedError struct {
+	msg string
+	err error
+}
+
+func (e *namedError) Error() string { return e.msg }
+func (e *namedError) Unwrap() error { return e.err }
+
+// specNames returns the names of an object's programs, sorted.
+func specNames(spec *ebpf.CollectionSpec) []string {
+	var names []string
+	for name := range spec.Programs {
+		names = append(names, name)
+	}
+	return sorted(names)
+}
+
+// The kernel's names of map and program types (enum bpf_map_type and enum
+// bpf_prog_type without their prefixes), as bpftool prints them.
+var (
+	mapTypeNames = []string{
+		"unspec", "hash", "array", "prog_array", "perf_event_array", "percpu_hash",
+		"percpu_array", "stack_trace", "cgroup_array", "lru_hash", "lru_percpu_hash",
+		"lpm_trie", "array_of_maps", "hash_of_maps", "devmap", "sockmap", "cpumap",
+		"xskmap", "sockhash", "cgroup_storage", "reuseport_sockarray",
+		"percpu_cgroup_storage", "queue", "stack", "sk_storage", "devmap_hash",
+		"struct_ops", "ringbuf", "inode_storage", "task_storage", "bloom_filter",
+		"user_ringbuf", "cgrp_storage", "arena",
+	}
+	progTypeNames = []string{
+		"unspec", "socket_filter", "kprobe", "sched_cls", "sched_act", "tracepoint",
+		"xdp", "perf_event", "cgroup_skb", "cgroup_sock", "lwt_in", "lwt_out",
+		"lwt_xmit", "sock_ops", "sk_skb", "cgroup_device", "sk_msg",
+		"raw_tracepoint", "cgroup_sock_addr", "lwt_seg6local", "lirc_mode2",
+		"sk_reuseport", "flow_dissector", "cgroup_sysctl",
+		"raw_tracepoint_writable", "cgroup_sockopt", "tracing", "struct_ops", "ext",
+		"lsm", "sk_lookup", "syscall", "netfilter",
+	}
+)
+
+// mapTypeName names a map type as the kernel does, falling back on
+// cilium/ebpf's name for types newer than the table.
+func mapTypeName(t ebpf.MapType) string {
+	if int(t) < len(mapTypeNames) {
+		return mapTypeNames[t]
+	}
+	return t.String()
+}
+
+// progTypeName names a program type as the kernel does.
+func progTypeName(t ebpf.ProgramType) string {
+	if int(t) < len(progTypeNames) {
+		return progTypeNames[t]
+	}
+	return t.String()
+}
+
+// notVerified is the verdict of a program whose type has no verifier rules
+// (unspecified): it loads and runs in checked mode, but nothing was proven.
+const notVerified = "not verified: program type has no verifier rules"
+
+// unverified reports whether a loaded program skipped the verifier because
+// its type has no rules for it.
+func unverified(p *bpfvm.Program) bool {
+	return !p.Verified()
+}
