@@ -21,8 +21,9 @@ func ptr(name string, off uint32, kind Kind) Field {
 
 // XDP is BPF_PROG_TYPE_XDP with struct xdp_md.
 var XDP = &Type{
-	Name:        "xdp",
-	ContextSize: 24,
+	Name:         "xdp",
+	ContextSize:  24,
+	ContextNames: []string{"xdp_md", "xdp_buff"},
 	Fields: []Field{
 		ptr("data", 0, PacketData),
 		ptr("data_end", 4, PacketEnd),
@@ -90,25 +91,31 @@ var SocketFilter = &Type{
 	Name:          "socket_filter",
 	ContextSize:   192,
 	Fields:        skbFields(false),
+	ContextNames:  skbNames,
 	MinData:       14,
 	NetworkHeader: true,
 	Setup:         skbSetup,
 }
 
+// skbNames are the context's BTF names for programs on a struct __sk_buff.
+var skbNames = []string{"__sk_buff", "sk_buff"}
+
 // SchedCLS is BPF_PROG_TYPE_SCHED_CLS (tc classifiers) with struct __sk_buff.
 var SchedCLS = &Type{
-	Name:        "sched_cls",
-	ContextSize: 192,
-	Fields:      skbFields(true),
-	MinData:     14,
-	Setup:       skbSetup,
+	Name:         "sched_cls",
+	ContextSize:  192,
+	Fields:       skbFields(true),
+	ContextNames: skbNames,
+	MinData:      14,
+	Setup:        skbSetup,
 }
 
 // SchedACT is BPF_PROG_TYPE_SCHED_ACT (tc actions) with struct __sk_buff.
 var SchedACT = &Type{
-	Name:        "sched_act",
-	ContextSize: 192,
-	Fields:      skbFields(true),
-	MinData:     14,
-	Setup:       skbSetup,
+	Name:         "sched_act",
+	ContextSize:  192,
+	Fields:       skbFields(true),
+	ContextNames: skbNames,
+	MinData:      14,
+	Setup:        skbSetup,
 }
