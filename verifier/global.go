@@ -122,7 +122,11 @@ func (v *verifier) checkFuncInfo() error {
 func (v *verifier) abnormalReturns(s subprog) (ldAbs, tail bool) {
 	for pc := s.Start; pc < s.End; pc++ {
 		ins := v.insns[pc]
-		if ins.Class() == isa.ClassLD && !ins.IsLdImm64() {
+		if ins.IsLdImm64() {
+			pc++
+			continue
+		}
+		if ins.Class() == isa.ClassLD {
 			ldAbs = true
 		}
 		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && ins.Imm == tailCallID {
@@ -261,7 +265,7 @@ func (v *verifier) globalArgs(sub int) ([]globalArg, string) {
 			return nil, fmt.Sprintf("arg#%d dynptr arguments are not supported by bpfvm yet", i)
 		}
 		size, err := btf.Sizeof(target)
-		if err != nil || size < 0 {
+		if _, void := target.(*btf.Void); void || err != nil || size < 0 {
 			return nil, fmt.Sprintf("arg#%d reference type('%s %s') size cannot be determined: -22", i, btfKind(target), target.TypeName())
 		}
 		args[i] = globalArg{kind: globalMem, size: uint32(size), nullable: !nonnull}
@@ -297,7 +301,7 @@ func (v *verifier) ctxTagTarget(t btf.Type) bool {
 func btfKind(t btf.Type) string {
 	switch t.(type) {
 	case *btf.Void:
-		return "UNKN"
+		return "UNKNOWN"
 	case *btf.Int:
 		return "INT"
 	case *btf.Pointer:
@@ -321,7 +325,7 @@ func btfKind(t btf.Type) string {
 	case *btf.Float:
 		return "FLOAT"
 	}
-	return "UNKN"
+	return "UNKNOWN"
 }
 
 // typeString names a type as C does ("struct foo", "int").

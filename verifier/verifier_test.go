@@ -57,6 +57,8 @@ type vcase struct {
 	// get static ones taking five scalars. Both verifiers get the same
 	// func_info.
 	funcs map[int]*btf.Func
+	// noBTF loads a program of several functions without func_info.
+	noBTF bool
 }
 
 // Kernel comparison counts, reported by TestMain.
@@ -102,7 +104,10 @@ func runCases(t *testing.T, cases []vcase) {
 			if typ == ebpf.UnspecifiedProgram {
 				typ = ebpf.XDP
 			}
-			funcs := funcInfos(insns, c.funcs)
+			var funcs []verifier.FuncInfo
+			if !c.noBTF {
+				funcs = funcInfos(insns, c.funcs)
+			}
 			res, err := verifier.Verify(insns, verifier.Options{Type: progType(typ), Maps: infos, Unprivileged: c.unpriv, Flags: c.flags, LogLevel: 2, Funcs: funcs})
 			switch {
 			case c.err == "" && err != nil:
