@@ -557,6 +557,12 @@ func (v *verifier) checkStackDepth() error {
 	var walk func(sub, total, frames int) error
 	walk = func(sub, total, frames int) error {
 		s := v.subs[sub]
+		if frames > MaxCallFrames {
+			// Global functions are not followed while exploring, so
+			// only this walk sees how deep (or recursive) their calls
+			// go. The kernel counts the frames above the entry's here.
+			return v.errorf(s.Start, "the call stack of %d frames is too deep !", frames-1)
+		}
 		if sub != 0 && total >= maxTailCallStack && v.hasTailCall(s) {
 			return v.errorf(s.Start, "tail_calls are not allowed when call stack of previous frames is %d bytes. Too large", total)
 		}

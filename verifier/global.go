@@ -215,7 +215,7 @@ func (v *verifier) globalArgs(sub int) ([]globalArg, string) {
 	}
 	args := make([]globalArg, len(params))
 	for i, p := range params {
-		var ctxTag, nonnull bool
+		var ctxTag, nonnull, nullable bool
 		tags := 0
 		if i < len(fi.ParamTags) {
 			for _, tag := range fi.ParamTags[i] {
@@ -229,7 +229,10 @@ func (v *verifier) globalArgs(sub int) ([]globalArg, string) {
 					ctxTag = true
 				case "nonnull":
 					nonnull = true
-				case "nullable", "trusted", "untrusted", "arena":
+				case "nullable":
+					// Only for BTF-typed (trusted) pointers.
+					nullable = true
+				case "trusted", "untrusted", "arena":
 					// Arguments typed as kernel objects: what BTF-typed
 					// pointers bring (not modelled yet).
 					return nil, fmt.Sprintf("arg#%d tag arg:%s is not supported by bpfvm yet", i, t)
@@ -251,14 +254,20 @@ func (v *verifier) globalArgs(sub int) ([]globalArg, string) {
 			return nil, fmt.Sprintf("Arg#%d type %s in %s() is not supported yet.", i, btfKind(t), name)
 		}
 		if ctxTag || v.isContextType(ptr.Target) {
-			if nonnull {
+			if nonnull || nullable {
 				return nil, fmt.Sprintf("arg#%d has invalid combination of tags", i)
 			}
 			if ctxTag && !v.ctxTagTarget(ptr.Target) {
+				if len(v.pt.ContextNames) > 0 {
+					return nil, fmt.Sprintf("arg#%d should be `struct %s *`", i, v.pt.ContextNames[0])
+				}
 				return nil, fmt.Sprintf("arg#%d expected pointer to ctx, but got %s", i, typeString(ptr.Target))
 			}
 			args[i] = globalArg{kind: globalCtx}
 			continue
+		}
+		if nullable {
+			return nil, fmt.Sprintf("arg#%d has invalid combination of tags", i)
 		}
 		target := btf.UnderlyingType(ptr.Target)
 		if s, ok := target.(*btf.Struct); ok && s.Name == "bpf_dynptr" {

@@ -150,6 +150,27 @@ func TestGlobalFunctions(t *testing.T) {
 			asm: "call f\nr0 = 0\nexit\nf: r2 = map[fd:1] ll\nr3 = 0\ncall bpf_tail_call#12\nexit", err: "tail_call is not allowed in subprogs without BTF", kmsg: true},
 		{name: "LD_ABS in a global function", typ: tc, funcs: map[int]*btf.Func{1: global("g", btfInt, ptrSkb)},
 			asm: "call g\nr0 = 0\nexit\ng: r6 = r1\nr0 = *(u8 *)skb[0]\nexit"},
+		{name: "arg:nullable on memory", funcs: map[int]*btf.Func{1: tagged(global("g", btfInt, ptrInt), []string{"arg:nullable"})}, asm: "r1 = 0\ncall g\nr0 = 0\nexit\ng: r0 = 0\nexit",
+			err: "arg#0 has invalid combination of tags", kmsg: true},
+		{name: "arg:trusted, BTF-typed pointers not modelled", funcs: map[int]*btf.Func{1: tagged(global("g", btfInt, ptrInt), []string{"arg:trusted"})}, asm: "r1 = 0\ncall g\nr0 = 0\nexit\ng: r0 = 0\nexit",
+			err: "arg#0 tag arg:trusted is not supported by bpfvm yet", klog: "Caller passes invalid args into func#1 ('g')"},
+		{name: "arg:ctx on another type", funcs: map[int]*btf.Func{1: tagged(global("g", btfInt, ptrInt), []string{"arg:ctx"})}, asm: "call g\nr0 = 0\nexit\ng: r0 = 0\nexit",
+			err: "arg#0 should be `struct xdp_md *`", kmsg: true},
+		{name: "ctx argument given a packet pointer", funcs: ctxG, asm: "r1 = *(u32 *)(r1 +0)\ncall g\nr0 = 0\nexit\ng: r0 = 0\nexit",
+			err: "arg#0 expects pointer to ctx", kmsg: true},
+		{name: "int pointer given a non-zero scalar", funcs: intG, asm: "r1 = 8\ncall g\nr0 = 0\nexit\ng: r0 = 0\nexit",
+			err: "R1 type=scalar expected=fp", kmsg: true},
+		// The kernel (6.18) lets a NULL constant through to an
+		// arg:nonnull argument, whose callee then dereferences it
+		// unchecked: bpfvm refuses it.
+		{name: "arg:nonnull given NULL", funcs: map[int]*btf.Func{1: tagged(global("g", btfInt, ptrInt), []string{"arg:nonnull"})}, noKernel: true,
+			asm: "r1 = 0\ncall g\nr0 = 0\nexit\ng: r0 = *(u32 *)(r1 +0)\nexit", err: "arg#0 is expected to be non-NULL"},
+		{name: "recursive global function", funcs: map[int]*btf.Func{1: global("g", btfInt)}, asm: "call g\nexit\ng: call g\nexit",
+			err: "the call stack of 8 frames is too deep !", kmsg: true},
+		{name: "mutually recursive global functions", funcs: map[int]*btf.Func{1: global("g", btfInt), 2: global("h", btfInt)}, asm: "call g\nexit\ng: call h\nexit\nh: call g\nexit",
+			err: "the call stack of 8 frames is too deep !", kmsg: true},
+		{name: "global functions nine frames deep", funcs: deep(8), asm: globalChain(8), err: "the call stack of 8 frames is too deep !", kmsg: true},
+		{name: "global functions eight frames deep", funcs: deep(7), asm: globalChain(7)},
 		{name: "subprograms without BTF", noBTF: true, asm: "r1 = 1\ncall f\nexit\nf: r0 = r1\nexit"},
 	})
 }
@@ -230,4 +251,24 @@ func kernelProcessed(t *testing.T, typ ebpf.ProgramType, insns []isa.Instruction
 		}
 	}
 	return 0, false
+}
+
+// deep declares functions 1..n global, each taking nothing.
+func deep(n int) map[int]*btf.Func {
+	m := map[int]*btf.Func{}
+	for i := 1; i <= n; i++ {
+		m[i] = global(fmt.Sprintf("g%d", i), btfInt)
+	}
+	return m
+}
+
+// globalChain is a program whose entry calls g1, which calls g2, ..., gn.
+func globalChain(n int) string {
+	var b strings.Builder
+	b.WriteString("call g1\nexit\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "g%d: call g%d\nexit\n", i, i+1)
+	}
+	fmt.Fprintf(&b, "g%d: r0 = 0\nexit\n", n)
+	return b.String()
 }
