@@ -2,14 +2,19 @@ package bpfvm_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 
 	"bpfvm"
+	"bpfvm/isa"
 	"bpfvm/loader"
+	"bpfvm/verifier"
 )
 
 // TestGlobalFunctionsObject loads testdata/global_funcs.o, whose global
@@ -98,4 +103,59 @@ func kernelProcessedObject(t *testing.T, file, name string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// TestGlobalFunctionsAPI checks that func_info reaches the verifier from a
+// ProgramSpec's instructions (btf.FuncMetadata, as cilium/ebpf users write
+// it) and from ProgramOptions.Funcs for raw programs: the global function
+// is verified on its own, where its int * argument may be NULL.
+func TestGlobalFunctionsAPI(t *testing.T) {
+	intT := &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
+	g := &btf.Func{Name: "g", Linkage: btf.GlobalFunc, Type: &btf.FuncProto{Return: intT, Params: []btf.FuncParam{{Name: "p", Type: &btf.Pointer{Target: intT}}}}}
+	main := &btf.Func{Name: "main", Linkage: btf.GlobalFunc, Type: &btf.FuncProto{Return: intT}}
+	for _, c := range []struct {
+		name, body string
+		err        string
+	}{
+		{"checked", "r0 = 0\nif r1 == 0 goto o\nr0 = *(u32 *)(r1 +0)\no: exit", ""},
+		{"unchecked", "r0 = *(u32 *)(r1 +0)\nexit", "R1 invalid mem access 'mem_or_null'"},
+	} {
+		src := "*(u64 *)(r10 -8) = 7\nr1 = r10\nr1 += -8\ncall g\nexit\ng: " + c.body
+		insns, err := isa.Assemble(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinsns, err := asm.AppendInstructions(nil, bytes.NewReader(isa.EncodeProgram(insns)), binary.LittleEndian, "linux")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinsns[0] = btf.WithFuncMetadata(kinsns[0], main)
+		kinsns[5] = btf.WithFuncMetadata(kinsns[5], g)
+		kinsns[5] = kinsns[5].WithSymbol("g")
+		kinsns[3] = kinsns[3].WithReference("g")
+		check := func(how string, p *bpfvm.Program, err error) {
+			t.Helper()
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Errorf("%s %s: %v, want %q", c.name, how, err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s %s: %v", c.name, how, err)
+			}
+			defer p.Close()
+			if !strings.Contains(p.VerifierLog, "Func#1 ('g') is global and assumed valid.") {
+				t.Errorf("%s %s: g not verified as global:\n%s", c.name, how, p.VerifierLog)
+			}
+			if got := run(t, p, make([]byte, 14), nil); got.ret != 7 {
+				t.Errorf("%s %s: returned %d, want 7", c.name, how, got.ret)
+			}
+		}
+		p, err := bpfvm.NewProgramWithOptions(&ebpf.ProgramSpec{Name: "spec", Type: ebpf.XDP, Instructions: kinsns, License: "GPL"}, bpfvm.ProgramOptions{LogLevel: 1})
+		check("spec", p, err)
+		funcs := []verifier.FuncInfo{verifier.NewFuncInfo(0, main), verifier.NewFuncInfo(5, g)}
+		p, err = bpfvm.NewRawProgram("raw", ebpf.XDP, insns, bpfvm.ProgramOptions{LogLevel: 1, Funcs: funcs})
+		check("raw", p, err)
+	}
 }
