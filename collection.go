@@ -14,10 +14,12 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 
 	"bpfvm/isa"
 	"bpfvm/loader"
 	"bpfvm/progtype"
+	"bpfvm/verifier"
 )
 
 // CollectionOptions control loading a collection.
@@ -92,7 +94,7 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 			continue // named twice
 		}
 		ps := spec.Programs[name]
-		insns, refs, err := convert(ps)
+		insns, refs, funcs, err := convertFuncs(ps)
 		if err != nil {
 			return nil, fmt.Errorf("program %s: %w", name, err)
 		}
@@ -106,6 +108,9 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 		}
 		popts := opts.Programs
 		popts.flags = ps.Flags
+		if funcs != nil {
+			popts.Funcs = funcs
+		}
 		if t := opts.Types[name]; t != nil {
 			popts.Type = t
 		} else if t := opts.Types[ps.SectionName]; t != nil {
@@ -183,6 +188,32 @@ func (i mapIndex) FD() int { return int(i) }
 // appended by cilium/ebpf) into wire instructions. Map references become
 // LD_IMM64 with the map's index in refs as immediate.
 func convert(spec *ebpf.ProgramSpec) ([]isa.Instruction, []string, error) {
+	insns, refs, _, err := convertFuncs(spec)
+	return insns, refs, err
+}
+
+// convertFuncs is convert, also returning the BTF func_info of the
+// program's functions (nil when the spec has none), which cilium/ebpf
+// keeps on each function's first instruction.
+func convertFuncs(spec *ebpf.ProgramSpec) ([]isa.Instruction, []string, []verifier.FuncInfo, error) {
+	insns, refs, err := encode(spec)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var funcs []verifier.FuncInfo
+	pc := 0
+	for i := range spec.Instructions {
+		ins := &spec.Instructions[i]
+		if fn := btf.FuncMetadata(ins); fn != nil {
+			funcs = append(funcs, verifier.NewFuncInfo(pc, fn))
+		}
+		pc += int(ins.Size() / asm.InstructionSize)
+	}
+	return insns, refs, funcs, nil
+}
+
+// encode is convert without func_info.
+func encode(spec *ebpf.ProgramSpec) ([]isa.Instruction, []string, error) {
 	insns := make(asm.Instructions, len(spec.Instructions))
 	copy(insns, spec.Instructions)
 	var refs []string

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"bpfvm"
 	"bpfvm/isa"
+	"bpfvm/verifier"
 )
 
 // ldAbsVariants are the ways a program can run: both engines, checked and
@@ -37,6 +39,29 @@ var ldAbsVariants = []struct {
 	{"jit/noinline", bpfvm.ProgramOptions{Engine: bpfvm.EngineJIT, NoInline: true}},
 }
 
+// rawFuncs is the BTF func_info the LD_ABS tests give both verifiers:
+// every function (the entry and every call or PseudoFunc target) returns
+// int and takes nothing; the entry is global, the others static.
+func rawFuncs(insns []isa.Instruction) []verifier.FuncInfo {
+	entries := map[int]bool{0: true}
+	for pc, ins := range insns {
+		if ins.IsLocalCall() || ins.IsPseudoFunc() {
+			entries[pc+1+int(ins.Imm)] = true
+		}
+	}
+	starts := make([]int, 0, len(entries))
+	for pc := range entries {
+		starts = append(starts, pc)
+	}
+	slices.Sort(starts)
+	ret := &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
+	funcs := make([]verifier.FuncInfo, len(starts))
+	for i, pc := range starts {
+		funcs[i] = verifier.FuncInfo{Start: pc, Name: fmt.Sprintf("f%d", pc), Global: pc == 0, Proto: &btf.FuncProto{Return: ret}}
+	}
+	return funcs
+}
+
 // kernelFuncProgram loads insns into the kernel with BTF func_info for
 // every function (the kernel wants it for LD_ABS in subprograms and for
 // callbacks). It returns nil, nil where bpf() is not permitted, and the
@@ -53,23 +78,18 @@ func kernelFuncProgram(t *testing.T, typ ebpf.ProgramType, insns []isa.Instructi
 	if err != nil {
 		t.Fatalf("unmarshal for the kernel: %v", err)
 	}
-	// Function entries: the entry and every call or PseudoFunc target.
-	entries := map[int]bool{0: true}
-	for pc, ins := range insns {
-		if ins.IsLocalCall() || ins.IsPseudoFunc() {
-			entries[pc+1+int(ins.Imm)] = true
-		}
+	at := map[int]verifier.FuncInfo{}
+	for _, f := range rawFuncs(insns) {
+		at[f.Start] = f
 	}
-	ret := &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
 	slot := 0
 	for i := range kinsns {
-		if entries[slot] {
+		if f, ok := at[slot]; ok {
 			linkage := btf.StaticFunc
-			if slot == 0 {
+			if f.Global {
 				linkage = btf.GlobalFunc
 			}
-			fn := &btf.Func{Name: fmt.Sprintf("f%d", slot), Type: &btf.FuncProto{Return: ret}, Linkage: linkage}
-			kinsns[i] = btf.WithFuncMetadata(kinsns[i], fn)
+			kinsns[i] = btf.WithFuncMetadata(kinsns[i], &btf.Func{Name: f.Name, Type: f.Proto, Linkage: linkage})
 		}
 		slot += int(kinsns[i].Size() / 8)
 	}
@@ -172,7 +192,9 @@ func TestLdAbsReturnsFromFunction(t *testing.T) {
 					t.Errorf("kernel verdict: %v", kerr)
 				}
 				for _, v := range ldAbsVariants {
-					p, err := bpfvm.NewRawProgram(c.name, typ, insns, v.opts)
+					opts := v.opts
+					opts.Funcs = rawFuncs(insns)
+					p, err := bpfvm.NewRawProgram(c.name, typ, insns, opts)
 					if c.reject != "" && !v.opts.NoVerify {
 						if err == nil || !strings.Contains(err.Error(), c.reject) {
 							t.Errorf("%s: verifier: %v, want %q", v.name, err, c.reject)
@@ -285,7 +307,9 @@ func TestLdAbsHeaderOffsets(t *testing.T) {
 					}
 				}
 				for _, v := range ldAbsVariants {
-					p, err := bpfvm.NewRawProgram(c.name, typ, insns, v.opts)
+					opts := v.opts
+					opts.Funcs = rawFuncs(insns)
+					p, err := bpfvm.NewRawProgram(c.name, typ, insns, opts)
 					if err != nil {
 						t.Fatalf("%s: %v", v.name, err)
 					}

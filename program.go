@@ -125,6 +125,12 @@ type ProgramOptions struct {
 	LogSize  int
 	// Unprivileged verifies with the rules for loads without CAP_BPF.
 	Unprivileged bool
+	// Funcs is the BTF func_info of a raw program's functions
+	// (NewRawProgram), one per function in order: global functions are
+	// then verified once against their prototypes, and subprograms may
+	// hold LD_ABS and tail calls, as in the kernel. Programs from a
+	// ProgramSpec take theirs from its instructions' btf.FuncMetadata.
+	Funcs []verifier.FuncInfo
 	// NoInline keeps helper calls that the rewrite would inline (map
 	// lookups, bpf_get_smp_processor_id, bpf_loop, bpf_iter_num_next),
 	// for measuring what inlining gains. Code the verifier never reached
@@ -300,9 +306,12 @@ func NewProgram(spec *ebpf.ProgramSpec) (*Program, error) {
 
 // NewProgramWithOptions loads a single program that references no maps.
 func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Program, error) {
-	insns, refs, err := convert(spec)
+	insns, refs, funcs, err := convertFuncs(spec)
 	if err != nil {
 		return nil, fmt.Errorf("program %s: %w", spec.Name, err)
+	}
+	if funcs != nil {
+		opts.Funcs = funcs
 	}
 	if len(refs) > 0 {
 		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, refs[0])

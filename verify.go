@@ -106,6 +106,7 @@ func (p *Program) verify() error {
 		Flags:        p.opts.flags,
 		LogLevel:     p.opts.LogLevel,
 		LogSize:      p.opts.LogSize,
+		Funcs:        p.opts.Funcs,
 	}
 	res, err := verifier.Verify(p.insns, vopts)
 	// A log that did not fit: double the buffer and verify again, as

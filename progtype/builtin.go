@@ -14,8 +14,9 @@ var Raw = &Type{Name: "raw"}
 // aligned u32 load (the kernel's xdp_is_valid_access); none is writable
 // outside device-bound programs.
 var XDP = &Type{
-	Name:        "xdp",
-	ContextSize: 24,
+	Name:         "xdp",
+	ContextSize:  24,
+	ContextNames: []string{"xdp_md", "xdp_buff"},
 	Fields: []Field{
 		{Name: "data", Offset: 0, Size: 4, Read: true, Kind: PacketData, Input: true, Output: true},
 		{Name: "data_end", Offset: 4, Size: 4, Read: true, Kind: PacketEnd, Input: true, Output: true},
@@ -266,10 +267,14 @@ var SocketFilter = &Type{
 	Name:          "socket_filter",
 	ContextSize:   192,
 	Fields:        skbFields("tc_classid data data_end data_meta ip tstamp wire_len hwtstamp", "cb"),
+	ContextNames:  skbNames,
 	MinData:       14,
 	NetworkHeader: true,
 	Setup:         skbSetup,
 }
+
+// skbNames are the context's BTF names for programs on a struct __sk_buff.
+var skbNames = []string{"__sk_buff", "sk_buff"}
 
 // tcFields is struct __sk_buff of tc programs (tc_cls_act_is_valid_access).
 var tcFields = func() []Field {
@@ -284,18 +289,20 @@ var tcFields = func() []Field {
 
 // SchedCLS is BPF_PROG_TYPE_SCHED_CLS (tc classifiers) with struct __sk_buff.
 var SchedCLS = &Type{
-	Name:        "sched_cls",
-	ContextSize: 192,
-	Fields:      tcFields,
-	MinData:     14,
-	Setup:       skbSetup,
+	Name:         "sched_cls",
+	ContextSize:  192,
+	Fields:       tcFields,
+	ContextNames: skbNames,
+	MinData:      14,
+	Setup:        skbSetup,
 }
 
 // SchedACT is BPF_PROG_TYPE_SCHED_ACT (tc actions) with struct __sk_buff.
 var SchedACT = &Type{
-	Name:        "sched_act",
-	ContextSize: 192,
-	Fields:      tcFields,
-	MinData:     14,
-	Setup:       skbSetup,
+	Name:         "sched_act",
+	ContextSize:  192,
+	Fields:       tcFields,
+	ContextNames: skbNames,
+	MinData:      14,
+	Setup:        skbSetup,
 }

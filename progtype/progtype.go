@@ -103,6 +103,11 @@ type Type struct {
 	ContextSize uint32
 	// Fields of the context; bytes outside every field are inaccessible.
 	Fields []Field
+	// ContextNames are the BTF struct names that stand for the context in
+	// a function's prototype (the kernel's ctx type and the kernel struct
+	// it projects, "xdp_md" and "xdp_buff"): a global function's argument
+	// pointing at one of them is the context.
+	ContextNames []string
 	// MinData is the smallest input a test run accepts.
 	MinData int
 	// NetworkHeader makes the packet start after the 14-byte Ethernet header

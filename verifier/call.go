@@ -527,6 +527,9 @@ func (v *verifier) checkLocalCall(pc, target int) error {
 		return v.errorf(pc, "the call stack of %d frames is too deep", len(st.Frames)+1)
 	}
 	sub := subprogAt(v.subs, target)
+	if v.isGlobal(sub) {
+		return v.callGlobal(pc, sub) // global.go
+	}
 	for _, f := range st.Frames {
 		if f.Subprog == sub {
 			return v.errorf(pc, "recursive call from insn %d to %d", pc, target)
@@ -561,6 +564,12 @@ func (v *verifier) checkStackDepth() error {
 	var walk func(sub, total, frames int) error
 	walk = func(sub, total, frames int) error {
 		s := v.subs[sub]
+		if frames > MaxCallFrames {
+			// Global functions are not followed while exploring, so
+			// only this walk sees how deep (or recursive) their calls
+			// go. The kernel counts the frames above the entry's here.
+			return v.errorf(s.Start, "the call stack of %d frames is too deep !", frames-1)
+		}
 		if sub != 0 && total >= maxTailCallStack && v.hasTailCall(s) {
 			return v.errorf(s.Start, "tail_calls are not allowed when call stack of previous frames is %d bytes. Too large", total)
 		}
@@ -647,6 +656,14 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 	if len(st.Refs) > 0 {
 		r := st.Refs[0]
 		return false, v.errorf(pc, "Unreleased reference id=%d alloc_insn=%d", r.ID, r.Insn)
+	}
+	if f.Subprog != 0 {
+		// A global function verified on its own: its callers take any
+		// scalar, whatever the program type allows at its exit.
+		if r0.Type != ScalarValue {
+			return false, v.errorf(pc, "At subprogram exit the register R0 is not a scalar value (%s)", regTypeString(r0))
+		}
+		return true, nil
 	}
 	if v.pt.ReturnMax > v.pt.ReturnMin {
 		if r0.Type != ScalarValue {

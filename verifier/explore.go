@@ -6,11 +6,12 @@ import (
 
 // explore walks every path of the program depth first, the kernel's
 // do_check: it follows the current state, pushes the other side of each
-// undecided branch, and pops a pending branch when a path exits.
+// undecided branch, and pops a pending branch when a path exits. It starts
+// from v.cur at v.pc: the entry, or a global function (verifyGlobals).
 func (v *verifier) explore() error {
-	v.pc, v.prevPC, v.segLast, v.nextPC = 0, -1, -1, 0
+	v.prevPC, v.segLast, v.nextPC = -1, -1, v.pc
 	if v.log.level > 0 {
-		v.log.printf("%d: %s\n", 0, v.stateString(v.cur, true))
+		v.log.printf("%d: %s\n", v.pc, v.stateString(v.cur, true))
 	}
 	for {
 		v.stats.Processed++

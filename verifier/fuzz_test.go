@@ -254,6 +254,7 @@ func FuzzVerifierGarbage(f *testing.F) {
 			Unprivileged:    flags&4 != 0,
 			StrictAlignment: flags&8 != 0,
 			LogLevel:        int(flags>>5) & 3,
+			Funcs:           fuzzFuncs(insns),
 		}
 		if flags&0x80 != 0 {
 			opts.LogSize = 256
@@ -287,9 +288,20 @@ func TestVerifierGarbageRandom(t *testing.T) {
 		}
 		data[0] |= 0x10
 		insns := structured(data[1:])
-		opts := verifier.Options{Type: progtype.XDP, Maps: garbageMaps, Unprivileged: data[0]&4 != 0, LogLevel: 2}
+		opts := verifier.Options{Type: progtype.XDP, Maps: garbageMaps, Unprivileged: data[0]&4 != 0, LogLevel: 2, Funcs: fuzzFuncs(insns)}
 		if _, err := verifier.Verify(insns, opts); err != nil && !errors.Is(err, verifier.ErrRejected) {
 			t.Fatalf("error %v is no rejection", err)
 		}
 	}
+}
+
+// fuzzFuncs gives a program's functions func_info: static ones for an even
+// number of instructions, global ones (five scalar arguments) for an odd
+// one, so that both ways of verifying calls are fuzzed.
+func fuzzFuncs(insns []isa.Instruction) []verifier.FuncInfo {
+	funcs := funcInfos(insns, nil)
+	for i := 1; i < len(funcs) && len(insns)%2 == 1; i++ {
+		funcs[i].Global = true
+	}
+	return funcs
 }

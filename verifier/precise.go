@@ -369,6 +369,10 @@ func (v *verifier) backtrackInsn(b *btMasks, i, subseq int, flags uint32) bool {
 			if r0 {
 				b.setReg(isa.R0)
 			}
+		case ins.Op == isa.OpCall && ins.IsLocalCall() && v.isGlobal(subprogAt(v.subs, i+1+int(ins.Imm))):
+			// A global function, not followed: like a helper, it
+			// returned R0 and clobbered R1-R5.
+			b.regs[b.frame] &^= callerRegs
 		case ins.Op == isa.OpCall && ins.IsLocalCall():
 			// Back out of the callee's entry into the caller: the
 			// callee's arguments are the caller's R1-R5.

@@ -102,7 +102,8 @@ func checkPrecisionAgrees(t *testing.T, data []byte) (accepted bool) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, src)
 	}
-	opts := verifier.Options{Type: progtype.XDP, Maps: []verifier.MapInfo{{Name: "val48", Spec: val48}, {Name: "progs", Spec: progArray, Index: 1}}}
+	// With func_info, as the kernel requires for tail calls in subprograms.
+	opts := verifier.Options{Type: progtype.XDP, Maps: []verifier.MapInfo{{Name: "val48", Spec: val48}, {Name: "progs", Spec: progArray, Index: 1}}, Funcs: funcInfos(insns, nil)}
 	if _, err := verifier.Verify(insns, opts); err != nil {
 		return false
 	}

@@ -73,7 +73,7 @@ func TestCtxFieldsExhaustive(t *testing.T) {
 						gaps++
 						continue
 					}
-					klog, ran := kernelVerdict(t, ty.typ, 0, nil, nil, true, insns, ours)
+					klog, ran := kernelVerdict(t, ty.typ, 0, nil, nil, true, insns, nil, ours)
 					if !ran {
 						continue
 					}

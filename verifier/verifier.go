@@ -88,6 +88,11 @@ type Options struct {
 	// it makes verification fail with ErrLogTruncated, like the kernel's
 	// ENOSPC.
 	LogSize int
+	// Funcs is the program's BTF func_info: one record per function, in
+	// order. Nil means the program has no BTF, which forbids LD_ABS and
+	// tail calls in subprograms; global functions are verified on their
+	// own against their prototypes.
+	Funcs []FuncInfo
 }
 
 // Program load flags (the kernel's BPF_F_* prog_flags) and what they do
@@ -217,6 +222,7 @@ type verifier struct {
 	// strictAlign is the kernel's env->strict_alignment.
 	strictAlign bool
 	subs        []subprog
+	funcs       []funcMeta // by subprog, from Options.Funcs (global.go)
 	aux         []InsnAux
 	log         logger
 	stats       Stats
@@ -320,6 +326,9 @@ func (v *verifier) run() error {
 		// so no callbacks), and no loops.
 		return v.errorf(v.subs[1].Start, "loading/calling other bpf or kernel functions are allowed for CAP_BPF and CAP_SYS_ADMIN")
 	}
+	if err := v.checkFuncInfo(); err != nil {
+		return err
+	}
 	if err := checkCFG(v.insns, v.subs, !v.opts.Unprivileged); err != nil {
 		var e *Error
 		if errors.As(err, &e) {
@@ -352,7 +361,11 @@ func (v *verifier) run() error {
 	}
 	v.explored = make([][]*explored, len(v.insns))
 	v.stats.StackDepth = make([]int, len(v.subs))
+	v.pc = 0
 	err := v.explore()
+	if err == nil {
+		err = v.verifyGlobals()
+	}
 	if err == nil {
 		err = v.checkStackDepth()
 	}

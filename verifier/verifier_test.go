@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,6 +55,13 @@ type vcase struct {
 	// unfrozen leaves the maps with values unfrozen, in the kernel and for
 	// us: their contents are not fixed.
 	unfrozen bool
+	// funcs declares functions by their index (1 is the first after the
+	// entry) with their BTF, e.g. global ones with a prototype; the rest
+	// get static ones taking five scalars. Both verifiers get the same
+	// func_info.
+	funcs map[int]*btf.Func
+	// noBTF loads a program of several functions without func_info.
+	noBTF bool
 }
 
 // Kernel comparison counts, reported by TestMain.
@@ -99,7 +107,11 @@ func runCases(t *testing.T, cases []vcase) {
 			if typ == ebpf.UnspecifiedProgram {
 				typ = ebpf.XDP
 			}
-			res, err := verifier.Verify(insns, verifier.Options{Type: progType(typ), Maps: infos, Unprivileged: c.unpriv, Flags: c.flags, LogLevel: 2})
+			var funcs []verifier.FuncInfo
+			if !c.noBTF {
+				funcs = funcInfos(insns, c.funcs)
+			}
+			res, err := verifier.Verify(insns, verifier.Options{Type: progType(typ), Maps: infos, Unprivileged: c.unpriv, Flags: c.flags, LogLevel: 2, Funcs: funcs})
 			switch {
 			case c.err == "" && err != nil:
 				t.Errorf("rejected: %v\n%s", err, res.Log)
@@ -111,7 +123,7 @@ func runCases(t *testing.T, cases []vcase) {
 				t.Errorf("error %v does not wrap ErrRejected", err)
 			}
 			if !c.unpriv && !c.noKernel {
-				klog, ran := kernelVerdict(t, typ, c.flags, c.maps, c.values, !c.unfrozen, insns, err)
+				klog, ran := kernelVerdict(t, typ, c.flags, c.maps, c.values, !c.unfrozen, insns, funcs, err)
 				want := c.klog
 				if c.kmsg {
 					want = c.err
@@ -145,7 +157,7 @@ func lastLines(log string, n int) string {
 // kernelVerdict loads the program into the running kernel and compares its
 // verdict with ours; it skips where bpf() is not permitted. It returns the
 // kernel's log of a rejection and whether the comparison ran.
-func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, ours error) (string, bool) {
+func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, bool) {
 	t.Helper()
 	if os.Getuid() != 0 {
 		return "", false
@@ -195,7 +207,7 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []map
 	if err != nil {
 		t.Fatalf("unmarshal for the kernel: %v", err)
 	}
-	withFuncInfo(kinsns, insns)
+	withFuncInfo(kinsns, funcs)
 	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, Flags: flags, Instructions: kinsns, License: "GPL"},
 		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 20})
 	if kerr == nil {
@@ -219,10 +231,12 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []map
 	return log, true
 }
 
-// withFuncInfo gives every function of a program with more than one BTF
-// func_info, as clang does: the kernel refuses callbacks and tail calls
-// from subprograms without it. insns is the wire form of kinsns.
-func withFuncInfo(kinsns asm.Instructions, insns []isa.Instruction) {
+// funcInfos gives every function of a program with more than one BTF
+// func_info: those decl declares as it says, the others static, taking
+// five scalars (they may read any of R1-R5) and returning int. The kernel
+// needs func_info for some rules (LD_ABS in subprograms); bpfvm gets the
+// same.
+func funcInfos(insns []isa.Instruction, decl map[int]*btf.Func) []verifier.FuncInfo {
 	starts := map[int]bool{}
 	for pc, ins := range insns {
 		if ins.IsLocalCall() || ins.IsPseudoFunc() {
@@ -230,20 +244,45 @@ func withFuncInfo(kinsns asm.Instructions, insns []isa.Instruction) {
 		}
 	}
 	if len(starts) == 0 {
-		return
+		return nil
 	}
 	starts[0] = true
-	// Five scalar arguments: the functions may read any of R1-R5.
+	var sorted []int
+	for pc := range starts {
+		sorted = append(sorted, pc)
+	}
+	slices.Sort(sorted)
 	u64 := &btf.Int{Name: "u64", Size: 8}
 	params := make([]btf.FuncParam, 5)
 	for i := range params {
 		params[i] = btf.FuncParam{Name: fmt.Sprintf("a%d", i), Type: u64}
 	}
 	proto := &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Params: params}
+	var funcs []verifier.FuncInfo
+	for i, pc := range sorted {
+		fn := decl[i]
+		if fn == nil {
+			fn = &btf.Func{Name: fmt.Sprintf("f%d", pc), Type: proto, Linkage: btf.StaticFunc}
+		}
+		funcs = append(funcs, verifier.NewFuncInfo(pc, fn))
+	}
+	return funcs
+}
+
+// withFuncInfo attaches funcs to the kernel's copy of a program.
+func withFuncInfo(kinsns asm.Instructions, funcs []verifier.FuncInfo) {
+	at := map[int]verifier.FuncInfo{}
+	for _, f := range funcs {
+		at[f.Start] = f
+	}
 	pc := 0
 	for i := range kinsns {
-		if starts[pc] {
-			kinsns[i] = btf.WithFuncMetadata(kinsns[i], &btf.Func{Name: fmt.Sprintf("f%d", pc), Type: proto, Linkage: btf.StaticFunc})
+		if f, ok := at[pc]; ok {
+			link := btf.StaticFunc
+			if f.Global {
+				link = btf.GlobalFunc
+			}
+			kinsns[i] = btf.WithFuncMetadata(kinsns[i], &btf.Func{Name: f.Name, Type: f.Proto, Linkage: link, ParamTags: f.ParamTags})
 		}
 		pc += int(kinsns[i].Size() / asm.InstructionSize)
 	}
