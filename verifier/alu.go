@@ -113,11 +113,14 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 		return v.pointerALU(pc, ins, dst, &src, op, is64, x)
 	}
 	signed := (op == isa.ALUDiv || op == isa.ALUMod) && ins.Off == 1
-	if isShift(op) && !shiftComputable(src.Scalar, is64) {
+	if isShift(op) && !shiftComputable(src.Scalar, is64) || op == isa.ALUDiv || op == isa.ALUMod {
 		// The kernel computes a shift's result only for a constant
-		// amount below the width; any other amount makes the whole
-		// register unknown, even in 32-bit form (no zero-extension).
-		// Sound for the runtime, which masks the amount.
+		// amount below the width, and never a division's or modulo's,
+		// even of constants (is_safe_to_compute_dst_reg_range): the
+		// whole register becomes unknown, even in 32-bit form (no
+		// zero-extension). Our domain could do better (Scalar.divMod),
+		// but a program we accepted would then not load in the
+		// kernel. Sound for the runtime, which masks shift amounts.
 		dst.Scalar = Unknown()
 		dst.ID = 0
 		dst.Precise = false

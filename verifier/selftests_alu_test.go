@@ -65,9 +65,10 @@ func TestSelftestALUBounds(t *testing.T) {
 	})
 }
 
-// TestSelftestALUDivMod covers division and modulo: by zero (which yields 0
-// for division and leaves the dividend for modulo), signed forms, and the
-// immediate zero divisor the verifier rejects.
+// TestSelftestALUDivMod covers division and modulo: the immediate zero
+// divisor the verifier rejects, division by a zero register (0, or the
+// dividend for modulo, at run time), signed forms, and results the kernel
+// never bounds.
 func TestSelftestALUDivMod(t *testing.T) {
 	runCases(t, []vcase{
 		{name: "div imm zero 64", asm: "r0 = 1\nr0 /= 0\nexit", err: "div by zero", kmsg: true},
@@ -78,24 +79,25 @@ func TestSelftestALUDivMod(t *testing.T) {
 		{name: "div by zero register", asm: "r0 = 1\nr1 = 0\nr0 /= r1\nexit"},
 		{name: "mod by zero register", asm: "r0 = 1\nr1 = 0\nr0 %= r1\nexit"},
 		{name: "sdiv by minus one", asm: "r0 = 1\nr0 s/= -1\nexit"},
-		divMod(valCase("div by zero gives zero", "r1 = 100\nr2 = 0\nr1 /= r2", "")),
-		valCase("mod by zero keeps dividend", "r1 = 100\nr2 = 0\nr1 %= r2", "invalid access to map value, value_size=48 off=100 size=1"),
-		valCase("mod32 by zero keeps low half", "r1 = -1\nw2 = 0\nw1 %= w2", "math between map_value pointer and 4294967295 is not allowed"),
-		divMod(valCase("div bounds", "r1 &= 0xff\nr1 /= 6", "")),
-		divMod(valCase("mod bounds", "r1 %= 48", "")),
-		valCase("mod bounds out", "r1 %= 49", maxOut),
-		valCase("div of unknown", "r1 /= 0x100000", unbounded),
-		divMod(valCase("sdiv of positive", "r1 &= 0xff\nr1 s/= 8", "")),
-		valCase("smod can be negative", "r1 s%= 48", minNeg),
-		divMod(valCase("mod32 bounds", "w1 %= 40", "")),
+		// The kernel never computes a division's or modulo's result,
+		// even of constants: it is an unknown scalar.
+		valCase("div by zero gives unknown", "r1 = 100\nr2 = 0\nr1 /= r2", unbMin),
+		valCase("mod by zero gives unknown", "r1 = 100\nr2 = 0\nr1 %= r2", unbMin),
+		valCase("mod32 by zero gives unknown", "r1 = -1\nw2 = 0\nw1 %= w2", unbMin),
+		valCase("div of constants", "r1 = 96\nr1 /= 2", unbMin),
+		valCase("div32 of constants", "w1 = 96\nw1 /= 2", unbMin),
+		valCase("sdiv of constants", "r1 = 96\nr1 s/= 2", unbMin),
+		valCase("mod of constants", "r1 = 47\nr1 %= 100", unbMin),
+		valCase("div by constant register", "r1 = 96\nr2 = 2\nr1 /= r2", unbMin),
+		valCase("div bounds", "r1 &= 0xff\nr1 /= 6", unbMin),
+		valCase("mod bounds", "r1 %= 48", unbMin),
+		valCase("mod bounds bounded after", "r1 %= 48\nif r1 > 47 goto out", ""),
+		valCase("div of unknown", "r1 /= 0x100000", unbMin),
+		valCase("sdiv of positive", "r1 &= 0xff\nr1 s/= 8", unbMin),
+		valCase("smod", "r1 s%= 48", unbMin),
+		valCase("mod32 no zero extension", "w1 %= 40", unbMin),
+		valCase("mod32 then mov32", "w1 %= 40\nw1 = w1\nif w1 > 47 goto out", ""),
 	})
-}
-
-// divMod marks a case the kernel rejects because it forgets the bounds of a
-// division or modulo result (6.18 makes it unknown); our domain keeps them.
-func divMod(c vcase) vcase {
-	c.noKernel = true
-	return c
 }
 
 // TestSelftestALUConditions checks the bounds learned from comparisons:
