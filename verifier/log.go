@@ -203,18 +203,25 @@ func (v *verifier) stateString(st *State, _ bool) string {
 	return b.String()
 }
 
-// logStats prints the statistics lines of log level 4.
-func (v *verifier) logStats() {
+// logStats ends a log with the kernel's statistics: the "processed N
+// insns" line at every level, as the kernel prints it, and with all (level
+// 4) the time and stack depth before it and ours after it.
+func (v *verifier) logStats(all bool) {
 	var depths []string
 	for _, d := range v.stats.StackDepth {
 		depths = append(depths, fmt.Sprint(d))
 	}
 	l := &v.log
 	l.level = max(l.level, 1)
-	l.printf("verification time %d usec\n", v.stats.Duration.Microseconds())
-	l.printf("stack depth %s\n", strings.Join(depths, "+"))
+	if all {
+		l.printf("verification time %d usec\n", v.stats.Duration.Microseconds())
+		l.printf("stack depth %s\n", strings.Join(depths, "+"))
+	}
 	l.printf("processed %d insns (limit %d) max_states_per_insn %d total_states %d peak_states %d mark_read %d\n",
 		v.stats.Processed, MaxProcessed, v.stats.MaxStatesPerInsn, v.stats.TotalStates, v.stats.PeakStates, v.stats.MarkRead)
+	if !all {
+		return
+	}
 	l.printf("pending_branches_peak %d peak_memory %d bytes\n", v.stats.PendingBranchPeak, v.stats.PeakMemory)
 	l.printf("insn_hist allocs %d entries %d peak %d precision_fallbacks %d\n", v.stats.HistoryAllocs, v.stats.HistoryEntries, v.stats.HistoryPeak, v.stats.PrecisionFallbacks)
 }

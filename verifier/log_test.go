@@ -44,3 +44,41 @@ func TestLogLevel2Format(t *testing.T) {
 		}
 	}
 }
+
+// Every log, at any level, ends with the kernel's "processed N insns"
+// line; only level 4 adds the time and stack depth (and our own lines).
+func TestLogStatsLines(t *testing.T) {
+	insns, err := isa.Assemble("r0 = 0\nexit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		level     int
+		processed bool
+		time      bool
+	}{
+		{0, false, false},
+		{1, true, false},
+		{2, true, false},
+		{4, true, true},
+		{1 | 4, true, true},
+	} {
+		res, err := verifier.Verify(insns, verifier.Options{Type: progtype.XDP, LogLevel: c.level})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(res.Log), "\n")
+		last := ""
+		for _, l := range lines {
+			if strings.HasPrefix(l, "processed ") {
+				last = l
+			}
+		}
+		if got := last == "processed 2 insns (limit 1000000) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 0"; got != c.processed {
+			t.Errorf("level %d: processed line %q, want it %v\n%s", c.level, last, c.processed, res.Log)
+		}
+		if got := strings.Contains(res.Log, "verification time "); got != c.time {
+			t.Errorf("level %d: verification time line %v, want %v", c.level, got, c.time)
+		}
+	}
+}

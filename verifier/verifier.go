@@ -204,8 +204,8 @@ func verify(insns []isa.Instruction, opts Options, exact bool, hook func(pc int)
 	v.exact, v.hook = exact, hook
 	err := v.runRecovered()
 	v.stats.Duration = time.Since(start)
-	if opts.LogLevel&4 != 0 {
-		v.logStats()
+	if opts.LogLevel != 0 {
+		v.logStats(opts.LogLevel&4 != 0)
 	}
 	res := &Result{Log: v.log.String(), Stats: v.stats, Aux: v.aux}
 	if err == nil && v.log.truncated {
