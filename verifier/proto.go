@@ -146,9 +146,11 @@ var builtinProtos = map[string]Proto{
 	"bpf_ringbuf_submit":       {Args: [5]ArgType{ArgRingbufMem, ArgAnything}, Ret: RetVoid},
 	"bpf_ringbuf_discard":      {Args: [5]ArgType{ArgRingbufMem, ArgAnything}, Ret: RetVoid},
 	"bpf_ringbuf_query":        {Args: [5]ArgType{ArgConstMapPtr, ArgAnything}, MapTypes: []maps.Type{maps.RingBuf}},
-	// The networking variant (bpf_skb_event_output_proto and
-	// bpf_xdp_event_output_proto); the tracing types' has no context
-	// argument rules to differ, but bpfvm has no tracing types yet.
+	// The networking variant (the kernel's bpf_skb_event_output_proto and
+	// bpf_xdp_event_output_proto), for the types whose func_proto gives
+	// it. The tracing types' bpf_perf_event_output_proto, and
+	// bpf_skb_output and bpf_xdp_output (BPF_PROG_TYPE_TRACING only), are
+	// not implemented: bpfvm has no tracing types.
 	"bpf_perf_event_output": {Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything, ArgMem, ArgConstSizeOrZero}, MapTypes: []maps.Type{maps.PerfEventArray},
 		ProgTypes: []string{"socket_filter", "sched_cls", "sched_act", "xdp"}},
 	"bpf_skb_load_bytes":    {Args: [5]ArgType{ArgCtx, ArgAnything, ArgUninitMem, ArgConstSize}},
