@@ -3,6 +3,7 @@ package bpfvm_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	ebpfperf "github.com/cilium/ebpf/perf"
+	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
 	"bpfvm"
@@ -250,5 +252,105 @@ func TestPerfEventArraySpec(t *testing.T) {
 				t.Errorf("update: %v, want an error", err)
 			}
 		})
+	}
+}
+
+// TestPerfEventOutputLarge: perf_event_header.size is 16 bits, so the
+// largest sample record is 65535 bytes. For larger ones the kernel returns
+// 0 and writes a record whose size wrapped, which its readers cannot parse;
+// bpfvm returns 0 as well, and reports the sample lost.
+func TestPerfEventOutputLarge(t *testing.T) {
+	const value = 65600
+	ms := []*ebpf.MapSpec{
+		{Name: "big", Type: ebpf.Array, KeySize: 4, ValueSize: value, MaxEntries: 1},
+		{Name: "events", Type: ebpf.PerfEventArray},
+	}
+	progs := map[string]string{}
+	// Sizes around the limit: 65516 bytes of data make a 65528-byte
+	// record, 65524 one of 65536.
+	sizes := []int{65516, 65517, 65523, 65524, 65600}
+	for _, n := range sizes {
+		progs[fmt.Sprintf("out%d", n)] = fmt.Sprintf("r6 = r1\n*(u32 *)(r10 -4) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto out\nr4 = r0\nr1 = r6\nr2 = map[fd:1] ll\nr3 = 0xffffffff ll\nr5 = %d\ncall bpf_perf_event_output#25\nexit\nout: r0 = 1\nexit", n)
+	}
+	spec := asmSpec(t, ms, progs)
+	for _, p := range spec.Programs {
+		p.Type = ebpf.SchedCLS
+	}
+	pkt := perfPacket()
+	results := func(run func(name string) int32, read func() (int, error)) []string {
+		var out []string
+		for _, n := range sizes {
+			ret := run(fmt.Sprintf("out%d", n))
+			s := fmt.Sprintf("%d: %d", n, ret)
+			if ret == 0 && n == sizes[0] {
+				l, err := read()
+				s += fmt.Sprintf(" sample %d %v", l, err)
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	var want []string
+	if os.Getuid() == 0 && rlimit.RemoveMemlock() == nil {
+		pinCPU(t)
+		kc, err := ebpf.NewCollection(spec.Copy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kc.Close()
+		kr, err := ebpfperf.NewReader(kc.Maps["events"], 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kr.Close()
+		want = results(func(name string) int32 {
+			ret, err := kc.Programs[name].Run(&ebpf.RunOptions{Data: pkt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return int32(ret)
+		}, func() (int, error) {
+			kr.SetDeadline(time.Now().Add(time.Second))
+			rec, err := kr.Read()
+			return len(rec.RawSample), err
+		})
+		t.Logf("kernel: %v", want)
+	}
+	// One runner, so that every sample goes to one ring.
+	for _, opts := range []bpfvm.ProgramOptions{
+		{NoVerify: true, Engine: bpfvm.EngineInterpreter}, {NoVerify: true, Engine: bpfvm.EngineJIT},
+		{Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT},
+	} {
+		c, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{NumCPU: 1, Programs: opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		rd, err := perf.NewReader(c.Maps["events"], 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rd.Close()
+		got := results(func(name string) int32 {
+			return int32(run(t, c.Programs[name], pkt, nil).ret)
+		}, func() (int, error) {
+			rd.SetDeadline(time.Now().Add(time.Second))
+			rec, err := rd.Read()
+			return len(rec.RawSample), err
+		})
+		if want != nil && fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%+v: bpfvm %v\nkernel %v", opts, got, want)
+		}
+		// The next sample that fits comes after the count of the others.
+		if r := run(t, c.Programs["out65516"], pkt, nil); r.ret != 0 {
+			t.Fatalf("output: %d", int32(r.ret))
+		}
+		for _, wantLost := range []uint64{uint64(len(sizes) - 1), 0} {
+			rd.SetDeadline(time.Now().Add(time.Second))
+			rec, err := rd.Read()
+			if err != nil || rec.LostSamples != wantLost {
+				t.Errorf("%+v: read %v: lost %d, want %d", opts, err, rec.LostSamples, wantLost)
+			}
+		}
 	}
 }

@@ -86,7 +86,9 @@ func (a *PerfEvents) Memory() []vm.Region { return nil }
 // past max_entries, ErrKeyNotExist (ENOENT) for an empty slot,
 // ErrNotSupported (EOPNOTSUPP) for another CPU's ring (a perf event only
 // takes output on its own CPU), ErrNoSpace (ENOSPC) when the ring is full
-// (the sample is counted as lost).
+// (the sample is counted as lost). A sample too large for a record's
+// 16-bit size is counted as lost, and Output returns nil as the kernel does
+// (see perfRing.write).
 func (a *PerfEvents) Output(cpu int, index uint64, meta, ctx []byte) error {
 	if index == PerfCurrentCPU {
 		index = uint64(cpu)
@@ -231,11 +233,15 @@ var zeroPad [8]byte
 func (r *perfRing) write(meta, ctx []byte) error {
 	sum := uint64(len(meta)) + uint64(len(ctx))
 	total := (perfHeaderSize + 4 + sum + 7) &^ 7
-	if total > perfMaxRecord {
-		// perf_event_header.size is 16 bits.
-		return ErrFull
-	}
 	r.mu.Lock()
+	if total > perfMaxRecord {
+		// perf_event_header.size is 16 bits. The kernel returns 0 and
+		// writes a record whose size wrapped, which readers cannot
+		// parse; bpfvm returns 0 too, and counts the sample as lost.
+		r.lost++
+		r.mu.Unlock()
+		return nil
+	}
 	head := atomic.LoadUint64(r.word(perfDataHead))
 	tail := atomic.LoadUint64(r.word(perfDataTail))
 	need := total
