@@ -39,6 +39,9 @@ var (
 	// It also matches os.ErrClosed, and unix.EBADF, which cilium/ebpf
 	// returns for a closed file descriptor (sys.ErrClosedFd).
 	ErrClosed error = closedError{}
+	// ErrFlushed is what a reader's read returns, once, after Flush and
+	// the records there were.
+	ErrFlushed = errors.New("data was flushed")
 )
 
 // closedError is ErrClosed.

@@ -276,7 +276,7 @@ func (r *perfRing) write(meta, ctx []byte) error {
 	head += total
 	atomic.StoreUint64(r.word(perfDataHead), head)
 	r.events++
-	wake := r.w.waiting() && (head-tail >= r.watermark || r.wakeupEvents > 0 && r.events >= r.wakeupEvents)
+	wake := r.w.waiting() && (r.wakeupEvents == 0 && head-tail >= r.watermark || r.wakeupEvents > 0 && r.events >= r.wakeupEvents)
 	if wake {
 		r.events = 0
 	}
@@ -323,7 +323,8 @@ type PerfReaderOptions struct {
 	// Watermark wakes a waiting reader once a ring holds this many unread
 	// bytes; 0 means 1.
 	Watermark int
-	// WakeupEvents, when positive, also wakes it after this many samples.
+	// WakeupEvents, when positive, wakes it after this many samples
+	// instead; it excludes Watermark.
 	WakeupEvents int
 }
 
@@ -352,6 +353,7 @@ type PerfReader struct {
 	pause  sync.Mutex // Pause and Resume
 	closed chan struct{}
 	once   sync.Once
+	flush  atomic.Bool
 }
 
 // NewReader attaches a ring of perCPUBuffer bytes (rounded up to a power
@@ -369,6 +371,9 @@ func (a *PerfEvents) NewReader(perCPUBuffer int, opts PerfReaderOptions) (*PerfR
 		}
 	}
 	size := pages * page
+	if opts.Watermark > 0 && opts.WakeupEvents > 0 {
+		return nil, fmt.Errorf("perf reader: WakeupEvents and Watermark are mutually exclusive: %w", ErrInvalid)
+	}
 	watermark := max(opts.Watermark, 1)
 	if watermark >= size {
 		return nil, fmt.Errorf("perf reader: watermark %d not below the buffer size %d: %w", watermark, size, ErrInvalid)
@@ -458,6 +463,9 @@ func (rd *PerfReader) ReadInto(rec *PerfRecord, deadline time.Time) error {
 		if ok, err := rd.next(rec); ok || err != nil {
 			return err
 		}
+		if rd.flush.Swap(false) {
+			return fmt.Errorf("perf reader: %w", ErrFlushed)
+		}
 		if timer == nil && !deadline.IsZero() {
 			d := time.Until(deadline)
 			if d <= 0 {
@@ -483,6 +491,17 @@ func (rd *PerfReader) ReadInto(rec *PerfRecord, deadline time.Time) error {
 		}
 		rd.w.done()
 	}
+}
+
+// Flush makes a blocked ReadInto, or the next one, return the records the
+// rings hold and then an error wrapping ErrFlushed, once.
+func (rd *PerfReader) Flush() error {
+	if rd.isClosed() {
+		return fmt.Errorf("perf reader: %w", ErrClosed)
+	}
+	rd.flush.Store(true)
+	rd.w.notify()
+	return nil
 }
 
 // Pause empties the reader's slots: programs get ENOENT, as after

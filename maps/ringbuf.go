@@ -330,6 +330,18 @@ func (rd *RingReader) Available() int {
 	return int(r.Query(RingAvailData))
 }
 
+// Closed reports whether the reader or its ring is closed.
+func (rd *RingReader) Closed() bool {
+	select {
+	case <-rd.closed:
+		return true
+	case <-rd.r.closed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Close makes pending and future reads return ErrClosed.
 func (rd *RingReader) Close() error {
 	rd.once.Do(func() { close(rd.closed) })

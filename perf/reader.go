@@ -19,9 +19,15 @@ import (
 	"bpfvm/maps"
 )
 
-// ErrClosed is returned when interacting with a closed Reader; it is
-// os.ErrClosed, as in cilium/ebpf.
-var ErrClosed = os.ErrClosed
+// Errors, as cilium/ebpf's.
+var (
+	// ErrClosed is returned when interacting with a closed Reader; it is
+	// os.ErrClosed.
+	ErrClosed = os.ErrClosed
+	// ErrFlushed is returned by a read after Flush, once the records
+	// pending then have been read.
+	ErrFlushed = maps.ErrFlushed
+)
 
 // Record is a sample or a lost-samples notice read from a perf ring.
 type Record struct {
@@ -46,7 +52,7 @@ type ReaderOptions struct {
 	// the ring's size.
 	Watermark int
 	// WakeupEvents, when positive, wakes a blocked Read after this many
-	// samples, whatever the Watermark.
+	// samples in a ring instead. It excludes Watermark.
 	WakeupEvents int
 	// Overwritable rings (the kernel's backward rings) are not supported:
 	// NewReaderWithOptions returns an error wrapping
@@ -127,6 +133,10 @@ func (pr *Reader) SetDeadline(t time.Time) {
 
 // BufferSize is the size of each CPU's ring in bytes.
 func (pr *Reader) BufferSize() int { return pr.rd.BufferSize() }
+
+// Flush unblocks Read and ReadInto: they return the records pending, then
+// an error wrapping ErrFlushed, once.
+func (pr *Reader) Flush() error { return pr.rd.Flush() }
 
 // Pause stops the programs' output: their bpf_perf_event_output returns
 // -ENOENT until Resume. What the rings hold stays readable.

@@ -264,6 +264,37 @@ func TestReaderSemantics(t *testing.T) {
 			t.Errorf("cpu %d, remaining %d", rec.CPU, rec.Remaining)
 		}
 	})
+	t.Run("flush", func(t *testing.T) {
+		done := make(chan error)
+		go func() {
+			_, err := rd.Read()
+			done <- err
+		}()
+		time.Sleep(10 * time.Millisecond)
+		if err := rd.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; !errors.Is(err, perf.ErrFlushed) {
+			t.Fatalf("blocked read after flush: %v, want ErrFlushed", err)
+		}
+		// Pending records first, then ErrFlushed once, then reads block.
+		if out(t) != 0 {
+			t.Fatal("output failed")
+		}
+		if err := rd.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []error{nil, perf.ErrFlushed} {
+			if _, err := rd.Read(); !errors.Is(err, want) && (err != nil || want != nil) {
+				t.Fatalf("read after flush: %v, want %v", err, want)
+			}
+		}
+		rd.SetDeadline(time.Now().Add(5 * time.Millisecond))
+		if _, err := rd.Read(); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("second read after flush: %v", err)
+		}
+		rd.SetDeadline(time.Time{})
+	})
 	t.Run("close unblocks", func(t *testing.T) {
 		done := make(chan error)
 		go func() {
@@ -285,7 +316,7 @@ func TestReaderSemantics(t *testing.T) {
 		if err := rd.Close(); err != nil {
 			t.Errorf("second close: %v", err)
 		}
-		for _, f := range []func() error{rd.Pause, rd.Resume, func() error { _, err := rd.Read(); return err }} {
+		for _, f := range []func() error{rd.Pause, rd.Resume, rd.Flush, func() error { _, err := rd.Read(); return err }} {
 			if err := f(); !errors.Is(err, os.ErrClosed) {
 				t.Errorf("after close: %v, want ErrClosed", err)
 			}
@@ -303,6 +334,9 @@ func TestReaderSemantics(t *testing.T) {
 		}
 		if _, err := perf.NewReaderWithOptions(c.Maps["events"], 4096, perf.ReaderOptions{Watermark: 4096}); err == nil {
 			t.Error("watermark of the whole ring")
+		}
+		if _, err := perf.NewReaderWithOptions(c.Maps["events"], 4096, perf.ReaderOptions{Watermark: 8, WakeupEvents: 1}); err == nil {
+			t.Error("watermark and wakeup events")
 		}
 		if _, err := perf.NewReaderWithOptions(c.Maps["events"], 4096, perf.ReaderOptions{Overwritable: true}); !errors.Is(err, bpfvm.ErrNotSupported) {
 			t.Errorf("overwritable: %v", err)

@@ -17,9 +17,15 @@ import (
 	"bpfvm/maps"
 )
 
-// ErrClosed is returned when interacting with a closed Reader, or when the
-// ring buffer map is closed; it is os.ErrClosed, as in cilium/ebpf.
-var ErrClosed = os.ErrClosed
+// Errors, as cilium/ebpf's.
+var (
+	// ErrClosed is returned when interacting with a closed Reader, or when
+	// the ring buffer map is closed; it is os.ErrClosed.
+	ErrClosed = os.ErrClosed
+	// ErrFlushed is returned by a read after Flush, once the records
+	// pending then have been read.
+	ErrFlushed = maps.ErrFlushed
+)
 
 // Record is a record read from the ring buffer.
 type Record struct {
@@ -38,6 +44,8 @@ type Reader struct {
 
 	mu       sync.Mutex
 	deadline time.Time
+	cancel   context.CancelFunc // of the read in progress
+	flushed  bool
 }
 
 // NewReader creates a Reader of ringbufMap, a ring buffer map.
@@ -74,15 +82,28 @@ func (r *Reader) Read() (Record, error) {
 // ReadInto is Read that reuses rec and its RawSample's storage.
 func (r *Reader) ReadInto(rec *Record) error {
 	r.mu.Lock()
-	deadline := r.deadline
+	deadline, flushed := r.deadline, r.flushed
+	ctx, cancel := context.WithCancel(context.Background())
+	if flushed {
+		cancel() // take what is there, then report the flush
+	}
+	r.cancel = cancel
 	r.mu.Unlock()
-	ctx := context.Background()
+	defer cancel()
 	if !deadline.IsZero() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
+		var cancelDeadline context.CancelFunc
+		ctx, cancelDeadline = context.WithDeadline(ctx, deadline)
+		defer cancelDeadline()
 	}
 	buf, err := r.rd.ReadInto(ctx, rec.RawSample[:0])
+	r.mu.Lock()
+	r.cancel = nil
+	if errors.Is(err, context.Canceled) && r.flushed {
+		r.flushed = false
+		r.mu.Unlock()
+		return fmt.Errorf("ring buffer: %w", ErrFlushed)
+	}
+	r.mu.Unlock()
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("ring buffer: %w", os.ErrDeadlineExceeded)
 	}
@@ -91,6 +112,21 @@ func (r *Reader) ReadInto(rec *Record) error {
 	}
 	rec.RawSample = buf
 	rec.Remaining = r.rd.Available()
+	return nil
+}
+
+// Flush unblocks Read and ReadInto: they return the records pending, then
+// an error wrapping ErrFlushed, once.
+func (r *Reader) Flush() error {
+	if r.rd.Closed() {
+		return fmt.Errorf("ring buffer reader: %w", ErrClosed)
+	}
+	r.mu.Lock()
+	r.flushed = true
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.mu.Unlock()
 	return nil
 }
 

@@ -153,6 +153,36 @@ func TestReader(t *testing.T) {
 			}
 		}
 	})
+	t.Run("flush", func(t *testing.T) {
+		rd.SetDeadline(time.Time{})
+		done := make(chan error)
+		go func() {
+			_, err := rd.Read()
+			done <- err
+		}()
+		time.Sleep(10 * time.Millisecond)
+		if err := rd.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; !errors.Is(err, ringbuf.ErrFlushed) {
+			t.Fatalf("blocked read after flush: %v, want ErrFlushed", err)
+		}
+		if _, err := c.Programs["ring"].Execute(&bpfvm.RunOptions{Data: args(0, 3)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := rd.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []error{nil, ringbuf.ErrFlushed} {
+			if _, err := rd.Read(); !errors.Is(err, want) && (err != nil || want != nil) {
+				t.Fatalf("read after flush: %v, want %v", err, want)
+			}
+		}
+		rd.SetDeadline(time.Now().Add(5 * time.Millisecond))
+		if _, err := rd.Read(); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("second read after flush: %v", err)
+		}
+	})
 	t.Run("close unblocks", func(t *testing.T) {
 		rd.SetDeadline(time.Time{})
 		done := make(chan error)
