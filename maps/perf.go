@@ -354,6 +354,7 @@ type PerfReader struct {
 	closed chan struct{}
 	once   sync.Once
 	flush  atomic.Bool
+	paused atomic.Bool // reads block, as without notifications
 }
 
 // NewReader attaches a ring of perCPUBuffer bytes (rounded up to a power
@@ -460,8 +461,10 @@ func (rd *PerfReader) ReadInto(rec *PerfRecord, deadline time.Time) error {
 			return fmt.Errorf("perf reader: %w", ErrClosed)
 		default:
 		}
-		if ok, err := rd.next(rec); ok || err != nil {
-			return err
+		if !rd.paused.Load() {
+			if ok, err := rd.next(rec); ok || err != nil {
+				return err
+			}
 		}
 		if rd.flush.Swap(false) {
 			return fmt.Errorf("perf reader: %w", ErrFlushed)
@@ -475,12 +478,12 @@ func (rd *PerfReader) ReadInto(rec *PerfRecord, deadline time.Time) error {
 			defer t.Stop()
 			timer = t.C
 		}
-		// Announce the wait, then look again: a producer either sees the
-		// announcement or published before the second look.
+		// Announce the wait, then look again: a producer, Flush or Resume
+		// either sees the announcement or acted before the second look.
 		wake := rd.w.wait()
-		if ok, err := rd.next(rec); ok || err != nil {
+		if rd.flush.Load() || !rd.paused.Load() && rd.ready() {
 			rd.w.done()
-			return err
+			continue
 		}
 		select {
 		case <-wake:
@@ -491,6 +494,16 @@ func (rd *PerfReader) ReadInto(rec *PerfRecord, deadline time.Time) error {
 		}
 		rd.w.done()
 	}
+}
+
+// ready reports whether a ring holds a record.
+func (rd *PerfReader) ready() bool {
+	for _, r := range rd.rings {
+		if atomic.LoadUint64(r.word(perfDataTail)) != atomic.LoadUint64(r.word(perfDataHead)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Flush makes a blocked ReadInto, or the next one, return the records the
@@ -505,7 +518,8 @@ func (rd *PerfReader) Flush() error {
 }
 
 // Pause empties the reader's slots: programs get ENOENT, as after
-// cilium/ebpf's Pause, and the rings keep what they hold.
+// cilium/ebpf's Pause, and reads block until Resume (as with no
+// notifications) while the rings keep what they hold.
 func (rd *PerfReader) Pause() error {
 	rd.pause.Lock()
 	defer rd.pause.Unlock()
@@ -515,6 +529,7 @@ func (rd *PerfReader) Pause() error {
 	for cpu, r := range rd.rings {
 		rd.a.detach(cpu, r)
 	}
+	rd.paused.Store(true)
 	return nil
 }
 
@@ -528,6 +543,8 @@ func (rd *PerfReader) Resume() error {
 	for cpu, r := range rd.rings {
 		rd.a.attach(cpu, r)
 	}
+	rd.paused.Store(false)
+	rd.w.notify()
 	return nil
 }
 

@@ -139,7 +139,8 @@ func (pr *Reader) BufferSize() int { return pr.rd.BufferSize() }
 func (pr *Reader) Flush() error { return pr.rd.Flush() }
 
 // Pause stops the programs' output: their bpf_perf_event_output returns
-// -ENOENT until Resume. What the rings hold stays readable.
+// -ENOENT until Resume. Reads block until then (as cilium/ebpf's, which
+// gets no notifications), and the rings keep what they hold.
 func (pr *Reader) Pause() error { return pr.rd.Pause() }
 
 // Resume undoes Pause.

@@ -295,6 +295,41 @@ func TestReaderSemantics(t *testing.T) {
 		}
 		rd.SetDeadline(time.Time{})
 	})
+	t.Run("pause", func(t *testing.T) {
+		if out(t) != 0 {
+			t.Fatal("output failed")
+		}
+		if err := rd.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		if ret := out(t); ret != -2 {
+			t.Errorf("output while paused: %d, want -ENOENT", ret)
+		}
+		// Reads block while paused, as cilium/ebpf's without notifications.
+		rd.SetDeadline(time.Now().Add(5 * time.Millisecond))
+		if _, err := rd.Read(); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("read while paused: %v", err)
+		}
+		rd.SetDeadline(time.Time{})
+		done := make(chan error)
+		go func() {
+			_, err := rd.Read()
+			done <- err
+		}()
+		time.Sleep(5 * time.Millisecond)
+		if err := rd.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("read after resume: %v", err)
+		}
+		if out(t) != 0 {
+			t.Fatal("output after resume failed")
+		}
+		if _, err := rd.Read(); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("close unblocks", func(t *testing.T) {
 		done := make(chan error)
 		go func() {
