@@ -2,6 +2,7 @@ package maps
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -191,6 +192,7 @@ type perfRing struct {
 	data uint64
 	mask uint64
 	w    *waker
+	head uint64 // the reader's snapshot of data_head
 
 	mu           sync.Mutex // producers
 	lost         uint64     // samples lost since the last lost record
@@ -276,19 +278,21 @@ func (r *perfRing) write(meta, ctx []byte) error {
 	head += total
 	atomic.StoreUint64(r.word(perfDataHead), head)
 	r.events++
-	wake := r.w.waiting() && (r.wakeupEvents == 0 && head-tail >= r.watermark || r.wakeupEvents > 0 && r.events >= r.wakeupEvents)
+	wake := r.wakeupEvents == 0 && head-tail >= r.watermark || r.wakeupEvents > 0 && r.events >= r.wakeupEvents
 	if wake {
 		r.events = 0
 	}
 	r.mu.Unlock()
 	if wake {
-		r.w.notify()
+		r.w.signal()
 	}
 	return nil
 }
 
-// waker wakes goroutines waiting for data.
+// waker wakes goroutines waiting for data: the readiness of the reader's
+// perf fds in the kernel (epoll).
 type waker struct {
+	woken   atomic.Bool // a ring reached its watermark since the reader looked
 	waiters atomic.Int32
 	mu      sync.Mutex
 	ch      chan struct{} // closed to wake
@@ -309,6 +313,16 @@ func (w *waker) wait() <-chan struct{} {
 }
 
 func (w *waker) done() { w.waiters.Add(-1) }
+
+// signal marks the reader woken and wakes it if it waits.
+func (w *waker) signal() {
+	if !w.woken.Load() {
+		w.woken.Store(true)
+	}
+	if w.waiting() {
+		w.notify()
+	}
+}
 
 func (w *waker) notify() {
 	w.mu.Lock()
@@ -354,7 +368,9 @@ type PerfReader struct {
 	closed chan struct{}
 	once   sync.Once
 	flush  atomic.Bool
-	paused atomic.Bool // reads block, as without notifications
+
+	pending    []*perfRing // rings to read, up to their head snapshots
+	pendingErr error       // the deadline or flush to report once they are
 }
 
 // NewReader attaches a ring of perCPUBuffer bytes (rounded up to a power
@@ -401,109 +417,129 @@ func (a *PerfEvents) NewReader(perCPUBuffer int, opts PerfReaderOptions) (*PerfR
 // BufferSize is the size of each CPU's ring in bytes.
 func (rd *PerfReader) BufferSize() int { return rd.size }
 
-// next reads one record from the rings, staying on a ring until it is
-// empty as cilium/ebpf's reader does. It reports false when all are empty.
-func (rd *PerfReader) next(rec *PerfRecord) (bool, error) {
-	for range rd.rings {
-		r := rd.rings[rd.cur]
-		tail := atomic.LoadUint64(r.word(perfDataTail))
-		head := atomic.LoadUint64(r.word(perfDataHead))
-		if tail == head {
-			rd.cur = (rd.cur + 1) % len(rd.rings)
-			continue
-		}
-		var hdr [perfLostSize]byte
-		r.get(tail, hdr[:perfHeaderSize])
-		typ := binary.NativeEndian.Uint32(hdr[0:])
-		size := uint64(binary.NativeEndian.Uint16(hdr[6:]))
-		if size < perfHeaderSize || size > head-tail {
-			return false, fmt.Errorf("perf ring of cpu %d: record of %d bytes: %w", r.cpu, size, ErrInvalid)
-		}
-		rec.CPU, rec.Lost, rec.Sample = r.cpu, 0, rec.Sample[:0]
-		switch typ {
-		case PerfRecordSample:
-			r.get(tail+perfHeaderSize, hdr[:4])
-			n := uint64(binary.NativeEndian.Uint32(hdr[:4]))
-			if n > size-perfHeaderSize-4 {
-				return false, fmt.Errorf("perf ring of cpu %d: sample of %d bytes in a record of %d: %w", r.cpu, n, size, ErrInvalid)
-			}
-			if uint64(cap(rec.Sample)) < n {
-				rec.Sample = make([]byte, n)
-			}
-			rec.Sample = rec.Sample[:n]
-			r.get(tail+perfHeaderSize+4, rec.Sample)
-		case PerfRecordLost:
-			r.get(tail, hdr[:])
-			rec.Lost = binary.NativeEndian.Uint64(hdr[16:])
-		default:
-			return false, fmt.Errorf("perf ring of cpu %d: record type %d: %w", r.cpu, typ, ErrInvalid)
-		}
-		tail += size
-		// Only now may the producer reuse the space.
-		atomic.StoreUint64(r.word(perfDataTail), tail)
-		rec.Remaining = int(head - tail)
-		return true, nil
+// readFrom reads one record from r, up to the reader's snapshot of its
+// head. It reports false when r holds no more.
+func (rd *PerfReader) readFrom(r *perfRing, rec *PerfRecord) (bool, error) {
+	tail := atomic.LoadUint64(r.word(perfDataTail))
+	head := r.head
+	if tail == head {
+		return false, nil
 	}
-	return false, nil
+	var hdr [perfLostSize]byte
+	r.get(tail, hdr[:perfHeaderSize])
+	typ := binary.NativeEndian.Uint32(hdr[0:])
+	size := uint64(binary.NativeEndian.Uint16(hdr[6:]))
+	if size < perfHeaderSize || size > head-tail {
+		return false, fmt.Errorf("perf ring of cpu %d: record of %d bytes: %w", r.cpu, size, ErrInvalid)
+	}
+	rec.CPU, rec.Lost, rec.Sample = r.cpu, 0, rec.Sample[:0]
+	switch typ {
+	case PerfRecordSample:
+		r.get(tail+perfHeaderSize, hdr[:4])
+		n := uint64(binary.NativeEndian.Uint32(hdr[:4]))
+		if n > size-perfHeaderSize-4 {
+			return false, fmt.Errorf("perf ring of cpu %d: sample of %d bytes in a record of %d: %w", r.cpu, n, size, ErrInvalid)
+		}
+		if uint64(cap(rec.Sample)) < n {
+			rec.Sample = make([]byte, n)
+		}
+		rec.Sample = rec.Sample[:n]
+		r.get(tail+perfHeaderSize+4, rec.Sample)
+	case PerfRecordLost:
+		r.get(tail, hdr[:])
+		rec.Lost = binary.NativeEndian.Uint64(hdr[16:])
+	default:
+		return false, fmt.Errorf("perf ring of cpu %d: record type %d: %w", r.cpu, typ, ErrInvalid)
+	}
+	tail += size
+	// Only now may the producer reuse the space.
+	atomic.StoreUint64(r.word(perfDataTail), tail)
+	rec.Remaining = int(head - tail)
+	return true, nil
 }
 
-// ReadInto reads the next record into rec, reusing rec.Sample's storage,
-// waiting for one until deadline (none when zero). It returns an error
-// wrapping os.ErrDeadlineExceeded when the deadline passes first, and one
-// wrapping ErrClosed once the reader is closed.
+// ReadInto reads the next record into rec, reusing rec.Sample's storage.
+// As cilium/ebpf's reader does with epoll, it waits until a ring reaches
+// its watermark (or wakeup events), Flush, the deadline (none when zero)
+// or Close; then it reads every ring up to the head it saw, and once they
+// are drained returns the deadline's error (wrapping
+// os.ErrDeadlineExceeded) or the flush's (ErrFlushed), if that is what
+// ended the wait. After Close it returns an error wrapping ErrClosed.
 func (rd *PerfReader) ReadInto(rec *PerfRecord, deadline time.Time) error {
 	rd.mu.Lock()
 	defer rd.mu.Unlock()
 	var timer <-chan time.Time
 	for {
-		select {
-		case <-rd.closed:
+		if rd.isClosed() {
 			return fmt.Errorf("perf reader: %w", ErrClosed)
-		default:
 		}
-		if !rd.paused.Load() {
-			if ok, err := rd.next(rec); ok || err != nil {
+		if len(rd.pending) == 0 {
+			if err := rd.pendingErr; err != nil {
+				rd.pendingErr = nil
 				return err
 			}
+			if err := rd.wait(deadline, &timer); errors.Is(err, ErrClosed) {
+				return err
+			} else if err != nil {
+				rd.pendingErr = err
+			}
+			// Waking costs; read every ring, as cilium/ebpf does.
+			rd.w.woken.Store(false)
+			for _, r := range rd.rings {
+				r.head = atomic.LoadUint64(r.word(perfDataHead))
+				rd.pending = append(rd.pending, r)
+			}
+		}
+		r := rd.pending[len(rd.pending)-1]
+		ok, err := rd.readFrom(r, rec)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			rd.pending = rd.pending[:len(rd.pending)-1]
+			continue
+		}
+		return nil
+	}
+}
+
+// wait blocks until a producer signals, Flush, the deadline or Close.
+func (rd *PerfReader) wait(deadline time.Time, timer *<-chan time.Time) error {
+	for {
+		if rd.isClosed() {
+			return fmt.Errorf("perf reader: %w", ErrClosed)
 		}
 		if rd.flush.Swap(false) {
 			return fmt.Errorf("perf reader: %w", ErrFlushed)
 		}
-		if timer == nil && !deadline.IsZero() {
+		if rd.w.woken.Load() {
+			return nil
+		}
+		if *timer == nil && !deadline.IsZero() {
 			d := time.Until(deadline)
 			if d <= 0 {
 				return fmt.Errorf("perf reader: %w", os.ErrDeadlineExceeded)
 			}
 			t := time.NewTimer(d)
 			defer t.Stop()
-			timer = t.C
+			*timer = t.C
 		}
-		// Announce the wait, then look again: a producer, Flush or Resume
-		// either sees the announcement or acted before the second look.
+		// Announce the wait, then look again: a producer or Flush either
+		// sees the announcement or acted before the second look.
 		wake := rd.w.wait()
-		if rd.flush.Load() || !rd.paused.Load() && rd.ready() {
+		if rd.flush.Load() || rd.w.woken.Load() {
 			rd.w.done()
 			continue
 		}
 		select {
 		case <-wake:
 		case <-rd.closed:
-		case <-timer:
+		case <-*timer:
 			rd.w.done()
 			return fmt.Errorf("perf reader: %w", os.ErrDeadlineExceeded)
 		}
 		rd.w.done()
 	}
-}
-
-// ready reports whether a ring holds a record.
-func (rd *PerfReader) ready() bool {
-	for _, r := range rd.rings {
-		if atomic.LoadUint64(r.word(perfDataTail)) != atomic.LoadUint64(r.word(perfDataHead)) {
-			return true
-		}
-	}
-	return false
 }
 
 // Flush makes a blocked ReadInto, or the next one, return the records the
@@ -518,8 +554,8 @@ func (rd *PerfReader) Flush() error {
 }
 
 // Pause empties the reader's slots: programs get ENOENT, as after
-// cilium/ebpf's Pause, and reads block until Resume (as with no
-// notifications) while the rings keep what they hold.
+// cilium/ebpf's Pause; with nothing written, reads wait for the deadline
+// (then return what the rings hold) or Resume and new samples.
 func (rd *PerfReader) Pause() error {
 	rd.pause.Lock()
 	defer rd.pause.Unlock()
@@ -529,7 +565,6 @@ func (rd *PerfReader) Pause() error {
 	for cpu, r := range rd.rings {
 		rd.a.detach(cpu, r)
 	}
-	rd.paused.Store(true)
 	return nil
 }
 
@@ -543,8 +578,6 @@ func (rd *PerfReader) Resume() error {
 	for cpu, r := range rd.rings {
 		rd.a.attach(cpu, r)
 	}
-	rd.paused.Store(false)
-	rd.w.notify()
 	return nil
 }
 
@@ -580,7 +613,7 @@ func (rd *PerfReader) Close() error {
 // teardown detaches and frees the rings and drops the map reference.
 func (rd *PerfReader) teardown() {
 	rings := rd.rings
-	rd.rings = nil
+	rd.rings, rd.pending = nil, nil
 	for cpu, r := range rings {
 		rd.a.detach(cpu, r)
 	}
