@@ -20,8 +20,9 @@ import (
 
 // perfRound is one measurement: producers, one per CPU, each output
 // perRunner 64-byte samples; a reader drains them. It returns the samples
-// read per second of wall time, and the share lost to full rings.
-func perfRound(b *testing.B, ncpu, perRunner int, produce func(cpu, n int) error, read func() (lost uint64, err error)) (rate, lostShare float64) {
+// read per second of wall time, the share lost to full rings, and the
+// helper calls per second of the producers.
+func perfRound(b *testing.B, ncpu, perRunner int, produce func(cpu, n int) error, read func() (lost uint64, err error)) (rate, lostShare, calls float64) {
 	var samples, lost uint64
 	done := make(chan error, 1)
 	stop := make(chan struct{})
@@ -59,6 +60,7 @@ func perfRound(b *testing.B, ncpu, perRunner int, produce func(cpu, n int) error
 		})
 	}
 	wg.Wait()
+	produced := time.Since(start)
 	close(stop)
 	if err := <-done; err != nil {
 		b.Fatal(err)
@@ -71,15 +73,16 @@ func perfRound(b *testing.B, ncpu, perRunner int, produce func(cpu, n int) error
 	default:
 	}
 	total := float64(ncpu * perRunner)
-	return float64(samples) / elapsed.Seconds(), 1 - float64(samples)/total
+	return float64(samples) / elapsed.Seconds(), 1 - float64(samples)/total, total / produced.Seconds()
 }
 
 // BenchmarkPerfEventOutput is bpf_perf_event_output throughput (#13): a tc
 // program outputs 64-byte samples, one producer per CPU running it with
 // Repeat, one reader draining the rings (256 KiB per CPU), on bpfvm and on
 // the kernel (BPF_PROG_TEST_RUN with repeat into cilium/ebpf's perf
-// reader), in interleaved rounds. It reports the median records/s of each
-// and their ratio; run with -benchtime=Nx for N rounds.
+// reader), in interleaved rounds. It reports the median records read per
+// second of each and their ratio, the share lost to full rings and the
+// producers' helper calls per second; run with -benchtime=Nx for N rounds.
 func BenchmarkPerfEventOutput(b *testing.B) {
 	const (
 		perRunner = 50000
@@ -107,7 +110,7 @@ func BenchmarkPerfEventOutput(b *testing.B) {
 	defer rd.Close()
 	pkt := make([]byte, 64)
 	var rec perf.Record
-	vmRound := func() (float64, float64) {
+	vmRound := func() (float64, float64, float64) {
 		return perfRound(b, ncpu, perRunner, func(_, n int) error {
 			for i := 0; i < n; i += chunk {
 				if _, err := c.Programs["perf_tc"].Run(&bpfvm.RunOptions{Data: pkt, Repeat: chunk}); err != nil {
@@ -122,7 +125,7 @@ func BenchmarkPerfEventOutput(b *testing.B) {
 		})
 	}
 
-	var kernRound func() (float64, float64)
+	var kernRound func() (float64, float64, float64)
 	if kernelAvailable(b) {
 		kc, err := ebpf.NewCollection(spec)
 		if err != nil {
@@ -138,7 +141,7 @@ func BenchmarkPerfEventOutput(b *testing.B) {
 		}
 		defer kr.Close()
 		var krec ebpfperf.Record
-		kernRound = func() (float64, float64) {
+		kernRound = func() (float64, float64, float64) {
 			return perfRound(b, ncpu, perRunner, func(cpu, n int) error {
 				// One producer per CPU, as bpfvm's runners.
 				runtime.LockOSThread()
@@ -162,14 +165,14 @@ func BenchmarkPerfEventOutput(b *testing.B) {
 		}
 	}
 
-	var vmRates, kRates, vmLost, kLost []float64
+	var vmRates, kRates, vmLost, kLost, vmCalls, kCalls []float64
 	b.ResetTimer()
 	for range b.N {
-		r, l := vmRound()
-		vmRates, vmLost = append(vmRates, r), append(vmLost, l)
+		r, l, n := vmRound()
+		vmRates, vmLost, vmCalls = append(vmRates, r), append(vmLost, l), append(vmCalls, n)
 		if kernRound != nil {
-			r, l := kernRound()
-			kRates, kLost = append(kRates, r), append(kLost, l)
+			r, l, n := kernRound()
+			kRates, kLost, kCalls = append(kRates, r), append(kLost, l), append(kCalls, n)
 		}
 	}
 	b.StopTimer()
@@ -180,9 +183,11 @@ func BenchmarkPerfEventOutput(b *testing.B) {
 	}
 	b.ReportMetric(median(vmRates), "bpfvm-rec/s")
 	b.ReportMetric(median(vmLost), "bpfvm-lost")
+	b.ReportMetric(median(vmCalls), "bpfvm-calls/s")
 	if kernRound != nil {
 		b.ReportMetric(median(kRates), "kernel-rec/s")
 		b.ReportMetric(median(kLost), "kernel-lost")
+		b.ReportMetric(median(kCalls), "kernel-calls/s")
 		b.ReportMetric(median(vmRates)/median(kRates), "bpfvm/kernel")
 	}
 }
