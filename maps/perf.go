@@ -331,6 +331,11 @@ func (w *waker) notify() {
 	w.mu.Unlock()
 }
 
+// ErrUnknownEvent is a record of a type other than sample and lost in a
+// perf ring. bpfvm's producers write none; the error exists for readers'
+// completeness (cilium/ebpf's perf.IsUnknownEvent).
+var ErrUnknownEvent = errors.New("unknown perf event")
+
 // PerfReaderOptions configure a PerfReader, as cilium/ebpf's
 // perf.ReaderOptions.
 type PerfReaderOptions struct {
@@ -449,7 +454,9 @@ func (rd *PerfReader) readFrom(r *perfRing, rec *PerfRecord) (bool, error) {
 		r.get(tail, hdr[:])
 		rec.Lost = binary.NativeEndian.Uint64(hdr[16:])
 	default:
-		return false, fmt.Errorf("perf ring of cpu %d: record type %d: %w", r.cpu, typ, ErrInvalid)
+		// Skipped, as cilium/ebpf's reader does, with an error saying so.
+		atomic.StoreUint64(r.word(perfDataTail), tail+size)
+		return false, fmt.Errorf("perf ring of cpu %d: record type %d: %w", r.cpu, typ, ErrUnknownEvent)
 	}
 	tail += size
 	// Only now may the producer reuse the space.

@@ -9,6 +9,7 @@
 package perf
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -28,6 +29,10 @@ var (
 	// pending then have been read.
 	ErrFlushed = maps.ErrFlushed
 )
+
+// IsUnknownEvent reports whether err is a record of a type the reader does
+// not know, which it skipped; bpfvm's rings hold none.
+func IsUnknownEvent(err error) bool { return errors.Is(err, maps.ErrUnknownEvent) }
 
 // Record is a sample or a lost-samples notice read from a perf ring.
 type Record struct {
