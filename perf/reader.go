@@ -105,9 +105,13 @@ func NewReaderWithOptions(array *bpfvm.Map, perCPUBuffer int, opts ReaderOptions
 	return &Reader{rd: rd}, nil
 }
 
-// Read the next record, waiting for one until the deadline. It returns an
-// error wrapping os.ErrDeadlineExceeded when the deadline passes first and
-// one wrapping ErrClosed once the Reader is closed.
+// Read the next record. As cilium/ebpf's, it waits until a CPU's ring
+// holds Watermark bytes (or WakeupEvents samples), Flush or the deadline,
+// then returns the records of every ring, and after them an error wrapping
+// os.ErrDeadlineExceeded or ErrFlushed if that is what ended the wait.
+// RawSample has the kernel's padding (0 to 7 bytes after the sample).
+// After Close, and in a Read that Close interrupts, it returns an error
+// wrapping ErrClosed.
 func (pr *Reader) Read() (Record, error) {
 	var r Record
 	return r, pr.ReadInto(&r)
