@@ -229,8 +229,8 @@ func (r *RingBuffer) consume(buf []byte) ([]byte, bool) {
 		keep := l&RingDiscardBit == 0
 		var rec []byte
 		if keep {
-			if uint64(cap(buf)) < size {
-				buf = make([]byte, size)
+			if buf == nil || uint64(cap(buf)) < size {
+				buf = make([]byte, size) // non-nil, even for an empty record
 			}
 			rec = buf[:size]
 			copy(rec, bytesAt(hdr+RingHeaderSize, size))
