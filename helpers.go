@@ -78,6 +78,7 @@ func init() {
 	register("bpf_ringbuf_submit", helperRingbufSubmit)
 	register("bpf_ringbuf_discard", helperRingbufDiscard)
 	register("bpf_ringbuf_query", helperRingbufQuery)
+	register("bpf_perf_event_output", helperPerfEventOutput)
 
 	register("bpf_ktime_get_ns", helperKtimeGetNS)
 	register("bpf_ktime_get_boot_ns", helperKtimeGetBootNS)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"bpfvm/internal/mapref"
 	"bpfvm/maps"
 	"bpfvm/vm"
 )
@@ -44,6 +45,19 @@ func newMap(spec *ebpf.MapSpec, c *cpus) (*Map, error) {
 	s, err := mapSpec(spec)
 	if err != nil {
 		return nil, err
+	}
+	if s.Type == maps.PerfEventArray {
+		// As cilium/ebpf and libbpf fill them in: one slot per CPU, and
+		// the kernel's only sizes when none are given.
+		if s.KeySize == 0 {
+			s.KeySize = 4
+		}
+		if s.ValueSize == 0 {
+			s.ValueSize = 4
+		}
+		if s.MaxEntries == 0 {
+			s.MaxEntries = uint32(len(c.runners))
+		}
 	}
 	m, err := maps.New(s, maps.Options{NumCPU: len(c.runners), Domain: c.domain, Programs: programRefs{}})
 	if err != nil {
@@ -85,6 +99,19 @@ func deferredContents(spec *ebpf.MapSpec) bool {
 		}
 	}
 	return false
+}
+
+func init() {
+	mapref.Of = func(v any) (maps.Map, error) {
+		m, ok := v.(*Map)
+		if !ok || m == nil {
+			return nil, fmt.Errorf("%T is not a *bpfvm.Map: %w", v, maps.ErrInvalid)
+		}
+		if err := m.hold("reader"); err != nil {
+			return nil, err
+		}
+		return m.m, nil
+	}
 }
 
 func mapSpec(spec *ebpf.MapSpec) (maps.Spec, error) {

@@ -44,6 +44,9 @@ var (
 	// It also matches os.ErrClosed, and unix.EBADF, which cilium/ebpf
 	// returns for a closed file descriptor (sys.ErrClosedFd).
 	ErrClosed error = closedError{}
+	// ErrFlushed is what a reader's read returns, once, after Flush and
+	// the records there were.
+	ErrFlushed = errors.New("data was flushed")
 )
 
 // closedError is ErrClosed.
@@ -101,18 +104,20 @@ type Type uint32
 
 // Map types.
 const (
-	Hash          Type = 1
-	Array         Type = 2
-	ProgArray     Type = 3
-	PerCPUHash    Type = 5
-	PerCPUArray   Type = 6
-	LRUHash       Type = 9
-	LRUPerCPUHash Type = 10
-	ArrayOfMaps   Type = 12
-	HashOfMaps    Type = 13
-	Queue         Type = 22
-	Stack         Type = 23
-	RingBuf       Type = 27
+	Hash      Type = 1
+	Array     Type = 2
+	ProgArray Type = 3
+	// PerfEventArray is BPF_MAP_TYPE_PERF_EVENT_ARRAY (see PerfEvents).
+	PerfEventArray Type = 4
+	PerCPUHash     Type = 5
+	PerCPUArray    Type = 6
+	LRUHash        Type = 9
+	LRUPerCPUHash  Type = 10
+	ArrayOfMaps    Type = 12
+	HashOfMaps     Type = 13
+	Queue          Type = 22
+	Stack          Type = 23
+	RingBuf        Type = 27
 )
 
 // PerCPU reports whether maps of this type keep one value per CPU.
@@ -258,6 +263,8 @@ func New(spec Spec, opts Options) (Map, error) {
 		return newRingBuf(spec, opts)
 	case ProgArray:
 		return newProgArray(spec, opts)
+	case PerfEventArray:
+		return newPerfEventArray(spec, opts)
 	case ArrayOfMaps:
 		return newArrayOfMaps(spec, opts)
 	case HashOfMaps:

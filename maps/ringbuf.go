@@ -211,7 +211,7 @@ func (r *RingBuffer) notify() {
 // consume copies out the next committed record, skipping discarded ones.
 // It reports false when the ring is empty or the next record is still
 // reserved.
-func (r *RingBuffer) consume() ([]byte, bool) {
+func (r *RingBuffer) consume(buf []byte) ([]byte, bool) {
 	r.consMu.Lock()
 	defer r.consMu.Unlock()
 	if r.mem == nil {
@@ -226,15 +226,19 @@ func (r *RingBuffer) consume() ([]byte, bool) {
 			return nil, false
 		}
 		size := uint64(l &^ RingDiscardBit)
+		keep := l&RingDiscardBit == 0
 		var rec []byte
-		if l&RingDiscardBit == 0 {
-			rec = make([]byte, size)
+		if keep {
+			if buf == nil || uint64(cap(buf)) < size {
+				buf = make([]byte, size) // non-nil, even for an empty record
+			}
+			rec = buf[:size]
 			copy(rec, bytesAt(hdr+RingHeaderSize, size))
 		}
 		cons += (size + RingHeaderSize + 7) &^ 7
 		// Only now may producers reuse the space.
 		atomic.StoreUint64(r.pos(ringConsOff), cons)
-		if rec != nil {
+		if keep {
 			return rec, true
 		}
 	}
@@ -262,6 +266,12 @@ func (rd *RingReader) Read() ([]byte, error) { return rd.ReadContext(context.Bac
 
 // ReadContext is Read that also gives up when ctx is done.
 func (rd *RingReader) ReadContext(ctx context.Context) ([]byte, error) {
+	return rd.ReadInto(ctx, nil)
+}
+
+// ReadInto is ReadContext that copies the record into buf's storage when
+// it is large enough.
+func (rd *RingReader) ReadInto(ctx context.Context, buf []byte) ([]byte, error) {
 	r := rd.r
 	// A read in progress keeps the ring's memory alive.
 	if !r.Acquire() {
@@ -276,7 +286,7 @@ func (rd *RingReader) ReadContext(ctx context.Context) ([]byte, error) {
 			return nil, fmt.Errorf("ring buffer %s: %w", r.spec.Name, ErrClosed)
 		default:
 		}
-		if rec, ok := r.consume(); ok {
+		if rec, ok := r.consume(buf); ok {
 			return rec, nil
 		}
 		// Announce the wait, then look again: a Commit either sees the
@@ -285,7 +295,7 @@ func (rd *RingReader) ReadContext(ctx context.Context) ([]byte, error) {
 		wake := r.wake
 		r.wakeMu.Unlock()
 		r.waiters.Add(1)
-		if rec, ok := r.consume(); ok {
+		if rec, ok := r.consume(buf); ok {
 			r.waiters.Add(-1)
 			return rec, nil
 		}
@@ -318,6 +328,18 @@ func (rd *RingReader) Available() int {
 	default:
 	}
 	return int(r.Query(RingAvailData))
+}
+
+// Closed reports whether the reader or its ring is closed.
+func (rd *RingReader) Closed() bool {
+	select {
+	case <-rd.closed:
+		return true
+	case <-rd.r.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 // Close makes pending and future reads return ErrClosed.

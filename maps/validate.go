@@ -46,7 +46,7 @@ func validate(s Spec) error {
 		return fmt.Errorf("flags %#x: conflicting access flags: %w", s.Flags, ErrInvalid)
 	}
 	switch s.Type {
-	case Array, PerCPUArray, ProgArray, ArrayOfMaps:
+	case Array, PerCPUArray, ProgArray, ArrayOfMaps, PerfEventArray:
 		return validateArray(s)
 	case Hash, PerCPUHash, LRUHash, LRUPerCPUHash, HashOfMaps:
 		return validateHash(s)
@@ -78,18 +78,19 @@ func validateArray(s Spec) error {
 	if s.Flags&(FlagMmapable|FlagInnerMap) != 0 && s.Type != Array {
 		return fmt.Errorf("%s flags %#x: mmapable and inner_map are for arrays only: %w", typeName(s.Type), s.Flags, ErrInvalid)
 	}
-	if s.Flags&FlagPreserveElems != 0 {
+	if s.Flags&FlagPreserveElems != 0 && s.Type != PerfEventArray {
 		return fmt.Errorf("%s flags %#x: preserve_elems is for perf event arrays: %w", typeName(s.Type), s.Flags, ErrInvalid)
 	}
 	if s.Type.PerCPU() && s.Flags&FlagNumaNode != 0 {
 		return fmt.Errorf("%s flags %#x: numa node with a per-CPU map: %w", typeName(s.Type), s.Flags, ErrInvalid)
 	}
 	switch s.Type {
-	case ProgArray, ArrayOfMaps:
+	case ProgArray, ArrayOfMaps, PerfEventArray:
+		// fd_array_map_alloc_check: the values are file descriptors.
 		if s.ValueSize != 4 {
 			return fmt.Errorf("%s value size %d, want 4: %w", typeName(s.Type), s.ValueSize, ErrInvalid)
 		}
-		if s.Type == ProgArray && s.Flags&(FlagRdonlyProg|FlagWronlyProg) != 0 {
+		if s.Type != ArrayOfMaps && s.Flags&(FlagRdonlyProg|FlagWronlyProg) != 0 {
 			return fmt.Errorf("%s flags %#x: program access flags: %w", typeName(s.Type), s.Flags, ErrInvalid)
 		}
 	}
@@ -259,6 +260,8 @@ func typeName(t Type) string {
 		return "stack"
 	case RingBuf:
 		return "ringbuf"
+	case PerfEventArray:
+		return "perf_event_array"
 	case DevMap:
 		return "devmap"
 	case CPUMap:

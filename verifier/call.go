@@ -94,7 +94,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				return v.errorf(pc, "R%d type=%s expected=map_ptr", regno, regTypeString(reg))
 			}
 			m = reg.Map
-			if p.MapTypes != nil && !slices.Contains(p.MapTypes, m.Spec.Type) {
+			if hs, ok := mapHelpers[m.Spec.Type]; p.MapTypes != nil && !slices.Contains(p.MapTypes, m.Spec.Type) || ok && !slices.Contains(hs, name) {
 				return v.errorf(pc, "cannot pass map_type %d into func %s#%d", m.Spec.Type, name, id)
 			}
 			aux := &v.aux[pc]

@@ -146,20 +146,36 @@ var builtinProtos = map[string]Proto{
 	"bpf_ringbuf_submit":       {Args: [5]ArgType{ArgRingbufMem, ArgAnything}, Ret: RetVoid},
 	"bpf_ringbuf_discard":      {Args: [5]ArgType{ArgRingbufMem, ArgAnything}, Ret: RetVoid},
 	"bpf_ringbuf_query":        {Args: [5]ArgType{ArgConstMapPtr, ArgAnything}, MapTypes: []maps.Type{maps.RingBuf}},
-	"bpf_skb_load_bytes":       {Args: [5]ArgType{ArgCtx, ArgAnything, ArgUninitMem, ArgConstSize}},
-	"bpf_skb_store_bytes":      {Args: [5]ArgType{ArgCtx, ArgAnything, ArgMem, ArgConstSize, ArgAnything}},
-	"bpf_l3_csum_replace":      {Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything, ArgAnything, ArgAnything}},
-	"bpf_l4_csum_replace":      {Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything, ArgAnything, ArgAnything}},
-	"bpf_csum_diff":            {Args: [5]ArgType{ArgMemOrNull, ArgConstSizeOrZero, ArgMemOrNull, ArgConstSizeOrZero, ArgAnything}, PktAccess: true},
-	"bpf_xdp_adjust_head":      {Args: [5]ArgType{ArgCtx, ArgAnything}},
-	"bpf_xdp_adjust_tail":      {Args: [5]ArgType{ArgCtx, ArgAnything}},
-	"bpf_xdp_adjust_meta":      {Args: [5]ArgType{ArgCtx, ArgAnything}},
-	"bpf_redirect":             {Args: [5]ArgType{ArgAnything, ArgAnything}},
-	"bpf_redirect_map":         {Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}, MapTypes: []maps.Type{maps.DevMap, maps.DevMapHash, maps.CPUMap, maps.XSKMap}, ProgTypes: []string{"xdp"}},
-	"bpf_loop":                 {Args: [5]ArgType{ArgAnything, ArgCallback, ArgStackOrNull, ArgAnything}},
-	"bpf_for_each_map_elem":    {Args: [5]ArgType{ArgConstMapPtr, ArgCallback, ArgStackOrNull, ArgAnything}},
-	"bpf_strtol":               {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}},
-	"bpf_strtoul":              {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}},
+	// The networking variant (the kernel's bpf_skb_event_output_proto and
+	// bpf_xdp_event_output_proto), for the types whose func_proto gives
+	// it. The tracing types' bpf_perf_event_output_proto, and
+	// bpf_skb_output and bpf_xdp_output (BPF_PROG_TYPE_TRACING only), are
+	// not implemented: bpfvm has no tracing types.
+	"bpf_perf_event_output": {Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything, ArgMem, ArgConstSizeOrZero}, MapTypes: []maps.Type{maps.PerfEventArray},
+		ProgTypes: []string{"socket_filter", "sched_cls", "sched_act", "xdp"}},
+	"bpf_skb_load_bytes":    {Args: [5]ArgType{ArgCtx, ArgAnything, ArgUninitMem, ArgConstSize}},
+	"bpf_skb_store_bytes":   {Args: [5]ArgType{ArgCtx, ArgAnything, ArgMem, ArgConstSize, ArgAnything}},
+	"bpf_l3_csum_replace":   {Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything, ArgAnything, ArgAnything}},
+	"bpf_l4_csum_replace":   {Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything, ArgAnything, ArgAnything}},
+	"bpf_csum_diff":         {Args: [5]ArgType{ArgMemOrNull, ArgConstSizeOrZero, ArgMemOrNull, ArgConstSizeOrZero, ArgAnything}, PktAccess: true},
+	"bpf_xdp_adjust_head":   {Args: [5]ArgType{ArgCtx, ArgAnything}},
+	"bpf_xdp_adjust_tail":   {Args: [5]ArgType{ArgCtx, ArgAnything}},
+	"bpf_xdp_adjust_meta":   {Args: [5]ArgType{ArgCtx, ArgAnything}},
+	"bpf_redirect":          {Args: [5]ArgType{ArgAnything, ArgAnything}},
+	"bpf_redirect_map":      {Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}, MapTypes: []maps.Type{maps.DevMap, maps.DevMapHash, maps.CPUMap, maps.XSKMap}, ProgTypes: []string{"xdp"}},
+	"bpf_loop":              {Args: [5]ArgType{ArgAnything, ArgCallback, ArgStackOrNull, ArgAnything}},
+	"bpf_for_each_map_elem": {Args: [5]ArgType{ArgConstMapPtr, ArgCallback, ArgStackOrNull, ArgAnything}},
+	"bpf_strtol":            {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}},
+	"bpf_strtoul":           {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}},
+}
+
+// mapHelpers lists, for map types that only some helpers take, the
+// helpers that do: the map-type half of the kernel's
+// check_map_func_compatibility. bpf_perf_event_read(_value), bpf_skb_output
+// and bpf_xdp_output also take perf event arrays in the kernel; bpfvm does
+// not implement them.
+var mapHelpers = map[maps.Type][]string{
+	maps.PerfEventArray: {"bpf_perf_event_output"},
 }
 
 // packetHelpers change the packet: every packet pointer is invalid after

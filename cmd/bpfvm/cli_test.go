@@ -146,8 +146,8 @@ func TestExitCodes(t *testing.T) {
 		// their kernel names.
 		{[]string{"run", mixed, "-p", "rejected", pkt}, 1, `^$`, "testdata/mixed.o: program rejected: load program: invalid access to packet"},
 		{[]string{"run", mixed, "-p", "probe"}, 1, `^$`, "testdata/mixed.o: program probe: program type kprobe: not supported"},
-		{[]string{"run", "testdata/perf_map.o", "-p", "report", pkt}, 1, `^$`, "testdata/perf_map.o: program report: map events: type perf_event_array:"},
-		{[]string{"verify", "testdata/perf_map.o"}, 1, `^$`, "map events: type perf_event_array:"},
+		{[]string{"run", "testdata/stack_map.o", "-p", "report", pkt}, 1, `^$`, "testdata/stack_map.o: program report: map stacks: type stack_trace:"},
+		{[]string{"verify", "testdata/stack_map.o"}, 1, `^$`, "map stacks: type stack_trace:"},
 		{[]string{"run", mixed, "-p", "ok"}, 1, `^$`, "testdata/mixed.o: program ok: "},
 		// dump --xlated: each program on its own too.
 		{[]string{"dump", "--xlated", mixed}, 1, `(?s)ok \(xlated, 2 insns, verified=true\):.*unspec \(xlated, 2 insns, verified=false\):`,
@@ -296,14 +296,14 @@ func TestVeristat(t *testing.T) {
 		t.Errorf("-q -o csv: exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
 	}
 	// --kernel never panics: the kernel's load errors are rows.
-	code, stdout, stderr = runCLI(t, "", "veristat", "--kernel", "-e", "file,prog,verdict,kernel_verdict", "testdata/mixed.o", "testdata/perf_map.o")
+	code, stdout, stderr = runCLI(t, "", "veristat", "--kernel", "-e", "file,prog,verdict,kernel_verdict", "testdata/mixed.o", "testdata/stack_map.o")
 	kernel := os.Getuid() == 0
 	for _, tc := range []struct{ file, prog, verdict, kernel string }{
 		{"mixed.o", "ok", "success", "success"},
 		{"mixed.o", "rejected", "failure", "failure"},
 		{"mixed.o", "probe", "error", "success"},
 		{"mixed.o", "unspec", "not verified", "error"},
-		{"perf_map.o", "report", "error", "success"},
+		{"stack_map.o", "report", "error", "success"},
 	} {
 		want := tc.kernel
 		if !kernel {

@@ -1,0 +1,39 @@
+package bpfvm
+
+import (
+	"bpfvm/maps"
+	"bpfvm/vm"
+)
+
+// helperPerfEventOutput is bpf_perf_event_output(ctx, map, flags, data,
+// size) as the networking types have it (the kernel's bpf_skb_event_output
+// and bpf_xdp_event_output): a sample of the size bytes at data, followed
+// by the first (flags & BPF_F_CTXLEN_MASK) >> 32 bytes of the packet, in
+// the ring of the slot flags' index selects (BPF_F_CURRENT_CPU: the
+// runner's). -EINVAL for other flags, -EFAULT when the packet is shorter
+// than the bytes asked for, then the errors of maps.PerfEvents.Output.
+func helperPerfEventOutput(e *vm.Env, _, r2, r3, r4, r5 uint64) (uint64, error) {
+	m, err := mapArg(e, r2)
+	if err != nil {
+		return 0, err
+	}
+	if r3&^(maps.PerfCtxLenMask|maps.PerfIndexMask) != 0 {
+		return neg(einval), nil
+	}
+	meta, err := e.Bytes(r4, r5, false)
+	if err != nil {
+		return 0, err
+	}
+	r := runnerOf(e)
+	pkt := r.packet()
+	n := (r3 & maps.PerfCtxLenMask) >> 32
+	if n > uint64(len(pkt)) {
+		return neg(efault), nil
+	}
+	pa, ok := m.(*maps.PerfEvents)
+	if !ok {
+		// Only unverified programs get here.
+		return neg(einval), nil
+	}
+	return errno(pa.Output(r.cpu, r3&maps.PerfIndexMask, meta, pkt[:n])), nil
+}
