@@ -101,21 +101,19 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 	}
 	if e.branches > 0 {
 		// An ancestor: the current state went around a loop.
-		if v.callbackSites[pc] || e.st.callbackIter != v.cur.callbackIter {
-			// A callback's caller re-entered: the callback loop
-			// converged when nothing new can happen, or is made to
-			// converge by forgetting the scalars that keep changing.
+		if v.callbackSites[pc] {
+			// A helper call whose callback returned to it: the loop
+			// converged when a round brings nothing new, all scalars
+			// compared (the kernel's RANGE_WITHIN); the helper bounds
+			// it. Nothing else is pruned against an ancestor here.
 			if v.statesEqual(e.st, v.cur, pc, true) {
 				e.hit++
 				v.loopHit(e, pc)
 				return true, nil
 			}
-			if v.callbackSites[pc] {
-				widen(e.st, v.cur)
-			}
 			return false, nil
 		}
-		if v.statesEqual(e.st, v.cur, pc, true) && v.statesEqual(v.cur, e.st, pc, true) && !iterDepthsDiffer(e.st, v.cur) && e.st.mayGotoDepth == v.cur.mayGotoDepth {
+		if e.st.callbackIter == v.cur.callbackIter && v.statesEqual(e.st, v.cur, pc, true) && v.statesEqual(v.cur, e.st, pc, true) && !iterDepthsDiffer(e.st, v.cur) && e.st.mayGotoDepth == v.cur.mayGotoDepth {
 			return false, v.errorf(pc, "infinite loop detected at insn %d", pc)
 		}
 		return false, nil
@@ -211,33 +209,6 @@ func (v *verifier) prune(pc int) (bool, error) {
 	return false, nil
 }
 
-// widen makes every scalar of cur that old does not cover unknown, so that
-// a callback loop reaches a state its ancestor covers in a few rounds.
-func widen(old, cur *State) {
-	if len(old.Frames) != len(cur.Frames) {
-		return
-	}
-	for i, of := range old.Frames {
-		cf := cur.frame(i)
-		for r := range cf.Regs {
-			o, c := &of.Regs[r], &cf.Regs[r]
-			if c.Type == ScalarValue && o.Type == ScalarValue && !within(c.Scalar, o.Scalar) {
-				c.Scalar, c.ID = Unknown(), 0
-			}
-		}
-		for j := range cf.Stack {
-			cs := &cf.Stack[j]
-			if !cs.isSpill() || cs.Spilled.Type != ScalarValue {
-				continue
-			}
-			if j < len(of.Stack) && of.Stack[j].isSpill() && of.Stack[j].Spilled.Type == ScalarValue && within(cs.Spilled.Scalar, of.Stack[j].Spilled.Scalar) {
-				continue
-			}
-			cs.Spilled.Scalar, cs.Spilled.ID = Unknown(), 0
-		}
-	}
-}
-
 // idMap checks that ids correspond one to one between two states.
 type idMap struct {
 	old, cur []uint32
@@ -287,7 +258,7 @@ func (v *verifier) statesEqual(old, cur *State, pc int, all bool) bool {
 	var ids idMap
 	for i, of := range old.Frames {
 		cf := cur.Frames[i]
-		if of.CallSite != cf.CallSite || of.Subprog != cf.Subprog {
+		if of.CallSite != cf.CallSite || of.Subprog != cf.Subprog || of.CallbackDepth > cf.CallbackDepth {
 			return false
 		}
 		live := v.liveAt(old, i, pc)
