@@ -314,9 +314,6 @@ func (v *verifier) queueCallback(pc int, name string, sub int, m *MapInfo) error
 	st := v.cur
 	caller := st.top()
 	v.noteLoopInline(pc, name, sub, caller) // iter.go
-	if len(st.Frames) >= MaxCallFrames {
-		return v.errorf(pc, "the call stack of %d frames is too deep", len(st.Frames)+1)
-	}
 	if name == "bpf_loop" {
 		v.markRegPrecise(isa.R1)
 		if n := &caller.Regs[isa.R1]; n.Type == ScalarValue && uint64(caller.CallbackDepth) >= n.Umax {
@@ -327,6 +324,9 @@ func (v *verifier) queueCallback(pc int, name string, sub int, m *MapInfo) error
 			st.cur().CallbackDepth = 0
 			return nil
 		}
+	}
+	if len(st.Frames) >= MaxCallFrames {
+		return v.errorf(pc, "the call stack of %d frames is too deep", len(st.Frames)+1)
 	}
 	callee := &Frame{CallSite: pc, Subprog: sub, Number: len(st.Frames), Callback: true}
 	for r := isa.R1; r <= isa.R5; r++ {

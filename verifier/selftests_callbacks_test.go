@@ -117,6 +117,8 @@ func TestSelftestCallbackLoops(t *testing.T) {
 		// Up to a million instructions here and in the kernel: seconds.
 		cases = append(cases,
 			vcase{name: "two loops counting to 100", asm: callbackLoops(2, 1000, countTo100), err: "BPF program is too large. Processed 1000001 insn", kmsg: true},
+			// for_each_map_elem has no count to bound the rounds.
+			vcase{name: "for_each_map_elem counting to 100", maps: m, asm: strings.NewReplacer("r1 = 1000\n", "r1 = map[fd:0] ll\n", "bpf_loop#181", "bpf_for_each_map_elem#164").Replace(callbackLoops(1, 1000, strings.ReplaceAll(countTo100, "r2 +0", "r4 +0"))), err: "BPF program is too large. Processed 1000001 insn", kmsg: true},
 		)
 	}
 	runCases(t, cases)
