@@ -6,6 +6,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"bpfvm/isa"
 	"bpfvm/maps"
 	"bpfvm/verifier"
 )
@@ -75,6 +76,12 @@ const nested = "*(u64 *)(r10 -8) = 0\n*(u64 *)(r10 -16) = 0\n" +
 	"add100: r1 = *(u64 *)(r2 +0)\nr1 += 100\n*(u64 *)(r2 +0) = r1\nr0 = 0\nexit\n" +
 	"add10: r1 = *(u64 *)(r2 +0)\nr1 += 10\n*(u64 *)(r2 +0) = r1\nr0 = 0\nexit"
 
+// ptrCtx keeps a pointer to fp-8 in the context at fp-16; the callback's
+// first round (index 0) replaces it with r3, later rounds read through it.
+const ptrCtx = "*(u64 *)(r10 -8) = 0\nr1 = r10\nr1 += -8\n*(u64 *)(r10 -16) = r1\n" +
+	"r1 = 3\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -16\nr4 = 0\ncall bpf_loop#181\nr0 = 0\nexit\n" +
+	"cb: if r1 != 0 goto read\nr3 = 0xdead\n*(u64 *)(r2 +0) = r3\nr0 = 0\nexit\nread: r1 = *(u64 *)(r2 +0)\nr0 = *(u64 *)(r1 +0)\nr0 = 0\nexit"
+
 // Callback loops explored as the kernel does: the helper's return first,
 // the callback's entry queued, rounds bounded by bpf_loop's count, and
 // only imprecise scalars widened. Values carried through the rounds keep
@@ -111,6 +118,9 @@ func TestSelftestCallbackLoops(t *testing.T) {
 		{name: "a round changes one of three values, states kept often", typ: ebpf.SchedCLS, flags: verifier.FlagTestStateFreq, asm: oneOfThree, err: "div by zero", kmsg: true},
 		{name: "a round changes one of three values, one round", typ: ebpf.SchedCLS, asm: strings.Replace(oneOfThree, "r1 = 2\n", "r1 = 1\n", 1)},
 		{name: "nested loops reach only possible values", asm: nested},
+		{name: "a pointer in the context replaced in the first round", asm: ptrCtx, err: "R1 invalid mem access 'scalar'", kmsg: true},
+		{name: "a pointer in the context kept through the rounds", asm: strings.Replace(ptrCtx, "r3 = 0xdead\n*(u64 *)(r2 +0) = r3\n", "", 1)},
+		{name: "a callback that stops at once is still explored past its first round", maps: m, asm: carried(zero, bpfLoop(5), false, strings.Replace(inc, "r0 = 0\n", "r0 = 1\n", 1)), err: "invalid access to map value, value_size=2 off=2 size=1", kmsg: true},
 		{name: "nested loops reach every possible value", asm: strings.Replace(nested, "if r1 == 111 goto b", "if r1 == 112 goto b", 1), err: "div by zero", kmsg: true},
 	}
 	if !testing.Short() {
@@ -122,4 +132,26 @@ func TestSelftestCallbackLoops(t *testing.T) {
 		)
 	}
 	runCases(t, cases)
+	// What is accepted is accepted comparing every value too: the rounds
+	// pruned at the helper call hid nothing.
+	for _, c := range cases {
+		if c.err != "" {
+			continue
+		}
+		insns, err := isa.Assemble(c.asm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var infos []verifier.MapInfo
+		for i, m := range c.maps {
+			infos = append(infos, verifier.MapInfo{Name: m.Name, Spec: m, Index: i})
+		}
+		typ := c.typ
+		if typ == ebpf.UnspecifiedProgram {
+			typ = ebpf.XDP
+		}
+		if _, err := verifier.VerifyExact(insns, verifier.Options{Type: progType(typ), Maps: infos, Flags: c.flags}); err != nil {
+			t.Errorf("%s: rejected comparing every value: %v", c.name, err)
+		}
+	}
 }
