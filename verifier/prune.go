@@ -148,11 +148,16 @@ func (v *verifier) prune(pc int) (bool, error) {
 	mayGoto := v.insns[pc].Op == isa.OpMayGoto
 	loopHead := mayGoto || v.callbackSites[pc] || isIterNext(v.insns[pc])
 	evicted, inLoop := false, false
+	var (
+		pruned bool
+		err    error
+	)
 	for _, e := range list {
 		inLoop = inLoop || e.branches > 0
-		pruned, err := v.pruneAgainst(pc, e, mayGoto)
-		if pruned || err != nil {
-			return pruned, err
+		if pruned, err = v.pruneAgainst(pc, e, mayGoto); pruned || err != nil {
+			// Those evicted before this one leave the list all the
+			// same: marked, they could be freed while listed.
+			break
 		}
 		// The kernel's heuristic: a state that keeps missing is unlikely
 		// to help and only slows verification (a loop adds one per
@@ -181,6 +186,9 @@ func (v *verifier) prune(pc int) (bool, error) {
 			return e.evicted
 		})
 		v.explored[pc] = list
+	}
+	if pruned || err != nil {
+		return pruned, err
 	}
 	if v.opts.Unprivileged && len(list) >= maxStatesPerInsnUnpriv {
 		return false, nil
