@@ -26,7 +26,9 @@ func findPrunePoints(insns []isa.Instruction) []bool {
 				pp[pc+1] = true
 			}
 		}
-		if ins.IsLocalCall() && pc+1 < len(insns) {
+		if ins.Op == isa.OpCall && pc+1 < len(insns) {
+			// After every call, helpers and kfuncs too, as the kernel's
+			// visit_func_call_insn.
 			pp[pc+1] = true
 		}
 		if ins.Op == isa.OpMayGoto || isIterNext(ins) {
