@@ -355,7 +355,9 @@ func (g *progGen) op() {
 		size2, _ := g.size()
 		g.emit("%s = *(%s *)(r10 %+d)", g.scalar(), size2, off)
 	case 13: // helpers
-		switch g.intn(5) {
+		switch g.intn(6) {
+		case 5:
+			g.callbackLoop()
 		case 3:
 			// A helper writing to the stack, over spills.
 			g.emit("r1 = r10")
@@ -414,6 +416,37 @@ func (g *progGen) op() {
 			i--
 		}
 	}
+}
+
+// callbackLoop emits a bpf_loop whose callback carries a value through its
+// rounds in a context on this stack: counting, a state machine, a mask,
+// or used as an offset into the array's value; the value is read back
+// after the loop, to be used by later ops.
+func (g *progGen) callbackLoop() {
+	g.nsubs++
+	name := fmt.Sprintf("cb%d", g.nsubs)
+	off := -8 * (1 + g.intn(8))
+	g.emit("*(u64 *)(r10 %+d) = %s", off, g.pick("0", "1", g.scalar()))
+	if g.intn(4) == 0 {
+		// A count the verifier does not know.
+		g.emit("r1 = %s\nr1 &= %d", g.scalar(), g.intn(64))
+	} else {
+		g.emit("r1 = %d", g.intn(6))
+	}
+	g.emit("r2 = subprog[%s] ll\nr3 = r10\nr3 += %d\nr4 = 0\ncall bpf_loop#181", name, off)
+	g.emit("%s = *(u64 *)(r10 %+d)", g.scalar(), off)
+	fmt.Fprintf(&g.subs, "%s:\nr6 = r2\nr3 = *(u64 *)(r6 +0)\n", name)
+	switch g.intn(4) {
+	case 0:
+		fmt.Fprintf(&g.subs, "r3 += %d\n", 1+g.intn(8))
+	case 1:
+		fmt.Fprintf(&g.subs, "if r3 == 0 goto %s_a\nif r3 == 1 goto %s_b\ngoto %s_st\n%s_a: r3 = 1\ngoto %s_st\n%s_b: r3 = %d\n", name, name, name, name, name, name, g.intn(20))
+	case 2:
+		fmt.Fprintf(&g.subs, "r3 += 1\nr3 &= %d\n", g.intn(32))
+	default:
+		fmt.Fprintf(&g.subs, "*(u32 *)(r10 -4) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto %s_st\nr3 = *(u64 *)(r6 +0)\nr0 += r3\nr0 = *(u8 *)(r0 +0)\nr3 += %d\n", name, g.intn(3))
+	}
+	fmt.Fprintf(&g.subs, "%s_st: *(u64 *)(r6 +0) = r3\nr0 = %d\nexit\n", name, g.intn(2))
 }
 
 // generate makes a program from fuzz bytes.

@@ -199,7 +199,9 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		}
 	}
 	if callback >= 0 {
-		return v.enterCallback(pc, name, callback, m)
+		if err := v.queueCallback(pc, name, callback, m); err != nil {
+			return err
+		}
 	}
 	if releaseRef != 0 && !v.cur.releaseRef(releaseRef) {
 		return v.errorf(pc, "R1 must be referenced when passed to release function")
@@ -306,25 +308,28 @@ func (v *verifier) queueReturn(pc int, r0 Reg, pktChanged bool) error {
 	return v.push(ret, pc, f.CallSite+1)
 }
 
-// enterCallback verifies a helper that calls back into the program (bpf_loop,
-// bpf_for_each_map_elem) as a loop: the helper may return at once, or call
-// the callback and come back to decide again. The state after the helper
-// returns is queued; the current state enters the callback. When the
-// callback exits, verification resumes at the helper call, where pruning
-// against the earlier visit ends the loop once the callback changes
-// nothing more.
-func (v *verifier) enterCallback(pc int, name string, sub int, m *MapInfo) error {
+// queueCallback verifies a helper that calls back into the program
+// (bpf_loop, bpf_for_each_map_elem) as a loop, in the kernel's order
+// (push_callback_call): the state entering the callback is queued, and the
+// current one goes on past the helper, as if it returned at once. When the
+// callback exits, verification resumes at the helper call, which queues
+// the next round; pruning against the earlier rounds there ends the loop
+// once a round brings nothing new. bpf_loop's rounds are bounded by its
+// count, which is then precise.
+func (v *verifier) queueCallback(pc int, name string, sub int, m *MapInfo) error {
 	st := v.cur
-	caller := st.cur()
+	caller := st.top()
 	v.noteLoopInline(pc, name, sub, caller) // iter.go
-	after := v.cloneState(st)
-	af := after.cur()
-	for r := isa.R1; r <= isa.R5; r++ {
-		af.Regs[r] = Reg{Type: NotInit}
-	}
-	af.Regs[0] = unknownScalar()
-	if err := v.push(after, pc, pc+1); err != nil {
-		return err
+	if name == "bpf_loop" {
+		v.markRegPrecise(isa.R1)
+		if n := &caller.Regs[isa.R1]; n.Type == ScalarValue && uint64(caller.CallbackDepth) >= n.Umax {
+			// As many rounds as the count allows: the helper returns.
+			if v.log.level > 1 {
+				v.log.printf("frame%d bpf_loop iteration limit reached\n", len(st.Frames)-1)
+			}
+			st.cur().CallbackDepth = 0
+			return nil
+		}
 	}
 	if len(st.Frames) >= MaxCallFrames {
 		return v.errorf(pc, "the call stack of %d frames is too deep", len(st.Frames)+1)
@@ -348,8 +353,13 @@ func (v *verifier) enterCallback(pc int, name string, sub int, m *MapInfo) error
 		return v.errorf(pc, "callbacks of %s are not supported", name)
 	}
 	callee.Regs[10] = Reg{Type: PtrToStack, Frame: uint8(callee.Number), Scalar: Const(0)}
-	st.pushFrame(callee)
-	v.pc = v.subs[sub].Start
+	round := v.cloneState(st)
+	round.cur().CallbackDepth++
+	round.pushFrame(callee)
+	if err := v.push(round, pc, v.subs[sub].Start); err != nil {
+		return err
+	}
+	st.cur().CallbackDepth = 0
 	return nil
 }
 
@@ -632,7 +642,7 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		// Scalars that are imprecise and changed since the previous
 		// round are forgotten (the kernel's widen_imprecise_scalars at
 		// a callback's return), so that the loop converges.
-		if prev := v.prevLoopState(f.CallSite); prev != nil {
+		if prev := v.prevCallbackRound(f.CallSite); prev != nil {
 			widenImprecise(prev, st)
 		}
 		return false, nil

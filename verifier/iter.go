@@ -133,6 +133,19 @@ func (v *verifier) prevLoopState(pc int) *State {
 	return nil
 }
 
+// prevCallbackRound is the state of the previous round of the callback
+// loop at the helper call pc, where the current state returns from the
+// callback: its nearest ancestor there in the same frames (the kernel's
+// find_prev_entry).
+func (v *verifier) prevCallbackRound(pc int) *State {
+	for e := v.cur.parent; e != nil; e = e.parent {
+		if e.pc == pc && e.branches > 0 && sameCallSites(e.st, v.cur) {
+			return e.st
+		}
+	}
+	return nil
+}
+
 func sameCallSites(a, b *State) bool {
 	if len(a.Frames) != len(b.Frames) {
 		return false

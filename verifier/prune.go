@@ -26,7 +26,9 @@ func findPrunePoints(insns []isa.Instruction) []bool {
 				pp[pc+1] = true
 			}
 		}
-		if ins.IsLocalCall() && pc+1 < len(insns) {
+		if ins.Op == isa.OpCall && pc+1 < len(insns) {
+			// After every call, helpers and kfuncs too, as the kernel's
+			// visit_func_call_insn.
 			pp[pc+1] = true
 		}
 		if ins.Op == isa.OpMayGoto || isIterNext(ins) {
@@ -101,21 +103,19 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 	}
 	if e.branches > 0 {
 		// An ancestor: the current state went around a loop.
-		if v.callbackSites[pc] || e.st.callbackIter != v.cur.callbackIter {
-			// A callback's caller re-entered: the callback loop
-			// converged when nothing new can happen, or is made to
-			// converge by forgetting the scalars that keep changing.
+		if v.callbackSites[pc] {
+			// A helper call whose callback returned to it: the loop
+			// converged when a round brings nothing new, all scalars
+			// compared (the kernel's RANGE_WITHIN); the helper bounds
+			// it. Nothing else is pruned against an ancestor here.
 			if v.statesEqual(e.st, v.cur, pc, true) {
 				e.hit++
 				v.loopHit(e, pc)
 				return true, nil
 			}
-			if v.callbackSites[pc] {
-				widen(e.st, v.cur)
-			}
 			return false, nil
 		}
-		if v.statesEqual(e.st, v.cur, pc, true) && v.statesEqual(v.cur, e.st, pc, true) && !iterDepthsDiffer(e.st, v.cur) && e.st.mayGotoDepth == v.cur.mayGotoDepth {
+		if e.st.callbackIter == v.cur.callbackIter && v.statesEqual(e.st, v.cur, pc, true) && v.statesEqual(v.cur, e.st, pc, true) && !iterDepthsDiffer(e.st, v.cur) && e.st.mayGotoDepth == v.cur.mayGotoDepth {
 			return false, v.errorf(pc, "infinite loop detected at insn %d", pc)
 		}
 		return false, nil
@@ -150,11 +150,16 @@ func (v *verifier) prune(pc int) (bool, error) {
 	mayGoto := v.insns[pc].Op == isa.OpMayGoto
 	loopHead := mayGoto || v.callbackSites[pc] || isIterNext(v.insns[pc])
 	evicted, inLoop := false, false
+	var (
+		pruned bool
+		err    error
+	)
 	for _, e := range list {
 		inLoop = inLoop || e.branches > 0
-		pruned, err := v.pruneAgainst(pc, e, mayGoto)
-		if pruned || err != nil {
-			return pruned, err
+		if pruned, err = v.pruneAgainst(pc, e, mayGoto); pruned || err != nil {
+			// Those evicted before this one leave the list all the
+			// same: marked, they could be freed while listed.
+			break
 		}
 		// The kernel's heuristic: a state that keeps missing is unlikely
 		// to help and only slows verification (a loop adds one per
@@ -184,6 +189,9 @@ func (v *verifier) prune(pc int) (bool, error) {
 		})
 		v.explored[pc] = list
 	}
+	if pruned || err != nil {
+		return pruned, err
+	}
 	if v.opts.Unprivileged && len(list) >= maxStatesPerInsnUnpriv {
 		return false, nil
 	}
@@ -209,33 +217,6 @@ func (v *verifier) prune(pc int) (bool, error) {
 	v.stats.PeakMemory = max(v.stats.PeakMemory, v.stateBytes)
 	v.stats.MaxStatesPerInsn = max(v.stats.MaxStatesPerInsn, len(v.explored[pc]))
 	return false, nil
-}
-
-// widen makes every scalar of cur that old does not cover unknown, so that
-// a callback loop reaches a state its ancestor covers in a few rounds.
-func widen(old, cur *State) {
-	if len(old.Frames) != len(cur.Frames) {
-		return
-	}
-	for i, of := range old.Frames {
-		cf := cur.frame(i)
-		for r := range cf.Regs {
-			o, c := &of.Regs[r], &cf.Regs[r]
-			if c.Type == ScalarValue && o.Type == ScalarValue && !within(c.Scalar, o.Scalar) {
-				c.Scalar, c.ID = Unknown(), 0
-			}
-		}
-		for j := range cf.Stack {
-			cs := &cf.Stack[j]
-			if !cs.isSpill() || cs.Spilled.Type != ScalarValue {
-				continue
-			}
-			if j < len(of.Stack) && of.Stack[j].isSpill() && of.Stack[j].Spilled.Type == ScalarValue && within(cs.Spilled.Scalar, of.Stack[j].Spilled.Scalar) {
-				continue
-			}
-			cs.Spilled.Scalar, cs.Spilled.ID = Unknown(), 0
-		}
-	}
 }
 
 // idMap checks that ids correspond one to one between two states.
@@ -287,7 +268,7 @@ func (v *verifier) statesEqual(old, cur *State, pc int, all bool) bool {
 	var ids idMap
 	for i, of := range old.Frames {
 		cf := cur.Frames[i]
-		if of.CallSite != cf.CallSite || of.Subprog != cf.Subprog {
+		if of.CallSite != cf.CallSite || of.Subprog != cf.Subprog || of.CallbackDepth > cf.CallbackDepth {
 			return false
 		}
 		live := v.liveAt(old, i, pc)

@@ -39,7 +39,7 @@ func TestSelftestBackedge(t *testing.T) {
 		{name: "nested may_goto loops copy the value", maps: m, asm: pre + "head: may_goto done\nr6 = 0\ninner: may_goto next\nr9 = r8\ngoto inner\nnext: goto head\ndone: " + use, err: "invalid access to map value, value_size=48 off=100 size=1", kmsg: true},
 		{name: "may_goto copies the value one round late", maps: m, asm: pre + "head: may_goto done\nr9 = r6\nr6 = r8\ngoto head\ndone: " + use, err: "unbounded min value"},
 		{name: "may_goto loop with a safe value", maps: m, asm: pre + "head: may_goto done\nr9 = r8\nr9 &= 7\ngoto head\ndone: " + use},
-		{name: "callback copies the value used after the loop", maps: m, asm: cb("r3 = *(u64 *)(r2 +0)\n*(u64 *)(r2 +8) = r3\nr0 = 0\nexit"), err: "map_value pointer"},
+		{name: "callback copies the value used after the loop", maps: m, asm: cb("r3 = *(u64 *)(r2 +0)\n*(u64 *)(r2 +8) = r3\nr0 = 0\nexit"), err: "invalid access to map value, value_size=48 off=100 size=1", kmsg: true},
 	})
 }
 

@@ -193,6 +193,11 @@ type Frame struct {
 	Number int
 	// Callback, when set, is the helper call whose callback this frame runs.
 	Callback bool
+	// CallbackDepth counts the rounds of callbacks this frame's helper
+	// call entered on this path (the kernel's callback_depth): it bounds
+	// bpf_loop by its count, and a state with fewer rounds covers one
+	// with more, not the other way.
+	CallbackDepth int
 	// refs counts the states whose Frames hold this frame: states share
 	// the frames a path has not written since they were copied, and a
 	// frame with refs > 1 is copied before it is written (State.frame).
