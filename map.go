@@ -69,6 +69,7 @@ func mapSpec(spec *ebpf.MapSpec) (maps.Spec, error) {
 		ValueSize:  spec.ValueSize,
 		MaxEntries: spec.MaxEntries,
 		Flags:      spec.Flags,
+		MapExtra:   spec.MapExtra,
 	}
 	if spec.InnerMap != nil {
 		inner, err := mapSpec(spec.InnerMap)

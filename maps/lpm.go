@@ -1,0 +1,505 @@
+package maps
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"bpfvm/vm"
+)
+
+// lpmTrie is BPF_MAP_TYPE_LPM_TRIE: longest-prefix match over keys
+// {u32 prefixlen (host order); u8 data[key_size-4] (network order)}.
+//
+// The trie has the kernel's shape, so that NextKey walks it in the kernel's
+// order: a binary trie whose nodes each hold a prefix; a node's children
+// extend its prefix, child[b] with bit b after it. A node is either an
+// element or an intermediate node (flag lpmIM), which exists only to join
+// two subtrees whose prefixes diverge and always has two children. Nodes
+// are off-heap slots of one pool:
+//
+//	child0, child1  uint64  addresses of the children, 0 for none
+//	prefixlen       uint32
+//	flags           uint32  lpmIM
+//	data            data_size bytes, padded to 8 (as given: bits past
+//	                prefixlen are kept, as the kernel keeps them)
+//	value           value_size bytes
+//
+// Writers hold mu; program-side lookups take no lock and read the links
+// with atomic loads. A published node's prefix, data and value never
+// change (programs may write their value, as in the kernel): an update
+// links a copy in its place, and unlinked nodes are retired to the pool,
+// reused only once no run can still see them (Domain). Only the flag
+// changes in place, when a deleted element with two children becomes an
+// intermediate node, which readers see either way.
+type lpmTrie struct {
+	header
+	spec     Spec
+	dataSize uint64
+	maxLen   uint32
+	valOff   uint64
+
+	root  atomic.Uint64
+	nodes pool
+
+	mu      sync.Mutex
+	entries uint32 // elements (not intermediate nodes)
+}
+
+// Node layout of LPM tries.
+const (
+	lpmChild0    = 0
+	lpmChild1    = 8
+	lpmPrefixLen = 16
+	lpmFlags     = 20
+	lpmData      = 24
+
+	lpmIM = 1 // intermediate node: no value, exactly two children
+)
+
+// Creation limits of the kernel's trie_alloc.
+const (
+	lpmDataMax = 256
+	// lpmValueMax is KMALLOC_MAX_SIZE less the largest data and the
+	// kernel's node header (struct lpm_trie_node: two child pointers,
+	// prefixlen and flags, 24 bytes on x86-64).
+	lpmValueMax = kmallocMaxSize - lpmDataMax - 24
+	// lpmMaxBytes caps a trie's node memory, which is reserved but only
+	// touched as nodes are used: the kernel allocates nodes one by one.
+	lpmMaxBytes = 1 << 34
+)
+
+func validateLPM(s Spec) error {
+	if s.Flags&FlagNoPrealloc == 0 {
+		return fmt.Errorf("%s flags %#x: BPF_F_NO_PREALLOC is required: %w", typeName(s.Type), s.Flags, ErrInvalid)
+	}
+	if err := checkFlagSet(s, FlagNoPrealloc|FlagNumaNode|flagsAccess); err != nil {
+		return err
+	}
+	if s.KeySize < 4+1 || s.KeySize > 4+lpmDataMax {
+		return fmt.Errorf("%s key size %d: want 4 + 1 to %d bytes of data: %w", typeName(s.Type), s.KeySize, lpmDataMax, ErrInvalid)
+	}
+	if s.ValueSize < 1 || s.ValueSize > lpmValueMax {
+		return fmt.Errorf("%s value size %d: want 1 to %d: %w", typeName(s.Type), s.ValueSize, lpmValueMax, ErrInvalid)
+	}
+	return nil
+}
+
+func newLPM(spec Spec, opts Options) (*lpmTrie, error) {
+	t := &lpmTrie{spec: spec, dataSize: uint64(spec.KeySize - 4)}
+	t.maxLen = uint32(t.dataSize * 8)
+	t.valOff = lpmData + (t.dataSize+7)&^7
+	size := (t.valOff + uint64(spec.ValueSize) + 7) &^ 7
+	// At most max_entries elements and one intermediate node fewer, plus
+	// room for nodes replaced while their old copies await reclamation.
+	n := 2*uint64(spec.MaxEntries) + uint64(2*hashReserve(spec.MaxEntries, opts.NumCPU))
+	n = min(n, lpmMaxBytes/size, 1<<32-1)
+	if err := t.nodes.init(size, uint32(n), opts.Domain); err != nil {
+		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
+	}
+	t.nodes.poisonFrom = lpmData
+	if err := t.header.init(t); err != nil {
+		t.nodes.close()
+		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
+	}
+	return t, nil
+}
+
+func (t *lpmTrie) Spec() Spec { return t.spec }
+
+func (t *lpmTrie) Memory() []vm.Region {
+	start, end := t.nodes.region()
+	return []vm.Region{{Start: start, End: end, Writable: t.spec.Flags&FlagRdonlyProg == 0}}
+}
+
+func (t *lpmTrie) child(n uint64, bit uint32) uint64 { return load(n + lpmChild0 + 8*uint64(bit)) }
+func (t *lpmTrie) prefixLen(n uint64) uint32         { return *(*uint32)(vm.Ptr(n + lpmPrefixLen)) }
+func (t *lpmTrie) im(n uint64) bool {
+	return atomic.LoadUint32((*uint32)(vm.Ptr(n+lpmFlags)))&lpmIM != 0
+}
+func (t *lpmTrie) data(n uint64) []byte { return bytesAt(n+lpmData, t.dataSize) }
+
+// extractBit is bit i of data, most significant bit of data[0] first.
+func extractBit(data []byte, i uint32) uint32 { return uint32(data[i/8]>>(7-i%8)) & 1 }
+
+// match returns how many leading bits of node n's prefix and key (prefix
+// length klen, data kdata) agree, at most the shorter prefix length.
+func (t *lpmTrie) match(n uint64, klen uint32, kdata []byte) uint32 {
+	limit := min(t.prefixLen(n), klen)
+	nd := t.data(n)
+	var m uint32
+	for i := 0; m < limit; i += 8 {
+		var a, b uint64
+		if i+8 <= len(nd) {
+			a, b = binary.BigEndian.Uint64(nd[i:]), binary.BigEndian.Uint64(kdata[i:])
+		} else {
+			var x, y [8]byte
+			copy(x[:], nd[i:])
+			copy(y[:], kdata[i:])
+			a, b = binary.BigEndian.Uint64(x[:]), binary.BigEndian.Uint64(y[:])
+		}
+		if d := a ^ b; d != 0 {
+			m += uint32(bits.LeadingZeros64(d))
+			break
+		}
+		m += 64
+	}
+	return min(m, limit)
+}
+
+// lookup is the longest-prefix match, lock-free: the node of the longest
+// element prefix of key, or 0. A key longer than the maximum matches
+// nothing, as in the kernel.
+func (t *lpmTrie) lookup(klen uint32, kdata []byte) uint64 {
+	if klen > t.maxLen {
+		return 0
+	}
+	var found uint64
+	for n := t.root.Load(); n != 0; {
+		m := t.match(n, klen, kdata)
+		if m == t.maxLen {
+			return n
+		}
+		if m < t.prefixLen(n) {
+			break
+		}
+		if !t.im(n) {
+			found = n
+		}
+		n = t.child(n, extractBit(kdata, t.prefixLen(n)))
+	}
+	return found
+}
+
+// splitKey views a key as prefix length and data.
+func (t *lpmTrie) splitKey(key []byte) (uint32, []byte) {
+	return binary.NativeEndian.Uint32(key), key[4 : 4+t.dataSize]
+}
+
+func (t *lpmTrie) progKey(key unsafe.Pointer) []byte {
+	return unsafe.Slice((*byte)(key), 4+t.dataSize)
+}
+
+func (t *lpmTrie) Lookup(key unsafe.Pointer, _ int) unsafe.Pointer {
+	n := t.lookup(t.splitKey(t.progKey(key)))
+	if n == 0 {
+		return nil
+	}
+	return vm.Ptr(n + t.valOff)
+}
+
+// newNode takes a slot and fills it; value nil makes an intermediate node.
+// goSide callers may wait for retired slots; programs get ErrBusy, since a
+// run waiting for reclamation could wait for itself.
+func (t *lpmTrie) newNode(plen uint32, data []byte, value []byte, goSide bool) (uint64, error) {
+	var n uint64
+	if goSide {
+		var err error
+		if n, err = t.nodes.getWait(); err != nil {
+			return 0, err
+		}
+	} else if n = t.nodes.get(); n == 0 {
+		return 0, fmt.Errorf("no free node: %w", ErrBusy)
+	}
+	store(n+lpmChild0, 0)
+	store(n+lpmChild1, 0)
+	*(*uint32)(vm.Ptr(n + lpmPrefixLen)) = plen
+	var flags uint32
+	if value == nil {
+		flags = lpmIM
+	}
+	atomic.StoreUint32((*uint32)(vm.Ptr(n+lpmFlags)), flags)
+	clear(bytesAt(n+lpmData, t.valOff-lpmData))
+	copy(t.data(n), data)
+	if value != nil {
+		copy(bytesAt(n+t.valOff, uint64(t.spec.ValueSize)), value)
+	}
+	return n, nil
+}
+
+// addEntry counts a new element, as the kernel's trie_check_add_elem.
+func (t *lpmTrie) addEntry(flags uint64) error {
+	if flags == UpdateExist {
+		return ErrKeyNotExist
+	}
+	if t.entries == t.spec.MaxEntries {
+		return fmt.Errorf("%d entries: %w", t.spec.MaxEntries, ErrNoSpace)
+	}
+	t.entries++
+	return nil
+}
+
+// update inserts or replaces the element with key's exact prefix.
+func (t *lpmTrie) update(key, value []byte, flags uint64, goSide bool) error {
+	if flags > UpdateExist {
+		return fmt.Errorf("update flags %#x: %w", flags, ErrInvalid)
+	}
+	klen, kdata := t.splitKey(key)
+	if klen > t.maxLen {
+		return fmt.Errorf("prefix length %d over %d: %w", klen, t.maxLen, ErrInvalid)
+	}
+	// Both nodes are taken before the lock: the pool may wait.
+	nn, err := t.newNode(klen, kdata, value, goSide)
+	if err != nil {
+		return err
+	}
+	im, err := t.newNode(0, nil, nil, goSide)
+	if err != nil {
+		t.nodes.put(nn)
+		return err
+	}
+	t.mu.Lock()
+	usedIM, err := t.insert(nn, im, klen, kdata, flags)
+	t.mu.Unlock()
+	if err != nil {
+		t.nodes.put(nn)
+	}
+	if !usedIM {
+		t.nodes.put(im)
+	}
+	return err
+}
+
+// insert links nn (prefix klen of kdata), using im if an intermediate node
+// is needed; the caller holds mu.
+func (t *lpmTrie) insert(nn, im uint64, klen uint32, kdata []byte, flags uint64) (usedIM bool, err error) {
+	slot := uint64(0) // 0: the root
+	var n uint64
+	var m uint32
+	for n = t.root.Load(); n != 0; n = t.slotLoad(slot) {
+		m = t.match(n, klen, kdata)
+		if t.prefixLen(n) != m || t.prefixLen(n) == klen {
+			break
+		}
+		slot = n + lpmChild0 + 8*uint64(extractBit(kdata, t.prefixLen(n)))
+	}
+	switch {
+	case n == 0:
+		if err := t.addEntry(flags); err != nil {
+			return false, err
+		}
+		t.slotStore(slot, nn)
+	case t.prefixLen(n) == m:
+		// The same prefix: replace the node, keeping its children.
+		if !t.im(n) {
+			if flags == UpdateNoExist {
+				return false, ErrKeyExist
+			}
+		} else if err := t.addEntry(flags); err != nil {
+			return false, err
+		}
+		store(nn+lpmChild0, t.child(n, 0))
+		store(nn+lpmChild1, t.child(n, 1))
+		t.slotStore(slot, nn)
+		t.nodes.retire(n)
+	case m == klen:
+		// The new prefix is an ancestor of n.
+		if err := t.addEntry(flags); err != nil {
+			return false, err
+		}
+		store(nn+lpmChild0+8*uint64(extractBit(t.data(n), m)), n)
+		t.slotStore(slot, nn)
+	default:
+		// The prefixes diverge after m bits: join them.
+		if err := t.addEntry(flags); err != nil {
+			return false, err
+		}
+		*(*uint32)(vm.Ptr(im + lpmPrefixLen)) = m
+		copy(t.data(im), t.data(n))
+		b := uint64(extractBit(kdata, m))
+		store(im+lpmChild0+8*b, nn)
+		store(im+lpmChild0+8*(1-b), n)
+		t.slotStore(slot, im)
+		return true, nil
+	}
+	return false, nil
+}
+
+// slotLoad and slotStore access a link: a child field, or the root for 0.
+func (t *lpmTrie) slotLoad(slot uint64) uint64 {
+	if slot == 0 {
+		return t.root.Load()
+	}
+	return load(slot)
+}
+
+func (t *lpmTrie) slotStore(slot, n uint64) {
+	if slot == 0 {
+		t.root.Store(n)
+		return
+	}
+	store(slot, n)
+}
+
+// remove deletes the element with key's exact prefix, first copying its
+// value to out when out is not nil.
+func (t *lpmTrie) remove(key, out []byte) error {
+	klen, kdata := t.splitKey(key)
+	if klen > t.maxLen {
+		return fmt.Errorf("prefix length %d over %d: %w", klen, t.maxLen, ErrInvalid)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var trim, trim2 uint64 // the link to the node and the link to its parent
+	var parent, n uint64
+	var m uint32
+	for n = t.root.Load(); n != 0; n = t.slotLoad(trim) {
+		m = t.match(n, klen, kdata)
+		if t.prefixLen(n) != m || t.prefixLen(n) == klen {
+			break
+		}
+		parent, trim2 = n, trim
+		trim = n + lpmChild0 + 8*uint64(extractBit(kdata, t.prefixLen(n)))
+	}
+	if n == 0 || t.prefixLen(n) != klen || t.prefixLen(n) != m || t.im(n) {
+		return ErrKeyNotExist
+	}
+	if out != nil {
+		copy(out, bytesAt(n+t.valOff, uint64(len(out))))
+	}
+	t.entries--
+	c0, c1 := t.child(n, 0), t.child(n, 1)
+	switch {
+	case c0 != 0 && c1 != 0:
+		// Two children: the node stays, as an intermediate one.
+		atomic.StoreUint32((*uint32)(vm.Ptr(n+lpmFlags)), lpmIM)
+	case parent != 0 && t.im(parent) && c0 == 0 && c1 == 0:
+		// A leaf under an intermediate node: the sibling takes the
+		// parent's place.
+		sib := t.child(parent, 0)
+		if sib == n {
+			sib = t.child(parent, 1)
+		}
+		t.slotStore(trim2, sib)
+		t.nodes.retire(parent)
+		t.nodes.retire(n)
+	default:
+		t.slotStore(trim, c0|c1) // at most one of them is set
+		t.nodes.retire(n)
+	}
+	return nil
+}
+
+func (t *lpmTrie) Update(key, value unsafe.Pointer, flags uint64, _ int) error {
+	return t.update(t.progKey(key), unsafe.Slice((*byte)(value), t.spec.ValueSize), flags, false)
+}
+
+func (t *lpmTrie) Delete(key unsafe.Pointer) error {
+	return t.remove(t.progKey(key), nil)
+}
+
+func (t *lpmTrie) checkGo(key, value []byte) error {
+	if len(key) != int(t.spec.KeySize) {
+		return fmt.Errorf("key of %d bytes, want %d: %w", len(key), t.spec.KeySize, ErrInvalid)
+	}
+	if value != nil && len(value) != int(t.spec.ValueSize) {
+		return fmt.Errorf("value of %d bytes, want %d: %w", len(value), t.spec.ValueSize, ErrInvalid)
+	}
+	return nil
+}
+
+// LookupBytes is the longest-prefix match, as the kernel's lookup syscall.
+// Go callers are not inside a Domain run: mu keeps the node from being
+// retired while it is copied.
+func (t *lpmTrie) LookupBytes(key, value []byte) error {
+	if err := t.checkGo(key, value); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.lookup(t.splitKey(key))
+	if n == 0 {
+		return ErrKeyNotExist
+	}
+	copy(value, bytesAt(n+t.valOff, uint64(t.spec.ValueSize)))
+	return nil
+}
+
+func (t *lpmTrie) UpdateBytes(key, value []byte, flags uint64) error {
+	if err := t.checkGo(key, value); err != nil {
+		return err
+	}
+	return t.update(key, value, flags, true)
+}
+
+// LookupAndDelete is not implemented by the kernel's LPM trie.
+func (t *lpmTrie) LookupAndDelete(key, value []byte) error {
+	return fmt.Errorf("lookup and delete on a %s: %w", typeName(t.spec.Type), ErrNotSupported)
+}
+
+// NextKey walks the trie in post order, as the kernel's trie_get_next_key:
+// longer prefixes before the shorter ones containing them, the 0 branch
+// before the 1 branch. A key that is not an element (or a prefix length
+// over the maximum) restarts at the first key.
+func (t *lpmTrie) NextKey(key, next []byte) error {
+	if len(next) != int(t.spec.KeySize) {
+		return fmt.Errorf("key of %d bytes, want %d: %w", len(next), t.spec.KeySize, ErrInvalid)
+	}
+	if key != nil {
+		if err := t.checkGo(key, nil); err != nil {
+			return err
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	root := t.root.Load()
+	if root == 0 {
+		return ErrKeyNotExist
+	}
+	out := func(n uint64) error {
+		binary.NativeEndian.PutUint32(next, t.prefixLen(n))
+		copy(next[4:], t.data(n))
+		return nil
+	}
+	leftmost := func(n uint64) error {
+		var found uint64
+		for n != 0 {
+			if t.im(n) {
+				n = t.child(n, 0)
+				continue
+			}
+			found = n
+			if n = t.child(n, 0); n == 0 {
+				n = t.child(found, 1)
+			}
+		}
+		return out(found)
+	}
+	if key == nil {
+		return leftmost(root)
+	}
+	klen, kdata := t.splitKey(key)
+	if klen > t.maxLen {
+		return leftmost(root)
+	}
+	stack := make([]uint64, 0, 32)
+	var n uint64
+	for n = root; n != 0; {
+		stack = append(stack, n)
+		m := t.match(n, klen, kdata)
+		if t.prefixLen(n) != m || t.prefixLen(n) == klen {
+			break
+		}
+		n = t.child(n, extractBit(kdata, t.prefixLen(n)))
+	}
+	if n == 0 || t.prefixLen(n) != klen || t.match(n, klen, kdata) != klen || t.im(n) {
+		return leftmost(root)
+	}
+	for i := len(stack) - 1; i > 0; i-- {
+		node, parent := stack[i], stack[i-1]
+		if t.child(parent, 0) == node {
+			if r := t.child(parent, 1); r != 0 {
+				return leftmost(r)
+			}
+		}
+		if !t.im(parent) {
+			return out(parent)
+		}
+	}
+	return ErrKeyNotExist
+}
+
+func (t *lpmTrie) free() error { return t.nodes.close() }
