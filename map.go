@@ -114,6 +114,11 @@ func (m *Map) hold(op string) error {
 func (m *Map) perCPU() bool { return m.m.Spec().Type.PerCPU() }
 
 func (m *Map) key(key any) ([]byte, error) {
+	if key == nil && m.KeySize() == 0 {
+		// Keyless maps (queues, stacks, bloom filters) take a nil key,
+		// as in cilium/ebpf.
+		return nil, nil
+	}
 	k, err := marshal(key, int(m.KeySize()))
 	if err != nil {
 		return nil, fmt.Errorf("map %s: key: %w", m.name, err)
@@ -159,6 +164,19 @@ func (m *Map) Lookup(key, valueOut any) error {
 	k, err := m.key(key)
 	if err != nil {
 		return err
+	}
+	if m.m.Spec().Type == maps.BloomFilter {
+		// A bloom filter's lookup tests the value valueOut holds, as
+		// the kernel's lookup syscall (and cilium/ebpf's Lookup(nil,
+		// &v)): nil when it may be present.
+		v, err := m.value(valueOut)
+		if err != nil {
+			return err
+		}
+		if err := m.m.LookupBytes(k, v); err != nil {
+			return fmt.Errorf("map %s: lookup: %w", m.name, err)
+		}
+		return nil
 	}
 	v := make([]byte, maps.ValueSizeBytes(m.m.Spec(), m.ncpu))
 	if err := m.m.LookupBytes(k, v); err != nil {
@@ -217,10 +235,11 @@ func (m *Map) Delete(key any) error {
 	if err != nil {
 		return err
 	}
-	if len(k) == 0 {
-		return fmt.Errorf("map %s: delete: %w", m.name, maps.ErrInvalid)
+	var kp unsafe.Pointer // keyless maps (queues, bloom filters) refuse as their type does
+	if len(k) != 0 {
+		kp = unsafe.Pointer(&k[0])
 	}
-	if err := m.m.Delete(unsafe.Pointer(&k[0])); err != nil {
+	if err := m.m.Delete(kp); err != nil {
 		return fmt.Errorf("map %s: delete: %w", m.name, err)
 	}
 	return nil

@@ -318,3 +318,68 @@ func TestLPMNoSpace(t *testing.T) {
 		t.Errorf("replace when full: %v", err)
 	}
 }
+
+// TestKernelBloomDifferential compares a bloom filter's Go-side operations
+// with the kernel's: pushed values are always found, the errors of the
+// operations it does not have and of bad flags are the kernel's.
+func TestKernelBloomDifferential(t *testing.T) {
+	requireKernelMaps(t)
+	for _, tt := range []struct {
+		name string
+		spec Spec
+	}{
+		{"u32 default", Spec{Type: BloomFilter, ValueSize: 4, MaxEntries: 100}},
+		{"odd 1 hash", Spec{Type: BloomFilter, ValueSize: 7, MaxEntries: 100, MapExtra: 1}},
+		{"u64 15 hashes zero seed", Spec{Type: BloomFilter, ValueSize: 8, MaxEntries: 1000, MapExtra: 15, Flags: FlagZeroSeed}},
+		{"tiny", Spec{Type: BloomFilter, ValueSize: 16, MaxEntries: 1, MapExtra: 3}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			km, err := ebpf.NewMap(kernelSpec(tt.spec))
+			if err != nil {
+				t.Fatalf("kernel map: %v", err)
+			}
+			defer km.Close()
+			theirs := kernelKV{m: km, valueSize: int(tt.spec.ValueSize)}
+			mine := ours{newTestMap(t, tt.spec, Options{NumCPU: 1}), 1}
+			val := func(i int) []byte {
+				v := make([]byte, tt.spec.ValueSize)
+				binary.LittleEndian.PutUint32(v, uint32(i)*2654435761)
+				v[len(v)-1] ^= byte(i)
+				return v
+			}
+			same := func(what string, w, g error) {
+				t.Helper()
+				if sentinel(w) != sentinel(g) {
+					t.Errorf("%s: ours %v, kernel %v", what, g, w)
+				}
+			}
+			// Empty: nothing is found.
+			same("peek empty", kernelSentinel(km.Lookup(nil, val(0))), mine.m.LookupBytes(nil, val(0)))
+			for i := range int(tt.spec.MaxEntries) {
+				for _, k := range []kv{theirs, mine} {
+					if err := k.update(nil, val(i), UpdateAny); err != nil {
+						t.Fatalf("push %d: %v", i, err)
+					}
+				}
+			}
+			for i := range int(tt.spec.MaxEntries) {
+				if err := mine.m.LookupBytes(nil, val(i)); err != nil {
+					t.Fatalf("pushed value %d not found: %v", i, err)
+				}
+				if err := km.Lookup(nil, val(i)); err != nil {
+					t.Fatalf("kernel: pushed value %d not found: %v", i, err)
+				}
+			}
+			for _, f := range []uint64{UpdateNoExist, UpdateExist, UpdateLock} {
+				same(fmt.Sprintf("push flags %d", f), theirs.update(nil, val(1), f), mine.update(nil, val(1), f))
+			}
+			same("delete", theirs.delete(nil), mine.delete(nil))
+			_, werr := theirs.nextKey(nil)
+			_, gerr := mine.nextKey(nil)
+			same("next key", werr, gerr)
+			_, werr = theirs.lookupAndDelete(nil)
+			_, gerr = mine.lookupAndDelete(nil)
+			same("lookup and delete", werr, gerr)
+		})
+	}
+}

@@ -333,6 +333,9 @@ func (v *verifier) enterCallback(pc int, name string, sub int, m *MapInfo) error
 		callee.Regs[1] = unknownScalar()
 		callee.Regs[2] = caller.Regs[3]
 	case "bpf_for_each_map_elem":
+		if !slices.Contains(forEachMaps, m.Spec.Type) {
+			return v.errorf(pc, "callback function not allowed for map")
+		}
 		// callback(map, key, value, ctx)
 		callee.Regs[1] = Reg{Type: ConstPtrToMap, Map: m, Scalar: Const(0)}
 		callee.Regs[2] = Reg{Type: PtrToMapKey, Map: m, Scalar: Const(0)}
