@@ -94,9 +94,6 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				return v.errorf(pc, "R%d type=%s expected=map_ptr", regno, regTypeString(reg))
 			}
 			m = reg.Map
-			if p.MapTypes != nil && !slices.Contains(p.MapTypes, m.Spec.Type) {
-				return v.errorf(pc, "cannot pass map_type %d into func %s#%d", m.Spec.Type, name, id)
-			}
 			aux := &v.aux[pc]
 			if aux.Map != nil && aux.Map != m {
 				aux.MapConflict = true
@@ -109,6 +106,11 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			size := m.Spec.KeySize
 			if at != ArgMapKey {
 				size = m.Spec.ValueSize
+			}
+			if size == 0 {
+				// A keyless map's key (the kernel checks the
+				// arguments before the map type).
+				return v.errorf(pc, "invalid zero-sized read")
 			}
 			if err := v.checkHelperMem(pc, regno, reg, int(size), at, true, false, &raw); err != nil {
 				return err
@@ -191,6 +193,10 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		if err := v.checkSnprintf(pc, f); err != nil {
 			return err
 		}
+	}
+	// After the arguments, as the kernel's check_map_func_compatibility.
+	if m != nil && p.MapTypes != nil && !slices.Contains(p.MapTypes, m.Spec.Type) {
+		return v.errorf(pc, "cannot pass map_type %d into func %s#%d", m.Spec.Type, name, id)
 	}
 	if callback >= 0 {
 		return v.enterCallback(pc, name, callback, m)
