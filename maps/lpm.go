@@ -125,30 +125,42 @@ func (t *lpmTrie) data(n uint64) []byte { return bytesAt(n+lpmData, t.dataSize) 
 // extractBit is bit i of data, most significant bit of data[0] first.
 func extractBit(data []byte, i uint32) uint32 { return uint32(data[i/8]>>(7-i%8)) & 1 }
 
-// match returns how many leading bits of node n's prefix and key (prefix
-// length klen, data kdata) agree, at most the shorter prefix length.
-func (t *lpmTrie) match(n uint64, klen uint32, kdata []byte) uint32 {
-	limit := min(t.prefixLen(n), klen)
-	nd := t.data(n)
-	var m uint32
-	for i := 0; m < limit; i += 8 {
-		var a, b uint64
-		if i+8 <= len(nd) {
-			a, b = binary.BigEndian.Uint64(nd[i:]), binary.BigEndian.Uint64(kdata[i:])
-		} else {
-			var x, y [8]byte
-			copy(x[:], nd[i:])
-			copy(y[:], kdata[i:])
-			a, b = binary.BigEndian.Uint64(x[:]), binary.BigEndian.Uint64(y[:])
+// keyWords loads key data as big-endian 64-bit words, the last one
+// zero-padded, into buf: the form match compares with a node's data,
+// which is stored padded to 8 bytes.
+func keyWords(buf *[lpmDataMax / 8]uint64, data []byte) []uint64 {
+	nw := (len(data) + 7) / 8
+	w := buf[:nw]
+	for i := range nw {
+		if len(data) >= 8 {
+			w[i] = binary.BigEndian.Uint64(data)
+			data = data[8:]
+			continue
 		}
-		if d := a ^ b; d != 0 {
-			m += uint32(bits.LeadingZeros64(d))
-			break
-		}
-		m += 64
+		var x [8]byte
+		copy(x[:], data)
+		w[i] = binary.BigEndian.Uint64(x[:])
 	}
-	return min(m, limit)
+	return w
 }
+
+// match returns how many leading bits of node n's prefix and a key of
+// prefix length klen and data words kw agree, at most the shorter prefix
+// length.
+func (t *lpmTrie) match(n uint64, klen uint32, kw []uint64) uint32 {
+	limit := min(t.prefixLen(n), klen)
+	for i := uint32(0); i*64 < limit; i++ {
+		// The node's data word, big-endian in memory.
+		a := bits.ReverseBytes64(*(*uint64)(vm.Ptr(n + lpmData + 8*uint64(i))))
+		if d := a ^ kw[i]; d != 0 {
+			return min(i*64+uint32(bits.LeadingZeros64(d)), limit)
+		}
+	}
+	return limit
+}
+
+// wordBit is bit i of key data words, most significant first.
+func wordBit(kw []uint64, i uint32) uint32 { return uint32(kw[i/64]>>(63-i%64)) & 1 }
 
 // lookup is the longest-prefix match, lock-free: the node of the longest
 // element prefix of key, or 0. A key longer than the maximum matches
@@ -157,19 +169,22 @@ func (t *lpmTrie) lookup(klen uint32, kdata []byte) uint64 {
 	if klen > t.maxLen {
 		return 0
 	}
+	var buf [lpmDataMax / 8]uint64
+	kw := keyWords(&buf, kdata)
 	var found uint64
 	for n := t.root.Load(); n != 0; {
-		m := t.match(n, klen, kdata)
+		m := t.match(n, klen, kw)
 		if m == t.maxLen {
 			return n
 		}
-		if m < t.prefixLen(n) {
+		plen := t.prefixLen(n)
+		if m < plen {
 			break
 		}
 		if !t.im(n) {
 			found = n
 		}
-		n = t.child(n, extractBit(kdata, t.prefixLen(n)))
+		n = t.child(n, wordBit(kw, plen))
 	}
 	return found
 }
@@ -251,8 +266,10 @@ func (t *lpmTrie) update(key, value []byte, flags uint64, goSide bool) error {
 		t.nodes.put(nn)
 		return err
 	}
+	var buf [lpmDataMax / 8]uint64
+	kw := keyWords(&buf, kdata)
 	t.mu.Lock()
-	usedIM, err := t.insert(nn, im, klen, kdata, flags)
+	usedIM, err := t.insert(nn, im, klen, kdata, kw, flags)
 	t.mu.Unlock()
 	if err != nil {
 		t.nodes.put(nn)
@@ -265,12 +282,12 @@ func (t *lpmTrie) update(key, value []byte, flags uint64, goSide bool) error {
 
 // insert links nn (prefix klen of kdata), using im if an intermediate node
 // is needed; the caller holds mu.
-func (t *lpmTrie) insert(nn, im uint64, klen uint32, kdata []byte, flags uint64) (usedIM bool, err error) {
+func (t *lpmTrie) insert(nn, im uint64, klen uint32, kdata []byte, kw []uint64, flags uint64) (usedIM bool, err error) {
 	slot := uint64(0) // 0: the root
 	var n uint64
 	var m uint32
 	for n = t.root.Load(); n != 0; n = t.slotLoad(slot) {
-		m = t.match(n, klen, kdata)
+		m = t.match(n, klen, kw)
 		if t.prefixLen(n) != m || t.prefixLen(n) == klen {
 			break
 		}
@@ -341,13 +358,15 @@ func (t *lpmTrie) remove(key, out []byte) error {
 	if klen > t.maxLen {
 		return fmt.Errorf("prefix length %d over %d: %w", klen, t.maxLen, ErrInvalid)
 	}
+	var buf [lpmDataMax / 8]uint64
+	kw := keyWords(&buf, kdata)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var trim, trim2 uint64 // the link to the node and the link to its parent
 	var parent, n uint64
 	var m uint32
 	for n = t.root.Load(); n != 0; n = t.slotLoad(trim) {
-		m = t.match(n, klen, kdata)
+		m = t.match(n, klen, kw)
 		if t.prefixLen(n) != m || t.prefixLen(n) == klen {
 			break
 		}
@@ -475,17 +494,19 @@ func (t *lpmTrie) NextKey(key, next []byte) error {
 	if klen > t.maxLen {
 		return leftmost(root)
 	}
+	var buf [lpmDataMax / 8]uint64
+	kw := keyWords(&buf, kdata)
 	stack := make([]uint64, 0, 32)
 	var n uint64
 	for n = root; n != 0; {
 		stack = append(stack, n)
-		m := t.match(n, klen, kdata)
+		m := t.match(n, klen, kw)
 		if t.prefixLen(n) != m || t.prefixLen(n) == klen {
 			break
 		}
 		n = t.child(n, extractBit(kdata, t.prefixLen(n)))
 	}
-	if n == 0 || t.prefixLen(n) != klen || t.match(n, klen, kdata) != klen || t.im(n) {
+	if n == 0 || t.prefixLen(n) != klen || t.match(n, klen, kw) != klen || t.im(n) {
 		return leftmost(root)
 	}
 	for i := len(stack) - 1; i > 0; i-- {
