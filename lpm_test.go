@@ -303,3 +303,49 @@ func TestLPMConcurrentRuns(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// TestLPMBatch compares the batch operations on an LPM trie with the
+// kernel's: update, lookup and delete in batches work (the kernel's
+// generic ones), lookup-and-delete in a batch is not supported.
+func TestLPMBatch(t *testing.T) {
+	vm, kern := loadHelpers(t, false, "testdata/lpm_bloom.o", bpfvm.CollectionOptions{})
+	if kern == nil {
+		t.Skip("no kernel oracle")
+	}
+	keys := []lpmKey4{{8, [4]byte{10}}, {16, [4]byte{10, 1}}, {24, [4]byte{10, 1, 2}}, {24, [4]byte{10, 1, 3}}, {0, [4]byte{}}, {32, [4]byte{10, 1, 2, 3}}}
+	vals := []uint32{1, 2, 3, 4, 5, 6}
+	gn, gerr := vm.Maps["v4"].BatchUpdate(keys, vals, nil)
+	kn, kerr := kern.Maps["v4"].BatchUpdate(keys, vals, nil)
+	if gn != kn || errnoOf(gerr) != errnoOf(kerr) {
+		t.Fatalf("batch update: bpfvm %d %v, kernel %d %v", gn, gerr, kn, kerr)
+	}
+	gk, gv := make([]lpmKey4, 4), make([]uint32, 4)
+	kk, kv := make([]lpmKey4, 4), make([]uint32, 4)
+	var gc bpfvm.MapBatchCursor
+	var kc ebpf.MapBatchCursor
+	for round := range 3 {
+		gn, gerr := vm.Maps["v4"].BatchLookup(&gc, gk, gv, nil)
+		kn, kerr := kern.Maps["v4"].BatchLookup(&kc, kk, kv, nil)
+		if gn != kn || errnoOf(gerr) != errnoOf(kerr) || fmt.Sprint(gk[:gn], gv[:gn]) != fmt.Sprint(kk[:kn], kv[:kn]) {
+			t.Fatalf("batch lookup %d: bpfvm %d %v %v %v, kernel %d %v %v %v", round, gn, gerr, gk[:gn], gv[:gn], kn, kerr, kk[:kn], kv[:kn])
+		}
+		if gerr != nil {
+			break
+		}
+	}
+	var gc2 bpfvm.MapBatchCursor
+	var kc2 ebpf.MapBatchCursor
+	gn, gerr = vm.Maps["v4"].BatchLookupAndDelete(&gc2, gk, gv, nil)
+	kn, kerr = kern.Maps["v4"].BatchLookupAndDelete(&kc2, kk, kv, nil)
+	if gn != kn || errnoOf(gerr) != errnoOf(kerr) {
+		t.Fatalf("batch lookup and delete: bpfvm %d %v, kernel %d %v", gn, gerr, kn, kerr)
+	}
+	gn, gerr = vm.Maps["v4"].BatchDelete(keys[:3], nil)
+	kn, kerr = kern.Maps["v4"].BatchDelete(keys[:3], nil)
+	if gn != kn || errnoOf(gerr) != errnoOf(kerr) {
+		t.Fatalf("batch delete: bpfvm %d %v, kernel %d %v", gn, gerr, kn, kerr)
+	}
+	if g, w := bpfvmKeys(t, vm.Maps["v4"]), kernelKeys(t, kern.Maps["v4"]); g != w {
+		t.Errorf("after: bpfvm %s, kernel %s", g, w)
+	}
+}
