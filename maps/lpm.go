@@ -164,14 +164,39 @@ func wordBit(kw []uint64, i uint32) uint32 { return uint32(kw[i/64]>>(63-i%64)) 
 
 // lookup is the longest-prefix match, lock-free: the node of the longest
 // element prefix of key, or 0. A key longer than the maximum matches
-// nothing, as in the kernel.
+// nothing, as in the kernel. Keys of up to 8 bytes of data (IPv4) take a
+// one-word path; the loop is written out rather than calling match, as
+// it is the program-side hot path.
 func (t *lpmTrie) lookup(klen uint32, kdata []byte) uint64 {
 	if klen > t.maxLen {
 		return 0
 	}
+	var found uint64
+	if t.dataSize <= 8 {
+		var x [8]byte
+		copy(x[:], kdata)
+		k := binary.BigEndian.Uint64(x[:])
+		for n := t.root.Load(); n != 0; {
+			p := vm.Ptr(n)
+			plen := *(*uint32)(unsafe.Add(p, lpmPrefixLen))
+			d := bits.ReverseBytes64(*(*uint64)(unsafe.Add(p, lpmData))) ^ k
+			m := min(uint32(bits.LeadingZeros64(d)), plen, klen)
+			if m == t.maxLen {
+				return n
+			}
+			if m < plen {
+				break
+			}
+			if atomic.LoadUint32((*uint32)(unsafe.Add(p, lpmFlags)))&lpmIM == 0 {
+				found = n
+			}
+			bit := uint64(k>>(63-plen%64)) & 1
+			n = atomic.LoadUint64((*uint64)(unsafe.Add(p, 8*bit)))
+		}
+		return found
+	}
 	var buf [lpmDataMax / 8]uint64
 	kw := keyWords(&buf, kdata)
-	var found uint64
 	for n := t.root.Load(); n != 0; {
 		m := t.match(n, klen, kw)
 		if m == t.maxLen {

@@ -383,3 +383,34 @@ func TestKernelBloomDifferential(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLPMLookup is the program-side lookup alone: random /24s and
+// /16s, probes inside them.
+var probeMask = 63
+
+func BenchmarkLPMLookup(b *testing.B) {
+	for _, n := range []int{1000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			spec := Spec{Type: LPMTrie, KeySize: 8, ValueSize: 4, MaxEntries: uint32(n), Flags: FlagNoPrealloc}
+			m := newTestMap(b, spec, Options{NumCPU: 1})
+			r := rand.New(rand.NewPCG(1, 2))
+			var probes [][]byte
+			for i := range n {
+				a := []byte{byte(r.IntN(256)), byte(r.IntN(256)), byte(r.IntN(256)), byte(r.IntN(256))}
+				if err := m.UpdateBytes(lpmKey(uint32(16+8*(i%2)), a), u32(1), 0); err != nil {
+					b.Fatal(err)
+				}
+				if len(probes) < 64 {
+					probes = append(probes, lpmKey(32, a))
+				}
+			}
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				k := probes[i%len(probes)&probeMask]
+				if m.Lookup(unsafe.Pointer(&k[0]), 0) == nil {
+					b.Fatal("miss")
+				}
+			}
+		})
+	}
+}
