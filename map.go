@@ -395,6 +395,9 @@ func marshal(v any, size int) ([]byte, error) {
 		}
 		return b, nil
 	}
+	if b, ok := marshalPlain(v, size); ok {
+		return b, nil
+	}
 	var buf bytes.Buffer
 	if err := binary.Write(&buf, binary.NativeEndian, v); err != nil {
 		return nil, fmt.Errorf("encode %T: %w", v, err)
@@ -471,10 +474,66 @@ func unmarshal(b []byte, out any) error {
 	if ok, err := unmarshalInt(b, out); ok {
 		return err
 	}
-	if rv := reflect.ValueOf(out); rv.Kind() != reflect.Pointer || rv.IsNil() {
+	rv := reflect.ValueOf(out)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("decode into %T: need a non-nil pointer or a byte slice", out)
 	}
+	if t := rv.Elem().Type(); plainType(t) && int(t.Size()) == len(b) {
+		copy(unsafe.Slice((*byte)(rv.UnsafePointer()), len(b)), b)
+		return nil
+	}
 	return binary.Read(bytes.NewReader(b), binary.NativeEndian, out)
+}
+
+// plainType reports whether values of t are laid out in memory exactly as
+// binary.Write encodes them in native byte order: fixed-size numbers,
+// arrays of them and structs of them without padding or blank fields.
+// Their bytes are copied, not encoded field by field: the reflection of
+// binary.Write costs several times the map operation (a struct key's
+// lookup from 1125 to about 300 ns).
+func plainType(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return true
+	case reflect.Array:
+		return plainType(t.Elem())
+	case reflect.Struct:
+		var sum uintptr
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Name == "_" || !plainType(f.Type) {
+				return false
+			}
+			sum += f.Type.Size()
+		}
+		return sum == t.Size()
+	}
+	return false
+}
+
+// marshalPlain returns the bytes of a value (or pointer to one) of a
+// plainType of exactly size bytes, without copying them: like a []byte
+// argument, the result aliases the caller's memory (or the interface's
+// copy of a value) and is only read.
+func marshalPlain(v any, size int) ([]byte, bool) {
+	rv := reflect.ValueOf(v)
+	t := rv.Type()
+	var p unsafe.Pointer
+	if t.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return nil, false
+		}
+		t, p = t.Elem(), rv.UnsafePointer()
+	} else {
+		// A value without pointers is stored indirectly: the
+		// interface's data word points at its copy.
+		p = (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1]
+	}
+	if !plainType(t) || int(t.Size()) != size || size == 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*byte)(p), size), true
 }
 
 func marshalInt(v any) ([]byte, bool) {
