@@ -51,8 +51,11 @@ func bothRun(t *testing.T, vm *bpfvm.Collection, kern *ebpf.Collection, name str
 // random order over overlapping prefixes of every length, and compares
 // every result, every lookup and the iteration order with the kernel's.
 func TestLPMTrieProgram(t *testing.T) {
-	modes(t, func(t *testing.T, noVerify bool) {
-		vm, kern := loadHelpers(t, noVerify, "testdata/lpm_bloom.o", bpfvm.CollectionOptions{})
+	engines(t, func(t *testing.T, noVerify bool, opts bpfvm.CollectionOptions) {
+		vm, kern := loadHelpers(t, noVerify, "testdata/lpm_bloom.o", opts)
+		if opts.Programs.Engine == bpfvm.EngineInterpreter && vm.Programs["lpm"].Engine() != bpfvm.EngineInterpreter {
+			t.Fatalf("engine %v, want the interpreter", vm.Programs["lpm"].Engine())
+		}
 		r := rand.New(rand.NewPCG(7, 11))
 		bases := [][16]byte{
 			{10, 1, 2, 3, 0x20, 0x01, 0x0d, 0xb8},
@@ -104,6 +107,23 @@ func TestLPMTrieProgram(t *testing.T) {
 			}
 		}
 	})
+}
+
+// engines runs f in both modes (checked, verified) on the JIT and on the
+// interpreter.
+func engines(t *testing.T, f func(t *testing.T, noVerify bool, opts bpfvm.CollectionOptions)) {
+	for _, e := range []struct {
+		name   string
+		engine bpfvm.Engine
+	}{{"jit", bpfvm.EngineDefault}, {"interpreter", bpfvm.EngineInterpreter}} {
+		t.Run(e.name, func(t *testing.T) {
+			modes(t, func(t *testing.T, noVerify bool) {
+				var opts bpfvm.CollectionOptions
+				opts.Programs.Engine = e.engine
+				f(t, noVerify, opts)
+			})
+		})
+	}
 }
 
 // goSide does a's update or delete from Go on both sides.
@@ -191,8 +211,8 @@ func kernelKeys(t *testing.T, m *ebpf.Map) string {
 // programs: pushed values are always found, bad flags give -EINVAL, as in
 // the kernel; Go-side Lookup(nil, &v) tests a value as cilium/ebpf's.
 func TestBloomFilterProgram(t *testing.T) {
-	modes(t, func(t *testing.T, noVerify bool) {
-		vm, kern := loadHelpers(t, noVerify, "testdata/lpm_bloom.o", bpfvm.CollectionOptions{})
+	engines(t, func(t *testing.T, noVerify bool, opts bpfvm.CollectionOptions) {
+		vm, kern := loadHelpers(t, noVerify, "testdata/lpm_bloom.o", opts)
 		type args struct{ Op, Flags, Value uint32 }
 		const push, peek = 0, 1
 		if got := run(t, vm.Programs["bloom_op"], frame(args{peek, 0, 5}), nil); got.ret != errno(eNOENT) {
@@ -257,8 +277,9 @@ func TestBloomFilterProgram(t *testing.T) {
 // never a reused node (run with -race). Both engines, verified and
 // checked.
 func TestLPMConcurrentRuns(t *testing.T) {
-	modes(t, func(t *testing.T, noVerify bool) {
-		vm := loadVM(t, noVerify, "testdata/lpm_bloom.o", bpfvm.CollectionOptions{NumCPU: 2})
+	engines(t, func(t *testing.T, noVerify bool, opts bpfvm.CollectionOptions) {
+		opts.NumCPU = 2
+		vm := loadVM(t, noVerify, "testdata/lpm_bloom.o", opts)
 		trie := vm.Maps["v4"]
 		if err := trie.Put(lpmKey4{8, [4]byte{10}}, uint32(8)); err != nil {
 			t.Fatal(err)
