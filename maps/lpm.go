@@ -24,9 +24,14 @@ import (
 //	child0, child1  uint64  addresses of the children, 0 for none
 //	prefixlen       uint32
 //	flags           uint32  lpmIM
+//	value           uint64  address of the node's value
 //	data            data_size bytes, padded to 8 (as given: bits past
 //	                prefixlen are kept, as the kernel keeps them)
-//	value           value_size bytes
+//
+// Values live in a block of their own, slot i's value for node slot i, so
+// that the only memory programs may touch (Memory) is values: an
+// unverified program in checked mode cannot overwrite the links that
+// lock-free walks follow.
 //
 // Writers hold mu; program-side lookups take no lock and read the links
 // with atomic loads. A published node's prefix, data and value never
@@ -40,7 +45,9 @@ type lpmTrie struct {
 	spec     Spec
 	dataSize uint64
 	maxLen   uint32
-	valOff   uint64
+	vsize    uint64 // value stride: value size rounded up to 8
+	vals     *vm.Mem
+	vbase    uint64
 
 	root  atomic.Uint64
 	nodes pool
@@ -55,7 +62,8 @@ const (
 	lpmChild1    = 8
 	lpmPrefixLen = 16
 	lpmFlags     = 20
-	lpmData      = 24
+	lpmValue     = 24
+	lpmData      = 32
 
 	lpmIM = 1 // intermediate node: no value, exactly two children
 )
@@ -91,18 +99,30 @@ func validateLPM(s Spec) error {
 func newLPM(spec Spec, opts Options) (*lpmTrie, error) {
 	t := &lpmTrie{spec: spec, dataSize: uint64(spec.KeySize - 4)}
 	t.maxLen = uint32(t.dataSize * 8)
-	t.valOff = lpmData + (t.dataSize+7)&^7
-	size := (t.valOff + uint64(spec.ValueSize) + 7) &^ 7
+	size := lpmData + (t.dataSize+7)&^7
+	t.vsize = (uint64(spec.ValueSize) + 7) &^ 7
 	// At most max_entries elements and one intermediate node fewer, plus
 	// room for nodes replaced while their old copies await reclamation.
 	n := 2*uint64(spec.MaxEntries) + uint64(2*hashReserve(spec.MaxEntries, opts.NumCPU))
-	n = min(n, lpmMaxBytes/size, 1<<32-1)
+	n = min(n, lpmMaxBytes/(size+t.vsize), 1<<32-1)
 	if err := t.nodes.init(size, uint32(n), opts.Domain); err != nil {
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
 	}
 	t.nodes.poisonFrom = lpmData
-	if err := t.header.init(t); err != nil {
+	t.nodes.poisonHook = func(i uint32) {
+		b := bytesAt(t.vbase+uint64(i)*t.vsize, t.vsize)
+		for j := range b {
+			b[j] = poisonByte
+		}
+	}
+	vals, err := vm.Alloc(int(n * t.vsize))
+	if err != nil {
 		t.nodes.close()
+		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
+	}
+	t.vals, t.vbase = vals, vals.Addr()
+	if err := t.header.init(t); err != nil {
+		t.free()
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
 	}
 	return t, nil
@@ -110,10 +130,15 @@ func newLPM(spec Spec, opts Options) (*lpmTrie, error) {
 
 func (t *lpmTrie) Spec() Spec { return t.spec }
 
+// Memory is the values only: programs never get pointers to nodes.
 func (t *lpmTrie) Memory() []vm.Region {
 	start, end := t.nodes.region()
-	return []vm.Region{{Start: start, End: end, Writable: t.spec.Flags&FlagRdonlyProg == 0}}
+	end = t.vbase + (end-start)/t.nodes.size*t.vsize
+	return []vm.Region{{Start: t.vbase, End: end, Writable: t.spec.Flags&FlagRdonlyProg == 0}}
 }
+
+// value returns the address of node n's value.
+func (t *lpmTrie) value(n uint64) uint64 { return *(*uint64)(vm.Ptr(n + lpmValue)) }
 
 func (t *lpmTrie) child(n uint64, bit uint32) uint64 { return load(n + lpmChild0 + 8*uint64(bit)) }
 func (t *lpmTrie) prefixLen(n uint64) uint32         { return *(*uint32)(vm.Ptr(n + lpmPrefixLen)) }
@@ -228,7 +253,7 @@ func (t *lpmTrie) Lookup(key unsafe.Pointer, _ int) unsafe.Pointer {
 	if n == 0 {
 		return nil
 	}
-	return vm.Ptr(n + t.valOff)
+	return vm.Ptr(t.value(n))
 }
 
 // newNode takes a slot and fills it; value nil makes an intermediate node.
@@ -252,10 +277,12 @@ func (t *lpmTrie) newNode(plen uint32, data []byte, value []byte, goSide bool) (
 		flags = lpmIM
 	}
 	atomic.StoreUint32((*uint32)(vm.Ptr(n+lpmFlags)), flags)
-	clear(bytesAt(n+lpmData, t.valOff-lpmData))
+	clear(bytesAt(n+lpmData, t.nodes.size-lpmData))
 	copy(t.data(n), data)
+	v := t.vbase + uint64(t.nodes.index(n))*t.vsize
+	*(*uint64)(vm.Ptr(n + lpmValue)) = v
 	if value != nil {
-		copy(bytesAt(n+t.valOff, uint64(t.spec.ValueSize)), value)
+		copy(bytesAt(v, uint64(t.spec.ValueSize)), value)
 	}
 	return n, nil
 }
@@ -402,7 +429,7 @@ func (t *lpmTrie) remove(key, out []byte) error {
 		return ErrKeyNotExist
 	}
 	if out != nil {
-		copy(out, bytesAt(n+t.valOff, uint64(len(out))))
+		copy(out, bytesAt(t.value(n), uint64(len(out))))
 	}
 	t.entries--
 	c0, c1 := t.child(n, 0), t.child(n, 1)
@@ -458,7 +485,7 @@ func (t *lpmTrie) LookupBytes(key, value []byte) error {
 	if n == 0 {
 		return ErrKeyNotExist
 	}
-	copy(value, bytesAt(n+t.valOff, uint64(t.spec.ValueSize)))
+	copy(value, bytesAt(t.value(n), uint64(t.spec.ValueSize)))
 	return nil
 }
 
@@ -548,4 +575,13 @@ func (t *lpmTrie) NextKey(key, next []byte) error {
 	return ErrKeyNotExist
 }
 
-func (t *lpmTrie) free() error { return t.nodes.close() }
+func (t *lpmTrie) free() error {
+	err := t.nodes.close()
+	if t.vals != nil {
+		if err2 := t.vals.Free(); err == nil {
+			err = err2
+		}
+		t.vals = nil
+	}
+	return err
+}

@@ -414,3 +414,33 @@ func BenchmarkLPMLookup(b *testing.B) {
 		})
 	}
 }
+
+// Programs may touch values only: the nodes, whose links lock-free walks
+// follow, are outside Memory, so an unverified program in checked mode
+// cannot corrupt them; every value a lookup returns is inside it.
+func TestLPMMemoryIsValues(t *testing.T) {
+	spec := Spec{Type: LPMTrie, KeySize: 8, ValueSize: 12, MaxEntries: 8, Flags: FlagNoPrealloc}
+	m := newTestMap(t, spec, Options{NumCPU: 1})
+	trie := m.(*lpmTrie)
+	regions := m.Memory()
+	nodeStart, nodeEnd := trie.nodes.region()
+	for _, r := range regions {
+		if r.Start < nodeEnd && nodeStart < r.End {
+			t.Fatalf("region %#x-%#x overlaps the nodes %#x-%#x", r.Start, r.End, nodeStart, nodeEnd)
+		}
+	}
+	for i, p := range []string{"10.0.0.0/8", "10.1.0.0/16", "10.1.2.0/24", "10.1.3.0/24"} {
+		if err := m.UpdateBytes(prefixKey(netip.MustParsePrefix(p)), make([]byte, 12), UpdateAny); err != nil {
+			t.Fatal(i, err)
+		}
+		k := lpmKey(32, netip.MustParsePrefix(p).Addr().AsSlice())
+		v := uint64(uintptr(m.Lookup(unsafe.Pointer(&k[0]), 0)))
+		inside := false
+		for _, r := range regions {
+			inside = inside || v >= r.Start && v+12 <= r.End
+		}
+		if !inside {
+			t.Errorf("%s: value %#x outside the program-visible regions", p, v)
+		}
+	}
+}
