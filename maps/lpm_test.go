@@ -171,6 +171,14 @@ func TestKernelLPMDifferential(t *testing.T) {
 			if w, g := iterate(t, theirs), iterate(t, mine); fmt.Sprint(w) != fmt.Sprint(g) {
 				t.Fatalf("iteration: ours %x, kernel %x", g, w)
 			}
+			// No lookup-and-delete, whether the key is there or not.
+			for _, k := range append(iterate(t, mine)[:min(1, len(iterate(t, mine)))], lpmKey(0, make([]byte, tt.dataSize))) {
+				_, werr := theirs.lookupAndDelete(k)
+				_, gerr := mine.lookupAndDelete(k)
+				if sentinel(werr) != sentinel(gerr) {
+					t.Errorf("lookup and delete %x: ours %v, kernel %v", k, gerr, werr)
+				}
+			}
 		})
 	}
 }
