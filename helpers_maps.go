@@ -10,7 +10,8 @@ import (
 )
 
 // helperMapPush is bpf_map_push_elem(map, value, flags) on a queue or
-// stack; with BPF_EXIST a full map drops its oldest element.
+// stack (with BPF_EXIST a full map drops its oldest element) or a bloom
+// filter (flags must be BPF_ANY).
 func helperMapPush(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
 	m, err := mapArg(e, r1)
 	if err != nil {
@@ -42,7 +43,8 @@ func helperMapPop(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
 }
 
 // helperMapPeek is bpf_map_peek_elem(map, value): the next element of a
-// queue or stack, left in place.
+// queue or stack, left in place; for a bloom filter, 0 if value may have
+// been pushed, -ENOENT if it was not.
 func helperMapPeek(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
 	return queueGet(e, r1, r2, maps.QueueStack.Peek)
 }
@@ -52,7 +54,10 @@ func queueGet(e *vm.Env, r1, r2 uint64, get func(maps.QueueStack, unsafe.Pointer
 	if err != nil {
 		return 0, err
 	}
-	value, err := memArg(e, r2, m.Spec().ValueSize, true)
+	// A bloom filter's peek tests the value: it reads it, and leaves it
+	// as it is when the value is absent.
+	bloom := m.Spec().Type == maps.BloomFilter
+	value, err := memArg(e, r2, m.Spec().ValueSize, !bloom)
 	if err != nil {
 		return 0, err
 	}
@@ -61,7 +66,7 @@ func queueGet(e *vm.Env, r1, r2 uint64, get func(maps.QueueStack, unsafe.Pointer
 		return neg(einval), nil
 	}
 	err = get(qs, value)
-	if errors.Is(err, maps.ErrKeyNotExist) {
+	if errors.Is(err, maps.ErrKeyNotExist) && !bloom {
 		// The kernel clears the value when the map is empty.
 		clear(unsafe.Slice((*byte)(value), m.Spec().ValueSize))
 	}

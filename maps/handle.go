@@ -57,6 +57,7 @@ func setKernelFields(addr uint64, s Spec, id uint32) {
 	for off, v := range map[uint64]uint32{64: uint32(s.Type), 68: s.KeySize, 72: s.ValueSize, 76: s.MaxEntries, 88: flags, 92: id} {
 		*(*uint32)(vm.Ptr(addr + off)) = v
 	}
+	*(*uint64)(vm.Ptr(addr + 80)) = s.MapExtra
 }
 
 // KernelFieldsRegion is the part of m's header holding the mirrored kernel

@@ -62,7 +62,7 @@ func kernelSentinel(err error) error {
 }
 
 func kernelSpec(s Spec) *ebpf.MapSpec {
-	k := &ebpf.MapSpec{Name: s.Name, Type: ebpf.MapType(s.Type), KeySize: s.KeySize, ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Flags: s.Flags}
+	k := &ebpf.MapSpec{Name: s.Name, Type: ebpf.MapType(s.Type), KeySize: s.KeySize, ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Flags: s.Flags, MapExtra: s.MapExtra}
 	if s.InnerMap != nil {
 		k.InnerMap = kernelSpec(*s.InnerMap)
 	}

@@ -113,11 +113,13 @@ const (
 	PerCPUArray    Type = 6
 	LRUHash        Type = 9
 	LRUPerCPUHash  Type = 10
+	LPMTrie        Type = 11
 	ArrayOfMaps    Type = 12
 	HashOfMaps     Type = 13
 	Queue          Type = 22
 	Stack          Type = 23
 	RingBuf        Type = 27
+	BloomFilter    Type = 30
 )
 
 // PerCPU reports whether maps of this type keep one value per CPU.
@@ -133,6 +135,9 @@ type Spec struct {
 	ValueSize  uint32
 	MaxEntries uint32
 	Flags      uint32
+	// MapExtra is the kernel's map_extra: for bloom filters the number of
+	// hash functions (0 means 5). Other types require 0.
+	MapExtra uint64
 	// InnerMap describes the maps a map of maps holds.
 	InnerMap *Spec
 }
@@ -271,6 +276,10 @@ func New(spec Spec, opts Options) (Map, error) {
 		return newHashOfMaps(spec, opts)
 	case DevMap, CPUMap, XSKMap, DevMapHash:
 		return newRedirectMap(spec, opts)
+	case LPMTrie:
+		return newLPM(spec, opts)
+	case BloomFilter:
+		return newBloom(spec, opts)
 	}
 	return nil, fmt.Errorf("map %s: type %d: %w", spec.Name, spec.Type, ErrNotSupported)
 }

@@ -34,6 +34,9 @@ type pool struct {
 	// poisonFrom on, so a reader that sees reused memory notices.
 	poison     bool
 	poisonFrom uint64
+	// poisonHook, when set, also poisons what belongs to slot i
+	// elsewhere (an LPM trie's values).
+	poisonHook func(i uint32)
 }
 
 type retiredSlot struct {
@@ -145,6 +148,9 @@ func (p *pool) reclaimLocked() int {
 			b := bytesAt(p.addr(r.idx)+p.poisonFrom, p.size-p.poisonFrom)
 			for i := range b {
 				b[i] = poisonByte
+			}
+			if p.poisonHook != nil {
+				p.poisonHook(r.idx)
 			}
 		}
 		p.free = append(p.free, r.idx)

@@ -45,6 +45,9 @@ func validate(s Spec) error {
 		s.Flags&(FlagRdonlyProg|FlagWronlyProg) == FlagRdonlyProg|FlagWronlyProg {
 		return fmt.Errorf("flags %#x: conflicting access flags: %w", s.Flags, ErrInvalid)
 	}
+	if s.MapExtra != 0 && s.Type != BloomFilter {
+		return fmt.Errorf("%s map_extra %#x: only bloom filters take it: %w", typeName(s.Type), s.MapExtra, ErrInvalid)
+	}
 	switch s.Type {
 	case Array, PerCPUArray, ProgArray, ArrayOfMaps, PerfEventArray:
 		return validateArray(s)
@@ -54,6 +57,10 @@ func validate(s Spec) error {
 		return validateQueue(s)
 	case RingBuf:
 		return validateRingBuf(s)
+	case LPMTrie:
+		return validateLPM(s)
+	case BloomFilter:
+		return validateBloom(s)
 	}
 	return nil
 }
@@ -262,6 +269,10 @@ func typeName(t Type) string {
 		return "ringbuf"
 	case PerfEventArray:
 		return "perf_event_array"
+	case LPMTrie:
+		return "lpm_trie"
+	case BloomFilter:
+		return "bloom_filter"
 	case DevMap:
 		return "devmap"
 	case CPUMap:

@@ -429,3 +429,18 @@ func TestInlineKeepsCallsOutOfRange(t *testing.T) {
 		t.Errorf("InlineHelpers: %d inlined, %v; %d insns (want the %d unchanged)", n, err, len(p.Insns), len(insns))
 	}
 }
+
+// Lookups in maps without an inline sequence stay helper calls: LPM tries
+// (a trie walk), and maps whose lookup is a helper's business.
+func TestInlineKeepsCall(t *testing.T) {
+	for _, s := range []maps.Spec{
+		{Type: maps.LPMTrie, KeySize: 8, ValueSize: 4, MaxEntries: 4, Flags: maps.FlagNoPrealloc},
+		{Type: maps.LPMTrie, KeySize: 20, ValueSize: 8, MaxEntries: 4, Flags: maps.FlagNoPrealloc},
+	} {
+		for _, interp := range []bool{false, true} {
+			if seq := lookupSeq(s, InlineOptions{Interpreter: interp}); seq != nil {
+				t.Errorf("type %d (interpreter %v): inlined", s.Type, interp)
+			}
+		}
+	}
+}

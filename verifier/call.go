@@ -94,9 +94,6 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				return v.errorf(pc, "R%d type=%s expected=map_ptr", regno, regTypeString(reg))
 			}
 			m = reg.Map
-			if hs, ok := mapHelpers[m.Spec.Type]; p.MapTypes != nil && !slices.Contains(p.MapTypes, m.Spec.Type) || ok && !slices.Contains(hs, name) {
-				return v.errorf(pc, "cannot pass map_type %d into func %s#%d", m.Spec.Type, name, id)
-			}
 			aux := &v.aux[pc]
 			if aux.Map != nil && aux.Map != m {
 				aux.MapConflict = true
@@ -109,6 +106,11 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			size := m.Spec.KeySize
 			if at != ArgMapKey {
 				size = m.Spec.ValueSize
+			}
+			if size == 0 {
+				// A keyless map's key (the kernel checks the
+				// arguments before the map type).
+				return v.errorf(pc, "invalid zero-sized read")
 			}
 			if err := v.checkHelperMem(pc, regno, reg, int(size), at, true, false, &raw); err != nil {
 				return err
@@ -196,6 +198,12 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	if name == "bpf_snprintf" {
 		if err := v.checkSnprintf(pc, f); err != nil {
 			return err
+		}
+	}
+	// After the arguments, as the kernel's check_map_func_compatibility.
+	if m != nil {
+		if hs, ok := mapHelpers[m.Spec.Type]; p.MapTypes != nil && !slices.Contains(p.MapTypes, m.Spec.Type) || ok && !slices.Contains(hs, name) {
+			return v.errorf(pc, "cannot pass map_type %d into func %s#%d", m.Spec.Type, name, id)
 		}
 	}
 	if callback >= 0 {
@@ -344,6 +352,9 @@ func (v *verifier) queueCallback(pc int, name string, sub int, m *MapInfo) error
 		callee.Regs[1] = unknownScalar()
 		callee.Regs[2] = caller.Regs[3]
 	case "bpf_for_each_map_elem":
+		if !slices.Contains(forEachMaps, m.Spec.Type) {
+			return v.errorf(pc, "callback function not allowed for map")
+		}
 		// callback(map, key, value, ctx)
 		callee.Regs[1] = Reg{Type: ConstPtrToMap, Map: m, Scalar: Const(0)}
 		callee.Regs[2] = Reg{Type: PtrToMapKey, Map: m, Scalar: Const(0)}

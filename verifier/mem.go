@@ -251,6 +251,10 @@ func mapStructName(t maps.Type) string {
 		return "bpf_cpu_map"
 	case maps.XSKMap:
 		return "xsk_map"
+	case maps.LPMTrie:
+		return "lpm_trie"
+	case maps.BloomFilter:
+		return "bpf_bloom_filter"
 	}
 	return "bpf_array"
 }

@@ -113,10 +113,14 @@ var (
 	// The kernel's check_map_func_compatibility also allows lookups in
 	// devmaps and xskmaps (not cpumaps).
 	lookupMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash, maps.ArrayOfMaps, maps.HashOfMaps,
-		maps.DevMap, maps.DevMapHash, maps.XSKMap}
-	updateMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash}
+		maps.DevMap, maps.DevMapHash, maps.XSKMap, maps.LPMTrie}
+	updateMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash, maps.LPMTrie}
 	deleteMaps = updateMaps
 	queueMaps  = []maps.Type{maps.Queue, maps.Stack}
+	// Bloom filters take push (add) and peek (test), not pop.
+	pushPeekMaps = []maps.Type{maps.Queue, maps.Stack, maps.BloomFilter}
+	// forEachMaps have the kernel's map_for_each_callback.
+	forEachMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash}
 )
 
 // builtinProtos are the prototypes of the helpers bpfvm implements.
@@ -124,9 +128,9 @@ var builtinProtos = map[string]Proto{
 	"bpf_map_lookup_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, Ret: RetMapValueOrNull, MapTypes: lookupMaps, PktAccess: true},
 	"bpf_map_update_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey, ArgMapValue, ArgAnything}, MapTypes: updateMaps, PktAccess: true},
 	"bpf_map_delete_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, MapTypes: deleteMaps, PktAccess: true},
-	"bpf_map_push_elem":        {Args: [5]ArgType{ArgConstMapPtr, ArgMapValue, ArgAnything}, MapTypes: queueMaps, PktAccess: true},
+	"bpf_map_push_elem":        {Args: [5]ArgType{ArgConstMapPtr, ArgMapValue, ArgAnything}, MapTypes: pushPeekMaps, PktAccess: true},
 	"bpf_map_pop_elem":         {Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}, MapTypes: queueMaps},
-	"bpf_map_peek_elem":        {Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}, MapTypes: queueMaps},
+	"bpf_map_peek_elem":        {Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}, MapTypes: pushPeekMaps},
 	"bpf_ktime_get_ns":         {},
 	"bpf_ktime_get_boot_ns":    {},
 	"bpf_ktime_get_coarse_ns":  {},

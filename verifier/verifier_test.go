@@ -167,7 +167,7 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []map
 	}
 	var fds []int
 	for _, s := range specs {
-		ks := &ebpf.MapSpec{Type: ebpf.MapType(s.Type), KeySize: s.KeySize, ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Flags: s.Flags}
+		ks := &ebpf.MapSpec{Type: ebpf.MapType(s.Type), KeySize: s.KeySize, ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Flags: s.Flags, MapExtra: s.MapExtra}
 		if in := s.InnerMap; in != nil {
 			ks.InnerMap = &ebpf.MapSpec{Type: ebpf.MapType(in.Type), KeySize: in.KeySize, ValueSize: in.ValueSize, MaxEntries: in.MaxEntries, Flags: in.Flags}
 		}
