@@ -94,7 +94,8 @@ type Env struct {
 	// and network headers (0: none), where the negative offsets of LD_ABS
 	// and LD_IND count from (LoadPacket).
 	MacHeader, NetHeader uint64
-	// Stack is the span of all frames' stacks.
+	// Stack is the span of all frames' stacks. Checked runs may access only
+	// its live part (LiveStack).
 	Stack Region
 	// CPU is the runner id, what bpf_get_smp_processor_id returns.
 	CPU int
@@ -107,7 +108,9 @@ type Env struct {
 	// TailCalls counts the tail calls made so far in this run.
 	TailCalls int
 	// FP is the frame pointer (R10) of the function calling a helper; a
-	// callback the helper runs gets the stack below that frame.
+	// callback the helper runs gets the stack below that frame. In checked
+	// runs engines keep it at the running function's R10 throughout (the
+	// interpreter's checks read it: LiveStack); 0 means unknown.
 	FP uint64
 	// Context, when it can be cancelled, stops the run with its error
 	// soon after it is done (engines check it between slices of about
@@ -139,7 +142,7 @@ func (e *Env) Check(addr, size uint64, write bool) error {
 	if !e.Checked {
 		return nil
 	}
-	if e.Stack.contains(addr, size) {
+	if e.LiveStack().contains(addr, size) {
 		return nil
 	}
 	for _, r := range e.Regions {
@@ -148,6 +151,19 @@ func (e *Env) Check(addr, size uint64, write bool) error {
 		}
 	}
 	return &MemoryError{Addr: addr, Size: size, Write: write}
+}
+
+// LiveStack is the part of Stack the function running (FP) may access, as
+// the kernel allows: its own frame, with the hidden slots below its
+// ProgramStack bytes, and its callers' frames above, up to the top of the
+// entry frame. The frames below it, a returned callee's, are dead. With FP
+// unknown (0) it is all of Stack.
+func (e *Env) LiveStack() Region {
+	s := e.Stack
+	if e.FP >= StackSize && e.FP-StackSize > s.Start {
+		s.Start = e.FP - StackSize
+	}
+	return s
 }
 
 // Bytes returns the size bytes at addr as a slice after checking the access.
