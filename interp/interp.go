@@ -443,6 +443,9 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			depth--
 			f := &frames[depth]
 			pc, r[6], r[7], r[8], r[9], r[10] = f.ret, f.r6, f.r7, f.r8, f.r9, f.fp
+			if checked {
+				env.FP = r[10]
+			}
 
 		// Atomics.
 		case opAtomicAdd32, opAtomicOr32, opAtomicAnd32, opAtomicXor32,

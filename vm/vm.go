@@ -142,15 +142,26 @@ func (e *Env) Check(addr, size uint64, write bool) error {
 	if !e.Checked {
 		return nil
 	}
-	if e.LiveStack().contains(addr, size) {
+	if e.inLiveStack(addr, size) || e.inRegions(addr, size, write) {
 		return nil
 	}
+	return &MemoryError{Addr: addr, Size: size, Write: write}
+}
+
+// inRegions reports whether one of Regions allows the access.
+func (e *Env) inRegions(addr, size uint64, write bool) bool {
 	for _, r := range e.Regions {
 		if r.contains(addr, size) && (r.Writable || !write) {
-			return nil
+			return true
 		}
 	}
-	return &MemoryError{Addr: addr, Size: size, Write: write}
+	return false
+}
+
+// inLiveStack reports whether LiveStack contains the size bytes at addr:
+// the fast path of checked loads and stores, which FP unknown (0) passes.
+func (e *Env) inLiveStack(addr, size uint64) bool {
+	return addr+StackSize >= e.FP && e.Stack.contains(addr, size)
 }
 
 // LiveStack is the part of Stack the function running (FP) may access, as
@@ -179,23 +190,30 @@ func (e *Env) Bytes(addr, size uint64, write bool) ([]byte, error) {
 
 // Load performs a checked load of size bytes (1, 2, 4 or 8) at addr.
 func (e *Env) Load(addr, size uint64) (uint64, error) {
+	if e.inLiveStack(addr, size) {
+		return LoadSized(addr, size), nil // never the context: no emulation
+	}
 	if e.CtxAccess != nil && e.Ctx.contains(addr, size) {
 		return e.CtxAccess(e, addr-e.Ctx.Start, size, false, 0)
 	}
-	if err := e.Check(addr, size, false); err != nil {
-		return 0, err
+	if e.Checked && !e.inRegions(addr, size, false) {
+		return 0, &MemoryError{Addr: addr, Size: size}
 	}
 	return LoadSized(addr, size), nil
 }
 
 // Store performs a checked store of the low size bytes of v at addr.
 func (e *Env) Store(addr, size, v uint64) error {
+	if e.inLiveStack(addr, size) {
+		StoreSized(addr, size, v)
+		return nil
+	}
 	if e.CtxAccess != nil && e.Ctx.contains(addr, size) {
 		_, err := e.CtxAccess(e, addr-e.Ctx.Start, size, true, v)
 		return err
 	}
-	if err := e.Check(addr, size, true); err != nil {
-		return err
+	if e.Checked && !e.inRegions(addr, size, true) {
+		return &MemoryError{Addr: addr, Size: size, Write: true}
 	}
 	StoreSized(addr, size, v)
 	return nil
