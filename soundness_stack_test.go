@@ -39,6 +39,11 @@ var deadFrameCases = []struct{ name, asm string }{
 	{"bpf_loop callback spills its stack", "*(u64 *)(r10 -8) = 0\nr1 = 1\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_loop#181\n" +
 		"r1 = *(u64 *)(r10 -8)\nr2 = 7\n*(u64 *)(r1 +0) = r2\nr0 = 0\nexit\n" +
 		"cb: r3 = r10\nr3 += -8\n*(u64 *)(r2 +0) = r3\nr0 = 1\nexit"},
+	// The same with a bpf_for_each_map_elem callback (over rw's one
+	// element), whose context is its fourth argument.
+	{"for_each callback spills its stack", "*(u64 *)(r10 -8) = 0\nr1 = map[fd:0] ll\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_for_each_map_elem#164\n" +
+		"r1 = *(u64 *)(r10 -8)\nr2 = 7\n*(u64 *)(r1 +0) = r2\nr0 = 0\nexit\n" +
+		"cb: r3 = r10\nr3 += -16\n*(u64 *)(r4 +0) = r3\nr0 = 0\nexit"},
 	// The frame below the current one, never entered: past the hidden
 	// slots of the entry frame.
 	{"below the frame", "r1 = r10\nr1 += -600\nr2 = 7\n*(u64 *)(r1 +0) = r2\nr0 = 0\nexit"},
@@ -48,13 +53,13 @@ var deadFrameCases = []struct{ name, asm string }{
 }
 
 // Accesses to dead stack frames: a callee's after it returned (also a
-// bpf_loop callback's), frames below the current one. Checked mode, which
+// bpf_loop or for_each callback's), frames below the current one. Checked mode, which
 // used to allow all frames at once, stops them with vm.ErrMemory on both
 // engines; the verifier rejects them, as the kernel does.
 func TestDeadStackFrames(t *testing.T) {
 	for _, tc := range deadFrameCases {
 		t.Run(tc.name, func(t *testing.T) {
-			spec := asmSpec(t, nil, map[string]string{"main": tc.asm})
+			spec := asmSpec(t, frameMaps, map[string]string{"main": tc.asm})
 			kernelRejects(t, spec)
 			if _, err := bpfvm.NewCollection(spec); !errors.Is(err, verifier.ErrRejected) {
 				t.Errorf("load: %v, want a verifier rejection", err)
@@ -112,7 +117,7 @@ func deepChain(n int) string {
 
 // Stack accesses to live frames keep working with checked frames: a callee
 // writing its caller's stack through a pointer, an 8-frame chain writing
-// the entry frame's, a bpf_loop callback writing its caller's, in checked
+// the entry frame's, bpf_loop and for_each callbacks writing their caller's, in checked
 // mode, verified with checks and verified, on both engines and as the
 // kernel. (Tail calls from subprograms: TestTailCallFromSubprogram.)
 func TestLiveStackFrames(t *testing.T) {
@@ -132,10 +137,13 @@ func TestLiveStackFrames(t *testing.T) {
 		{"bpf_loop callback writes the caller's stack", "*(u64 *)(r10 -8) = 0\nr1 = 5\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_loop#181\n" +
 			"r1 = *(u64 *)(r10 -8)\nr0 += r1\nexit\n" +
 			"cb: r3 = *(u64 *)(r2 +0)\nr3 += 10\n*(u64 *)(r2 +0) = r3\n*(u64 *)(r10 -8) = r3\nr0 = 0\nexit", 55},
+		{"for_each callback writes the caller's stack", "*(u64 *)(r10 -8) = 0\nr1 = map[fd:0] ll\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -8\nr4 = 0\ncall bpf_for_each_map_elem#164\n" +
+			"r1 = *(u64 *)(r10 -8)\nr0 += r1\nexit\n" +
+			"cb: r3 = *(u64 *)(r4 +0)\nr3 += 10\n*(u64 *)(r4 +0) = r3\n*(u64 *)(r10 -8) = r3\nr0 = 0\nexit", 11},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			spec := asmSpec(t, nil, map[string]string{"main": tc.asm})
+			spec := asmSpec(t, frameMaps, map[string]string{"main": tc.asm})
 			kern := kernelSpec(t, spec)
 			for _, opts := range liveFrameModes {
 				t.Run(fmt.Sprintf("noverify=%v checks=%v engine %d", opts.NoVerify, opts.Checks, opts.Engine), func(t *testing.T) {
