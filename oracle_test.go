@@ -332,7 +332,103 @@ var errOracleFinding = errors.New("oracle finding")
 // program was accepted, and as an error wrapping errOracleFinding what it
 // found.
 func checkOracle(t testing.TB, data []byte) (bool, error) {
+	if err := checkEscape(t, data); err != nil {
+		return false, err
+	}
 	return checkOracleSource(t, generateOracle(data), uint64(len(data)))
+}
+
+// Stack frame escapes (issue 11, class 3): a function keeps a pointer into
+// the frame of a callee, of the callee's callee or of a bpf_loop callback
+// after it returned, and uses it. Every input also makes such a program
+// (generateEscape), with the escape first so that it runs on every packet:
+// the verifier must reject it, as the kernel does, and checked mode, the
+// oracle's unverified reference run, must stop it with vm.ErrMemory on
+// both engines. A dead frame that a later call makes live again is out of
+// reach of the checks, and not generated.
+
+// escapeConfigs are the runs of escape programs.
+var escapeConfigs = []oracleConfig{
+	oracleConfigs[0],
+	{"unverified jit", ProgramOptions{NoVerify: true, Engine: EngineJIT}},
+}
+
+// oracleEscapes counts the escape programs checked, for the logs.
+var oracleEscapes atomic.Int64
+
+// checkEscape generates an escape program from data and checks it; what it
+// finds wraps errOracleFinding.
+func checkEscape(t testing.TB, data []byte) error {
+	src := generateEscape(data)
+	insns, err := isa.Assemble(src)
+	if err != nil {
+		t.Fatalf("generated program does not assemble: %v\n%s", err, src)
+	}
+	if err := oracleVerify(insns); !errors.Is(err, verifier.ErrRejected) {
+		return fmt.Errorf("%w: a stack frame escape is not rejected: %v\n%s", errOracleFinding, err, src)
+	}
+	if k := getKernelOracle(); k != nil {
+		if kerr, _, ok := k.verdict(insns); ok && kerr == nil {
+			return fmt.Errorf("%w: the kernel accepts a stack frame escape (a generator bug)\n%s", errOracleFinding, src)
+		}
+	}
+	oracleEscapes.Add(1)
+	pkts := oraclePackets(uint64(len(data)))
+	for _, cfg := range escapeConfigs {
+		_, err := oracleRun(insns, cfg, pkts)
+		if errors.Is(err, errOracleEnv) {
+			t.Fatalf("%v\n%s", err, src)
+		}
+		if !errors.Is(err, vm.ErrMemory) {
+			return fmt.Errorf("%w: %s runs a stack frame escape without a fault: %v\n%s", errOracleFinding, cfg.name, err, src)
+		}
+	}
+	return nil
+}
+
+// generateEscape makes a program that escapes a stack frame from fuzz
+// bytes: the escape's depth, where the pointer points in the dead frame,
+// the caller's slot that keeps it and what the caller does with it.
+func generateEscape(data []byte) string {
+	g := &oracleGen{data: data}
+	g.emit("r6 = r1")
+	slot := 8 * (1 + g.intn(4))
+	k := []int{8, 16, 64, 512}[g.intn(4)]
+	name := "esc"
+	// The escaping function stores its R10-k through the pointer in reg.
+	spill := func(reg string) string {
+		return fmt.Sprintf("r3 = r10\nr3 += -%d\n*(u64 *)(%s +0) = r3\n", k, reg)
+	}
+	g.emit("*(u64 *)(r10 -%d) = 0\nr1 = r10\nr1 += -%d", slot, slot)
+	switch g.intn(3) {
+	case 0:
+		g.emit("call %s", name)
+		fmt.Fprintf(&g.subs, "%s:\n%sr0 = 0\nexit\n", name, spill("r1"))
+	case 1: // two frames deep: both are dead at the use
+		g.emit("call %s", name)
+		fmt.Fprintf(&g.subs, "%s:\ncall %s_deep\nr0 = 0\nexit\n%s_deep:\n%sr0 = 0\nexit\n", name, name, name, spill("r1"))
+	default: // a bpf_loop callback, whose context is the caller's slot
+		g.emit("r3 = r1\nr1 = %d\nr2 = subprog[%s] ll\nr4 = 0\ncall bpf_loop#181", 1+g.intn(3), name)
+		fmt.Fprintf(&g.subs, "%s:\n%sr0 = %d\nexit\n", name, spill("r2"), g.intn(2))
+	}
+	// The use, inside the dead frame.
+	g.emit("r1 = *(u64 *)(r10 -%d)", slot)
+	sz := oracleSizes[g.intn(4)]
+	off := []int{0, -8, k - sz.n}[g.intn(3)]
+	switch g.intn(6) {
+	case 0, 1:
+		g.emit("r0 = *(%s *)(r1 %+d)", sz.name, off)
+	case 2:
+		g.emit("*(%s *)(r1 %+d) = 7", sz.name, off)
+	case 3:
+		g.emit("r2 = 1\nlock *(u64 *)(r1 %+d) += r2", off&^7)
+	case 4: // a helper reading it
+		g.emit("r2 = r1\nr1 = map[fd:%d] ll\ncall bpf_map_lookup_elem#1", omArr)
+	default: // a helper writing it
+		g.emit("r2 = 8\ncall bpf_get_current_comm#16")
+	}
+	g.emit("r0 = 2\nexit")
+	return g.b.String() + g.subs.String()
 }
 
 // checkOracleSource is checkOracle for a program text.
@@ -494,7 +590,7 @@ func TestOracleSlice(t *testing.T) {
 	if found > 0 {
 		t.Errorf("%d findings", found)
 	}
-	t.Logf("%d of %d programs accepted and run in %d configurations; %d verdicts compared with the kernel's", accepted, n, len(oracleConfigs), kernelOracleCompared.Load())
+	t.Logf("%d of %d programs accepted and run in %d configurations; %d verdicts compared with the kernel's; %d stack frame escapes stopped", accepted, n, len(oracleConfigs), kernelOracleCompared.Load(), oracleEscapes.Load())
 }
 
 // TestOracleSource runs the oracle on the program in the file named by

@@ -208,6 +208,11 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 	)
 	r[1], r[2], r[3], r[4], r[5] = args[0], args[1], args[2], args[3], args[4]
 	r[10] = env.Stack.End
+	if checked {
+		// Checks allow the stack from this frame up (vm.Env.LiveStack):
+		// env.FP follows R10 through calls and returns.
+		env.FP = r[10]
+	}
 	fail := func(e error) (uint64, error) {
 		return 0, &vm.RunError{PC: pc - 1, Err: e}
 	}
@@ -438,6 +443,9 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			depth--
 			f := &frames[depth]
 			pc, r[6], r[7], r[8], r[9], r[10] = f.ret, f.r6, f.r7, f.r8, f.r9, f.fp
+			if checked {
+				env.FP = r[10]
+			}
 
 		// Atomics.
 		case opAtomicAdd32, opAtomicOr32, opAtomicAnd32, opAtomicXor32,
@@ -957,6 +965,9 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 				depth--
 				f := &frames[depth]
 				pc, r[6], r[7], r[8], r[9], r[10] = f.ret, f.r6, f.r7, f.r8, f.r9, f.fp
+				if checked {
+					env.FP = r[10]
+				}
 				r[0] = v
 				break
 			}
@@ -997,6 +1008,9 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			frames[depth] = frame{ret: pc, r6: r[6], r7: r[7], r8: r[8], r9: r[9], fp: r[10]}
 			depth++
 			r[10] -= vm.StackSize
+			if checked {
+				env.FP = r[10]
+			}
 			pc = int(scratch)
 		case opExit:
 			if depth == 0 {
@@ -1005,6 +1019,9 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			depth--
 			f := &frames[depth]
 			pc, r[6], r[7], r[8], r[9], r[10] = f.ret, f.r6, f.r7, f.r8, f.r9, f.fp
+			if checked {
+				env.FP = r[10] // the callee's frame is dead
+			}
 		default:
 			return fail(fmt.Errorf("%w: internal opcode %d", isa.ErrInvalidProgram, in.op))
 		}

@@ -94,7 +94,8 @@ type Env struct {
 	// and network headers (0: none), where the negative offsets of LD_ABS
 	// and LD_IND count from (LoadPacket).
 	MacHeader, NetHeader uint64
-	// Stack is the span of all frames' stacks.
+	// Stack is the span of all frames' stacks. Checked runs may access only
+	// its live part (LiveStack).
 	Stack Region
 	// CPU is the runner id, what bpf_get_smp_processor_id returns.
 	CPU int
@@ -107,7 +108,9 @@ type Env struct {
 	// TailCalls counts the tail calls made so far in this run.
 	TailCalls int
 	// FP is the frame pointer (R10) of the function calling a helper; a
-	// callback the helper runs gets the stack below that frame.
+	// callback the helper runs gets the stack below that frame. In checked
+	// runs engines keep it at the running function's R10 throughout (the
+	// interpreter's checks read it: LiveStack); 0 means unknown.
 	FP uint64
 	// Context, when it can be cancelled, stops the run with its error
 	// soon after it is done (engines check it between slices of about
@@ -139,15 +142,39 @@ func (e *Env) Check(addr, size uint64, write bool) error {
 	if !e.Checked {
 		return nil
 	}
-	if e.Stack.contains(addr, size) {
+	if e.inLiveStack(addr, size) || e.inRegions(addr, size, write) {
 		return nil
 	}
+	return &MemoryError{Addr: addr, Size: size, Write: write}
+}
+
+// inRegions reports whether one of Regions allows the access.
+func (e *Env) inRegions(addr, size uint64, write bool) bool {
 	for _, r := range e.Regions {
 		if r.contains(addr, size) && (r.Writable || !write) {
-			return nil
+			return true
 		}
 	}
-	return &MemoryError{Addr: addr, Size: size, Write: write}
+	return false
+}
+
+// inLiveStack reports whether LiveStack contains the size bytes at addr:
+// the fast path of checked loads and stores, which FP unknown (0) passes.
+func (e *Env) inLiveStack(addr, size uint64) bool {
+	return addr+StackSize >= e.FP && e.Stack.contains(addr, size)
+}
+
+// LiveStack is the part of Stack the function running (FP) may access, as
+// the kernel allows: its own frame, with the hidden slots below its
+// ProgramStack bytes, and its callers' frames above, up to the top of the
+// entry frame. The frames below it, a returned callee's, are dead. With FP
+// unknown (0) it is all of Stack.
+func (e *Env) LiveStack() Region {
+	s := e.Stack
+	if e.FP >= StackSize && e.FP-StackSize > s.Start {
+		s.Start = e.FP - StackSize
+	}
+	return s
 }
 
 // Bytes returns the size bytes at addr as a slice after checking the access.
@@ -163,23 +190,30 @@ func (e *Env) Bytes(addr, size uint64, write bool) ([]byte, error) {
 
 // Load performs a checked load of size bytes (1, 2, 4 or 8) at addr.
 func (e *Env) Load(addr, size uint64) (uint64, error) {
+	if e.inLiveStack(addr, size) {
+		return LoadSized(addr, size), nil // never the context: no emulation
+	}
 	if e.CtxAccess != nil && e.Ctx.contains(addr, size) {
 		return e.CtxAccess(e, addr-e.Ctx.Start, size, false, 0)
 	}
-	if err := e.Check(addr, size, false); err != nil {
-		return 0, err
+	if e.Checked && !e.inRegions(addr, size, false) {
+		return 0, &MemoryError{Addr: addr, Size: size}
 	}
 	return LoadSized(addr, size), nil
 }
 
 // Store performs a checked store of the low size bytes of v at addr.
 func (e *Env) Store(addr, size, v uint64) error {
+	if e.inLiveStack(addr, size) {
+		StoreSized(addr, size, v)
+		return nil
+	}
 	if e.CtxAccess != nil && e.Ctx.contains(addr, size) {
 		_, err := e.CtxAccess(e, addr-e.Ctx.Start, size, true, v)
 		return err
 	}
-	if err := e.Check(addr, size, true); err != nil {
-		return err
+	if e.Checked && !e.inRegions(addr, size, true) {
+		return &MemoryError{Addr: addr, Size: size, Write: true}
 	}
 	StoreSized(addr, size, v)
 	return nil

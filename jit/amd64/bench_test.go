@@ -64,6 +64,30 @@ loop:
 
 const stackLoopInsns = 2 + 5*1000 + 1
 
+// subCallLoop calls a subprogram that spills to its stack and writes its
+// caller's every iteration: the cost of checked calls and returns.
+const subCallLoop = `
+	r6 = 0
+	r7 = 1000
+loop:
+	r1 = r10
+	r1 += -8
+	r2 = r7
+	call f
+	r6 += r0
+	r7 += -1
+	if r7 != 0 goto loop
+	r0 = r6
+	exit
+f:
+	*(u64 *)(r10 - 8) = r2
+	r0 = *(u64 *)(r10 - 8)
+	*(u64 *)(r1 + 0) = r0
+	exit
+`
+
+const subCallLoopInsns = 2 + 11*1000 + 2
+
 func benchEngine(b *testing.B, e engine, te *testEnv, insns int) {
 	b.ReportAllocs()
 	for b.Loop() {
@@ -102,9 +126,10 @@ func benchProgram(b *testing.B, src string, size, insns int) {
 
 // Compare the jit and interp lines of one run: the ratio of their ns/op is
 // the JIT's speed-up.
-func BenchmarkALULoop(b *testing.B)   { benchProgram(b, aluLoop, 0, aluLoopInsns) }
-func BenchmarkMemHash1K(b *testing.B) { benchProgram(b, memHash, 1024, memHashInsns) }
-func BenchmarkStackLoop(b *testing.B) { benchProgram(b, stackLoop, 0, stackLoopInsns) }
+func BenchmarkALULoop(b *testing.B)     { benchProgram(b, aluLoop, 0, aluLoopInsns) }
+func BenchmarkMemHash1K(b *testing.B)   { benchProgram(b, memHash, 1024, memHashInsns) }
+func BenchmarkStackLoop(b *testing.B)   { benchProgram(b, stackLoop, 0, stackLoopInsns) }
+func BenchmarkSubCallLoop(b *testing.B) { benchProgram(b, subCallLoop, 0, subCallLoopInsns) }
 
 // BenchmarkHelperCall measures the round trip of a helper call: native code
 // exits to Go, Go calls the helper and re-enters native code. It reports

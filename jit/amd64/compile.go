@@ -730,7 +730,7 @@ func (c *compiler) checkAccess(pc int, base isa.Register, off int16, size int, w
 		a.jcc(ccNE, l)
 	}
 	// R10-relative accesses inside the current frame need no check: R10
-	// always points at the end of a frame inside env.Stack.
+	// always points at the end of a frame inside the live stack.
 	if base == isa.R10 && off >= -vm.StackSize && int(off)+size <= 0 {
 		return
 	}
@@ -1164,10 +1164,27 @@ func (c *compiler) callFrame(saved []int, call func()) {
 		a.push(r)
 	}
 	a.aluRI(8, aluSub, rbp, vm.StackSize)
+	c.moveLiveStack(vm.StackSize)
 	call()
+	c.moveLiveStack(-vm.StackSize)
 	a.aluRI(8, aluAdd, rbp, vm.StackSize)
 	for i := len(saved) - 1; i >= 0; i-- {
 		a.pop(saved[i])
+	}
+}
+
+// moveLiveStack extends (by > 0) or shrinks the inline check's stack span
+// downwards by by bytes: checked code gives a callee its frame and takes
+// it back at the return, so that no function reaches the frames below
+// its own (vm.Env.LiveStack). Unchecked code has no checks to update.
+func (c *compiler) moveLiveStack(by int32) {
+	if !c.checked {
+		return
+	}
+	a := c.a
+	a.aluMI(8, aluSub, mem{regCtx, offStackStart}, by)
+	for i := range int32(4) {
+		a.aluMI(8, aluAdd, mem{regCtx, offStackLim + 8*i}, by)
 	}
 }
 

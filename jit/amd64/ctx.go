@@ -27,7 +27,7 @@ type header struct {
 	exitDesc uint64 // 48: access descriptor of a failed access
 	target   uint64 // 56: native address of a call's target (entry, callx)
 
-	stackStart uint64    // 64
+	stackStart uint64    // 64: the live stack (vm.Env.LiveStack)
 	stackLim   [4]uint64 // 72: stack length - access size + 1, per size index
 	minFP      uint64    // 104: R10 at the deepest frame that may still call
 	loops      uint64    // 112: may_goto budget
@@ -36,7 +36,7 @@ type header struct {
 	ctxStart   uint64    // 136: context region emulated by CtxAccess
 	ctxLen     uint64    // 144
 	ctxFlag    uint64    // 152: 1 if CtxAccess is set
-	tablePtr   uint64    // 160: region table (stack first, then env.Regions)
+	tablePtr   uint64    // 160: region table (env.Regions)
 	tableEnd   uint64    // 168
 	regs       [12]uint64
 	running    uint64    // id of the program running on this context (Go only)
@@ -101,9 +101,6 @@ type execCtx struct {
 	base uint64 // address of the header
 	h    *header
 	cap  int // region table capacity in entries
-
-	stack vm.Region // the stack the header's fast-path fields describe
-	valid bool
 }
 
 type ctxMem struct {
@@ -206,20 +203,24 @@ func (c *execCtx) sync(env *vm.Env, checked bool) bool {
 	if !checked {
 		return true
 	}
-	if env.Stack != c.stack || !c.valid {
-		c.stack, c.valid = env.Stack, true
-		st := env.Stack
-		n := uint64(0)
-		if st.End > st.Start {
-			n = st.End - st.Start
-		}
-		h.stackStart = st.Start
-		for i := range h.stackLim {
-			size := uint64(1) << i
-			h.stackLim[i] = 0
-			if n >= size {
-				h.stackLim[i] = n - size + 1
-			}
+	// The inline stack check covers the live stack of the function
+	// running (vm.Env.LiveStack), from R10's frame up; checked calls and
+	// returns move its start a frame down and up (callFrame), so it is
+	// derived here from the R10 of the last exit (or of the entry).
+	st := env.Stack
+	if fp := h.regs[10]; fp >= vm.StackSize && fp-vm.StackSize > st.Start {
+		st.Start = fp - vm.StackSize
+	}
+	n := uint64(0)
+	if st.End > st.Start {
+		n = st.End - st.Start
+	}
+	h.stackStart = st.Start
+	for i := range h.stackLim {
+		size := uint64(1) << i
+		h.stackLim[i] = 0
+		if n >= size {
+			h.stackLim[i] = n - size + 1
 		}
 	}
 	changed := false
@@ -231,17 +232,14 @@ func (c *execCtx) sync(env *vm.Env, checked bool) bool {
 		h.ctxFlag, h.ctxStart, h.ctxLen = cflag, cstart, clen
 		changed = true
 	}
-	if len(env.Regions)+1 > min(c.cap, maxEntries) && !c.grow(len(env.Regions)+1) {
+	if len(env.Regions) > min(c.cap, maxEntries) && !c.grow(len(env.Regions)) {
 		return false
 	}
 	t := (*[maxEntries]entry)(vm.Ptr(h.tablePtr))
+	// The stack is not in the table: every access is checked against the
+	// live stack inline before the table, and the dead frames below must
+	// not match (nor become the hot region).
 	k := 0
-	if st := env.Stack; st.End >= st.Start {
-		if e := (entry{st.Start, st.End - st.Start, 1}); t[0] != e {
-			t[0], changed = e, true
-		}
-		k++
-	}
 	for i := range env.Regions {
 		r := &env.Regions[i]
 		if r.End < r.Start {
@@ -267,7 +265,7 @@ func (c *execCtx) sync(env *vm.Env, checked bool) bool {
 	return true
 }
 
-// maxEntries bounds the region table (env.Regions plus the stack).
+// maxEntries bounds the region table (env.Regions).
 const maxEntries = 1 << 24
 
 // entry is a region table entry as native code reads it.

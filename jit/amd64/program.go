@@ -288,6 +288,7 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n u
 	// Synced once: a run leaves the header in step with env (every exit
 	// that may change env syncs it), and between changes nothing the
 	// header mirrors.
+	h.regs[10] = env.Stack.End // the frame sync gives the inline stack check
 	if !c.sync(env, checked) {
 		return 0, errTable
 	}
