@@ -164,3 +164,45 @@ func checkHashIntact(t *testing.T, m *bpfvm.Map, perCPU bool, wrote int) {
 		}
 	}
 }
+
+// A program that writes next to what a lookup in a hash of maps gives it
+// (an inner map's handle) in checked mode gets vm.ErrMemory at any offset:
+// programs are granted none of a map of maps' memory, nor the writable part
+// of a header. The outer table stays intact.
+func TestHashOfMapsCheckedWildWrite(t *testing.T) {
+	inner := &ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	for _, engine := range []bpfvm.Engine{bpfvm.EngineInterpreter, bpfvm.EngineJIT} {
+		for _, off := range []int16{-24, -8, 0, 8, 24, 64} {
+			t.Run(fmt.Sprintf("%v/off%d", engine, off), func(t *testing.T) {
+				spec := wildWriteSpec(&ebpf.MapSpec{Name: "m", Type: ebpf.HashOfMaps, KeySize: 8, ValueSize: 4, MaxEntries: 4, InnerMap: inner}, off)
+				in := *inner
+				in.Name = "inner"
+				spec.Maps["inner"] = &in
+				coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{NoVerify: true, Engine: engine}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer coll.Close()
+				m := coll.Maps["m"]
+				if err := m.Put(wildKey, coll.Maps["inner"]); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := coll.Programs["wild"].Run(&bpfvm.RunOptions{Data: make([]byte, 64)}); !errors.Is(err, vm.ErrMemory) {
+					t.Fatalf("run: %v, want vm.ErrMemory", err)
+				}
+				var id uint32
+				if err := m.Lookup(wildKey, &id); err != nil {
+					t.Fatalf("lookup: %v", err)
+				}
+				for k := uint64(1000); k < 1040; k++ {
+					if err := m.Lookup(k, &id); !errors.Is(err, maps.ErrKeyNotExist) {
+						t.Fatalf("lookup of absent key %d: %v", k, err)
+					}
+				}
+				if err := m.Delete(wildKey); err != nil {
+					t.Fatalf("delete: %v", err)
+				}
+			})
+		}
+	}
+}
