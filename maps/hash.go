@@ -23,7 +23,16 @@ import (
 //	hash  uint32  hash of the key
 //	ref   uint32  LRU maps: set by lookups from programs
 //	key   KeySize bytes, padded to 8
-//	value ValueSize bytes padded to 8; per-CPU maps: NumCPU of them
+//	value uint64  address of the element's value slot (see below)
+//
+// Values live in a block apart from the elements, one slot per element
+// (slot i of the value block belongs to element i of the pool, and is
+// reused with it): ValueSize bytes padded to 8, per-CPU maps NumCPU of
+// them. Only the value block is program memory (Memory), so a checked run
+// of an unverified program that writes past its value cannot reach the
+// links, keys or hashes the Go side and the lock-free lookups walk. Hash of
+// maps, whose values programs never address, keeps them in the element
+// (apart unset).
 //
 // Programs look keys up without a lock: atomic loads of the head and next
 // links, then a compare of hash and key. Writers hold the bucket's lock.
@@ -43,8 +52,12 @@ type hashMap struct {
 	ncpu    int // values per element
 	lru     bool
 	keySize uint64
-	valOff  uint64 // offset of the value in an element
+	valOff  uint64 // offset of the value (apart: of its address) in an element
 	vsize   uint64 // value size rounded up to 8: the per-CPU stride
+	apart   bool   // values in the value block, not in the elements
+	vmem    *vm.Mem
+	vbase   uint64 // the value block, when apart
+	vstride uint64 // bytes per value slot: vsize * ncpu
 	seed    uint64
 	mask    uint32
 	max     int64
@@ -72,7 +85,7 @@ const (
 	// keys, seed ^ KeySize*HashK1 (hashfunc.go): inlined lookups start from
 	// it rather than recomputing it.
 	HashFieldHashInit    = 16 // uint64
-	HashFieldValueOffset = 24 // uint32: offset of the value in an element
+	HashFieldValueOffset = 24 // uint32: offset in an element of its value's address (hash of maps: of the value)
 	HashFieldValueSize   = 28 // uint32: value size rounded up to 8, the per-CPU stride
 	HashFieldLRU         = 32 // uint32: 1 if lookups must set HashElemRef
 )
@@ -92,7 +105,7 @@ func hashReserve(maxEntries uint32, ncpu int) uint32 {
 }
 
 func newHash(spec Spec, opts Options) (*hashMap, error) {
-	m, err := newHashMap(spec, opts)
+	m, err := newHashMap(spec, opts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -105,14 +118,15 @@ func newHash(spec Spec, opts Options) (*hashMap, error) {
 }
 
 // newHashMap builds the table without registering it, for hash of maps to
-// wrap.
-func newHashMap(spec Spec, opts Options) (*hashMap, error) {
+// wrap; apart puts the values in a block of their own.
+func newHashMap(spec Spec, opts Options, apart bool) (*hashMap, error) {
 	m := &hashMap{
 		spec:    spec,
 		ncpu:    1,
 		lru:     spec.Type == LRUHash || spec.Type == LRUPerCPUHash,
 		keySize: uint64(spec.KeySize),
 		vsize:   (uint64(spec.ValueSize) + 7) &^ 7,
+		apart:   apart,
 	}
 	if spec.Type.PerCPU() {
 		m.ncpu = opts.NumCPU
@@ -129,7 +143,11 @@ func newHashMap(spec Spec, opts Options) (*hashMap, error) {
 	}
 	m.max = int64(m.spec.MaxEntries)
 	m.valOff = HashElemKey + (m.keySize+7)&^7
-	elemSize := m.valOff + m.vsize*uint64(m.ncpu)
+	m.vstride = m.vsize * uint64(m.ncpu)
+	elemSize := m.valOff + m.vstride
+	if apart {
+		elemSize = m.valOff + 8
+	}
 
 	nb := uint64(1)
 	for nb < uint64(m.spec.MaxEntries) {
@@ -155,6 +173,26 @@ func newHashMap(spec Spec, opts Options) (*hashMap, error) {
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
 	}
 	m.bmem, m.buckets = bmem, bmem.Addr()
+	if apart {
+		total := m.vstride * uint64(n)
+		var vmem *vm.Mem
+		if total <= maxMapBytes {
+			vmem, err = vm.Alloc(int(max(total, 8)))
+		} else {
+			err = fmt.Errorf("%d bytes of values: %w", total, ErrFull)
+		}
+		if err != nil {
+			m.free()
+			return nil, fmt.Errorf("map %s: %w", spec.Name, err)
+		}
+		m.vmem, m.vbase = vmem, vmem.Addr()
+		m.elems.poisonHook = func(i uint32) {
+			b := bytesAt(m.vbase+uint64(i)*m.vstride, m.vstride)
+			for j := range b {
+				b[j] = poisonByte
+			}
+		}
+	}
 	m.locks = make([]sync.Mutex, nb)
 	return m, nil
 }
@@ -175,6 +213,9 @@ func (m *hashMap) Spec() Spec { return m.spec }
 
 func (m *hashMap) Memory() []vm.Region {
 	start, end := m.elems.region()
+	if m.apart {
+		start, end = m.vbase, m.vbase+m.vstride*uint64(m.elems.n)
+	}
 	return []vm.Region{{Start: start, End: end, Writable: m.spec.Flags&FlagRdonlyProg == 0}}
 }
 
@@ -184,6 +225,14 @@ func store(addr uint64, v uint64) { atomic.StoreUint64((*uint64)(vm.Ptr(addr)), 
 
 func (m *hashMap) bucket(hash uint32) uint64 { return m.buckets + uint64(hash&m.mask)*8 }
 func (m *hashMap) key(e uint64) []byte       { return bytesAt(e+HashElemKey, m.keySize) }
+
+// value returns the address of element e's value (per-CPU: CPU 0's).
+func (m *hashMap) value(e uint64) uint64 {
+	if m.apart {
+		return *(*uint64)(vm.Ptr(e + m.valOff))
+	}
+	return e + m.valOff
+}
 
 // find returns the element holding key in the chain starting at link (a
 // bucket head) and the address of the link pointing at it, or 0s. Without
@@ -222,9 +271,9 @@ func (m *hashMap) Lookup(key unsafe.Pointer, cpu int) unsafe.Pointer {
 		return nil
 	}
 	if m.ncpu == 1 {
-		return vm.Ptr(e + m.valOff)
+		return vm.Ptr(m.value(e))
 	}
-	return vm.Ptr(e + m.valOff + uint64(cpu)*m.vsize)
+	return vm.Ptr(m.value(e) + uint64(cpu)*m.vsize)
 }
 
 // valueSrc is where an update's value comes from.
@@ -236,7 +285,7 @@ type valueSrc struct {
 
 // fill writes the value of a new element.
 func (m *hashMap) fill(e uint64, v valueSrc) {
-	dst := e + m.valOff
+	dst := m.value(e)
 	switch {
 	case v.prog == nil:
 		copy(bytesAt(dst, uint64(len(v.b))), v.b)
@@ -275,7 +324,7 @@ func (m *hashMap) update(key []byte, v valueSrc, flags uint64, goSide bool) erro
 		if old != 0 {
 			err := checkExists(true, flags)
 			if err == nil {
-				copyMem(old+m.valOff+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
+				copyMem(m.value(old)+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
 			}
 			m.locks[b].Unlock()
 			return err
@@ -296,7 +345,7 @@ func (m *hashMap) update(key []byte, v valueSrc, flags uint64, goSide bool) erro
 		case err != nil:
 		case old != 0 && v.prog != nil && m.ncpu > 1:
 			// Inserted by someone else since the check above.
-			copyMem(old+m.valOff+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
+			copyMem(m.value(old)+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
 		case old == 0 && !m.reserve():
 			if !m.lru {
 				err = fmt.Errorf("%d entries: %w", m.max, ErrFull)
@@ -377,6 +426,9 @@ func (m *hashMap) prepare(e uint64, hash uint32, key []byte, v valueSrc) {
 	// keys of up to 8 bytes as one 8-byte word (HashElemKey).
 	clear(bytesAt(e+HashElemKey, m.valOff-HashElemKey))
 	copy(m.key(e), key)
+	if m.apart {
+		*(*uint64)(vm.Ptr(e + m.valOff)) = m.vbase + uint64(m.elems.index(e))*m.vstride
+	}
 	m.fill(e, v)
 }
 
@@ -399,7 +451,7 @@ func (m *hashMap) remove(key, out []byte) error {
 		return ErrKeyNotExist
 	}
 	if out != nil {
-		copy(out, bytesAt(e+m.valOff, uint64(len(out))))
+		copy(out, bytesAt(m.value(e), uint64(len(out))))
 	}
 	store(prev, load(e+HashElemNext))
 	m.count.Add(-1)
@@ -448,7 +500,7 @@ func (m *hashMap) LookupBytes(key, value []byte) error {
 	if e == 0 {
 		return ErrKeyNotExist
 	}
-	copy(value, bytesAt(e+m.valOff, uint64(len(value))))
+	copy(value, bytesAt(m.value(e), uint64(len(value))))
 	return nil
 }
 
@@ -521,6 +573,12 @@ func (m *hashMap) free() error {
 			err = err2
 		}
 		m.bmem = nil
+	}
+	if m.vmem != nil {
+		if err2 := m.vmem.Free(); err == nil {
+			err = err2
+		}
+		m.vmem = nil
 	}
 	return err
 }

@@ -267,7 +267,7 @@ const hashOfMapsValue = 16
 
 func newHashOfMaps(spec Spec, opts Options) (*hashOfMaps, error) {
 	inner := Spec{Name: spec.Name, Type: Hash, KeySize: spec.KeySize, ValueSize: hashOfMapsValue, MaxEntries: spec.MaxEntries, Flags: spec.Flags}
-	hm, err := newHashMap(inner, opts)
+	hm, err := newHashMap(inner, opts, false)
 	if err != nil {
 		return nil, err
 	}

@@ -226,6 +226,16 @@ func (r *RingBuffer) consume(buf []byte) ([]byte, bool) {
 			return nil, false
 		}
 		size := uint64(l &^ RingDiscardBit)
+		n := (size + RingHeaderSize + 7) &^ 7
+		if n > prod-cons {
+			// A reserved record lies inside [cons, prod), so only a wild
+			// write of a checked program (granted the whole data area)
+			// makes a length run past the producer. Where the next record
+			// starts is lost: drop what has been produced rather than
+			// copy or skip past it.
+			atomic.StoreUint64(r.pos(ringConsOff), prod)
+			return nil, false
+		}
 		keep := l&RingDiscardBit == 0
 		var rec []byte
 		if keep {
@@ -235,7 +245,7 @@ func (r *RingBuffer) consume(buf []byte) ([]byte, bool) {
 			rec = buf[:size]
 			copy(rec, bytesAt(hdr+RingHeaderSize, size))
 		}
-		cons += (size + RingHeaderSize + 7) &^ 7
+		cons += n
 		// Only now may producers reuse the space.
 		atomic.StoreUint64(r.pos(ringConsOff), cons)
 		if keep {

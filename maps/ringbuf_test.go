@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"bpfvm/vm"
 )
 
 func newRing(t testing.TB, size uint32) *RingBuffer {
@@ -255,6 +257,35 @@ func TestRingBufConcurrent(t *testing.T) {
 		defer cancel()
 		if rec, err := rd.ReadContext(ctx); err == nil {
 			t.Errorf("extra record %x", rec)
+		}
+	}
+}
+
+// A record header overwritten with garbage (as a checked program's wild
+// write into the data area can) never makes the reader copy or skip past
+// the producer position: the records produced are dropped and the ring
+// keeps working.
+func TestRingBufCorruptHeader(t *testing.T) {
+	for _, l := range []uint32{1<<30 - 1, 4096, 4089, RingDiscardBit | 1<<29, RingDiscardBit | 4096} {
+		r := newRing(t, uint32(os.Getpagesize()))
+		if err := r.Output([]byte("first")); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Output([]byte("second")); err != nil {
+			t.Fatal(err)
+		}
+		*(*uint32)(vm.Ptr(r.data)) = l
+		if rec, ok := r.consume(nil); ok {
+			t.Errorf("len %#x: read %q from a corrupt header", l, rec)
+		}
+		if c, p := r.Query(RingConsPos), r.Query(RingProdPos); c != p {
+			t.Errorf("len %#x: consumer %d, producer %d after a corrupt header", l, c, p)
+		}
+		if err := r.Output([]byte("third")); err != nil {
+			t.Fatalf("len %#x: output after a corrupt header: %v", l, err)
+		}
+		if rec, ok := r.consume(nil); !ok || string(rec) != "third" {
+			t.Errorf("len %#x: read %q %v after a corrupt header, want third", l, rec, ok)
 		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 //	      longer: if elem.hash != r0 goto next, then
 //	      compare the key in 8/4/2/1-byte loads, != goto next
 //	      [LRU: if elem.ref == 0 { elem.ref = 1 }]
-//	      r0 = r3 + value offset [+ cpu * value size]
+//	      r0 = elem.value (the value's address) [+ cpu * value size]
 //	      (hash of maps: r0 = the inner map's handle stored there)
 //	out:
 //
@@ -105,10 +105,10 @@ func hashLookup(q *seq, s maps.Spec) []isa.Instruction {
 		q.emit(tldx(isa.SizeDW, isa.R0, isa.R3, int(valOff)))
 		return q.done()
 	}
-	q.emit(
-		aluX(isa.ALUMov, isa.R0, isa.R3),
-		aluK(isa.ALUAdd, isa.R0, valOff),
-	)
+	// The element holds the address of its value slot, in a block apart
+	// from the elements (maps/hash.go), written before the element was
+	// published and never changed while it is.
+	q.emit(tldx(isa.SizeDW, isa.R0, isa.R3, int(valOff)))
 	if s.Type.PerCPU() {
 		q.emit(
 			isa.Instruction{Op: isa.OpCPUIndex, Dst: isa.R1},
