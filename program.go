@@ -239,7 +239,6 @@ type Program struct {
 	ctxInsns []isa.Instruction
 	aux      []verifier.InsnAux
 	stats    verifier.Stats
-	shadow   uint64 // offset of the 64-bit packet pointers in the context area
 	cpus     *cpus
 	ownCPUs  bool // a standalone program closes its runners
 

@@ -367,7 +367,6 @@ type PerfReader struct {
 	rings  []*perfRing
 	size   int
 	w      *waker
-	cur    int
 	mu     sync.Mutex // reads and teardown
 	pause  sync.Mutex // Pause and Resume
 	closed chan struct{}

@@ -31,12 +31,6 @@ func (v *verifier) checkWriteReg(pc int, r isa.Register) error {
 	return nil
 }
 
-// isPointerLeak reports whether reg is a pointer an unprivileged program
-// must not turn into a scalar.
-func (v *verifier) isPointerLeak(reg *Reg) bool {
-	return v.opts.Unprivileged && reg.Type.IsPointer()
-}
-
 // aluOpString is the operator as the kernel's messages print it.
 var aluOpString = map[uint8]string{
 	isa.ALUAdd: "+=", isa.ALUSub: "-=", isa.ALUMul: "*=", isa.ALUDiv: "/=", isa.ALUOr: "|=",

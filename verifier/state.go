@@ -141,16 +141,6 @@ type Slot struct {
 	Iter IterSlot
 }
 
-// spilled reports whether the whole slot holds a spilled register.
-func (s *Slot) spilled() bool {
-	for _, t := range s.Types {
-		if t != StackSpill {
-			return false
-		}
-	}
-	return true
-}
-
 // isSpill reports whether the slot holds a spilled register, of 8 bytes or
 // (scalars only) fewer: its lowest bytes are StackSpill (the kernel's
 // is_spilled_reg).

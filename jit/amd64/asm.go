@@ -463,13 +463,6 @@ func (a *asm) callM(m mem) {
 	a.modrmMem(2, m)
 }
 
-// popM pops into [m].
-func (a *asm) popM(m mem) {
-	a.rex(false, -1, -1, m.base, false)
-	a.emit(0x8f)
-	a.modrmMem(0, m)
-}
-
 // target returns the position of l for displacements: this pass's when
 // already bound (backward), else the previous pass's (forward; exact once
 // the layout has converged).

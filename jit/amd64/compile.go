@@ -91,12 +91,11 @@ func (img *image) addr(pc int) uint64 { return img.base + uint64(img.off[pc]) }
 
 // stub is out-of-line code a site jumps to, emitted after the program.
 type stub struct {
-	kind  int
-	l     label // the stub's own label
-	back  label // where to continue (slow check: after the check; budget: resume point)
-	word  int32 // exit word
-	desc  uint32
-	check bool
+	kind int
+	l    label // the stub's own label
+	back label // where to continue (slow check: after the check; budget: resume point)
+	word int32 // exit word
+	desc uint32
 }
 
 const (
