@@ -19,6 +19,7 @@ import (
 	"bpfvm/isa"
 	"bpfvm/loader"
 	"bpfvm/progtype"
+	"bpfvm/runner"
 	"bpfvm/verifier"
 )
 
@@ -43,7 +44,7 @@ type CollectionOptions struct {
 type Collection struct {
 	Programs map[string]*Program
 	Maps     map[string]*Map
-	cpus     *cpus
+	cpus     *runner.CPUs
 }
 
 // LoadCollection loads an ELF object file: its maps and every program.
@@ -62,7 +63,7 @@ func NewCollection(spec *ebpf.CollectionSpec) (*Collection, error) {
 
 // NewCollectionWithOptions creates the maps and programs of a spec.
 func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collection, err error) {
-	coll := &Collection{Programs: map[string]*Program{}, Maps: map[string]*Map{}, cpus: newCPUs(opts.NumCPU)}
+	coll := &Collection{Programs: map[string]*Program{}, Maps: map[string]*Map{}, cpus: runner.NewCPUs(opts.NumCPU)}
 	defer func() {
 		if err != nil {
 			coll.Close()
@@ -160,7 +161,7 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 // lives until they do; Close does not wait for them, so a helper may call
 // it. Closing twice, or concurrently with anything, is safe.
 func (c *Collection) Close() {
-	c.cpus.close()
+	c.cpus.Close()
 	for _, p := range c.Programs {
 		p.Close()
 	}
