@@ -102,17 +102,17 @@ func deferredContents(spec *ebpf.MapSpec) bool {
 	return false
 }
 
-func init() {
-	mapref.Of = func(v any) (maps.Map, error) {
-		m, ok := v.(*Map)
-		if !ok || m == nil {
-			return nil, fmt.Errorf("%T is not a *bpfvm.Map: %w", v, maps.ErrInvalid)
-		}
-		if err := m.hold("reader"); err != nil {
-			return nil, err
-		}
-		return m.m, nil
+// Backing returns the map's implementation with a reference, for the
+// reader packages (perf, ringbuf); only packages of this module can call
+// it.
+func (m *Map) Backing(mapref.Token) (maps.Map, error) {
+	if m == nil {
+		return nil, fmt.Errorf("nil map: %w", maps.ErrInvalid)
 	}
+	if err := m.hold("reader"); err != nil {
+		return nil, err
+	}
+	return m.m, nil
 }
 
 func mapSpec(spec *ebpf.MapSpec) (maps.Spec, error) {
