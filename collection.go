@@ -1,7 +1,8 @@
 // Package bpfvm runs eBPF programs in userspace, without a kernel: it loads
 // clang-built objects (or cilium/ebpf CollectionSpecs, e.g. from bpf2go),
-// creates their maps in memory outside the Go heap, and runs programs on an
-// interpreter. Its API follows cilium/ebpf's names and signatures, so that
+// creates their maps in memory outside the Go heap, verifies programs as
+// the kernel does and runs them on an interpreter or an x86-64 JIT. Its
+// API follows cilium/ebpf's names and signatures, so that
 // code written against cilium/ebpf switches by changing the import.
 package bpfvm
 
