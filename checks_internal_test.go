@@ -6,7 +6,9 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"bpfvm/helper"
 	"bpfvm/isa"
+	"bpfvm/runner"
 	"bpfvm/verifier"
 	"bpfvm/vm"
 )
@@ -17,7 +19,7 @@ import (
 // verifier bug: the verifier takes R0 for the value, the checks do not.
 func TestChecksStopVerifiedPrograms(t *testing.T) {
 	lying := func(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
-		v, err := helperMapLookup(e, r1, r2, 0, 0, 0)
+		v, err := helper.Builtin().Func(1)(e, r1, r2, 0, 0, 0)
 		if v == 0 || err != nil {
 			return v, err
 		}
@@ -47,7 +49,7 @@ func TestChecksStopVerifiedPrograms(t *testing.T) {
 		{"unprivileged default", ProgramOptions{Unprivileged: true}},
 	} {
 		for _, engine := range []Engine{EngineInterpreter, EngineJIT} {
-			c := newCPUs(1)
+			c := runner.NewCPUs(1)
 			m, err := newMap(&ebpf.MapSpec{Name: "arr", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1}, c)
 			if err != nil {
 				t.Fatal(err)
@@ -55,7 +57,7 @@ func TestChecksStopVerifiedPrograms(t *testing.T) {
 			opts := tc.opts
 			opts.Engine, opts.NoInline = engine, true // the inlined lookup would not call the host helper
 			opts.Helpers = map[int32]vm.Helper{1: lying}
-			opts.HelperProtos = map[int32]*verifier.Proto{1: verifier.BuiltinProto(1)}
+			opts.HelperProtos = map[int32]*verifier.Proto{1: helper.Builtin().Proto(1)}
 			p, err := newProgram("lie", ebpf.XDP, insns, []*Map{m}, c, opts)
 			if err != nil {
 				t.Fatalf("%s, %s: load: %v", tc.name, engine, err)
@@ -68,7 +70,7 @@ func TestChecksStopVerifiedPrograms(t *testing.T) {
 				t.Errorf("%s, %s: run: %v, want %v", tc.name, engine, err, vm.ErrMemory)
 			}
 			p.Close()
-			c.close()
+			c.Close()
 			m.Close()
 		}
 	}

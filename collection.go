@@ -1,7 +1,8 @@
 // Package bpfvm runs eBPF programs in userspace, without a kernel: it loads
 // clang-built objects (or cilium/ebpf CollectionSpecs, e.g. from bpf2go),
-// creates their maps in memory outside the Go heap, and runs programs on an
-// interpreter. Its API follows cilium/ebpf's names and signatures, so that
+// creates their maps in memory outside the Go heap, verifies programs as
+// the kernel does and runs them on an interpreter or an x86-64 JIT. Its
+// API follows cilium/ebpf's names and signatures, so that
 // code written against cilium/ebpf switches by changing the import.
 package bpfvm
 
@@ -19,6 +20,7 @@ import (
 	"bpfvm/isa"
 	"bpfvm/loader"
 	"bpfvm/progtype"
+	"bpfvm/runner"
 	"bpfvm/verifier"
 )
 
@@ -43,7 +45,7 @@ type CollectionOptions struct {
 type Collection struct {
 	Programs map[string]*Program
 	Maps     map[string]*Map
-	cpus     *cpus
+	cpus     *runner.CPUs
 }
 
 // LoadCollection loads an ELF object file: its maps and every program.
@@ -62,7 +64,7 @@ func NewCollection(spec *ebpf.CollectionSpec) (*Collection, error) {
 
 // NewCollectionWithOptions creates the maps and programs of a spec.
 func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collection, err error) {
-	coll := &Collection{Programs: map[string]*Program{}, Maps: map[string]*Map{}, cpus: newCPUs(opts.NumCPU)}
+	coll := &Collection{Programs: map[string]*Program{}, Maps: map[string]*Map{}, cpus: runner.NewCPUs(opts.NumCPU)}
 	defer func() {
 		if err != nil {
 			coll.Close()
@@ -160,7 +162,7 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 // lives until they do; Close does not wait for them, so a helper may call
 // it. Closing twice, or concurrently with anything, is safe.
 func (c *Collection) Close() {
-	c.cpus.close()
+	c.cpus.Close()
 	for _, p := range c.Programs {
 		p.Close()
 	}

@@ -8,6 +8,7 @@ import (
 
 	"bpfvm/isa"
 	"bpfvm/maps"
+	"bpfvm/runner"
 )
 
 // Code the verifier never reached cannot run: it becomes isa.OpDead, and in
@@ -63,8 +64,8 @@ func TestDeadCodeSanitized(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cpus := newCPUs(1)
-		defer cpus.close()
+		cpus := runner.NewCPUs(1)
+		defer cpus.Close()
 		var ms []*Map
 		for _, s := range []*ebpf.MapSpec{
 			{Name: "arr", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4},
@@ -134,8 +135,8 @@ func TestDeadFramePointerWrite(t *testing.T) {
 	reserved := append([]isa.Instruction(nil), dead...)
 	reserved[2] = isa.Instruction{Op: isa.ClassSTX | isa.ModeMEM | isa.SizeDW, Dst: isa.R10, Src: isa.R0, Off: -8, Imm: 5}
 	const fp, stx = "frame pointer is read only", "BPF_STX uses reserved fields"
-	cpus := newCPUs(1)
-	defer cpus.close()
+	cpus := runner.NewCPUs(1)
+	defer cpus.Close()
 	for _, e := range []Engine{EngineInterpreter, EngineJIT} {
 		for _, c := range []struct {
 			name  string

@@ -14,6 +14,7 @@ import (
 
 	"bpfvm/internal/mapref"
 	"bpfvm/maps"
+	"bpfvm/runner"
 	"bpfvm/vm"
 )
 
@@ -41,7 +42,7 @@ type Map struct {
 	closed atomic.Bool
 }
 
-func newMap(spec *ebpf.MapSpec, c *cpus) (*Map, error) {
+func newMap(spec *ebpf.MapSpec, c *runner.CPUs) (*Map, error) {
 	s, err := mapSpec(spec)
 	if err != nil {
 		return nil, err
@@ -56,14 +57,14 @@ func newMap(spec *ebpf.MapSpec, c *cpus) (*Map, error) {
 			s.ValueSize = 4
 		}
 		if s.MaxEntries == 0 {
-			s.MaxEntries = uint32(len(c.runners))
+			s.MaxEntries = uint32(c.Len())
 		}
 	}
-	m, err := maps.New(s, maps.Options{NumCPU: len(c.runners), Domain: c.domain, Programs: programRefs{}})
+	m, err := maps.New(s, maps.Options{NumCPU: c.Len(), Domain: c.Domain(), Programs: runner.Refs{}})
 	if err != nil {
 		return nil, err
 	}
-	mm := &Map{name: spec.Name, m: m, ncpu: len(c.runners)}
+	mm := &Map{name: spec.Name, m: m, ncpu: c.Len()}
 	for _, kv := range spec.Contents {
 		if _, ok := kv.Value.(string); ok {
 			continue // a map or program by name: filled in by the collection
@@ -101,17 +102,17 @@ func deferredContents(spec *ebpf.MapSpec) bool {
 	return false
 }
 
-func init() {
-	mapref.Of = func(v any) (maps.Map, error) {
-		m, ok := v.(*Map)
-		if !ok || m == nil {
-			return nil, fmt.Errorf("%T is not a *bpfvm.Map: %w", v, maps.ErrInvalid)
-		}
-		if err := m.hold("reader"); err != nil {
-			return nil, err
-		}
-		return m.m, nil
+// Backing returns the map's implementation with a reference, for the
+// reader packages (perf, ringbuf); only packages of this module can call
+// it.
+func (m *Map) Backing(mapref.Token) (maps.Map, error) {
+	if m == nil {
+		return nil, fmt.Errorf("nil map: %w", maps.ErrInvalid)
 	}
+	if err := m.hold("reader"); err != nil {
+		return nil, err
+	}
+	return m.m, nil
 }
 
 func mapSpec(spec *ebpf.MapSpec) (maps.Spec, error) {
@@ -499,7 +500,7 @@ func marshal(v any, size int) ([]byte, error) {
 		if size != 4 {
 			return nil, fmt.Errorf("program as a %d byte value, want 4", size)
 		}
-		if v.closed.Load() {
+		if v.run.Closed() {
 			return nil, fmt.Errorf("program %s: %w", v.name, ErrClosed)
 		}
 		return binary.NativeEndian.AppendUint32(nil, v.ID()), nil
@@ -711,34 +712,17 @@ func unmarshalInt(b []byte, out any) (bool, error) {
 	return true, nil
 }
 
-// readContext fills the context area from RunOptions.Context.
-func readContext(in any, ctx []byte, size uint64) error {
-	clear(ctx)
-	if in == nil {
-		return nil
+// contextBytes returns RunOptions.Context as bytes: as given, or a
+// fixed-size value in host byte order.
+func contextBytes(in any) ([]byte, error) {
+	if b, ok := in.([]byte); ok {
+		return b, nil
 	}
-	if size == 0 {
-		return fmt.Errorf("context: program type takes no context: %w", ErrNotSupported)
+	var buf bytes.Buffer
+	if err := binary.Write(&buf, binary.NativeEndian, in); err != nil {
+		return nil, fmt.Errorf("context: %w", err)
 	}
-	b, ok := in.([]byte)
-	if !ok {
-		var err error
-		var buf bytes.Buffer
-		if err = binary.Write(&buf, binary.NativeEndian, in); err != nil {
-			return fmt.Errorf("context: %w", err)
-		}
-		b = buf.Bytes()
-	}
-	if uint64(len(b)) > size {
-		// As the kernel's bpf_check_uarg_tail_zero: a longer input is
-		// taken if what the structure does not hold is zero.
-		if bytes.ContainsFunc(b[size:], func(r rune) bool { return r != 0 }) {
-			return fmt.Errorf("context of %d bytes, the program type's is %d and the rest is not zero", len(b), size)
-		}
-		b = b[:size]
-	}
-	copy(ctx, b)
-	return nil
+	return buf.Bytes(), nil
 }
 
 // writeContext copies the context area to RunOptions.ContextOut.
@@ -756,19 +740,3 @@ func writeContext(out any, ctx []byte) error {
 	}
 	return unmarshal(ctx[:n], out)
 }
-
-// unsafeBytes views off-heap memory as a byte slice.
-func unsafeBytes(addr, n uint64) []byte {
-	if n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(vm.Ptr(addr)), n)
-}
-
-// kernelFields is the read-only region of the map's header that mirrors the
-// kernel's struct bpf_map fields programs may read through a map pointer.
-func (m *Map) kernelFields() vm.Region { return maps.KernelFieldsRegion(m.m) }
-
-// internalRegions is the read-only map memory inlined lookups read, which
-// checked runs of verified programs grant (maps.InternalRegions).
-func (m *Map) internalRegions() []vm.Region { return maps.InternalRegions(m.m) }

@@ -20,6 +20,7 @@ import (
 	"bpfvm/isa"
 	"bpfvm/maps"
 	"bpfvm/progtype"
+	"bpfvm/runner"
 	"bpfvm/verifier"
 	"bpfvm/vm"
 )
@@ -107,14 +108,14 @@ const oracleBudget = 1 << 18
 
 // oracleEnv is one configuration's maps, runners and tail-call targets.
 type oracleEnv struct {
-	cpus  *cpus
+	cpus  *runner.CPUs
 	maps  []*Map
 	inner []*Map
 	tails []*Program
 }
 
 func newOracleEnv(opts ProgramOptions) (*oracleEnv, error) {
-	env := &oracleEnv{cpus: newCPUs(2)}
+	env := &oracleEnv{cpus: runner.NewCPUs(2)}
 	for _, s := range oracleMaps {
 		m, err := newMap(s, env.cpus)
 		if err != nil {
@@ -199,7 +200,7 @@ func newOracleEnv(opts ProgramOptions) (*oracleEnv, error) {
 }
 
 func (env *oracleEnv) close() {
-	env.cpus.close()
+	env.cpus.Close()
 	for _, p := range env.tails {
 		p.Close()
 	}
@@ -293,7 +294,7 @@ func oracleRun(insns []isa.Instruction, cfg oracleConfig, pkts [][]byte) (*oracl
 	defer p.Close()
 	out := &oracleOutcome{}
 	for _, pkt := range pkts {
-		buf := make([]byte, len(pkt)+headroom+tailroom)
+		buf := make([]byte, len(pkt)+runner.Headroom+runner.Tailroom)
 		res, err := p.Execute(&RunOptions{Data: pkt, DataOut: buf})
 		switch {
 		case errors.Is(err, vm.ErrMemory):

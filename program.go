@@ -1,45 +1,20 @@
 package bpfvm
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/interp"
 	"bpfvm/isa"
 	"bpfvm/jit/amd64"
 	"bpfvm/maps"
 	"bpfvm/progtype"
+	"bpfvm/runner"
 	"bpfvm/verifier"
 	"bpfvm/vm"
-)
-
-// ethHeader is the size of an Ethernet header, which socket filters do not
-// see.
-const ethHeader = 14
-
-// Errors returned by this package.
-var (
-	// ErrNotSupported is returned for program types, map types and features
-	// bpfvm does not implement.
-	ErrNotSupported = progtype.ErrNotSupported
-	// ErrClosed is returned, wrapped, by every operation on a closed
-	// program, map, collection or ring buffer reader. It also matches
-	// os.ErrClosed and unix.EBADF, what cilium/ebpf returns for a closed
-	// file descriptor.
-	ErrClosed = maps.ErrClosed
-	// ErrPermission is returned, wrapped, by a Go-side write to a frozen
-	// or BPF_F_RDONLY map and a read of a BPF_F_WRONLY one, as the kernel's
-	// EPERM. It also matches os.ErrPermission and unix.EPERM.
-	ErrPermission = maps.ErrPermission
-	// ErrBusy is returned, wrapped, by Map.Freeze during a Go-side write,
-	// as the kernel's EBUSY; it also matches unix.EBUSY.
-	ErrBusy = maps.ErrBusy
 )
 
 // Engine selects how a program runs.
@@ -210,43 +185,22 @@ type JITInfo = amd64.Info
 // callable; its code and its references to maps go when the last slot
 // lets go and no run can still be inside it.
 type Program struct {
-	name   string
-	typ    ebpf.ProgramType
-	pt     *progtype.Type
-	insns  []isa.Instruction // as loaded, map references by index into maps
-	maps   []*Map
-	engine engineProgram
-	kind   Engine // the engine that runs: EngineInterpreter or EngineJIT
-	jit    JITInfo
-	opts   ProgramOptions
-
-	regions []vm.Region // map value memory, for checked accesses
-	// strValues are the values of the read-only single-value arrays,
-	// which bound the constant strings helpers read (constString).
-	strValues []vm.Region
+	name  string
+	typ   ebpf.ProgramType
+	insns []isa.Instruction // as loaded, map references by index into maps
+	maps  []*Map
+	opts  ProgramOptions
+	// run is the program as runners run it (package runner): engine,
+	// memory mode, lifetime.
+	run  *runner.Program
+	kind Engine // the engine that runs: EngineInterpreter or EngineJIT
+	jit  JITInfo
+	// xlated is the program after rewriting, map references by index.
+	xlated []isa.Instruction
+	stats  verifier.Stats
 
 	// VerifierLog is the verifier's log (with ProgramOptions.LogLevel > 0).
 	VerifierLog string
-	verified    bool
-	// checked says accesses are validated at run time: always for
-	// unverified programs, for verified ones with ProgramOptions.Checks.
-	checked bool
-	xlated  []isa.Instruction // after rewriting
-	// xlatedAux are the verifier's facts, aligned with xlated.
-	xlatedAux []verifier.InsnAux
-	// ctxInsns and aux are the verified program with context accesses
-	// rewritten and the verifier's facts, which inlining starts from.
-	ctxInsns []isa.Instruction
-	aux      []verifier.InsnAux
-	stats    verifier.Stats
-	cpus     *cpus
-	ownCPUs  bool // a standalone program closes its runners
-
-	id   uint32      // in the live-program table (helpers_tailcall.go)
-	tail vm.TailCall // what bpf_tail_call returns to jump here
-
-	closed atomic.Bool  // the user's reference is gone
-	refs   atomic.Int32 // the user's, plus one per prog_array slot
 }
 
 // RunOptions mirror cilium/ebpf's RunOptions for BPF_PROG_TEST_RUN.
@@ -325,196 +279,6 @@ func NewRawProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, o
 	return newProgram(name, typ, insns, nil, nil, opts)
 }
 
-func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps []*Map, c *cpus, opts ProgramOptions) (_ *Program, err error) {
-	// The program holds a reference to each of its maps for as long as its
-	// code may run.
-	for i, m := range maps {
-		if m.closed.Load() || !m.m.Acquire() {
-			releaseMaps(maps[:i])
-			return nil, fmt.Errorf("program %s: map %s: %w", name, m.name, ErrClosed)
-		}
-	}
-	defer func() {
-		if err != nil {
-			releaseMaps(maps)
-		}
-	}()
-	pt := opts.Type
-	if pt != nil {
-		if err := pt.Validate(); err != nil {
-			return nil, fmt.Errorf("program %s: %w", name, err)
-		}
-	} else {
-		var err error
-		if pt, err = typeOf(typ); err != nil {
-			return nil, fmt.Errorf("program %s: %w", name, err)
-		}
-	}
-	if err := checkHelpers(insns, pt); err != nil {
-		return nil, fmt.Errorf("program %s: %w", name, err)
-	}
-	if err := checkKfuncs(insns); err != nil {
-		return nil, fmt.Errorf("program %s: %w", name, err)
-	}
-	if opts.Engine != EngineDefault && opts.Engine != EngineInterpreter && opts.Engine != EngineJIT {
-		return nil, fmt.Errorf("program %s: engine %s: %w", name, opts.Engine, ErrNotSupported)
-	}
-	if opts.Checks < ChecksDefault || opts.Checks > ChecksOff {
-		return nil, fmt.Errorf("program %s: checks %s: %w", name, opts.Checks, ErrNotSupported)
-	}
-	p := &Program{name: name, typ: typ, pt: pt, insns: insns, maps: maps, opts: opts, cpus: c}
-	if c == nil {
-		p.cpus, p.ownCPUs = newCPUs(0), true
-		defer func() {
-			if err != nil {
-				p.cpus.close()
-			}
-		}()
-	}
-	if err := isa.Validate(insns); err != nil {
-		return nil, fmt.Errorf("program %s: %w", name, err)
-	}
-	p.xlated = insns
-	if err := p.verify(); err != nil {
-		return nil, fmt.Errorf("program %s: %w", name, err)
-	}
-	p.checked = !p.verified || opts.checked()
-	if err := p.expandMayGoto(); err != nil {
-		return nil, fmt.Errorf("program %s: %w", name, err)
-	}
-	resolved, err := p.resolve()
-	if err != nil {
-		return nil, fmt.Errorf("program %s: %w", name, err)
-	}
-	// JIT engine selection: compile to machine code when asked to, and
-	// fall back to the interpreter when the JIT cannot compile the program.
-	p.kind = EngineInterpreter
-	if opts.Engine == EngineJIT || opts.Engine == EngineDefault {
-		// Verified programs run unchecked unless Checks asks otherwise,
-		// others checked.
-		mode := amd64.Checked
-		if !p.checked {
-			mode = amd64.Unchecked
-		}
-		// Out of executable memory in both tiers, or any other reason
-		// the JIT cannot compile: the interpreter runs it.
-		jo := opts.JIT
-		if jp, err := amd64.Compile(resolved, p.helper, amd64.Options{
-			Modes: mode, Natives: p.native, Memory: jo.Memory, Unprivileged: opts.Unprivileged,
-			Far: jo.Far, Retpoline: jo.Retpoline, Blind: jo.Blind || opts.Unprivileged,
-			Budgeted: opts.Budget != 0, NonStack: p.nonStack(),
-		}); err == nil {
-			p.engine, p.kind = jp, EngineJIT
-			p.jit = jp.Info(mode == amd64.Checked)
-		}
-	}
-	if p.engine == nil {
-		if opts.Engine != EngineInterpreter && p.verified {
-			// Rewritten for the JIT, which could not take it: every
-			// rewrite again, in the same order.
-			if err := p.inline(EngineInterpreter); err != nil {
-				return nil, fmt.Errorf("program %s: %w", name, err)
-			}
-			if err := p.expandMayGoto(); err != nil {
-				return nil, fmt.Errorf("program %s: %w", name, err)
-			}
-			if resolved, err = p.resolve(); err != nil {
-				return nil, fmt.Errorf("program %s: %w", name, err)
-			}
-		}
-		ip, err := interp.New(resolved, p.helper)
-		if err != nil {
-			return nil, fmt.Errorf("program %s: %w", name, err)
-		}
-		p.engine = ip
-	}
-	for _, m := range maps {
-		p.regions = append(p.regions, m.m.Memory()...)
-		p.regions = append(p.regions, m.kernelFields())
-		if readOnlyValue(m.m) != nil {
-			p.strValues = append(p.strValues, vm.Region{Start: m.m.Memory()[0].Start, End: m.m.Memory()[0].Start + uint64(m.m.Spec().ValueSize)})
-		}
-		if p.verified && p.checked {
-			// What the inlined lookups read (verify.go, inline).
-			p.regions = append(p.regions, m.internalRegions()...)
-		}
-	}
-	p.register()
-	return p, nil
-}
-
-// checkHelpers rejects calls to helpers the program type does not allow.
-func checkHelpers(insns []isa.Instruction, pt *progtype.Type) error {
-	if pt.Helpers == nil {
-		return nil
-	}
-	for i, ins := range insns {
-		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && !pt.Helpers(ins.Imm) {
-			return fmt.Errorf("insn %d: program of type %s may not call helper %s#%d", i, pt.Name, isa.HelperName(ins.Imm), ins.Imm)
-		}
-	}
-	return nil
-}
-
-// resolve replaces map references (LD_IMM64 with a map pseudo source and
-// the map's index in p.maps as immediate) with map handles and value
-// addresses, as the kernel does after verification.
-func (p *Program) resolve() ([]isa.Instruction, error) {
-	out := make([]isa.Instruction, len(p.xlated))
-	copy(out, p.xlated)
-	kfuncsToHelpers(out)
-	for i := 0; i < len(out); i++ {
-		ins := out[i]
-		if !ins.IsLdImm64() {
-			continue
-		}
-		src := uint8(ins.Src)
-		if src == isa.PseudoMapField {
-			// A header field an inlined lookup reads (rewrite's seq.field).
-			idx, off, size := int(ins.Imm), uint64(uint32(out[i+1].Imm)), uint64(ins.Off)
-			if idx < 0 || idx >= len(p.maps) || off+size > maps.HeaderFieldBytes || size != 4 && size != 8 {
-				return nil, fmt.Errorf("insn %d: map field %d+%d of size %d out of range", i, idx, off, size)
-			}
-			v := vm.LoadSized(p.maps[idx].m.Handle()+maps.HeaderFields+off, size)
-			pair := isa.LdImm64(ins.Dst, 0, v)
-			out[i], out[i+1] = pair[0], pair[1]
-			i++
-			continue
-		}
-		if src != isa.PseudoMapFD && src != isa.PseudoMapValue {
-			if src != 0 && src != isa.PseudoFunc {
-				return nil, fmt.Errorf("insn %d: ld_imm64 pseudo source %d: %w", i, src, ErrNotSupported)
-			}
-			i++
-			continue
-		}
-		idx := int(ins.Imm)
-		if idx < 0 || idx >= len(p.maps) {
-			return nil, fmt.Errorf("insn %d: map index %d out of range", i, idx)
-		}
-		m := p.maps[idx].m
-		var v uint64
-		if src == isa.PseudoMapFD {
-			v = m.Handle()
-		} else {
-			off := uint64(uint32(out[i+1].Imm))
-			spec := m.Spec()
-			if off >= uint64(spec.ValueSize) {
-				return nil, fmt.Errorf("insn %d: offset %d outside value of map %s", i, off, spec.Name)
-			}
-			base, err := directValue(m)
-			if err != nil {
-				return nil, fmt.Errorf("insn %d: %w", i, err)
-			}
-			v = base + off
-		}
-		pair := isa.LdImm64(ins.Dst, 0, v)
-		out[i], out[i+1] = pair[0], pair[1]
-		i++
-	}
-	return out, nil
-}
-
 // Name returns the program's name.
 func (p *Program) Name() string { return p.name }
 
@@ -537,67 +301,24 @@ func (p *Program) Maps() []*Map { return p.maps }
 // in progress finish; closing twice, or concurrently with anything, is
 // safe.
 func (p *Program) Close() error {
-	if !p.closed.Swap(true) {
-		p.release()
-	}
+	p.run.Close()
 	return nil
 }
 
-// acquire takes a reference for a prog_array slot; false once the last
-// reference is gone.
-func (p *Program) acquire() bool {
-	for {
-		n := p.refs.Load()
-		if n <= 0 {
-			return false
-		}
-		if p.refs.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
+// ID returns the program's id, unique in the process while the program is
+// alive. It is what a prog_array stores for the program.
+func (p *Program) ID() uint32 { return p.run.ID() }
 
-// release drops a reference. The last one makes the program unreachable
-// for tail calls and frees it once no run can be inside it.
-func (p *Program) release() {
-	if p.refs.Add(-1) != 0 {
-		return
-	}
-	p.unregister()
-	maps.Defer(p.free)
-}
+// Verified reports whether the program passed the verifier.
+func (p *Program) Verified() bool { return p.run.Verified }
 
-// free releases the code, the runners of a standalone program and the
-// references to the maps.
-func (p *Program) free() {
-	if p.ownCPUs {
-		p.cpus.close()
-	}
-	if c, ok := p.engine.(io.Closer); ok {
-		c.Close() // JIT machine code
-	}
-	releaseMaps(p.maps)
-}
+// Checked reports whether the program's memory accesses are checked at run
+// time: always for unverified programs, for verified ones as
+// ProgramOptions.Checks says.
+func (p *Program) Checked() bool { return p.run.Checked }
 
-func releaseMaps(ms []*Map) {
-	for _, m := range ms {
-		m.m.Release()
-	}
-}
-
-// programRefs gives prog_array slots references to programs by id.
-type programRefs struct{}
-
-func (programRefs) Acquire(id uint32) bool {
-	p := programByID(id)
-	return p != nil && p.acquire()
-}
-
-func (programRefs) Release(id uint32) {
-	if p := programByID(id); p != nil {
-		p.release()
-	}
-}
+// Stats returns the cost of verifying the program.
+func (p *Program) Stats() verifier.Stats { return p.stats }
 
 // Engine returns the engine that runs the program: EngineInterpreter or
 // EngineJIT (which may differ from ProgramOptions.Engine when the JIT could
@@ -609,14 +330,6 @@ func (p *Program) Engine() Engine { return p.kind }
 // out in both tiers, which never fails a load).
 func (p *Program) JITInfo() JITInfo { return p.jit }
 
-// engineProgram is what Program needs of an engine: runs, and callbacks for
-// helpers such as bpf_loop.
-type engineProgram interface {
-	Run(env *vm.Env, r1, r2, budget uint64) (uint64, error)
-	Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between func() error) (uint64, error)
-	Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint64, error)
-}
-
 // Run runs the program like BPF_PROG_TEST_RUN and returns the low 32 bits of
 // R0, as the kernel does.
 func (p *Program) Run(opts *RunOptions) (uint32, error) {
@@ -627,7 +340,7 @@ func (p *Program) Run(opts *RunOptions) (uint32, error) {
 
 // Test runs the program once on in and returns its result and output packet.
 func (p *Program) Test(in []byte) (uint32, []byte, error) {
-	out := make([]byte, len(in)+headroom+tailroom)
+	out := make([]byte, len(in)+runner.Headroom+runner.Tailroom)
 	res, err := p.Execute(&RunOptions{Data: in, DataOut: out})
 	if err != nil {
 		return 0, nil, err
@@ -658,148 +371,75 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 // execute is Execute, filling in res (left zero when the run fails);
 // timed says whether to measure Result.Duration (Run does not report it,
 // and reading the clock is a good part of a short run's cost).
-//
-// Repetitions run as in the kernel's test run: on the same context and
-// packet, each seeing what the one before left (a packet moved by
-// bpf_xdp_adjust_head stays moved), so the setup of the run is done once
-// and a repetition resets only what the kernel resets per program run.
 func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	if opts == nil {
 		opts = &RunOptions{}
 	}
-	pt := p.pt
-	if len(opts.Data) > maxPacket {
-		return fmt.Errorf("run %s: %d bytes of data, at most %d", p.name, len(opts.Data), maxPacket)
+	in := runner.Input{Data: opts.Data, DataOut: opts.DataOut, Repeat: opts.Repeat, RunContext: opts.RunContext, Timed: timed}
+	if opts.Context != nil {
+		b, err := contextBytes(opts.Context)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", p.name, err)
+		}
+		in.Context, in.HasContext = b, true
 	}
-	if len(opts.Data) < pt.MinData {
-		return fmt.Errorf("run %s: %d bytes of data, the %s program type needs at least %d", p.name, len(opts.Data), pt.Name, pt.MinData)
-	}
-	r, err := p.cpus.acquire(opts.RunContext)
-	if err != nil {
-		return fmt.Errorf("run %s: %w", p.name, err)
-	}
-	defer p.cpus.release(r)
-	// Looked at inside the run's epoch: either Close's grace period waits
-	// for this run, or this run sees the program closed.
-	if p.closed.Load() {
-		return fmt.Errorf("run %s: %w", p.name, ErrClosed)
-	}
-	ctxArea := p.contextArea()
-	if err := r.memory(ctxArea + headroom + len(opts.Data) + tailroom); err != nil {
-		return fmt.Errorf("run %s: %w", p.name, err)
-	}
-	r.prog = p
-
-	buf := r.buf.Bytes()
-	base := r.buf.Addr()
-	ctx := buf[:ctxArea]
-	if err := readContext(opts.Context, ctx[:pt.ContextSize], uint64(pt.ContextSize)); err != nil {
-		return fmt.Errorf("run %s: %w", p.name, err)
-	}
-	if err := pt.CheckInput(ctx[:pt.ContextSize]); err != nil {
-		return fmt.Errorf("run %s: %w", p.name, err)
-	}
-	var in []byte
+	var ctxOut []byte
 	if opts.ContextOut != nil {
-		in = bytes.Clone(ctx[:pt.ContextSize])
-	}
-	frame := buf[ctxArea+headroom : ctxArea+headroom+len(opts.Data)]
-	copy(frame, opts.Data)
-	pkt := frame
-	if pt.NetworkHeader {
-		pkt = frame[ethHeader:]
-	}
-	pktStart := base + uint64(ctxArea+headroom+len(frame)-len(pkt))
-	// Field by field: a composite literal would be built on the stack
-	// and copied with wide loads that stall on store forwarding.
-	r.pkt.start, r.pkt.meta, r.pkt.data = base+uint64(ctxArea), pktStart, pktStart
-	r.pkt.end, r.pkt.limit = pktStart+uint64(len(pkt)), pktStart+uint64(len(pkt))+tailroom
-	if pt.Setup != nil {
-		// The kernel's test run has a context when it is given one or
-		// asked for one.
-		if err := pt.Setup(ctx, frame, pkt, opts.Context != nil || opts.ContextOut != nil); err != nil {
-			return fmt.Errorf("run %s: context: %w", p.name, err)
+		if b, ok := opts.ContextOut.([]byte); ok {
+			in.ContextOut = b
+		} else {
+			ctxOut = make([]byte, p.run.Type.ContextSize)
+			in.ContextOut = ctxOut
 		}
 	}
-	if pt.MetaInput != nil {
-		// The input starts with metadata in front of the packet.
-		r.pkt.data += uint64(pt.MetaInput(ctx))
-	}
-	// Inputs the kernel stores in narrower fields lose their high bytes.
-	pt.Truncate(ctx[:pt.ContextSize])
-	r.startEnv(opts.RunContext)
-	env := &r.env
-	if len(frame) >= ethHeader {
-		// Where negative LD_ABS/LD_IND offsets count from: the frame's
-		// Ethernet header and what follows it, as in the kernel's test
-		// run (which also counts a socket filter's from there).
-		env.MacHeader = pktStart - uint64(len(frame)-len(pkt))
-		env.NetHeader = env.MacHeader + ethHeader
-	}
-	var r1, r2 uint64
-	if pt.ContextSize == 0 {
-		r1, r2 = r.pkt.data, uint64(len(pkt))
-		if len(pkt) == 0 {
-			r1 = 0
-		}
-	} else {
-		env.Ctx = vm.Region{Start: base, End: base + uint64(pt.ContextSize), Writable: true}
-		if !p.verified {
-			env.CtxAccess = ctxAccess
-		}
-		r1 = base
-	}
-	r.beginRun()
-	repeat := max(opts.Repeat, 1)
-	var start time.Time
-	if timed {
-		start = time.Now()
-	}
-	r0, err := p.engine.Repeat(env, r1, r2, p.opts.Budget, repeat, r.between)
-	r.endRun()
-	if err != nil {
+	var out runner.Output
+	if err := runner.Run(p.run, &in, &out); err != nil {
 		return fmt.Errorf("run %s: %w", p.name, err)
 	}
-	res.R0 = r0
-	if timed {
-		res.Duration = time.Since(start) / time.Duration(repeat)
-	}
-	res.Redirect = r.redirect
-	// The kernel's XDP test run returns the metadata in front of the packet.
-	outStart := r.pkt.data
-	switch {
-	case p.typ == ebpf.XDP:
-		outStart = r.pkt.meta
-	case pt.NetworkHeader:
-		// Socket filters saw the packet from the network header, but the
-		// kernel's test run returns the whole frame.
-		outStart -= ethHeader
-	}
-	res.DataSize = int(r.pkt.end - outStart)
-	if opts.DataOut != nil {
-		out := unsafeBytes(outStart, r.pkt.end-outStart)
-		if len(opts.DataOut) < len(out) {
-			return fmt.Errorf("run %s: output packet of %d bytes does not fit DataOut of %d", p.name, len(out), len(opts.DataOut))
+	if ctxOut != nil {
+		if err := writeContext(opts.ContextOut, ctxOut); err != nil {
+			return fmt.Errorf("run %s: %w", p.name, err)
 		}
-		copy(opts.DataOut, out)
 	}
-	if opts.ContextOut != nil {
-		pt.Output(ctx[:pt.ContextSize], in, r.pkt.meta, r.pkt.data, r.pkt.end)
-	}
-	if err := writeContext(opts.ContextOut, ctx[:pt.ContextSize]); err != nil {
-		return fmt.Errorf("run %s: %w", p.name, err)
+	res.R0, res.Duration, res.DataSize = out.R0, out.Duration, out.DataSize
+	if rd := out.Redirect; rd.Valid {
+		res.Redirect = Redirect{Map: p.mapOf(rd.Map), Key: rd.Key, Flags: rd.Flags, Valid: true}
 	}
 	return nil
+}
+
+// mapOf returns the *Map of a map a run of p used (nil for nil).
+func (p *Program) mapOf(m maps.Map) *Map {
+	if m == nil {
+		return nil
+	}
+	for _, mm := range p.maps {
+		if mm.m == m {
+			return mm
+		}
+	}
+	// A map reached through a map of maps.
+	return &Map{name: m.Spec().Name, m: m, ncpu: p.run.CPUs.Len()}
 }
 
 // NativeCode returns the machine code of a program the JIT compiled and the
 // offset in it of every instruction of XlatedInstructions, for
 // disassembly; ok is false when the program runs on the interpreter.
 func (p *Program) NativeCode() (code []byte, offsets []uint32, ok bool) {
-	jp, isJIT := p.engine.(*amd64.Program)
-	if !isJIT || p.closed.Load() {
+	jp, isJIT := p.run.Engine.(*amd64.Program)
+	if !isJIT || p.run.Closed() {
 		return nil, nil, false
 	}
-	code, offsets = jp.Code(p.checked)
+	code, offsets = jp.Code(p.run.Checked)
 	return code, offsets, code != nil
+}
+
+// Task is the task the bpf_get_current_* helpers describe
+// (ProgramOptions.Task).
+type Task = runner.Task
+
+func releaseMaps(ms []*Map) {
+	for _, m := range ms {
+		m.m.Release()
+	}
 }

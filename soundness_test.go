@@ -14,6 +14,7 @@ import (
 
 	"bpfvm/isa"
 	"bpfvm/progtype"
+	"bpfvm/runner"
 	"bpfvm/verifier"
 	"bpfvm/vm"
 )
@@ -29,7 +30,7 @@ import (
 // it is exactly the value) and a hash map with 16-byte values, keys 0 and
 // 1 present and 2 and 3 absent.
 type soundnessEnv struct {
-	cpus  *cpus
+	cpus  *runner.CPUs
 	maps  []*Map
 	infos []verifier.MapInfo
 }
@@ -42,7 +43,7 @@ var (
 
 func getSoundnessEnv() (*soundnessEnv, error) {
 	soundnessOnce.Do(func() {
-		env := &soundnessEnv{cpus: newCPUs(1)}
+		env := &soundnessEnv{cpus: runner.NewCPUs(1)}
 		specs := []*ebpf.MapSpec{
 			{Name: "arr", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1},
 			{Name: "hash", Type: ebpf.Hash, KeySize: 4, ValueSize: 16, MaxEntries: 4},

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"errors"
 
+	"bpfvm/helper"
 	"bpfvm/isa"
 	"bpfvm/maps"
 )
@@ -24,6 +25,21 @@ type InlineOptions struct {
 	// Checked runs of verified programs need it: they can grant the
 	// memory an inlined lookup reads only for maps they know of.
 	KnownMaps bool
+	// Helpers says which helpers a call's id stands for (nil: the
+	// built-in ones, helper.Builtin): only a helper whose entry allows
+	// it is inlined, never a host helper in its place.
+	Helpers func(id int32) *helper.Helper
+}
+
+// inlineKind returns how the helper a call's id stands for may be inlined.
+func inlineKind(helpers func(int32) *helper.Helper, id int32) helper.Inline {
+	if helpers == nil {
+		helpers = helper.Builtin().Lookup
+	}
+	if h := helpers(id); h != nil {
+		return h.Inline
+	}
+	return helper.InlineNone
 }
 
 // maxInlineKey is the largest hash-map key whose lookup is inlined: the
@@ -54,8 +70,6 @@ const maxInlineKey = 128
 //
 // It returns the number of calls inlined.
 func InlineHelpers(p *Program, opts InlineOptions) (int, error) {
-	lookup, _ := isa.HelperID("bpf_map_lookup_elem")
-	cpuID, _ := isa.HelperID("bpf_get_smp_processor_id")
 	var rs []Replacement
 	size := len(p.Insns)
 	for pc := 0; pc < len(p.Insns); pc++ {
@@ -67,10 +81,10 @@ func InlineHelpers(p *Program, opts InlineOptions) (int, error) {
 			continue
 		}
 		var seq []isa.Instruction
-		switch ins.Imm {
-		case cpuID:
+		switch inlineKind(opts.Helpers, ins.Imm) {
+		case helper.InlineCPUID:
 			seq = []isa.Instruction{{Op: isa.OpCPUIndex, Dst: isa.R0}}
-		case lookup:
+		case helper.InlineMapLookup:
 			aux := p.Aux[pc]
 			if aux.Map == nil || aux.MapConflict || opts.KnownMaps && aux.Map.Index < 0 {
 				continue

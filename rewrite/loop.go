@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"bpfvm/helper"
 	"bpfvm/isa"
 	"bpfvm/vm"
 )
@@ -15,8 +16,10 @@ import (
 // the helper's arguments and on the frame below, as the helper would run
 // it), and R0 is the helper's result: the number of calls, or -E2BIG for
 // more than 1<<23 loops. It returns the number of calls inlined.
-func InlineLoops(p *Program) (int, error) {
-	id, _ := isa.HelperID("bpf_loop")
+//
+// helpers says which helpers a call's id stands for (nil: the built-in
+// ones), as InlineOptions.Helpers.
+func InlineLoops(p *Program, helpers func(id int32) *helper.Helper) (int, error) {
 	// Every loop in one PatchAll, each addressed by its original index;
 	// the callbacks' calls are set afterwards from where the patch put
 	// everything (At): earlier rewrites and the other loops move code,
@@ -30,7 +33,7 @@ func InlineLoops(p *Program) (int, error) {
 			pc++
 			continue
 		}
-		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) || ins.Imm != id {
+		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) || inlineKind(helpers, ins.Imm) != helper.InlineLoop {
 			continue
 		}
 		aux := p.Aux[pc]

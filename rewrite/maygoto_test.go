@@ -95,7 +95,7 @@ func TestInlineLoops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := InlineLoops(p); n != 1 || err != nil {
+	if n, err := InlineLoops(p, nil); n != 1 || err != nil {
 		t.Fatalf("InlineLoops: %d, %v", n, err)
 	}
 	if r0 := run(t, p.Insns); r0 != 5 {
@@ -103,7 +103,7 @@ func TestInlineLoops(t *testing.T) {
 	}
 	aux[4].LoopNoInline = true
 	p, _ = New(insns, aux)
-	if n, _ := InlineLoops(p); n != 0 {
+	if n, _ := InlineLoops(p, nil); n != 0 {
 		t.Errorf("inlined %d calls the verifier did not prove", n)
 	}
 }
@@ -153,7 +153,7 @@ func TestInlineLoopsAfterPatches(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n, err := InlineLoops(p); n != 2 || err != nil {
+		if n, err := InlineLoops(p, nil); n != 2 || err != nil {
 			t.Fatalf("grow %d: InlineLoops: %d, %v", grow, n, err)
 		}
 		for o := range insns {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"bpfvm/helper"
 	"bpfvm/isa"
 	"bpfvm/maps"
 )
@@ -27,7 +28,7 @@ func (v *verifier) proto(id int32) *Proto {
 	if v.opts.Helpers != nil {
 		return v.opts.Helpers(id)
 	}
-	return BuiltinProto(id)
+	return helper.Builtin().Proto(id)
 }
 
 func (v *verifier) checkHelperCall(pc int, id int32) error {
@@ -71,7 +72,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			// Before any other check of the argument, as the kernel.
 			return v.errorf(pc, "helper access to the packet is not allowed")
 		}
-		if at.isMem() {
+		if at.IsMem() {
 			if err := v.checkMemArgType(pc, regno, reg, at); err != nil {
 				return err
 			}
@@ -219,7 +220,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			return err
 		}
 	}
-	if packetHelpers[name] {
+	if p.ChangesPacket {
 		// The packet may have moved: every packet pointer is stale.
 		invalidatePackets(v.cur)
 	}
@@ -383,7 +384,7 @@ const memArgTypes = "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, bu
 // NULL, whose size decides; a pointer that may be NULL passes there too,
 // with the flag folded away as the kernel does.
 func (v *verifier) checkMemArgType(pc int, regno isa.Register, reg *Reg, at ArgType) error {
-	if at.orNull() && reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
+	if at.OrNull() && reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
 		return nil
 	}
 	want, ok := memArgTypes, false
@@ -392,12 +393,12 @@ func (v *verifier) checkMemArgType(pc int, regno isa.Register, reg *Reg, at ArgT
 		ok = true
 	case PtrToMem:
 		// Read-only memory only where the helper only reads.
-		ok = reg.Flags&Rdonly == 0 || !at.writes()
+		ok = reg.Flags&Rdonly == 0 || !at.Writes()
 	}
 	if at == ArgConstStr {
 		want, ok = "map_value", reg.Type == PtrToMapValue
 	}
-	if reg.maybeNull() && !at.orNull() {
+	if reg.maybeNull() && !at.OrNull() {
 		ok = false
 	}
 	if !ok {
@@ -439,11 +440,11 @@ func (v *verifier) applyRawWrite(pc int, w *rawWrite) error {
 // says the size is known exactly; zeroOK allows NULL when size is 0. A
 // fill of uninitialised stack is recorded in raw.
 func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int, at ArgType, constSize, zeroOK bool, raw *rawWrite) error {
-	write := at.writes()
+	write := at.Writes()
 	a := access{pc: pc, reg: regno, size: size, write: write}
 	switch reg.Type {
 	case PtrToStack:
-		return v.helperStack(pc, regno, reg, size, write, at.uninit() && constSize, raw)
+		return v.helperStack(pc, regno, reg, size, write, at.Uninit() && constSize, raw)
 	case PtrToPacket, PtrToPacketMeta:
 		_, err := v.packetAccess(reg, a)
 		return err

@@ -150,12 +150,7 @@ func (v *verifier) markPacketChangers() {
 			if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {
 				continue
 			}
-			name := isa.HelperName(ins.Imm)
-			p := v.proto(ins.Imm)
-			if p != nil && p.Name != "" {
-				name = p.Name
-			}
-			if packetHelpers[name] || ins.Imm == tailCallID || p != nil && p.TailCall {
+			if p := v.proto(ins.Imm); p != nil && (p.ChangesPacket || p.TailCall) || ins.Imm == tailCallID {
 				v.funcs[i].changesPkt = true
 			}
 		}

@@ -70,7 +70,7 @@ type Options struct {
 	// Maps describes the maps by the index map loads carry.
 	Maps []MapInfo
 	// Helpers returns the prototype of a helper, or nil if the program may
-	// not call it. Nil uses the built-in prototypes.
+	// not call it. Nil uses the built-in helpers (helper.Builtin).
 	Helpers func(id int32) *Proto
 	// Unprivileged applies the rules for loads without CAP_BPF: no pointer
 	// leaks, no pointer comparisons, smaller limits.

@@ -54,3 +54,12 @@ func Ptr(addr uint64) unsafe.Pointer {
 
 // Addr returns the address of p as a register value.
 func Addr(p unsafe.Pointer) uint64 { return uint64(uintptr(p)) }
+
+// Slice views n bytes of off-heap memory at addr as a byte slice (nil for
+// n == 0). The memory must stay allocated while the slice is in use.
+func Slice(addr, n uint64) []byte {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(Ptr(addr)), n)
+}

@@ -266,3 +266,18 @@ func StoreSized(addr, size, v uint64) {
 		*(*uint64)(p) = v
 	}
 }
+
+// Native names a routine that JIT code calls directly for a helper, with
+// no exit to Go (package helper says which helper has which; jit/amd64
+// implements them). Each does exactly what the helper's Go function does.
+type Native uint8
+
+// Native routines.
+const (
+	NoNative     Native = iota
+	NativeCPU           // bpf_get_smp_processor_id: Env.CPU
+	NativeZero          // returns 0 (bpf_get_numa_node_id)
+	NativeRandom        // bpf_get_prandom_u32: steps Env.Rand
+	// NativeCount is the number of natives, NoNative included.
+	NativeCount
+)

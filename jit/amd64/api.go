@@ -1,6 +1,10 @@
 package amd64
 
-import "errors"
+import (
+	"errors"
+
+	"bpfvm/vm"
+)
 
 // Mode selects the memory modes whose machine code Compile generates before
 // returning. A run in a mode that was not compiled compiles it on first use.
@@ -19,7 +23,7 @@ type Options struct {
 	Modes Mode
 	// Natives says which helper ids a native routine serves: JIT code
 	// calls the routine directly instead of exiting to Go. Nil: none.
-	Natives func(id int32) Native
+	Natives func(id int32) vm.Native
 	// Memory is the executable memory pool; nil is DefaultMemory().
 	Memory *Memory
 	// Unprivileged charges near memory against the pool's lower limit.
@@ -49,16 +53,18 @@ type Options struct {
 }
 
 // Native names a routine that JIT code calls directly for a helper.
-type Native uint8
+//
+// Deprecated: use vm.Native.
+type Native = vm.Native
 
-// Native routines. Each implements a helper exactly as the Go helpers of
-// package bpfvm do, reading run state from the execution context.
+// Native routines, forwarding to vm's.
+//
+// Deprecated: use vm.NoNative and the other vm.Native constants.
 const (
-	NoNative     Native = iota
-	NativeCPU           // bpf_get_smp_processor_id: env.CPU
-	NativeZero          // returns 0 (bpf_get_numa_node_id)
-	NativeRandom        // bpf_get_prandom_u32: steps env.Rand
-	nativeCount
+	NoNative     = vm.NoNative
+	NativeCPU    = vm.NativeCPU
+	NativeZero   = vm.NativeZero
+	NativeRandom = vm.NativeRandom
 )
 
 // Tier says where a program's machine code lives.

@@ -139,7 +139,7 @@ type compiler struct {
 	}
 
 	opts        *Options
-	native      []Native // by pc: the routine serving a helper call, if any
+	native      []vm.Native // by pc: the routine serving a helper call, if any
 	nativeCalls int
 	base        uint64 // the image's address once allocated (0: unknown)
 	allocSize   int    // bytes allocated at base
@@ -252,7 +252,7 @@ func (c *compiler) analyze() {
 	c.leader = make([]bool, n)
 	c.second = make([]bool, n)
 	c.count = make([]int32, n)
-	c.native = make([]Native, n)
+	c.native = make([]vm.Native, n)
 	c.leader[0] = true
 	entry := make([]bool, n)
 	entry[0] = true
@@ -278,7 +278,7 @@ func (c *compiler) analyze() {
 			continue
 		}
 		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && c.opts.Natives != nil {
-			if n := c.opts.Natives(ins.Imm); n > NoNative && n < nativeCount {
+			if n := c.opts.Natives(ins.Imm); n > vm.NoNative && n < vm.NativeCount {
 				c.native[pc] = n
 				c.nativeCalls++
 			}
@@ -1062,7 +1062,7 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 	case ins.Op == isa.OpExit:
 		a.ret()
 		return nil
-	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && c.native[pc] != NoNative:
+	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && c.native[pc] != vm.NoNative:
 		c.callNative(nativeRoutines.addr[c.native[pc]])
 		return nil
 	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper):

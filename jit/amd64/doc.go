@@ -17,9 +17,9 @@
 //
 // # Native routines and far calls
 //
-// A few helpers have native routines (natives_amd64.s: NativeCPU for
-// bpf_get_smp_processor_id, NativeRandom for bpf_get_prandom_u32 stepping
-// the run's vm.Rand, NativeZero for bpf_get_numa_node_id); Options.Natives
+// A few helpers have native routines (natives_amd64.s: vm.NativeCPU for
+// bpf_get_smp_processor_id, vm.NativeRandom for bpf_get_prandom_u32 stepping
+// the run's vm.Rand, vm.NativeZero for bpf_get_numa_node_id); Options.Natives
 // says which helper ids they serve. JIT code CALLs them directly, without
 // leaving native code: they live in the Go binary's text, take their state
 // from the header in r12, return in rbx, clobber only rax and rdx, and

@@ -150,7 +150,7 @@ func genProgram(data []byte) []isa.Instruction {
 }
 
 func fuzzHelpers(id int32) vm.Helper {
-	if testNatives(id) != NoNative {
+	if testNatives(id) != vm.NoNative {
 		return goHelpers(id)
 	}
 	if id != 1 {

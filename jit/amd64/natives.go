@@ -2,6 +2,8 @@
 
 package amd64
 
+import "bpfvm/vm"
+
 // Native routines (natives_amd64.s) are helpers that JIT code calls
 // directly: a CALL to code in the Go binary's text, with no exit to Go.
 
@@ -15,14 +17,14 @@ func nativeAddrs() (cpu, zero, random uintptr)
 // routines are the entry points by Native, and the span of text they lie
 // in (what near memory must reach with rel32 calls).
 type routines struct {
-	addr   [nativeCount]uint64
+	addr   [vm.NativeCount]uint64
 	lo, hi uint64
 }
 
 func loadRoutines() routines {
 	var r routines
 	cpu, zero, random := nativeAddrs()
-	r.addr[NativeCPU], r.addr[NativeZero], r.addr[NativeRandom] = uint64(cpu), uint64(zero), uint64(random)
+	r.addr[vm.NativeCPU], r.addr[vm.NativeZero], r.addr[vm.NativeRandom] = uint64(cpu), uint64(zero), uint64(random)
 	r.lo, r.hi = ^uint64(0), 0
 	for _, a := range r.addr[1:] {
 		r.lo, r.hi = min(r.lo, a), max(r.hi, a)

@@ -20,16 +20,16 @@ const (
 	idNuma   = 42
 )
 
-func testNatives(id int32) Native {
+func testNatives(id int32) vm.Native {
 	switch id {
 	case idCPU:
-		return NativeCPU
+		return vm.NativeCPU
 	case idRandom:
-		return NativeRandom
+		return vm.NativeRandom
 	case idNuma:
-		return NativeZero
+		return vm.NativeZero
 	}
-	return NoNative
+	return vm.NoNative
 }
 
 // goHelpers are the Go helpers the native routines stand for.

@@ -1,10 +1,10 @@
-package bpfvm
+package helper
 
 import (
 	"bpfvm/vm"
 )
 
-// More kernel errno values helpers return negated (see helpers.go).
+// More kernel errno values helpers return negated (see helper.go).
 const (
 	eacces   = 13
 	efault   = 14
@@ -38,7 +38,7 @@ func probeRead(e *vm.Env, addr, n uint64) []byte {
 	if n == 0 || readableSpan(e, addr) < n {
 		return nil
 	}
-	return unsafeBytes(addr, n)
+	return vm.Slice(addr, n)
 }
 
 // probeString reads a NUL-terminated string at addr of at most limit bytes
@@ -51,7 +51,7 @@ func probeString(e *vm.Env, addr uint64, limit int) (s []byte, used int, ok bool
 	}
 	span := readableSpan(e, addr)
 	n := min(span, uint64(limit))
-	b := unsafeBytes(addr, n)
+	b := vm.Slice(addr, n)
 	for i, c := range b {
 		if c == 0 {
 			return b[:i], i + 1, true

@@ -1,11 +1,22 @@
-package bpfvm
+package helper
 
 import (
 	"github.com/cilium/ebpf"
 
 	"bpfvm/maps"
+	"bpfvm/runner"
 	"bpfvm/vm"
 )
+
+// xdpHelpers move an XDP packet's boundaries and redirect packets
+// (net/core/filter.c).
+var xdpHelpers = []Helper{
+	{Proto: Proto{Name: "bpf_xdp_adjust_head", Args: [5]ArgType{ArgCtx, ArgAnything}, ChangesPacket: true}, Func: helperXDPAdjustHead},
+	{Proto: Proto{Name: "bpf_xdp_adjust_tail", Args: [5]ArgType{ArgCtx, ArgAnything}, ChangesPacket: true}, Func: helperXDPAdjustTail},
+	{Proto: Proto{Name: "bpf_xdp_adjust_meta", Args: [5]ArgType{ArgCtx, ArgAnything}, ChangesPacket: true}, Func: helperXDPAdjustMeta},
+	{Proto: Proto{Name: "bpf_redirect", Args: [5]ArgType{ArgAnything, ArgAnything}}, Func: helperRedirect},
+	{Proto: Proto{Name: "bpf_redirect_map", Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}, MapTypes: []maps.Type{maps.DevMap, maps.DevMapHash, maps.CPUMap, maps.XSKMap}, ProgTypes: []string{"xdp"}}, Func: helperRedirectMap},
+}
 
 // Packet geometry the XDP helpers keep, as in the kernel.
 const (
@@ -41,20 +52,20 @@ const (
 // first xdpFrameSize bytes are reserved), keeping at least ETH_HLEN bytes,
 // and moves the metadata with it.
 func helperXDPAdjustHead(e *vm.Env, _, r2, _, _, _ uint64) (uint64, error) {
-	r := runnerOf(e)
-	p := r.pkt
+	r := runner.Of(e)
+	p := r.Packet()
 	delta := int64(int32(r2))
-	metalen := p.data - p.meta
-	data := p.data + uint64(delta)
-	if int64(p.data)+delta < int64(p.start+xdpFrameSize+metalen) || data+ethHLen > p.end {
+	metalen := p.Data - p.Meta
+	data := p.Data + uint64(delta)
+	if int64(p.Data)+delta < int64(p.Start+xdpFrameSize+metalen) || data+ethHLen > p.End {
 		return neg(einval), nil
 	}
-	meta := p.meta + uint64(delta)
+	meta := p.Meta + uint64(delta)
 	if metalen > 0 {
-		copy(unsafeBytes(meta, metalen), unsafeBytes(p.meta, metalen))
+		copy(vm.Slice(meta, metalen), vm.Slice(p.Meta, metalen))
 	}
-	p.meta, p.data = meta, data
-	r.setPacket(p)
+	p.Meta, p.Data = meta, data
+	r.SetPacket(p)
 	return 0, nil
 }
 
@@ -64,18 +75,18 @@ func helperXDPAdjustHead(e *vm.Env, _, r2, _, _, _ uint64) (uint64, error) {
 // (256 bytes past the input's end; the kernel's test run allows up to
 // 3520 bytes of packet).
 func helperXDPAdjustTail(e *vm.Env, _, r2, _, _, _ uint64) (uint64, error) {
-	r := runnerOf(e)
-	p := r.pkt
+	r := runner.Of(e)
+	p := r.Packet()
 	delta := int64(int32(r2))
-	end := p.end + uint64(delta)
-	if int64(p.end)+delta > int64(p.limit) || int64(p.end)+delta < int64(p.data+ethHLen) {
+	end := p.End + uint64(delta)
+	if int64(p.End)+delta > int64(p.Limit) || int64(p.End)+delta < int64(p.Data+ethHLen) {
 		return neg(einval), nil
 	}
 	if delta > 0 {
-		clear(unsafeBytes(p.end, uint64(delta)))
+		clear(vm.Slice(p.End, uint64(delta)))
 	}
-	p.end = end
-	r.setPacket(p)
+	p.End = end
+	r.SetPacket(p)
 	return 0, nil
 }
 
@@ -84,42 +95,42 @@ func helperXDPAdjustTail(e *vm.Env, _, r2, _, _, _ uint64) (uint64, error) {
 // area must stay within the headroom, 4-byte aligned and at most 32 bytes
 // (-EACCES otherwise).
 func helperXDPAdjustMeta(e *vm.Env, _, r2, _, _, _ uint64) (uint64, error) {
-	r := runnerOf(e)
-	p := r.pkt
+	r := runner.Of(e)
+	p := r.Packet()
 	delta := int64(int32(r2))
-	meta := p.meta + uint64(delta)
-	if int64(p.meta)+delta < int64(p.start+xdpFrameSize) || meta > p.data {
+	meta := p.Meta + uint64(delta)
+	if int64(p.Meta)+delta < int64(p.Start+xdpFrameSize) || meta > p.Data {
 		return neg(einval), nil
 	}
-	if metalen := p.data - meta; metalen&3 != 0 || metalen > xdpMaxMeta {
+	if metalen := p.Data - meta; metalen&3 != 0 || metalen > xdpMaxMeta {
 		return neg(eacces), nil
 	}
-	p.meta = meta
-	r.setPacket(p)
+	p.Meta = meta
+	r.SetPacket(p)
 	return 0, nil
 }
 
 // isXDP reports whether the running program is an XDP program, whose
 // redirect helpers return XDP verdicts rather than tc actions.
-func (r *runner) isXDP() bool { return r.prog.typ == ebpf.XDP }
+func isXDP(r *runner.Runner) bool { return r.Program().Kind == ebpf.XDP }
 
 // helperRedirect is bpf_redirect(ifindex, flags). bpfvm records the target
 // in Result.Redirect and returns XDP_REDIRECT (XDP programs) or
 // TC_ACT_REDIRECT (others); invalid flags give XDP_ABORTED or TC_ACT_SHOT.
 // XDP accepts no flags, tc only BPF_F_INGRESS.
 func helperRedirect(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
-	r := runnerOf(e)
-	if r.isXDP() {
+	r := runner.Of(e)
+	if isXDP(r) {
 		if r2 != 0 {
 			return xdpAborted, nil
 		}
-		r.redirect = Redirect{Key: uint64(uint32(r1)), Flags: r2, Valid: true}
+		r.SetRedirect(runner.Redirect{Key: uint64(uint32(r1)), Flags: r2, Valid: true})
 		return xdpRedirect, nil
 	}
 	if r2&^flagIngress != 0 {
 		return tcActShot, nil
 	}
-	r.redirect = Redirect{Key: uint64(uint32(r1)), Flags: r2, Valid: true}
+	r.SetRedirect(runner.Redirect{Key: uint64(uint32(r1)), Flags: r2, Valid: true})
 	return tcActRedirect, nil
 }
 
@@ -136,33 +147,22 @@ func helperRedirectMap(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := runnerOf(e)
+	r := runner.Of(e)
 	if r3&^(xdpTX|flagBroadcast|flagExcludeIngress) != 0 {
 		return xdpAborted, nil
 	}
 	key := uint64(uint32(r2))
 	found := false
 	if ks := m.Spec().KeySize; ks == 4 || ks == 8 {
-		found = m.Lookup(r.keyPtr(key, ks), e.CPU) != nil
+		found = m.Lookup(r.KeyPtr(key, ks), e.CPU) != nil
 	}
 	if !found && r3&flagBroadcast == 0 {
-		r.redirect = Redirect{}
+		r.SetRedirect(runner.Redirect{})
 		return r3 & xdpTX, nil
 	}
-	r.redirect = Redirect{Map: r.mapOf(m), Key: key, Flags: r3, Valid: true}
-	if r.isXDP() {
+	r.SetRedirect(runner.Redirect{Map: m, Key: key, Flags: r3, Valid: true})
+	if isXDP(r) {
 		return xdpRedirect, nil
 	}
 	return tcActRedirect, nil
-}
-
-// mapOf returns the *Map of a map the running program uses.
-func (r *runner) mapOf(m maps.Map) *Map {
-	for _, mm := range r.prog.maps {
-		if mm.m == m {
-			return mm
-		}
-	}
-	// A map reached through a map of maps.
-	return &Map{name: m.Spec().Name, m: m, ncpu: len(r.prog.cpus.runners)}
 }

@@ -1,11 +1,19 @@
-package bpfvm
+package helper
 
 import (
 	"errors"
 
 	"bpfvm/maps"
+	"bpfvm/runner"
 	"bpfvm/vm"
 )
+
+// loopHelpers call a callback of the program's (kernel/bpf/bpf_iter.c,
+// helpers.c).
+var loopHelpers = []Helper{
+	{Proto: Proto{Name: "bpf_loop", Args: [5]ArgType{ArgAnything, ArgCallback, ArgStackOrNull, ArgAnything}}, Func: helperLoop, Inline: InlineLoop},
+	{Proto: Proto{Name: "bpf_for_each_map_elem", Args: [5]ArgType{ArgConstMapPtr, ArgCallback, ArgStackOrNull, ArgAnything}}, Func: helperForEachMapElem},
+}
 
 // maxLoops is the kernel's BPF_MAX_LOOPS: the most iterations bpf_loop runs.
 const maxLoops = 1 << 23
@@ -22,9 +30,9 @@ func helperLoop(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 	if n > maxLoops {
 		return neg(e2big), nil
 	}
-	r := runnerOf(e)
-	frames := r.enterCallbacks(e, vm.Region{})
-	defer r.leaveCallbacks(e, frames, vm.Region{})
+	r := runner.Of(e)
+	frames := r.EnterCallbacks(e, vm.Region{})
+	defer r.LeaveCallbacks(e, frames, vm.Region{})
 	// Each callback is a short run of its own, which may end before the
 	// engines' own looks at the context come round.
 	var pace vm.Pacer
@@ -32,7 +40,7 @@ func helperLoop(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 		if err := pace.Stopped(e); err != nil {
 			return 0, err
 		}
-		ret, err := r.callback(e, r2, i, r3, 0, 0, 0)
+		ret, err := r.Callback(e, r2, i, r3, 0, 0, 0)
 		if err != nil {
 			return 0, err
 		}
@@ -61,7 +69,7 @@ func helperForEachMapElem(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 		return neg(einval), nil
 	}
 	spec := m.Spec()
-	if spec.KeySize == 0 || spec.KeySize > scratchKeyMax {
+	if spec.KeySize == 0 || spec.KeySize > runner.ScratchKeyMax {
 		return neg(einval), nil
 	}
 	switch spec.Type {
@@ -72,18 +80,18 @@ func helperForEachMapElem(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 	if e.Checked {
 		grantMap(e, m)
 	}
-	r := runnerOf(e)
-	cur, next, ok := r.scratchSlots()
+	r := runner.Of(e)
+	cur, next, ok := r.ScratchSlots()
 	if !ok {
 		return neg(ebusy), nil
 	}
-	defer func() { r.hs.scratchDepth-- }()
+	defer r.LeaveScratch()
 	// The callback may read the key, not write it.
 	key := vm.Region{Start: cur, End: cur + uint64(spec.KeySize)}
-	frames := r.enterCallbacks(e, key)
-	defer r.leaveCallbacks(e, frames, key)
-	curKey := unsafeBytes(cur, uint64(spec.KeySize))
-	nextKey := unsafeBytes(next, uint64(spec.KeySize))
+	frames := r.EnterCallbacks(e, key)
+	defer r.LeaveCallbacks(e, frames, key)
+	curKey := vm.Slice(cur, uint64(spec.KeySize))
+	nextKey := vm.Slice(next, uint64(spec.KeySize))
 	handle := m.Handle()
 
 	var n uint64
@@ -96,7 +104,7 @@ func helperForEachMapElem(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 		if err := pace.Stopped(e); err != nil {
 			return true, err
 		}
-		ret, err := r.callback(e, r2, handle, cur, vm.Addr(value), r3, 0)
+		ret, err := r.Callback(e, r2, handle, cur, vm.Addr(value), r3, 0)
 		n++
 		return ret != 0 || err != nil, err
 	}

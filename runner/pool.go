@@ -1,4 +1,10 @@
-package bpfvm
+// Package runner runs loaded programs as the kernel's BPF_PROG_TEST_RUN
+// does: per-CPU runners with their off-heap stacks and run buffers, the
+// packet model (headroom, metadata, tailroom and the shadow packet
+// pointers of verified programs), the state helpers see of a run (Of),
+// tail calls between programs, and the lifetime of a loaded program. It
+// sits below the public API (package bpfvm) and above the engines.
+package runner
 
 import (
 	"context"
@@ -12,7 +18,7 @@ import (
 	"bpfvm/vm"
 )
 
-// cpus is the set of runners shared by the programs and maps of a
+// CPUs is the set of runners shared by the programs and maps of a
 // collection. A run holds one runner for its whole duration: the runner's
 // index is the CPU number the program sees (bpf_get_smp_processor_id, the
 // slot of per-CPU maps), and it owns the run's off-heap stack and buffer.
@@ -24,9 +30,9 @@ import (
 // more for the reclamation domain). Runs
 // that find none queue up in waiters, and a release hands its runner to
 // the first of them rather than setting its bit.
-type cpus struct {
+type CPUs struct {
 	domain  *maps.Domain
-	runners []*runner
+	runners []*Runner
 	// idle has a bit per free runner (see slot) and, in the top bits of
 	// idle[0], the runner take looks at first: one compare-and-swap
 	// takes a runner and moves the hint.
@@ -42,79 +48,6 @@ type cpus struct {
 	closeOnce sync.Once
 }
 
-// runner holds the off-heap memory of the runs on one CPU.
-type runner struct {
-	cpu      int
-	stack    *vm.Mem
-	buf      *vm.Mem
-	env      vm.Env
-	pkt      packetState
-	regions  []vm.Region // regions[0] is the packet
-	prog     *Program    // the program running, for helpers
-	redirect Redirect
-	hs       helperState  // helpers' per-runner state (helpers_state.go)
-	cache    vm.Cache     // the engines' state kept from run to run
-	between  func() error // r.nextRun, made once: what engines call between repetitions
-	pace     vm.Pacer     // nextRun's looks at the run's context
-}
-
-// setPacket moves the packet boundaries (after bpf_xdp_adjust_head and
-// friends) and updates what checked accesses and LD_ABS may touch.
-func (r *runner) setPacket(p packetState) {
-	// Field by field, as in startEnv.
-	r.pkt.start, r.pkt.meta, r.pkt.data, r.pkt.end, r.pkt.limit = p.start, p.meta, p.data, p.end, p.limit
-	reg := &r.regions[0]
-	reg.Start, reg.End, reg.Writable = p.meta, p.end, true
-	r.env.Packet.Start, r.env.Packet.End, r.env.Packet.Writable = p.data, p.end, true
-	if r.prog != nil && r.prog.verified {
-		// Verified programs load the packet pointers from the shadow
-		// slots (see rewriteContext).
-		shadow := r.buf.Addr() + r.prog.shadowOffset()
-		*(*uint64)(vm.Ptr(shadow + shadowData)) = p.data
-		*(*uint64)(vm.Ptr(shadow + shadowEnd)) = p.end
-		*(*uint64)(vm.Ptr(shadow + shadowMeta)) = p.meta
-	}
-}
-
-// startEnv sets up the runner's environment for a run of r.prog on the
-// packet r.pkt, keeping the engines' cache. It sets every field (keep it
-// in step with vm.Env), one by one: a composite literal would be built on
-// the stack and copied with wide loads that stall on store forwarding.
-func (r *runner) startEnv(ctx context.Context) {
-	p, e := r.prog, &r.env
-	e.Checked = p.checked
-	r.regions = r.progRegions(append(r.regions[:0], vm.Region{}), p)
-	e.Regions = r.regions
-	e.Ctx.Start, e.Ctx.End, e.Ctx.Writable = 0, 0, false
-	e.CtxAccess = nil
-	e.Stack.Start, e.Stack.End, e.Stack.Writable = r.stack.Addr(), r.stack.Addr()+vm.MaxFrames*vm.StackSize, true
-	e.CPU = r.cpu
-	e.Rand = &r.hs.rng
-	e.Value = r
-	e.TailCalls, e.FP = 0, 0
-	e.MacHeader, e.NetHeader = 0, 0
-	e.SetContext(ctx)
-	r.pace = vm.Pacer{}
-	e.Cache = &r.cache
-	r.setPacket(r.pkt)
-}
-
-// progRegions appends to regions (which hold the packet) what p may
-// access in checked mode: its maps and, for a verified program that runs
-// checked, the context and the shadow packet pointers its rewritten
-// context loads read (unverified programs reach the context through
-// vm.Env.CtxAccess instead).
-func (r *runner) progRegions(regions []vm.Region, p *Program) []vm.Region {
-	if p.verified && p.checked && p.pt.ContextSize > 0 {
-		base := r.buf.Addr()
-		shadow := base + p.shadowOffset()
-		regions = append(regions,
-			vm.Region{Start: base, End: base + uint64(p.pt.ContextSize), Writable: true},
-			vm.Region{Start: shadow, End: shadow + shadowSize})
-	}
-	return append(regions, p.regions...)
-}
-
 // Layout of cpus.idle: runnersPerWord runner bits per word, the hint above
 // them in idle[0].
 const (
@@ -124,18 +57,20 @@ const (
 )
 
 // slot is where runner i's bit is in idle.
-func (c *cpus) slot(i int) (*atomic.Uint64, uint64) {
+func (c *CPUs) slot(i int) (*atomic.Uint64, uint64) {
 	return &c.idle[i/runnersPerWord], 1 << (i % runnersPerWord)
 }
 
-func newCPUs(n int) *cpus {
+// NewCPUs makes n runners (n <= 0: GOMAXPROCS) with their reclamation
+// domain.
+func NewCPUs(n int) *CPUs {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
 	n = min(n, 1<<(64-hintShift))
-	c := &cpus{domain: maps.NewDomain(n), runners: make([]*runner, n), idle: make([]atomic.Uint64, (n+runnersPerWord-1)/runnersPerWord), closed: make(chan struct{})}
+	c := &CPUs{domain: maps.NewDomain(n), runners: make([]*Runner, n), idle: make([]atomic.Uint64, (n+runnersPerWord-1)/runnersPerWord), closed: make(chan struct{})}
 	for i := range n {
-		r := &runner{cpu: i}
+		r := &Runner{cpu: i}
 		r.hs.rng.Seed(rand.Uint64(), rand.Uint64())
 		r.between = r.nextRun
 		c.runners[i] = r
@@ -148,7 +83,7 @@ func newCPUs(n int) *cpus {
 // take takes a free runner without waiting: the first at or after the
 // hint, which it moves past the runner taken, so that runs one after the
 // other take the runners in turn (as tests of per-CPU maps expect).
-func (c *cpus) take() (int, bool) {
+func (c *CPUs) take() (int, bool) {
 	n := len(c.runners)
 	start := int(c.idle[0].Load() >> hintShift)
 	first := start / runnersPerWord
@@ -188,7 +123,7 @@ func (c *cpus) take() (int, bool) {
 }
 
 // setHint sets where take starts looking.
-func (c *cpus) setHint(next uint64) {
+func (c *CPUs) setHint(next uint64) {
 	for {
 		v := c.idle[0].Load()
 		if c.idle[0].CompareAndSwap(v, v&runnerBits|next<<hintShift) {
@@ -198,7 +133,7 @@ func (c *cpus) setHint(next uint64) {
 }
 
 // takeRunner takes runner i if it is free.
-func (c *cpus) takeRunner(i int) bool {
+func (c *CPUs) takeRunner(i int) bool {
 	w, bit := c.slot(i)
 	for {
 		v := w.Load()
@@ -211,11 +146,11 @@ func (c *cpus) takeRunner(i int) bool {
 	}
 }
 
-// acquire takes a free runner, waiting for one if all are busy, and enters
+// Acquire takes a free runner, waiting for one if all are busy, and enters
 // the reclamation domain for it.
-func (c *cpus) acquire(ctx context.Context) (*runner, error) {
+func (c *CPUs) Acquire(ctx context.Context) (*Runner, error) {
 	if c.closing.Load() {
-		return nil, ErrClosed
+		return nil, maps.ErrClosed
 	}
 	i, ok := c.take()
 	if !ok {
@@ -229,7 +164,7 @@ func (c *cpus) acquire(ctx context.Context) (*runner, error) {
 }
 
 // wait queues up for a runner, until ctx is done or the runners are closed.
-func (c *cpus) wait(ctx context.Context) (int, error) {
+func (c *CPUs) wait(ctx context.Context) (int, error) {
 	c.mu.Lock()
 	// Announce the wait before looking again: a release either sees it
 	// or frees its runner before the look (see release).
@@ -242,7 +177,7 @@ func (c *cpus) wait(ctx context.Context) (int, error) {
 	if c.closing.Load() {
 		c.nwait.Add(-1)
 		c.mu.Unlock()
-		return 0, ErrClosed
+		return 0, maps.ErrClosed
 	}
 	ch := make(chan int, 1)
 	c.waiters = append(c.waiters, ch)
@@ -260,7 +195,7 @@ func (c *cpus) wait(ctx context.Context) (int, error) {
 	case <-done:
 		err = ctx.Err()
 	case <-closed:
-		err = ErrClosed
+		err = maps.ErrClosed
 	}
 	// Leave the queue, unless a release has just handed a runner over:
 	// then pass it on.
@@ -278,7 +213,8 @@ func (c *cpus) wait(ctx context.Context) (int, error) {
 	return 0, err
 }
 
-func (c *cpus) release(r *runner) {
+// Release gives back a runner Acquire took.
+func (c *CPUs) Release(r *Runner) {
 	r.prog = nil
 	c.domain.Exit(r.cpu)
 	c.give(r.cpu)
@@ -286,7 +222,7 @@ func (c *cpus) release(r *runner) {
 
 // give frees runner i, or hands it to the first run waiting; once the
 // runners are closed it frees the runner's memory instead.
-func (c *cpus) give(i int) {
+func (c *CPUs) give(i int) {
 	if c.closing.Load() {
 		c.retire(i)
 		return
@@ -323,36 +259,12 @@ func (c *cpus) give(i int) {
 	ch <- i // never blocks: room for one
 }
 
-// memory makes sure the runner has a stack and a buffer of at least need
-// bytes.
-func (r *runner) memory(need int) error {
-	if r.stack == nil {
-		stack, err := vm.Alloc(vm.MaxFrames * vm.StackSize)
-		if err != nil {
-			return err
-		}
-		r.stack = stack
-	}
-	if r.buf == nil || len(r.buf.Bytes()) < need {
-		if r.buf != nil {
-			r.buf.Free()
-			r.buf = nil
-		}
-		buf, err := vm.Alloc(need)
-		if err != nil {
-			return err
-		}
-		r.buf = buf
-	}
-	return nil
-}
-
-// close stops the runners: runs waiting for one and runs that start from
-// now on fail with ErrClosed. It does not wait for runs in progress (it may
+// Close stops the runners: runs waiting for one and runs that start from
+// now on fail with maps.ErrClosed. It does not wait for runs in progress (it may
 // be called from a helper inside one): an idle runner's memory is freed at
 // once, a busy one's when its run ends (give). Nothing else can reach the
 // runners' memory: it is only ever used by the run that holds the runner.
-func (c *cpus) close() {
+func (c *CPUs) Close() {
 	c.closeOnce.Do(func() {
 		c.closing.Store(true)
 		close(c.closed)
@@ -368,7 +280,7 @@ func (c *cpus) close() {
 
 // retire frees the memory of runner i, which the caller holds and nobody
 // will take again; the last one closes the reclamation domain.
-func (c *cpus) retire(i int) {
+func (c *CPUs) retire(i int) {
 	r := c.runners[i]
 	if r.stack != nil {
 		r.stack.Free()
@@ -386,3 +298,11 @@ func (c *cpus) retire(i int) {
 		c.domain.Close()
 	}
 }
+
+// Len is the number of runners: the number of CPUs programs and per-CPU
+// maps see.
+func (c *CPUs) Len() int { return len(c.runners) }
+
+// Domain is the reclamation domain of the runners' runs, in which maps
+// defer freeing memory a run may still read.
+func (c *CPUs) Domain() *maps.Domain { return c.domain }

@@ -1,4 +1,4 @@
-package bpfvm
+package helper
 
 import (
 	"fmt"
@@ -7,14 +7,36 @@ import (
 	"bpfvm/vm"
 )
 
-// builtinKfuncs are bpfvm's implementations of kernel functions, by
-// isa.Kfunc id. The engines call them as helpers with internal ids
-// (isa.KfuncHelperBase + id): resolve rewrites the calls before a program
-// runs.
-var builtinKfuncs = map[int32]vm.Helper{
-	isa.KfuncIterNumNew:     kfuncIterNumNew,
-	isa.KfuncIterNumNext:    kfuncIterNumNext,
-	isa.KfuncIterNumDestroy: kfuncIterNumDestroy,
+// Kfunc is a kernel function (kfunc) as bpfvm implements it, found by its
+// BTF name. The engines call it as a helper with an internal id
+// (isa.KfuncHelperBase + its isa.Kfunc id): see ToHelperCalls.
+type Kfunc struct {
+	// Name is the kernel's BTF name.
+	Name string
+	// ID is bpfvm's id for it (isa.Kfunc*), what calls carry in their
+	// immediate once loaded.
+	ID int32
+	// Func implements it.
+	Func vm.Helper
+}
+
+// kfuncs are the kfuncs bpfvm implements: the open-coded number iterator
+// (kernel/bpf/bpf_iter.c). The verifier knows their rules
+// (verifier/kfunc.go).
+var kfuncs = []Kfunc{
+	{Name: "bpf_iter_num_new", ID: isa.KfuncIterNumNew, Func: kfuncIterNumNew},
+	{Name: "bpf_iter_num_next", ID: isa.KfuncIterNumNext, Func: kfuncIterNumNext},
+	{Name: "bpf_iter_num_destroy", ID: isa.KfuncIterNumDestroy, Func: kfuncIterNumDestroy},
+}
+
+// LookupKfunc returns the kfunc with bpfvm id id, or nil.
+func LookupKfunc(id int32) *Kfunc {
+	for i := range kfuncs {
+		if kfuncs[i].ID == id {
+			return &kfuncs[i]
+		}
+	}
+	return nil
 }
 
 // iterNumSize is the size of struct bpf_iter_num: two 32-bit ints, the
@@ -86,16 +108,16 @@ func kfuncName(id int32) string {
 	return fmt.Sprintf("#%d", id)
 }
 
-// checkKfuncs rejects kfunc ids bpfvm does not implement and helper calls
-// of the internal ids kfuncs run under.
-func checkKfuncs(insns []isa.Instruction) error {
+// CheckKfuncs rejects calls of kfunc ids bpfvm does not implement and
+// helper calls of the internal ids kfuncs run under.
+func CheckKfuncs(insns []isa.Instruction) error {
 	for pc, ins := range insns {
 		if ins.Op != isa.OpCall {
 			continue
 		}
 		switch uint8(ins.Src) {
 		case isa.CallKfunc:
-			if builtinKfuncs[ins.Imm] == nil {
+			if LookupKfunc(ins.Imm) == nil {
 				return fmt.Errorf("insn %d: %w kfunc %s", pc, vm.ErrHelper, kfuncName(ins.Imm))
 			}
 		case isa.CallHelper:
@@ -107,9 +129,9 @@ func checkKfuncs(insns []isa.Instruction) error {
 	return nil
 }
 
-// kfuncsToHelpers turns kfunc calls into calls of their internal helper
-// ids, in place.
-func kfuncsToHelpers(insns []isa.Instruction) {
+// ToHelperCalls turns kfunc calls into calls of their internal helper ids,
+// in place, once the verifier is done with them.
+func ToHelperCalls(insns []isa.Instruction) {
 	for pc := range insns {
 		ins := &insns[pc]
 		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallKfunc) {

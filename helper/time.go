@@ -1,4 +1,4 @@
-package bpfvm
+package helper
 
 import (
 	"time"
@@ -7,6 +7,14 @@ import (
 
 	"bpfvm/vm"
 )
+
+// timeHelpers read the clocks (kernel/bpf/helpers.c).
+var timeHelpers = []Helper{
+	{Proto: Proto{Name: "bpf_ktime_get_ns"}, Func: helperKtimeGetNS},
+	{Proto: Proto{Name: "bpf_ktime_get_boot_ns"}, Func: helperKtimeGetBootNS},
+	{Proto: Proto{Name: "bpf_ktime_get_coarse_ns"}, Func: helperKtimeGetCoarseNS},
+	{Proto: Proto{Name: "bpf_jiffies64"}, Func: helperJiffies64},
+}
 
 // monoBase and monoStart tie Go's monotonic clock (read through the vDSO,
 // without a system call) to CLOCK_MONOTONIC: the kernel's ktime_get_ns is
@@ -57,23 +65,4 @@ func helperKtimeGetCoarseNS(*vm.Env, uint64, uint64, uint64, uint64, uint64) (ui
 // from boot; programs use differences, which this keeps right at 1000 Hz.)
 func helperJiffies64(*vm.Env, uint64, uint64, uint64, uint64, uint64) (uint64, error) {
 	return initialJiffies + monotonicNS()/(1e9/jiffiesHZ), nil
-}
-
-// helperGetPrandomU32 is bpf_get_prandom_u32: a per-runner PCG generator,
-// seeded randomly, so concurrent runs share no state.
-func helperGetPrandomU32(e *vm.Env, _, _, _, _, _ uint64) (uint64, error) {
-	if e.Rand != nil {
-		return uint64(e.Rand.Uint32()), nil
-	}
-	return uint64(runnerOf(e).random()), nil
-}
-
-// helperGetSMPProcessorID is bpf_get_smp_processor_id: the runner's number.
-func helperGetSMPProcessorID(e *vm.Env, _, _, _, _, _ uint64) (uint64, error) {
-	return uint64(e.CPU), nil
-}
-
-// helperGetNumaNodeID is bpf_get_numa_node_id: bpfvm has one node.
-func helperGetNumaNodeID(*vm.Env, uint64, uint64, uint64, uint64, uint64) (uint64, error) {
-	return 0, nil
 }

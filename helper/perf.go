@@ -1,9 +1,21 @@
-package bpfvm
+package helper
 
 import (
 	"bpfvm/maps"
+	"bpfvm/runner"
 	"bpfvm/vm"
 )
+
+// perfHelpers write to perf event arrays. bpf_perf_event_output is the
+// networking variant (the kernel's bpf_skb_event_output_proto and
+// bpf_xdp_event_output_proto), for the types whose func_proto gives it. The
+// tracing types' bpf_perf_event_output_proto, and bpf_skb_output and
+// bpf_xdp_output (BPF_PROG_TYPE_TRACING only), are not implemented: bpfvm
+// has no tracing types.
+var perfHelpers = []Helper{
+	{Proto: Proto{Name: "bpf_perf_event_output", Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything, ArgMem, ArgConstSizeOrZero}, MapTypes: []maps.Type{maps.PerfEventArray},
+		ProgTypes: []string{"socket_filter", "sched_cls", "sched_act", "xdp"}}, Func: helperPerfEventOutput},
+}
 
 // helperPerfEventOutput is bpf_perf_event_output(ctx, map, flags, data,
 // size) as the networking types have it (the kernel's bpf_skb_event_output
@@ -24,8 +36,8 @@ func helperPerfEventOutput(e *vm.Env, _, r2, r3, r4, r5 uint64) (uint64, error) 
 	if err != nil {
 		return 0, err
 	}
-	r := runnerOf(e)
-	pkt := r.packet()
+	r := runner.Of(e)
+	pkt := r.PacketBytes()
 	n := (r3 & maps.PerfCtxLenMask) >> 32
 	if n > uint64(len(pkt)) {
 		return neg(efault), nil
@@ -35,5 +47,5 @@ func helperPerfEventOutput(e *vm.Env, _, r2, r3, r4, r5 uint64) (uint64, error) 
 		// Only unverified programs get here.
 		return neg(einval), nil
 	}
-	return errno(pa.Output(r.cpu, r3&maps.PerfIndexMask, meta, pkt[:n])), nil
+	return errno(pa.Output(r.CPU(), r3&maps.PerfIndexMask, meta, pkt[:n])), nil
 }

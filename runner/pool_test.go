@@ -1,4 +1,4 @@
-package bpfvm
+package runner
 
 import (
 	"context"
@@ -7,13 +7,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"bpfvm/maps"
 )
 
 // Runs hold their runner alone: many goroutines taking and giving back
 // fewer runners never find one in use, and every run gets one.
 func TestRunnersExclusive(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 48, 49, 100} {
-		c := newCPUs(n)
+		c := NewCPUs(n)
 		busy := make([]atomic.Int32, n)
 		var wg sync.WaitGroup
 		var runs atomic.Int64
@@ -24,7 +26,7 @@ func TestRunnersExclusive(t *testing.T) {
 					if (g+k)%3 == 0 {
 						ctx = context.Background()
 					}
-					r, err := c.acquire(ctx)
+					r, err := c.Acquire(ctx)
 					if err != nil {
 						t.Error(err)
 						return
@@ -37,7 +39,7 @@ func TestRunnersExclusive(t *testing.T) {
 					}
 					busy[r.cpu].Add(-1)
 					runs.Add(1)
-					c.release(r)
+					c.Release(r)
 				}
 			})
 		}
@@ -48,7 +50,7 @@ func TestRunnersExclusive(t *testing.T) {
 		// All free again, taken in turn.
 		prev := -1
 		for i := range 2 * n {
-			r, err := c.acquire(nil)
+			r, err := c.Acquire(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,36 +58,36 @@ func TestRunnersExclusive(t *testing.T) {
 				t.Errorf("run %d took runner %d, want %d", i, r.cpu, (prev+1)%n)
 			}
 			prev = r.cpu
-			c.release(r)
+			c.Release(r)
 		}
-		c.close()
+		c.Close()
 	}
 }
 
 // A run waiting for a runner gives up when its context is done or the
 // runners are closed; close lets the runs in progress finish.
 func TestRunnersWait(t *testing.T) {
-	c := newCPUs(1)
-	r, err := c.acquire(nil)
+	c := NewCPUs(1)
+	r, err := c.Acquire(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := c.acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := c.Acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("wait with a context: %v, want DeadlineExceeded", err)
 	}
 	// A waiter is handed the runner when it is released.
-	got := make(chan *runner)
+	got := make(chan *Runner)
 	go func() {
-		r, err := c.acquire(context.Background())
+		r, err := c.Acquire(context.Background())
 		if err != nil {
 			t.Error(err)
 		}
 		got <- r
 	}()
 	time.Sleep(10 * time.Millisecond)
-	c.release(r)
+	c.Release(r)
 	r = <-got
 	if r == nil {
 		t.FailNow()
@@ -98,22 +100,22 @@ func TestRunnersWait(t *testing.T) {
 	}
 	waitErr := make(chan error)
 	go func() {
-		_, err := c.acquire(nil)
+		_, err := c.Acquire(nil)
 		waitErr <- err
 	}()
 	time.Sleep(10 * time.Millisecond)
-	c.close()
-	if err := <-waitErr; !errors.Is(err, ErrClosed) {
-		t.Errorf("wait during close: %v, want ErrClosed", err)
+	c.Close()
+	if err := <-waitErr; !errors.Is(err, maps.ErrClosed) {
+		t.Errorf("wait during close: %v, want maps.ErrClosed", err)
 	}
 	if r.stack == nil || r.buf == nil {
 		t.Error("close freed the memory of a runner in use")
 	}
-	c.release(r)
+	c.Release(r)
 	if r.stack != nil || r.buf != nil {
 		t.Error("memory of a closed runner kept after its run")
 	}
-	if _, err := c.acquire(nil); !errors.Is(err, ErrClosed) {
-		t.Errorf("acquire after close: %v, want ErrClosed", err)
+	if _, err := c.Acquire(nil); !errors.Is(err, maps.ErrClosed) {
+		t.Errorf("acquire after close: %v, want maps.ErrClosed", err)
 	}
 }

@@ -1,11 +1,22 @@
-package bpfvm
+package helper
 
 import (
 	"encoding/binary"
 	"math/bits"
 
+	"bpfvm/runner"
 	"bpfvm/vm"
 )
+
+// skbHelpers read and write socket buffers and compute checksums
+// (net/core/filter.c).
+var skbHelpers = []Helper{
+	{Proto: Proto{Name: "bpf_skb_load_bytes", Args: [5]ArgType{ArgCtx, ArgAnything, ArgUninitMem, ArgConstSize}}, Func: helperSkbLoadBytes},
+	{Proto: Proto{Name: "bpf_skb_store_bytes", Args: [5]ArgType{ArgCtx, ArgAnything, ArgMem, ArgConstSize, ArgAnything}, ChangesPacket: true}, Func: helperSkbStoreBytes},
+	{Proto: Proto{Name: "bpf_l3_csum_replace", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: helperL3CsumReplace},
+	{Proto: Proto{Name: "bpf_l4_csum_replace", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: helperL4CsumReplace},
+	{Proto: Proto{Name: "bpf_csum_diff", Args: [5]ArgType{ArgMemOrNull, ArgConstSizeOrZero, ArgMemOrNull, ArgConstSizeOrZero, ArgAnything}, PktAccess: true}, Func: helperCsumDiff},
+}
 
 // Flags of the skb and checksum helpers, as in linux/bpf.h.
 const (
@@ -25,9 +36,6 @@ const csumMangled0 = 0xffff
 // maxSkbOffset is the largest offset the skb byte helpers accept.
 const maxSkbOffset = 0xffff
 
-// packet returns the packet the running program sees (skb->data on).
-func (r *runner) packet() []byte { return unsafeBytes(r.pkt.data, r.pkt.end-r.pkt.data) }
-
 // helperSkbLoadBytes is bpf_skb_load_bytes(skb, offset, to, len): len bytes
 // of the packet from offset, or -EFAULT (with to zeroed) when they are not
 // all in the packet.
@@ -37,7 +45,7 @@ func helperSkbLoadBytes(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	pkt := runnerOf(e).packet()
+	pkt := runner.Of(e).PacketBytes()
 	if off > maxSkbOffset || off+n > uint64(len(pkt)) {
 		clear(to)
 		return neg(efault), nil
@@ -59,7 +67,7 @@ func helperSkbStoreBytes(e *vm.Env, _, r2, r3, r4, r5 uint64) (uint64, error) {
 	if r5&^(flagRecomputeCsum|flagInvalidateHash) != 0 {
 		return neg(einval), nil
 	}
-	pkt := runnerOf(e).packet()
+	pkt := runner.Of(e).PacketBytes()
 	if off > maxSkbOffset || off+n > uint64(len(pkt)) {
 		return neg(efault), nil
 	}
@@ -74,7 +82,7 @@ func csumField(e *vm.Env, offset uint64) ([]byte, int64) {
 	if off > maxSkbOffset || off&1 != 0 {
 		return nil, efault
 	}
-	pkt := runnerOf(e).packet()
+	pkt := runner.Of(e).PacketBytes()
 	if off+2 > uint64(len(pkt)) {
 		return nil, efault
 	}

@@ -1,4 +1,4 @@
-package bpfvm
+package runner
 
 import (
 	"unsafe"
@@ -35,9 +35,11 @@ type helperState struct {
 
 // Scratch layout: scratchLevels nesting levels of two key slots each.
 const (
-	scratchKeyMax = 512 // the kernel's largest key (MAX_BPF_STACK)
+	// ScratchKeyMax is the largest key a scratch slot holds: the kernel's
+	// largest key (MAX_BPF_STACK).
+	ScratchKeyMax = 512
 	scratchLevels = vm.MaxFrames
-	scratchSize   = scratchLevels * 2 * scratchKeyMax
+	scratchSize   = scratchLevels * 2 * ScratchKeyMax
 )
 
 // beginRun prepares the runner's helper state for a run on a fresh packet.
@@ -45,8 +47,8 @@ const (
 // freshly allocated), so that bytes bpf_xdp_adjust_head or
 // bpf_xdp_adjust_meta expose never leak from an earlier run. (A socket
 // filter's packet starts after the Ethernet header, which stays.)
-func (r *runner) beginRun() {
-	clear(unsafeBytes(r.pkt.start, min(r.pkt.meta, r.pkt.start+headroom)-r.pkt.start))
+func (r *Runner) beginRun() {
+	clear(vm.Slice(r.pkt.Start, min(r.pkt.Meta, r.pkt.Start+Headroom)-r.pkt.Start))
 	r.resetRun()
 }
 
@@ -54,7 +56,7 @@ func (r *runner) beginRun() {
 // see; helpers restore the rest (regions, stack, the running program)
 // before the run ends, and the packet stays as the run left it, as in the
 // kernel's test run.
-func (r *runner) resetRun() {
+func (r *Runner) resetRun() {
 	r.env.TailCalls = 0
 	r.redirect = Redirect{}
 	r.hs.scratchDepth = 0
@@ -65,7 +67,7 @@ func (r *runner) resetRun() {
 // It stops the test run if its context is done, as the kernel's stops on a
 // pending signal, looking at it every few repetitions (vm.Pacer: a short
 // repetition may not reach the engines' own looks).
-func (r *runner) nextRun() error {
+func (r *Runner) nextRun() error {
 	if len(r.hs.reserved) > 0 {
 		r.endRun()
 	}
@@ -79,7 +81,7 @@ func (r *runner) nextRun() error {
 // endRun releases what a run left behind: ring buffer samples reserved and
 // never submitted are discarded so that consumers do not stall on them
 // (the verifier rules such programs out in the kernel).
-func (r *runner) endRun() {
+func (r *Runner) endRun() {
 	for _, res := range r.hs.reserved {
 		res.ring.Commit(vm.Ptr(res.addr), true)
 	}
@@ -87,22 +89,22 @@ func (r *runner) endRun() {
 }
 
 // freeHelperState frees the runner's off-heap helper memory.
-func (r *runner) freeHelperState() {
+func (r *Runner) freeHelperState() {
 	if r.hs.scratch != nil {
 		r.hs.scratch.Free()
 		r.hs.scratch = nil
 	}
 }
 
-// addRegion lets the rest of the run access reg (in checked mode).
-func (r *runner) addRegion(e *vm.Env, reg vm.Region) {
+// AddRegion lets the rest of the run access reg (in checked mode).
+func (r *Runner) AddRegion(e *vm.Env, reg vm.Region) {
 	r.regions = append(r.regions, reg)
 	e.Regions = r.regions
 }
 
-// removeRegion undoes addRegion. It removes the last region equal to reg,
+// RemoveRegion undoes AddRegion. It removes the last region equal to reg,
 // keeping the order of the others (regions[0] is the packet).
-func (r *runner) removeRegion(e *vm.Env, reg vm.Region) {
+func (r *Runner) RemoveRegion(e *vm.Env, reg vm.Region) {
 	for i := len(r.regions) - 1; i > 0; i-- {
 		if r.regions[i] == reg {
 			r.regions = append(r.regions[:i], r.regions[i+1:]...)
@@ -112,38 +114,38 @@ func (r *runner) removeRegion(e *vm.Env, reg vm.Region) {
 	e.Regions = r.regions
 }
 
-// enterCallbacks prepares calls of callbacks (bpf_loop,
+// EnterCallbacks prepares calls of callbacks (bpf_loop,
 // bpf_for_each_map_elem) from the helper running: a callback runs on the
 // stack below the calling function's frame, and the calling frames above
 // stay accessible, as the helpers' context argument points into them.
 // extra, when not empty, is more memory the callbacks may access. It
-// returns the calling frames' region, to pass to leaveCallbacks with extra.
-func (r *runner) enterCallbacks(e *vm.Env, extra vm.Region) (frames vm.Region) {
+// returns the calling frames' region, to pass to LeaveCallbacks with extra.
+func (r *Runner) EnterCallbacks(e *vm.Env, extra vm.Region) (frames vm.Region) {
 	frames = vm.Region{Start: e.FP - vm.StackSize, End: e.Stack.End, Writable: true}
-	r.addRegion(e, frames)
+	r.AddRegion(e, frames)
 	if extra.End > extra.Start {
-		r.addRegion(e, extra)
+		r.AddRegion(e, extra)
 	}
 	return frames
 }
 
-// leaveCallbacks undoes enterCallbacks.
-func (r *runner) leaveCallbacks(e *vm.Env, frames, extra vm.Region) {
+// LeaveCallbacks undoes EnterCallbacks.
+func (r *Runner) LeaveCallbacks(e *vm.Env, frames, extra vm.Region) {
 	if extra.End > extra.Start {
-		r.removeRegion(e, extra)
+		r.RemoveRegion(e, extra)
 	}
-	r.removeRegion(e, frames)
+	r.RemoveRegion(e, frames)
 }
 
 // callback runs the subprogram fn of the running program with arguments
-// a1-a5, between enterCallbacks and leaveCallbacks.
-func (r *runner) callback(e *vm.Env, fn, a1, a2, a3, a4, a5 uint64) (uint64, error) {
-	return r.prog.engine.Call(e, fn, a1, a2, a3, a4, a5)
+// a1-a5, between EnterCallbacks and LeaveCallbacks.
+func (r *Runner) Callback(e *vm.Env, fn, a1, a2, a3, a4, a5 uint64) (uint64, error) {
+	return r.prog.Engine.Call(e, fn, a1, a2, a3, a4, a5)
 }
 
-// scratchSlots returns two key slots for the current nesting level and
-// enters the next level; leave with r.hs.scratchDepth--.
-func (r *runner) scratchSlots() (cur, next uint64, ok bool) {
+// ScratchSlots returns two key slots for the current nesting level and
+// enters the next level; leave it with LeaveScratch.
+func (r *Runner) ScratchSlots() (cur, next uint64, ok bool) {
 	if r.hs.scratch == nil {
 		m, err := vm.Alloc(scratchSize)
 		if err != nil {
@@ -156,17 +158,17 @@ func (r *runner) scratchSlots() (cur, next uint64, ok bool) {
 		return 0, 0, false
 	}
 	r.hs.scratchDepth++
-	base := r.hs.scratch.Addr() + uint64(d)*2*scratchKeyMax
-	return base, base + scratchKeyMax, true
+	base := r.hs.scratch.Addr() + uint64(d)*2*ScratchKeyMax
+	return base, base + ScratchKeyMax, true
 }
 
 // random returns the next value of the runner's generator (seeded when the
 // runner is made).
-func (r *runner) random() uint32 { return r.hs.rng.Uint32() }
+func (r *Runner) Random() uint32 { return r.hs.rng.Uint32() }
 
-// keyPtr returns a pointer to the runner's small key buffer, holding v in
+// KeyPtr returns a pointer to the runner's small key buffer, holding v in
 // host byte order over size bytes (4 or 8).
-func (r *runner) keyPtr(v uint64, size uint32) unsafe.Pointer {
+func (r *Runner) KeyPtr(v uint64, size uint32) unsafe.Pointer {
 	k := unsafe.Pointer(&r.hs.key)
 	if size == 4 {
 		*(*uint32)(k) = uint32(v)
@@ -174,4 +176,42 @@ func (r *runner) keyPtr(v uint64, size uint32) unsafe.Pointer {
 		r.hs.key = v
 	}
 	return k
+}
+
+// LeaveScratch leaves the nesting level ScratchSlots entered.
+func (r *Runner) LeaveScratch() { r.hs.scratchDepth-- }
+
+// Committer is a ring buffer samples are reserved in (maps.RingBuffer).
+type Committer interface {
+	Commit(sample unsafe.Pointer, discard bool)
+}
+
+// reservation is a ring buffer sample a run reserved and has not yet
+// submitted or discarded.
+type reservation struct {
+	addr, size uint64
+	ring       Committer
+}
+
+// Reserve records that the run reserved size bytes at addr in ring, which
+// the run may write until Commit; a sample still reserved when the run
+// ends is discarded.
+func (r *Runner) Reserve(e *vm.Env, ring Committer, addr, size uint64) {
+	r.hs.reserved = append(r.hs.reserved, reservation{addr: addr, size: size, ring: ring})
+	r.AddRegion(e, vm.Region{Start: addr, End: addr + size, Writable: true})
+}
+
+// Commit submits or discards the sample at addr the run reserved; false
+// if the run holds no such sample.
+func (r *Runner) Commit(e *vm.Env, addr uint64, discard bool) bool {
+	for i, res := range r.hs.reserved {
+		if res.addr != addr {
+			continue
+		}
+		r.hs.reserved = append(r.hs.reserved[:i], r.hs.reserved[i+1:]...)
+		r.RemoveRegion(e, vm.Region{Start: addr, End: addr + res.size, Writable: true})
+		res.ring.Commit(vm.Ptr(addr), discard)
+		return true
+	}
+	return false
 }

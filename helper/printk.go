@@ -1,4 +1,4 @@
-package bpfvm
+package helper
 
 import (
 	"bytes"
@@ -6,8 +6,18 @@ import (
 	"strconv"
 	"sync"
 
+	"bpfvm/runner"
 	"bpfvm/vm"
 )
+
+// printkHelpers format strings (kernel/trace/bpf_trace.c,
+// kernel/bpf/helpers.c). bpf_trace_printk's R3-R5 are read unchecked, as
+// in the kernel.
+var printkHelpers = []Helper{
+	{Proto: Proto{Name: "bpf_trace_printk", Args: [5]ArgType{ArgMem, ArgConstSize}}, Func: helperTracePrintk},
+	{Proto: Proto{Name: "bpf_trace_vprintk", Args: [5]ArgType{ArgMem, ArgConstSize, ArgMemOrNull, ArgConstSizeOrZero}}, Func: helperTraceVprintk},
+	{Proto: Proto{Name: "bpf_snprintf", Args: [5]ArgType{ArgWriteMemOrNull, ArgConstSizeOrZero, ArgConstStr, ArgMemOrNull, ArgConstSizeOrZero}}, Func: helperSnprintf},
+}
 
 // Limits of the kernel's printf-like helpers.
 const (
@@ -409,17 +419,13 @@ func cString(b []byte) ([]byte, bool) {
 // nil.
 func constString(e *vm.Env, addr uint64) (f []byte, errno int64) {
 	span := readableSpan(e, addr)
-	if r, ok := e.Value.(*runner); ok && r.prog != nil {
-		for _, v := range r.prog.strValues {
-			if addr >= v.Start && addr < v.End {
-				span = min(span, v.End-addr)
-			}
-		}
+	if r, ok := e.Value.(*runner.Runner); ok {
+		span = r.StringSpan(addr, span)
 	}
 	if span == 0 {
 		return nil, 0
 	}
-	f, ok := cString(unsafeBytes(addr, span))
+	f, ok := cString(vm.Slice(addr, span))
 	if !ok {
 		return nil, -einval
 	}
@@ -448,8 +454,9 @@ func argsFrom(e *vm.Env, addr uint64, size uint32, buf *[maxBprintfArgs]uint64) 
 // program's Output as one line. It returns the length of the message, as
 // the kernel does, or a negative errno.
 func tracePrint(e *vm.Env, f []byte, args []uint64) uint64 {
-	r := runnerOf(e)
-	w := fmtBuf{b: append(r.hs.line[:0], tracePrefix...), limit: len(tracePrefix) + maxBprintfBuf - 1, size: maxBprintfBuf}
+	r := runner.Of(e)
+	buf := r.Line()
+	w := fmtBuf{b: append((*buf)[:0], tracePrefix...), limit: len(tracePrefix) + maxBprintfBuf - 1, size: maxBprintfBuf}
 	if errno := bprintf(e, &w, f, args); errno < 0 {
 		return uint64(errno)
 	}
@@ -457,8 +464,8 @@ func tracePrint(e *vm.Env, f []byte, args []uint64) uint64 {
 	if len(line) == len(tracePrefix) || line[len(line)-1] != '\n' {
 		line = append(line, '\n')
 	}
-	r.hs.line = line
-	if out := r.prog.opts.Output; out != nil {
+	*buf = line
+	if out := r.Output(); out != nil {
 		traceMu.Lock()
 		out.Write(line)
 		traceMu.Unlock()
@@ -533,14 +540,14 @@ func helperSnprintf(e *vm.Env, r1, r2, r3, r4, r5 uint64) (uint64, error) {
 	if f == nil {
 		return 0, &vm.MemoryError{Addr: r3, Size: 1}
 	}
-	r := runnerOf(e)
+	line := runner.Of(e).Line()
 	// Format into a scratch buffer first: arguments may point into str,
 	// and the kernel copies them before it writes.
-	w := fmtBuf{b: r.hs.line[:0], limit: max(int(size)-1, 0), size: int(size)}
+	w := fmtBuf{b: (*line)[:0], limit: max(int(size)-1, 0), size: int(size)}
 	if errno := bprintf(e, &w, f, args); errno < 0 {
 		return uint64(errno), nil
 	}
-	r.hs.line = w.b
+	*line = w.b
 	if size > 0 {
 		n := copy(str, w.b)
 		str[n] = 0

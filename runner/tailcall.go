@@ -1,9 +1,10 @@
-package bpfvm
+package runner
 
 import (
 	"sync"
 	"sync/atomic"
 
+	"bpfvm/maps"
 	"bpfvm/vm"
 )
 
@@ -14,26 +15,6 @@ var (
 	livePrograms sync.Map // uint32 id -> *Program
 	lastProgID   atomic.Uint32
 )
-
-// register gives p an id and makes it a possible tail-call target.
-func (p *Program) register() {
-	p.id = lastProgID.Add(1)
-	p.tail = vm.TailCall{Target: &tailTarget{p: p}}
-	p.refs.Store(1)
-	livePrograms.Store(p.id, p)
-}
-
-// unregister removes p from the live-program table once its last
-// reference is gone: no tail call that starts from now on finds it.
-func (p *Program) unregister() {
-	if p.id != 0 {
-		livePrograms.CompareAndDelete(p.id, p)
-	}
-}
-
-// ID returns the program's id, unique in the process while the program is
-// alive. It is what a prog_array stores for the program.
-func (p *Program) ID() uint32 { return p.id }
 
 // programByID returns the live program with the given id, or nil. It takes
 // no lock: a program found by a run stays alive until the run leaves its
@@ -46,46 +27,66 @@ func programByID(id uint32) *Program {
 	return v.(*Program)
 }
 
+// Refs gives prog_array slots references to programs by id
+// (maps.Options.Programs).
+type Refs struct{}
+
+// Acquire takes a reference to the live program id; false if there is none.
+func (Refs) Acquire(id uint32) bool {
+	p := programByID(id)
+	return p != nil && p.acquire()
+}
+
+// Release drops a reference Acquire took.
+func (Refs) Release(id uint32) {
+	if p := programByID(id); p != nil {
+		p.release()
+	}
+}
+
 // progArray is implemented by prog_array maps: the program id at an index.
 type progArray interface {
 	Get(index uint32) (id uint32, ok bool)
 }
 
-// helperTailCall is bpf_tail_call(ctx, prog_array, index). When a program
-// is at index and the run has made fewer than vm.MaxTailCalls tail calls,
-// it returns a *vm.TailCall and the engine runs the target in place of the
-// caller; otherwise the caller continues after the call, as in the kernel.
+// TailCall looks up the target of bpf_tail_call(ctx, m, index) for the
+// running program: when m holds a program at index and the run has made
+// fewer than vm.MaxTailCalls tail calls, it returns the *vm.TailCall the
+// helper returns, and the engine runs the target in place of the caller;
+// otherwise nil and the helper's negative errno, and the caller continues
+// after the call, as in the kernel.
 //
 // A target must belong to the same collection as the caller (it runs on
 // the caller's runner, whose CPU number indexes the per-CPU maps of the
 // collection) and have the same program type; other targets count as
 // missing.
-func helperTailCall(e *vm.Env, _, r2, r3, _, _ uint64) (uint64, error) {
-	m, err := mapArg(e, r2)
-	if err != nil {
-		return 0, err
-	}
+func (r *Runner) TailCall(e *vm.Env, m maps.Map, index uint32) (*vm.TailCall, int64) {
 	pa, ok := m.(progArray)
 	if !ok {
-		return neg(einval), nil
+		return nil, -einval
 	}
-	index := uint32(r3)
 	if index >= m.Spec().MaxEntries || e.TailCalls >= vm.MaxTailCalls {
-		return neg(enoent), nil
+		return nil, -enoent
 	}
 	// The kernel counts the attempt even when the slot turns out empty.
 	e.TailCalls++
 	id, ok := pa.Get(index)
 	if !ok {
-		return neg(enoent), nil
+		return nil, -enoent
 	}
 	target := programByID(id)
-	caller := runnerOf(e).prog
-	if target == nil || target.cpus != caller.cpus || target.pt != caller.pt {
-		return neg(enoent), nil
+	caller := r.prog
+	if target == nil || target.CPUs != caller.CPUs || target.Type != caller.Type {
+		return nil, -enoent
 	}
-	return 0, &target.tail
+	return &target.tail, 0
 }
+
+// Kernel errno values TailCall returns negated.
+const (
+	enoent = 2
+	einval = 22
+)
 
 // tailTarget runs a program as the target of a tail call. In checked mode
 // the target must see its own maps rather than the caller's: it swaps the
@@ -101,7 +102,7 @@ func (t *tailTarget) Run(e *vm.Env, r1, r2, budget uint64) (uint64, error) {
 	if err := e.Stopped(vm.Now()); err != nil {
 		return 0, err
 	}
-	r := runnerOf(e)
+	r := Of(e)
 	caller := r.prog
 	depth := e.TailCalls
 	for len(r.hs.tailSaves) <= depth {
@@ -119,15 +120,15 @@ func (t *tailTarget) Run(e *vm.Env, r1, r2, budget uint64) (uint64, error) {
 	// setPacket fills; unverified ones checked with emulated context
 	// accesses.
 	checked, ctxAccessFn := e.Checked, e.CtxAccess
-	e.Checked = t.p.checked
-	if e.CtxAccess != nil || caller.verified {
+	e.Checked = t.p.Checked
+	if e.CtxAccess != nil || caller.Verified {
 		e.CtxAccess = nil
-		if !t.p.verified {
+		if !t.p.Verified {
 			e.CtxAccess = ctxAccess
 		}
 	}
 	r.setPacket(r.pkt)
-	v, err := t.p.engine.Run(e, r1, r2, budget)
+	v, err := t.p.Engine.Run(e, r1, r2, budget)
 	e.Checked, e.CtxAccess = checked, ctxAccessFn
 	r.prog = caller
 	r.regions = append(r.regions[:0], saved...)

@@ -1,10 +1,16 @@
-package bpfvm
+package helper
 
 import (
 	"math"
 
 	"bpfvm/vm"
 )
+
+// strtolHelpers parse numbers (kernel/bpf/helpers.c).
+var strtolHelpers = []Helper{
+	{Proto: Proto{Name: "bpf_strtol", Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}}, Func: helperStrtol},
+	{Proto: Proto{Name: "bpf_strtoul", Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}}, Func: helperStrtoul},
+}
 
 // strtoxBaseMask is BPF_STRTOX_BASE_MASK: the flags of bpf_strtol and
 // bpf_strtoul hold the base in their low bits, and nothing else.

@@ -1,0 +1,160 @@
+package helper
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"bpfvm/maps"
+	"bpfvm/vm"
+)
+
+// mapHelpers are the helpers of generic map access (kernel/bpf/helpers.c):
+// which map types each takes is the map type's business (package maps).
+var mapHelpers = []Helper{
+	{Proto: Proto{Name: "bpf_map_lookup_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, Ret: RetMapValueOrNull, MapTypes: lookupMaps, PktAccess: true}, Func: helperMapLookup, Inline: InlineMapLookup},
+	{Proto: Proto{Name: "bpf_map_update_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapKey, ArgMapValue, ArgAnything}, MapTypes: updateMaps, PktAccess: true}, Func: helperMapUpdate},
+	{Proto: Proto{Name: "bpf_map_delete_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, MapTypes: deleteMaps, PktAccess: true}, Func: helperMapDelete},
+	{Proto: Proto{Name: "bpf_map_push_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapValue, ArgAnything}, MapTypes: pushPeekMaps, PktAccess: true}, Func: helperMapPush},
+	{Proto: Proto{Name: "bpf_map_pop_elem", Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}, MapTypes: queueMaps}, Func: helperMapPop},
+	{Proto: Proto{Name: "bpf_map_peek_elem", Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}, MapTypes: pushPeekMaps}, Func: helperMapPeek},
+}
+
+var (
+	// The kernel's check_map_func_compatibility also allows lookups in
+	// devmaps and xskmaps (not cpumaps).
+	lookupMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash, maps.ArrayOfMaps, maps.HashOfMaps,
+		maps.DevMap, maps.DevMapHash, maps.XSKMap, maps.LPMTrie}
+	updateMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash, maps.LPMTrie}
+	deleteMaps = updateMaps
+	queueMaps  = []maps.Type{maps.Queue, maps.Stack}
+	// Bloom filters take push (add) and peek (test), not pop.
+	pushPeekMaps = []maps.Type{maps.Queue, maps.Stack, maps.BloomFilter}
+)
+
+func helperMapLookup(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
+	m, err := mapArg(e, r1)
+	if err != nil {
+		return 0, err
+	}
+	key, err := memArg(e, r2, m.Spec().KeySize, false)
+	if err != nil {
+		return 0, err
+	}
+	v := m.Lookup(key, e.CPU)
+	if v != nil && e.Checked {
+		grantMap(e, m)
+	}
+	return vm.Addr(v), nil
+}
+
+func helperMapUpdate(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
+	m, err := mapArg(e, r1)
+	if err != nil {
+		return 0, err
+	}
+	if err := progWrite(m); err != nil {
+		return errno(err), nil
+	}
+	spec := m.Spec()
+	key, err := memArg(e, r2, spec.KeySize, false)
+	if err != nil {
+		return 0, err
+	}
+	value, err := memArg(e, r3, spec.ValueSize, false)
+	if err != nil {
+		return 0, err
+	}
+	return errno(m.Update(key, value, r4, e.CPU)), nil
+}
+
+func helperMapDelete(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
+	m, err := mapArg(e, r1)
+	if err != nil {
+		return 0, err
+	}
+	if err := progWrite(m); err != nil {
+		return errno(err), nil
+	}
+	key, err := memArg(e, r2, m.Spec().KeySize, false)
+	if err != nil {
+		return 0, err
+	}
+	return errno(m.Delete(key)), nil
+}
+
+// progWrite refuses a program's change to a map read-only to programs.
+// The verifier refuses such calls (the kernel's "write into map
+// forbidden"); unverified programs in checked mode are refused at run
+// time, with -EPERM, since verified programs take the contents of frozen
+// read-only maps as constants.
+func progWrite(m maps.Map) error {
+	if m.Spec().Flags&maps.FlagRdonlyProg != 0 {
+		return fmt.Errorf("map %s is read-only to programs: %w", m.Spec().Name, maps.ErrPermission)
+	}
+	return nil
+}
+
+// helperMapPush is bpf_map_push_elem(map, value, flags) on a queue or
+// stack (with BPF_EXIST a full map drops its oldest element) or a bloom
+// filter (flags must be BPF_ANY).
+func helperMapPush(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
+	m, err := mapArg(e, r1)
+	if err != nil {
+		return 0, err
+	}
+	if err := progWrite(m); err != nil {
+		return errno(err), nil
+	}
+	value, err := memArg(e, r2, m.Spec().ValueSize, false)
+	if err != nil {
+		return 0, err
+	}
+	qs, ok := m.(maps.QueueStack)
+	if !ok {
+		return neg(einval), nil
+	}
+	return errno(qs.Push(value, r3)), nil
+}
+
+// helperMapPop is bpf_map_pop_elem(map, value): the next element of a
+// queue or stack, removed.
+func helperMapPop(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
+	return queueGet(e, r1, r2, func(qs maps.QueueStack, v unsafe.Pointer) error {
+		if err := progWrite(qs.(maps.Map)); err != nil {
+			return err
+		}
+		return qs.Pop(v)
+	})
+}
+
+// helperMapPeek is bpf_map_peek_elem(map, value): the next element of a
+// queue or stack, left in place; for a bloom filter, 0 if value may have
+// been pushed, -ENOENT if it was not.
+func helperMapPeek(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
+	return queueGet(e, r1, r2, maps.QueueStack.Peek)
+}
+
+func queueGet(e *vm.Env, r1, r2 uint64, get func(maps.QueueStack, unsafe.Pointer) error) (uint64, error) {
+	m, err := mapArg(e, r1)
+	if err != nil {
+		return 0, err
+	}
+	// A bloom filter's peek tests the value: it reads it, and leaves it
+	// as it is when the value is absent.
+	bloom := m.Spec().Type == maps.BloomFilter
+	value, err := memArg(e, r2, m.Spec().ValueSize, !bloom)
+	if err != nil {
+		return 0, err
+	}
+	qs, ok := m.(maps.QueueStack)
+	if !ok {
+		return neg(einval), nil
+	}
+	err = get(qs, value)
+	if errors.Is(err, maps.ErrKeyNotExist) && !bloom {
+		// The kernel clears the value when the map is empty.
+		clear(unsafe.Slice((*byte)(value), m.Spec().ValueSize))
+	}
+	return errno(err), nil
+}

@@ -1,0 +1,114 @@
+package helper
+
+import "bpfvm/maps"
+
+// ArgType says what a helper expects in an argument register, as the
+// kernel's enum bpf_arg_type.
+type ArgType uint8
+
+// Argument types.
+const (
+	ArgNone ArgType = iota
+	// ArgAnything is any initialised value.
+	ArgAnything
+	// ArgScalar is any scalar (no pointers).
+	ArgScalar
+	// ArgConstMapPtr is a map pointer loaded with LD_IMM64.
+	ArgConstMapPtr
+	// ArgMapKey points at key_size readable bytes of the map argument.
+	ArgMapKey
+	// ArgMapValue points at value_size readable bytes of the map argument.
+	ArgMapValue
+	// ArgUninitMapValue points at value_size writable bytes.
+	ArgUninitMapValue
+	// ArgMem points at readable memory whose size is the next argument.
+	ArgMem
+	// ArgUninitMem points at writable memory whose size is the next argument.
+	ArgUninitMem
+	// ArgConstSize is the size of the preceding memory argument, > 0.
+	ArgConstSize
+	// ArgConstSizeOrZero is a size that may be zero.
+	ArgConstSizeOrZero
+	// ArgConstAllocSize is a constant allocation size (ringbuf reserve).
+	ArgConstAllocSize
+	// ArgCtx is the program's context pointer.
+	ArgCtx
+	// ArgCallback is a function loaded with LD_IMM64 PseudoFunc.
+	ArgCallback
+	// ArgRingbufMem is memory from bpf_ringbuf_reserve, released by the call.
+	ArgRingbufMem
+	// ArgConstStr points at a NUL-terminated string in a read-only map.
+	ArgConstStr
+	// ArgPtrToLong points at 8 writable bytes (strtol results).
+	ArgPtrToLong
+	// ArgMemOrNull is ArgMem, or NULL when the size is 0 (the kernel's
+	// ARG_PTR_TO_MEM | PTR_MAYBE_NULL | MEM_RDONLY). As in the kernel, a
+	// pointer that may be NULL passes too: the helper must check for NULL.
+	ArgMemOrNull
+	// ArgWriteMemOrNull points at memory the helper writes, whose size is
+	// the next argument, or is NULL when the size is 0 (the kernel's
+	// ARG_PTR_TO_MEM_OR_NULL | MEM_WRITE). Unlike ArgUninitMem, stack
+	// memory must be initialised; a pointer that may be NULL passes.
+	ArgWriteMemOrNull
+	// ArgStackOrNull is a pointer into the stack or NULL, passed on
+	// unchecked (callback contexts: the kernel's ARG_PTR_TO_STACK_OR_NULL).
+	ArgStackOrNull
+)
+
+// IsMem reports whether an argument points at memory the helper accesses.
+func (t ArgType) IsMem() bool {
+	switch t {
+	case ArgMapKey, ArgMapValue, ArgUninitMapValue, ArgMem, ArgUninitMem, ArgConstStr, ArgPtrToLong, ArgMemOrNull, ArgWriteMemOrNull:
+		return true
+	}
+	return false
+}
+
+// OrNull reports whether a memory argument may be NULL (with a size of 0).
+func (t ArgType) OrNull() bool { return t == ArgMemOrNull || t == ArgWriteMemOrNull }
+
+// Writes reports whether the helper writes a memory argument (MEM_WRITE).
+func (t ArgType) Writes() bool {
+	return t == ArgUninitMapValue || t == ArgUninitMem || t == ArgPtrToLong || t == ArgWriteMemOrNull
+}
+
+// Uninit reports whether a memory argument may be uninitialised stack the
+// helper fills (MEM_UNINIT, the kernel's raw mode).
+func (t ArgType) Uninit() bool {
+	return t == ArgUninitMapValue || t == ArgUninitMem || t == ArgPtrToLong
+}
+
+// RetType says what a helper returns in R0.
+type RetType uint8
+
+// Return types.
+const (
+	RetInteger RetType = iota
+	RetVoid
+	RetMapValueOrNull
+	RetRingbufMemOrNull
+)
+
+// Proto is a helper prototype: what the verifier checks of a call, the
+// kernel's struct bpf_func_proto.
+type Proto struct {
+	// Name is the kernel's name of the helper, for the verifier's messages
+	// ("" for a host helper: isa's name for the id, if any).
+	Name string
+	Args [5]ArgType
+	Ret  RetType
+	// MapTypes lists the map types the map argument may have (nil: any).
+	MapTypes []maps.Type
+	// TailCall marks bpf_tail_call.
+	TailCall bool
+	// PktAccess allows packet pointers as memory arguments (the kernel's
+	// pkt_access): "helper access to the packet is not allowed" otherwise.
+	PktAccess bool
+	// ProgTypes lists the program types that may call the helper, by
+	// progtype name (nil: any).
+	ProgTypes []string
+	// ChangesPacket says the helper may move or resize the packet: every
+	// packet pointer is invalid after a call (the kernel's
+	// bpf_helper_changes_pkt_data).
+	ChangesPacket bool
+}

@@ -1,0 +1,47 @@
+package helper
+
+import (
+	"golang.org/x/sys/unix"
+
+	"bpfvm/runner"
+	"bpfvm/vm"
+)
+
+// taskHelpers describe the current task (kernel/bpf/helpers.c).
+var taskHelpers = []Helper{
+	{Proto: Proto{Name: "bpf_get_current_pid_tgid"}, Func: helperGetCurrentPidTgid},
+	{Proto: Proto{Name: "bpf_get_current_uid_gid"}, Func: helperGetCurrentUidGid},
+	{Proto: Proto{Name: "bpf_get_current_comm", Args: [5]ArgType{ArgUninitMem, ArgConstSize}}, Func: helperGetCurrentComm},
+}
+
+// helperGetCurrentPidTgid is bpf_get_current_pid_tgid: tgid << 32 | pid.
+func helperGetCurrentPidTgid(e *vm.Env, _, _, _, _, _ uint64) (uint64, error) {
+	t, host := runner.Of(e).Task()
+	if host {
+		t.PID = uint32(unix.Gettid())
+	}
+	return uint64(t.TGID)<<32 | uint64(t.PID), nil
+}
+
+// helperGetCurrentUidGid is bpf_get_current_uid_gid: gid << 32 | uid.
+func helperGetCurrentUidGid(e *vm.Env, _, _, _, _, _ uint64) (uint64, error) {
+	t, _ := runner.Of(e).Task()
+	return uint64(t.GID)<<32 | uint64(t.UID), nil
+}
+
+// helperGetCurrentComm is bpf_get_current_comm(buf, size): the command
+// name, NUL-terminated and zero-padded to size (strscpy_pad).
+func helperGetCurrentComm(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
+	size := uint32(r2)
+	if size == 0 {
+		return neg(einval), nil
+	}
+	if _, err := memArg(e, r1, size, true); err != nil {
+		return 0, err
+	}
+	t, _ := runner.Of(e).Task()
+	buf := vm.Slice(r1, uint64(size))
+	n := copy(buf[:size-1], t.Comm[:min(len(t.Comm), runner.CommLen-1)])
+	clear(buf[n:])
+	return 0, nil
+}

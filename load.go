@@ -1,0 +1,430 @@
+package bpfvm
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cilium/ebpf"
+
+	"bpfvm/helper"
+	"bpfvm/interp"
+	"bpfvm/isa"
+	"bpfvm/jit/amd64"
+	"bpfvm/maps"
+	"bpfvm/progtype"
+	"bpfvm/rewrite"
+	"bpfvm/runner"
+	"bpfvm/verifier"
+	"bpfvm/vm"
+)
+
+// newProgram is the load pipeline of one program, after the collection has
+// made its maps: each stage is a function of the results of the ones
+// before it.
+//
+//	program type → checks → verify → rewrite for an engine → resolve → engine → runnable
+//
+// The rewrite depends on the engine (inlining pays differently on each),
+// so a program the JIT cannot compile is rewritten again for the
+// interpreter.
+func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms []*Map, c *runner.CPUs, opts ProgramOptions) (_ *Program, err error) {
+	// The program holds a reference to each of its maps for as long as its
+	// code may run: from here until the runnable program owns them.
+	for i, m := range ms {
+		if m.closed.Load() || !m.m.Acquire() {
+			releaseMaps(ms[:i])
+			return nil, fmt.Errorf("program %s: map %s: %w", name, m.name, ErrClosed)
+		}
+	}
+	defer func() {
+		if err != nil {
+			releaseMaps(ms)
+			err = fmt.Errorf("program %s: %w", name, err)
+		}
+	}()
+	pt, err := programType(typ, opts)
+	if err != nil {
+		return nil, err
+	}
+	hs := &helper.Set{Host: opts.Helpers, Protos: opts.HelperProtos, NoNatives: opts.JIT.NoNatives}
+	if err := check(insns, pt, opts); err != nil {
+		return nil, err
+	}
+	v, err := verify(insns, pt, ms, hs, opts)
+	if err != nil {
+		return nil, err
+	}
+	checked := v.aux == nil || opts.checked()
+	run := &runner.Program{
+		Name: name, Kind: typ, Type: pt, Verified: v.aux != nil, Checked: checked,
+		Budget: opts.Budget, Output: opts.Output, Task: opts.Task, CPUs: c,
+	}
+	if c == nil {
+		run.CPUs, run.OwnCPUs = runner.NewCPUs(0), true
+		defer func() {
+			if err != nil {
+				run.CPUs.Close()
+			}
+		}()
+	}
+	e, err := build(insns, v, ms, hs, run, opts)
+	if err != nil {
+		return nil, err
+	}
+	run.Engine = e.engine
+	for _, m := range ms {
+		run.Maps = append(run.Maps, m.m)
+		run.Regions = append(run.Regions, m.m.Memory()...)
+		run.Regions = append(run.Regions, maps.KernelFieldsRegion(m.m))
+		if readOnlyValue(m.m) != nil {
+			v := m.m.Memory()[0].Start
+			run.StrValues = append(run.StrValues, vm.Region{Start: v, End: v + uint64(m.m.Spec().ValueSize)})
+		}
+		if run.Verified && run.Checked {
+			// What the inlined lookups read (rewriteFor).
+			run.Regions = append(run.Regions, maps.InternalRegions(m.m)...)
+		}
+	}
+	run.Start()
+	return &Program{
+		name: name, typ: typ, insns: insns, maps: ms, opts: opts, run: run,
+		kind: e.kind, jit: e.info, xlated: e.xlated, stats: v.stats, VerifierLog: v.log,
+	}, nil
+}
+
+// programType returns the description of the program's type: the host's
+// (ProgramOptions.Type) or the kernel type's.
+func programType(typ ebpf.ProgramType, opts ProgramOptions) (*progtype.Type, error) {
+	if pt := opts.Type; pt != nil {
+		if err := pt.Validate(); err != nil {
+			return nil, err
+		}
+		return pt, nil
+	}
+	return typeOf(typ)
+}
+
+// typeOf returns the description of a kernel program type bpfvm runs.
+func typeOf(t ebpf.ProgramType) (*progtype.Type, error) {
+	switch t {
+	case ebpf.UnspecifiedProgram:
+		return progtype.Raw, nil
+	case ebpf.XDP:
+		return progtype.XDP, nil
+	case ebpf.SocketFilter:
+		return progtype.SocketFilter, nil
+	case ebpf.SchedCLS:
+		return progtype.SchedCLS, nil
+	case ebpf.SchedACT:
+		return progtype.SchedACT, nil
+	}
+	return nil, fmt.Errorf("program type %s: %w", t, ErrNotSupported)
+}
+
+// check refuses what no engine loads: options out of range, malformed
+// instructions, helpers the program type forbids, kfuncs bpfvm lacks.
+func check(insns []isa.Instruction, pt *progtype.Type, opts ProgramOptions) error {
+	if err := checkHelpers(insns, pt); err != nil {
+		return err
+	}
+	if err := helper.CheckKfuncs(insns); err != nil {
+		return err
+	}
+	if opts.Engine != EngineDefault && opts.Engine != EngineInterpreter && opts.Engine != EngineJIT {
+		return fmt.Errorf("engine %s: %w", opts.Engine, ErrNotSupported)
+	}
+	if opts.Checks < ChecksDefault || opts.Checks > ChecksOff {
+		return fmt.Errorf("checks %s: %w", opts.Checks, ErrNotSupported)
+	}
+	return isa.Validate(insns)
+}
+
+// checkHelpers rejects calls to helpers the program type does not allow.
+func checkHelpers(insns []isa.Instruction, pt *progtype.Type) error {
+	if pt.Helpers == nil {
+		return nil
+	}
+	for i, ins := range insns {
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && !pt.Helpers(ins.Imm) {
+			return fmt.Errorf("insn %d: program of type %s may not call helper %s#%d", i, pt.Name, isa.HelperName(ins.Imm), ins.Imm)
+		}
+	}
+	return nil
+}
+
+// verified is the verifier's result: the facts about each instruction
+// (nil when the program was not verified) and the program with its
+// context accesses converted for unchecked execution, which every rewrite
+// starts from.
+type verified struct {
+	aux      []verifier.InsnAux
+	ctxInsns []isa.Instruction
+	log      string
+	stats    verifier.Stats
+}
+
+// maxLogSize caps the verifier log buffer the retries grow to.
+const maxLogSize = 1 << 30
+
+// verify runs the verifier unless the options or the program type say not
+// to (the result then has no aux).
+func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Set, opts ProgramOptions) (*verified, error) {
+	if opts.NoVerify || pt.ContextSize == 0 {
+		return &verified{}, nil
+	}
+	// A helper bpfvm lacks is a load error of its own, before the verifier
+	// would call it an invalid function.
+	for pc, ins := range insns {
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && hs.Func(ins.Imm) == nil {
+			return nil, fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, isa.HelperLabel(ins.Imm))
+		}
+	}
+	infos := make([]verifier.MapInfo, len(ms))
+	for i, m := range ms {
+		infos[i] = verifier.MapInfo{Name: m.name, Spec: m.m.Spec(), Index: i, Frozen: m.m.Frozen(), ReadOnlyValue: readOnlyValue(m.m)}
+	}
+	vopts := verifier.Options{
+		Type:         pt,
+		Maps:         infos,
+		Helpers:      hs.Proto,
+		Unprivileged: opts.Unprivileged,
+		Flags:        opts.flags,
+		LogLevel:     opts.LogLevel,
+		LogSize:      opts.LogSize,
+		Funcs:        opts.Funcs,
+	}
+	res, err := verifier.Verify(insns, vopts)
+	// A log that did not fit: double the buffer and verify again, as
+	// libbpf and cilium/ebpf do with the kernel's ENOSPC.
+	for errors.Is(err, verifier.ErrLogTruncated) && vopts.LogSize < maxLogSize {
+		vopts.LogSize *= 2
+		res, err = verifier.Verify(insns, vopts)
+	}
+	if err != nil {
+		if errors.Is(err, verifier.ErrRejected) {
+			return nil, &VerifierError{Err: err, Log: res.Log}
+		}
+		return nil, err
+	}
+	shadow := runner.Shadow(pt)
+	ctx := rewrite.ConvertContext(insns, res.Aux, rewrite.Shadow{
+		Data: shadow + runner.ShadowData, End: shadow + runner.ShadowEnd, Meta: shadow + runner.ShadowMeta,
+	})
+	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats}, nil
+}
+
+// readOnlyValue returns the value of a single-value array whose contents
+// are fixed: read-only to programs (BPF_F_RDONLY_PROG) and frozen, the
+// kernel's bpf_map_is_rdonly. Constant-string arguments point into it and
+// the verifier takes loads from it as constants; nil for any other map.
+func readOnlyValue(m maps.Map) []byte {
+	s := m.Spec()
+	if s.Type != maps.Array || s.MaxEntries != 1 || !fixedContents(m) {
+		return nil
+	}
+	v := make([]byte, s.ValueSize)
+	if m.LookupBytes(make([]byte, 4), v) != nil {
+		return nil
+	}
+	return v
+}
+
+// fixedContents reports whether neither programs nor Go code can change a
+// map's contents any more (bpf_map_is_rdonly), as the verifier judges it.
+func fixedContents(m maps.Map) bool {
+	return (&verifier.MapInfo{Spec: m.Spec(), Frozen: m.Frozen()}).Fixed()
+}
+
+// rewritten is a program rewritten for an engine, with the verifier's
+// facts aligned with it (nil for an unverified program).
+type rewritten struct {
+	insns []isa.Instruction
+	aux   []verifier.InsnAux
+}
+
+// rewriteFor rewrites a program for engine e. A verified program first
+// loses what the verifier never reached and has its context stores
+// guarded, then has helper calls inlined where that pays on e (DESIGN.md,
+// "Map lookups are inlined per engine"): everything on the JIT; on the
+// interpreter, where each inlined instruction is a dispatch, only the short
+// sequences. Every program then has its may_goto expanded.
+func rewriteFor(e Engine, insns []isa.Instruction, v *verified, hs *helper.Set, opts ProgramOptions) (rewritten, error) {
+	out := rewritten{insns: insns}
+	if v.aux != nil {
+		rp, err := rewrite.New(v.ctxInsns, v.aux)
+		if err != nil {
+			return out, err
+		}
+		// First, while every instruction's aux is its own: what the
+		// verifier never reached must not run (DESIGN.md, "Dead code
+		// stops the run").
+		rewrite.SanitizeDeadCode(rp, !opts.Unprivileged)
+		if err := rewrite.GuardContextStores(rp); err != nil {
+			return out, err
+		}
+		if !opts.NoInline {
+			// Checked runs grant the memory inlined lookups read for the
+			// program's own maps only (DESIGN.md, "Defense in depth").
+			io := rewrite.InlineOptions{Interpreter: e == EngineInterpreter, KnownMaps: opts.checked(), Helpers: hs.Lookup}
+			if _, err := rewrite.InlineHelpers(rp, io); err != nil {
+				return out, err
+			}
+			rewrite.InlineIterNext(rp)
+			if _, err := rewrite.InlineLoops(rp, hs.Lookup); err != nil {
+				return out, err
+			}
+		}
+		out.insns, out.aux = rp.Insns, rp.Aux
+	}
+	var err error
+	out.insns, err = expandMayGoto(out.insns, opts)
+	return out, err
+}
+
+// expandMayGoto turns may_goto into the engines' timed form with its
+// per-frame prologue (rewrite.ExpandMayGoto), for verified and unverified
+// programs alike.
+func expandMayGoto(insns []isa.Instruction, opts ProgramOptions) ([]isa.Instruction, error) {
+	if !slices.ContainsFunc(insns, func(ins isa.Instruction) bool { return ins.Op == isa.OpMayGoto }) {
+		return insns, nil
+	}
+	budget := opts.MayGotoBudget
+	if budget == 0 {
+		budget = rewrite.DefaultMayGotoBudget
+	}
+	rp, err := rewrite.New(insns, make([]verifier.InsnAux, len(insns)))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := rewrite.ExpandMayGoto(rp, budget); err != nil {
+		return nil, err
+	}
+	return rp.Insns, nil
+}
+
+// resolve replaces map references (LD_IMM64 with a map pseudo source and
+// the map's index in ms as immediate) with map handles and value
+// addresses, as the kernel does after verification, and kfunc calls with
+// calls of their internal helper ids.
+func resolve(insns []isa.Instruction, ms []*Map) ([]isa.Instruction, error) {
+	out := slices.Clone(insns)
+	helper.ToHelperCalls(out)
+	for i := 0; i < len(out); i++ {
+		ins := out[i]
+		if !ins.IsLdImm64() {
+			continue
+		}
+		src := uint8(ins.Src)
+		if src == isa.PseudoMapField {
+			// A header field an inlined lookup reads (rewrite's seq.field).
+			idx, off, size := int(ins.Imm), uint64(uint32(out[i+1].Imm)), uint64(ins.Off)
+			if idx < 0 || idx >= len(ms) || off+size > maps.HeaderFieldBytes || size != 4 && size != 8 {
+				return nil, fmt.Errorf("insn %d: map field %d+%d of size %d out of range", i, idx, off, size)
+			}
+			v := vm.LoadSized(ms[idx].m.Handle()+maps.HeaderFields+off, size)
+			pair := isa.LdImm64(ins.Dst, 0, v)
+			out[i], out[i+1] = pair[0], pair[1]
+			i++
+			continue
+		}
+		if src != isa.PseudoMapFD && src != isa.PseudoMapValue {
+			if src != 0 && src != isa.PseudoFunc {
+				return nil, fmt.Errorf("insn %d: ld_imm64 pseudo source %d: %w", i, src, ErrNotSupported)
+			}
+			i++
+			continue
+		}
+		idx := int(ins.Imm)
+		if idx < 0 || idx >= len(ms) {
+			return nil, fmt.Errorf("insn %d: map index %d out of range", i, idx)
+		}
+		m := ms[idx].m
+		var v uint64
+		if src == isa.PseudoMapFD {
+			v = m.Handle()
+		} else {
+			off := uint64(uint32(out[i+1].Imm))
+			spec := m.Spec()
+			if off >= uint64(spec.ValueSize) {
+				return nil, fmt.Errorf("insn %d: offset %d outside value of map %s", i, off, spec.Name)
+			}
+			base, err := directValue(m)
+			if err != nil {
+				return nil, fmt.Errorf("insn %d: %w", i, err)
+			}
+			v = base + off
+		}
+		pair := isa.LdImm64(ins.Dst, 0, v)
+		out[i], out[i+1] = pair[0], pair[1]
+		i++
+	}
+	return out, nil
+}
+
+// built is a program's engine, with the rewritten program it runs.
+type built struct {
+	engine runner.Engine
+	kind   Engine // EngineInterpreter or EngineJIT
+	info   JITInfo
+	xlated []isa.Instruction
+}
+
+// build rewrites, resolves and compiles the program for its engine: the
+// JIT when asked for (or by default), falling back to the interpreter when
+// the JIT cannot compile it (out of executable memory in both tiers, or
+// anything else), which never fails a load.
+func build(insns []isa.Instruction, v *verified, ms []*Map, hs *helper.Set, run *runner.Program, opts ProgramOptions) (built, error) {
+	if opts.Engine == EngineJIT || opts.Engine == EngineDefault {
+		x, err := rewriteFor(EngineJIT, insns, v, hs, opts)
+		if err != nil {
+			return built{}, err
+		}
+		code, err := resolve(x.insns, ms)
+		if err != nil {
+			return built{}, err
+		}
+		// Verified programs run unchecked unless Checks asks otherwise,
+		// others checked.
+		mode := amd64.Checked
+		if !run.Checked {
+			mode = amd64.Unchecked
+		}
+		jo := opts.JIT
+		jp, err := amd64.Compile(code, hs.Func, amd64.Options{
+			Modes: mode, Natives: hs.Native, Memory: jo.Memory, Unprivileged: opts.Unprivileged,
+			Far: jo.Far, Retpoline: jo.Retpoline, Blind: jo.Blind || opts.Unprivileged,
+			Budgeted: opts.Budget != 0, NonStack: nonStack(x.aux, run.Checked),
+		})
+		if err == nil {
+			return built{engine: jp, kind: EngineJIT, info: jp.Info(mode == amd64.Checked), xlated: x.insns}, nil
+		}
+	}
+	x, err := rewriteFor(EngineInterpreter, insns, v, hs, opts)
+	if err != nil {
+		return built{}, err
+	}
+	code, err := resolve(x.insns, ms)
+	if err != nil {
+		return built{}, err
+	}
+	ip, err := interp.New(code, hs.Func)
+	if err != nil {
+		return built{}, err
+	}
+	return built{engine: ip, kind: EngineInterpreter, xlated: x.insns}, nil
+}
+
+// nonStack marks the loads and stores of a rewritten, verified program
+// that the verifier saw go through a pointer other than the stack: checked
+// JIT code tests them against the hot region first (amd64.Options.NonStack).
+func nonStack(aux []verifier.InsnAux, checked bool) []bool {
+	if aux == nil || !checked {
+		return nil
+	}
+	ns := make([]bool, len(aux))
+	for pc, a := range aux {
+		ns[pc] = a.PtrType.IsPointer() && a.PtrType != verifier.PtrToStack
+	}
+	return ns
+}

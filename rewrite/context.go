@@ -1,0 +1,99 @@
+package rewrite
+
+import (
+	"fmt"
+
+	"bpfvm/isa"
+	"bpfvm/progtype"
+	"bpfvm/verifier"
+)
+
+// Shadow locates, relative to the context, the slots where the runner keeps
+// the 64-bit packet pointers verified programs load in place of the
+// context's 32-bit data, data_end and data_meta fields.
+type Shadow struct {
+	Data, End, Meta uint64
+}
+
+// ConvertContext turns loads of packet pointer fields, which the verifier
+// proved go to the context, into 64-bit loads of the shadow slots, and
+// accesses of scalar fields stored narrower than shown to their stored
+// form: the kernel's convert_ctx_access for the fields whose stored form
+// differs from what the program sees. Each rewrite is one instruction for
+// one, so jump offsets and aux data stay aligned.
+func ConvertContext(insns []isa.Instruction, aux []verifier.InsnAux, shadow Shadow) []isa.Instruction {
+	out := append([]isa.Instruction(nil), insns...)
+	for pc := range out {
+		f := aux[pc].Ctx
+		if f == nil {
+			continue
+		}
+		ins := &out[pc]
+		if f.Kind == progtype.Scalar {
+			// The verifier proved the context pointer unmodified, so the
+			// instruction's offset is the access's.
+			op := progtype.Load
+			if ins.Class() == isa.ClassST || ins.Class() == isa.ClassSTX {
+				op = progtype.Store
+			}
+			size := uint32(isa.SizeBytes(ins.Op))
+			off, n := f.Convert(uint32(ins.Off), size, op)
+			ins.Off, ins.Op = int16(off), ins.Op&^0x18|sizeCode(n)
+			continue
+		}
+		var slot uint64
+		switch f.Kind {
+		case progtype.PacketData:
+			slot = shadow.Data
+		case progtype.PacketEnd:
+			slot = shadow.End
+		case progtype.PacketMeta:
+			slot = shadow.Meta
+		}
+		*ins = isa.Instruction{Op: isa.ClassLDX | isa.ModeMEM | isa.SizeDW, Dst: ins.Dst, Src: ins.Src, Off: int16(slot)}
+	}
+	return out
+}
+
+// GuardContextStores makes stores to context fields with a StoreLimit
+// conditional, as the kernel's context conversion does: a register store
+// is skipped when the value reaches the limit, an immediate store that
+// reaches it is no store at all.
+func GuardContextStores(rp *Program) error {
+	var rs []Replacement
+	for pc, ins := range rp.Insns {
+		f := rp.Aux[pc].Ctx
+		if f == nil || f.StoreLimit == 0 {
+			continue
+		}
+		switch ins.Class() {
+		case isa.ClassSTX:
+			skip := isa.Instruction{Op: isa.ClassJMP | isa.JumpGE | isa.SrcK, Dst: ins.Src, Off: 1, Imm: int32(f.StoreLimit)}
+			rs = append(rs, Replacement{PC: pc, Seq: []isa.Instruction{skip, ins}})
+		case isa.ClassST:
+			if int64(ins.Imm) >= int64(f.StoreLimit) {
+				rs = append(rs, Replacement{PC: pc, Seq: []isa.Instruction{{Op: isa.OpJA}}})
+			}
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	if err := rp.PatchAll(rs); err != nil {
+		return fmt.Errorf("context stores: %w", err)
+	}
+	return nil
+}
+
+// sizeCode is the size field of a load or store of n bytes.
+func sizeCode(n uint32) uint8 {
+	switch n {
+	case 1:
+		return isa.SizeB
+	case 2:
+		return isa.SizeH
+	case 4:
+		return isa.SizeW
+	}
+	return isa.SizeDW
+}

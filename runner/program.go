@@ -1,0 +1,133 @@
+package runner
+
+import (
+	"io"
+	"sync/atomic"
+
+	"github.com/cilium/ebpf"
+
+	"bpfvm/maps"
+	"bpfvm/progtype"
+	"bpfvm/vm"
+)
+
+// Engine is what a runner needs of an engine's compiled program: runs,
+// repeated runs, and calls of its functions for callback helpers such as
+// bpf_loop. The interpreter's and the JIT's programs implement it.
+type Engine interface {
+	Run(env *vm.Env, r1, r2, budget uint64) (uint64, error)
+	Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between func() error) (uint64, error)
+	Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint64, error)
+}
+
+// Program is a loaded program as runners run it: its engine, its memory
+// mode, the maps it references and what its helpers report. The load
+// pipeline fills it in; New then gives it an id and its lifetime.
+//
+// Release drops references (the loader's, and one per prog_array slot);
+// the last one makes the program unreachable for tail calls and frees its
+// code, its own runners and its references to maps once no run can still
+// be inside it.
+type Program struct {
+	// Name names the program in errors.
+	Name string
+	// Kind is the kernel program type, which some helpers' results
+	// depend on (XDP verdicts or tc actions).
+	Kind ebpf.ProgramType
+	// Type is the program type's description: context, test-run input.
+	Type *progtype.Type
+	// Engine runs the program.
+	Engine Engine
+	// Verified says the program passed the verifier: its context loads
+	// of packet pointers read the shadow slots (Shadow).
+	Verified bool
+	// Checked says accesses are validated at run time.
+	Checked bool
+	// Budget limits the instructions of one run (0: none).
+	Budget uint64
+	// Maps are the maps the program references, by index.
+	Maps []maps.Map
+	// Regions are the map memory checked runs may access from the start.
+	Regions []vm.Region
+	// StrValues are the values of the read-only single-value arrays, which
+	// bound the constant strings helpers read.
+	StrValues []vm.Region
+	// Output receives bpf_trace_printk lines (nil: discarded).
+	Output io.Writer
+	// Task is what the bpf_get_current_* helpers report (nil: the host).
+	Task *Task
+	// CPUs are the runners the program runs on; OwnCPUs says the program
+	// closes them when freed (a program outside any collection).
+	CPUs    *CPUs
+	OwnCPUs bool
+
+	id     uint32      // in the live-program table (tailcall.go)
+	tail   vm.TailCall // what bpf_tail_call returns to jump here
+	closed atomic.Bool // the loader's reference is gone
+	refs   atomic.Int32
+}
+
+// Start gives p an id and its first reference, the loader's, making it a
+// possible tail-call target. Call it once, when p is complete.
+func (p *Program) Start() {
+	p.id = lastProgID.Add(1)
+	p.tail = vm.TailCall{Target: &tailTarget{p: p}}
+	p.refs.Store(1)
+	livePrograms.Store(p.id, p)
+}
+
+// ID returns the program's id, unique in the process while the program is
+// alive: what a prog_array stores for it.
+func (p *Program) ID() uint32 { return p.id }
+
+// Close drops the loader's reference: runs that start from now on fail
+// with maps.ErrClosed, while prog_array slots holding the program keep it
+// callable. Closing twice is safe.
+func (p *Program) Close() {
+	if !p.closed.Swap(true) {
+		p.release()
+	}
+}
+
+// Closed reports whether Close was called.
+func (p *Program) Closed() bool { return p.closed.Load() }
+
+// acquire takes a reference for a prog_array slot; false once the last
+// reference is gone.
+func (p *Program) acquire() bool {
+	for {
+		n := p.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if p.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release drops a reference. The last one makes the program unreachable
+// for tail calls and frees it once no run can be inside it.
+func (p *Program) release() {
+	if p.refs.Add(-1) != 0 {
+		return
+	}
+	if p.id != 0 {
+		livePrograms.CompareAndDelete(p.id, p)
+	}
+	maps.Defer(p.free)
+}
+
+// free releases the code, the runners of a standalone program and the
+// references to the maps.
+func (p *Program) free() {
+	if p.OwnCPUs {
+		p.CPUs.Close()
+	}
+	if c, ok := p.Engine.(io.Closer); ok {
+		c.Close() // JIT machine code
+	}
+	for _, m := range p.Maps {
+		m.Release()
+	}
+}

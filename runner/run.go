@@ -1,0 +1,295 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"bpfvm/maps"
+	"bpfvm/progtype"
+	"bpfvm/vm"
+)
+
+// Layout of a run's off-heap buffer: the context area (the context
+// structure, then the shadow slots), then headroom, then the packet, then
+// tailroom. The headroom matches the kernel's XDP_PACKET_HEADROOM so that
+// bpf_xdp_adjust_head can grow the packet.
+const (
+	Headroom  = 256
+	Tailroom  = 256
+	MaxPacket = 1 << 20
+)
+
+// ethHeader is the size of an Ethernet header, which socket filters do not
+// see.
+const ethHeader = 14
+
+// Shadow slots, relative to Shadow: the 64-bit packet pointers that
+// verified programs load in place of the context's 32-bit data, data_end
+// and data_meta fields (the rewrite turns those loads into loads of these
+// slots; setPacket keeps them up to date).
+const (
+	ShadowData = 0
+	ShadowEnd  = 8
+	ShadowMeta = 16
+	shadowSize = 24
+)
+
+// Shadow is where, in the context area, the shadow slots of a program of
+// type pt are.
+func Shadow(pt *progtype.Type) uint64 {
+	return (uint64(pt.ContextSize) + 7) &^ 7
+}
+
+// contextArea is the size of the context area at the start of a run's
+// buffer: the context and the shadow slots, at least 256 bytes.
+func contextArea(pt *progtype.Type) int {
+	return max(256, int(Shadow(pt)+shadowSize+63)&^63)
+}
+
+// Packet locates the packet in a runner's buffer: Start <= Meta <= Data
+// <= End <= Limit, where [Start, Meta) is free headroom and [End, Limit)
+// free tailroom.
+type Packet struct {
+	Start, Meta, Data, End, Limit uint64
+}
+
+// Redirect is the target a program chose with bpf_redirect or
+// bpf_redirect_map.
+type Redirect struct {
+	// Map is the map of bpf_redirect_map, nil for bpf_redirect.
+	Map maps.Map
+	// Key is the map key, or for bpf_redirect the interface index.
+	Key uint64
+	// Flags are the helper's flags argument.
+	Flags uint64
+	// Valid is set when a redirect helper was called.
+	Valid bool
+}
+
+// Input is a test run's input, as the kernel's BPF_PROG_TEST_RUN takes it.
+type Input struct {
+	// Data is the packet (for programs without a context, the memory R1
+	// points at; R2 holds its length).
+	Data []byte
+	// DataOut receives the packet after the run (nil: not asked for).
+	DataOut []byte
+	// Context is the context input, given when HasContext is set; a
+	// longer input is taken if its bytes past the context are zero.
+	Context    []byte
+	HasContext bool
+	// ContextOut receives the context after the run (nil: not asked for).
+	ContextOut []byte
+	// Repeat runs the program this many times (at least once), each run
+	// seeing the context and packet as the one before left them.
+	Repeat uint32
+	// RunContext cancels the run (nil: never).
+	RunContext context.Context
+	// Timed measures Output.Duration.
+	Timed bool
+}
+
+// Output is what a test run returns.
+type Output struct {
+	// R0 is the full 64-bit value of R0 at exit.
+	R0 uint64
+	// Duration is the mean time per run (Input.Timed only).
+	Duration time.Duration
+	// DataSize is the size of the output packet.
+	DataSize int
+	// Redirect records the last run's redirect helper call.
+	Redirect Redirect
+}
+
+// Run runs p on one of its runners as the kernel's test run does, filling
+// in out (left zero when the run fails).
+//
+// Repetitions run as in the kernel's test run: on the same context and
+// packet, each seeing what the one before left (a packet moved by
+// bpf_xdp_adjust_head stays moved), so the setup of the run is done once
+// and a repetition resets only what the kernel resets per program run.
+func Run(p *Program, in *Input, out *Output) error {
+	pt := p.Type
+	if len(in.Data) > MaxPacket {
+		return fmt.Errorf("%d bytes of data, at most %d", len(in.Data), MaxPacket)
+	}
+	if len(in.Data) < pt.MinData {
+		return fmt.Errorf("%d bytes of data, the %s program type needs at least %d", len(in.Data), pt.Name, pt.MinData)
+	}
+	r, err := p.CPUs.Acquire(in.RunContext)
+	if err != nil {
+		return err
+	}
+	defer p.CPUs.Release(r)
+	// Looked at inside the run's epoch: either Close's grace period waits
+	// for this run, or this run sees the program closed.
+	if p.closed.Load() {
+		return maps.ErrClosed
+	}
+	ctxArea := contextArea(pt)
+	if err := r.memory(ctxArea + Headroom + len(in.Data) + Tailroom); err != nil {
+		return err
+	}
+	r.prog = p
+
+	buf := r.buf.Bytes()
+	base := r.buf.Addr()
+	ctx := buf[:ctxArea]
+	if err := readContext(in, ctx[:pt.ContextSize]); err != nil {
+		return err
+	}
+	if err := pt.CheckInput(ctx[:pt.ContextSize]); err != nil {
+		return err
+	}
+	var given []byte
+	if in.ContextOut != nil {
+		given = bytes.Clone(ctx[:pt.ContextSize])
+	}
+	frame := buf[ctxArea+Headroom : ctxArea+Headroom+len(in.Data)]
+	copy(frame, in.Data)
+	pkt := frame
+	if pt.NetworkHeader {
+		pkt = frame[ethHeader:]
+	}
+	pktStart := base + uint64(ctxArea+Headroom+len(frame)-len(pkt))
+	// Field by field: a composite literal would be built on the stack
+	// and copied with wide loads that stall on store forwarding.
+	r.pkt.Start, r.pkt.Meta, r.pkt.Data = base+uint64(ctxArea), pktStart, pktStart
+	r.pkt.End, r.pkt.Limit = pktStart+uint64(len(pkt)), pktStart+uint64(len(pkt))+Tailroom
+	if pt.Setup != nil {
+		// The kernel's test run has a context when it is given one or
+		// asked for one.
+		if err := pt.Setup(ctx, frame, pkt, in.HasContext || in.ContextOut != nil); err != nil {
+			return fmt.Errorf("context: %w", err)
+		}
+	}
+	if pt.MetaInput != nil {
+		// The input starts with metadata in front of the packet.
+		r.pkt.Data += uint64(pt.MetaInput(ctx))
+	}
+	// Inputs the kernel stores in narrower fields lose their high bytes.
+	pt.Truncate(ctx[:pt.ContextSize])
+	r.startEnv(in.RunContext)
+	env := &r.env
+	if len(frame) >= ethHeader {
+		// Where negative LD_ABS/LD_IND offsets count from: the frame's
+		// Ethernet header and what follows it, as in the kernel's test
+		// run (which also counts a socket filter's from there).
+		env.MacHeader = pktStart - uint64(len(frame)-len(pkt))
+		env.NetHeader = env.MacHeader + ethHeader
+	}
+	var r1, r2 uint64
+	if pt.ContextSize == 0 {
+		r1, r2 = r.pkt.Data, uint64(len(pkt))
+		if len(pkt) == 0 {
+			r1 = 0
+		}
+	} else {
+		env.Ctx = vm.Region{Start: base, End: base + uint64(pt.ContextSize), Writable: true}
+		if !p.Verified {
+			env.CtxAccess = ctxAccess
+		}
+		r1 = base
+	}
+	r.beginRun()
+	repeat := max(in.Repeat, 1)
+	var start time.Time
+	if in.Timed {
+		start = time.Now()
+	}
+	r0, err := p.Engine.Repeat(env, r1, r2, p.Budget, repeat, r.between)
+	r.endRun()
+	if err != nil {
+		return err
+	}
+	out.R0 = r0
+	if in.Timed {
+		out.Duration = time.Since(start) / time.Duration(repeat)
+	}
+	out.Redirect = r.redirect
+	// The kernel's XDP test run returns the metadata in front of the packet.
+	outStart := r.pkt.Data
+	switch {
+	case p.Kind == ebpf.XDP:
+		outStart = r.pkt.Meta
+	case pt.NetworkHeader:
+		// Socket filters saw the packet from the network header, but the
+		// kernel's test run returns the whole frame.
+		outStart -= ethHeader
+	}
+	out.DataSize = int(r.pkt.End - outStart)
+	if in.DataOut != nil {
+		data := vm.Slice(outStart, r.pkt.End-outStart)
+		if len(in.DataOut) < len(data) {
+			return fmt.Errorf("output packet of %d bytes does not fit DataOut of %d", len(data), len(in.DataOut))
+		}
+		copy(in.DataOut, data)
+	}
+	if in.ContextOut != nil {
+		pt.Output(ctx[:pt.ContextSize], given, r.pkt.Meta, r.pkt.Data, r.pkt.End)
+		copy(in.ContextOut, ctx[:pt.ContextSize])
+	}
+	return nil
+}
+
+// readContext fills the context from the input, zero when none is given.
+func readContext(in *Input, ctx []byte) error {
+	clear(ctx)
+	if !in.HasContext {
+		return nil
+	}
+	size := len(ctx)
+	if size == 0 {
+		return fmt.Errorf("context: program type takes no context: %w", progtype.ErrNotSupported)
+	}
+	b := in.Context
+	if len(b) > size {
+		// As the kernel's bpf_check_uarg_tail_zero: a longer input is
+		// taken if what the structure does not hold is zero.
+		if bytes.ContainsFunc(b[size:], func(r rune) bool { return r != 0 }) {
+			return fmt.Errorf("context of %d bytes, the program type's is %d and the rest is not zero", len(b), size)
+		}
+		b = b[:size]
+	}
+	copy(ctx, b)
+	return nil
+}
+
+// ctxAccess emulates context accesses in checked mode: it enforces the
+// type's field rules and turns loads of packet pointer fields into the
+// run's 64-bit packet addresses, as the kernel's context rewrite does.
+func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, error) {
+	r := Of(e)
+	pt := r.prog.Type
+	op := progtype.Load
+	if write {
+		op = progtype.Store
+	}
+	f, err := pt.Access(uint32(off), uint32(size), op)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", vm.ErrMemory, err)
+	}
+	switch f.Kind {
+	case progtype.PacketData:
+		return r.pkt.Data, nil
+	case progtype.PacketEnd:
+		return r.pkt.End, nil
+	case progtype.PacketMeta:
+		return r.pkt.Meta, nil
+	}
+	o, n := f.Convert(uint32(off), uint32(size), op)
+	addr, size := e.Ctx.Start+uint64(o), uint64(n)
+	if write {
+		if f.StoreLimit != 0 && val >= f.StoreLimit {
+			// Without the instruction, a store of a negative immediate
+			// is taken for a register's (DESIGN.md).
+			return 0, nil
+		}
+		vm.StoreSized(addr, size, val)
+		return 0, nil
+	}
+	return vm.LoadSized(addr, size), nil
+}

@@ -1,0 +1,181 @@
+package runner
+
+import (
+	"context"
+	"io"
+	"slices"
+
+	"bpfvm/maps"
+	"bpfvm/vm"
+)
+
+// Runner holds the off-heap memory and the state of the runs on one CPU:
+// what helpers see of a run (Of) besides vm.Env.
+type Runner struct {
+	cpu      int
+	stack    *vm.Mem
+	buf      *vm.Mem
+	env      vm.Env
+	pkt      Packet
+	regions  []vm.Region // regions[0] is the packet
+	prog     *Program    // the program running, for helpers
+	redirect Redirect
+	hs       helperState  // helpers' per-runner state (state.go)
+	cache    vm.Cache     // the engines' state kept from run to run
+	between  func() error // r.nextRun, made once: what engines call between repetitions
+	pace     vm.Pacer     // nextRun's looks at the run's context
+}
+
+// setPacket moves the packet boundaries (after bpf_xdp_adjust_head and
+// friends) and updates what checked accesses and LD_ABS may touch.
+func (r *Runner) setPacket(p Packet) {
+	// Field by field, as in startEnv.
+	r.pkt.Start, r.pkt.Meta, r.pkt.Data, r.pkt.End, r.pkt.Limit = p.Start, p.Meta, p.Data, p.End, p.Limit
+	reg := &r.regions[0]
+	reg.Start, reg.End, reg.Writable = p.Meta, p.End, true
+	r.env.Packet.Start, r.env.Packet.End, r.env.Packet.Writable = p.Data, p.End, true
+	if r.prog != nil && r.prog.Verified {
+		// Verified programs load the packet pointers from the shadow
+		// slots (see Shadow).
+		shadow := r.buf.Addr() + Shadow(r.prog.Type)
+		*(*uint64)(vm.Ptr(shadow + ShadowData)) = p.Data
+		*(*uint64)(vm.Ptr(shadow + ShadowEnd)) = p.End
+		*(*uint64)(vm.Ptr(shadow + ShadowMeta)) = p.Meta
+	}
+}
+
+// startEnv sets up the runner's environment for a run of r.prog on the
+// packet r.pkt, keeping the engines' cache. It sets every field (keep it
+// in step with vm.Env), one by one: a composite literal would be built on
+// the stack and copied with wide loads that stall on store forwarding.
+func (r *Runner) startEnv(ctx context.Context) {
+	p, e := r.prog, &r.env
+	e.Checked = p.Checked
+	r.regions = r.progRegions(append(r.regions[:0], vm.Region{}), p)
+	e.Regions = r.regions
+	e.Ctx.Start, e.Ctx.End, e.Ctx.Writable = 0, 0, false
+	e.CtxAccess = nil
+	e.Stack.Start, e.Stack.End, e.Stack.Writable = r.stack.Addr(), r.stack.Addr()+vm.MaxFrames*vm.StackSize, true
+	e.CPU = r.cpu
+	e.Rand = &r.hs.rng
+	e.Value = r
+	e.TailCalls, e.FP = 0, 0
+	e.MacHeader, e.NetHeader = 0, 0
+	e.SetContext(ctx)
+	r.pace = vm.Pacer{}
+	e.Cache = &r.cache
+	r.setPacket(r.pkt)
+}
+
+// progRegions appends to regions (which hold the packet) what p may
+// access in checked mode: its maps and, for a verified program that runs
+// checked, the context and the shadow packet pointers its rewritten
+// context loads read (unverified programs reach the context through
+// vm.Env.CtxAccess instead).
+func (r *Runner) progRegions(regions []vm.Region, p *Program) []vm.Region {
+	if p.Verified && p.Checked && p.Type.ContextSize > 0 {
+		base := r.buf.Addr()
+		shadow := base + Shadow(p.Type)
+		regions = append(regions,
+			vm.Region{Start: base, End: base + uint64(p.Type.ContextSize), Writable: true},
+			vm.Region{Start: shadow, End: shadow + shadowSize})
+	}
+	return append(regions, p.Regions...)
+}
+
+// memory makes sure the runner has a stack and a buffer of at least need
+// bytes.
+func (r *Runner) memory(need int) error {
+	if r.stack == nil {
+		stack, err := vm.Alloc(vm.MaxFrames * vm.StackSize)
+		if err != nil {
+			return err
+		}
+		r.stack = stack
+	}
+	if r.buf == nil || len(r.buf.Bytes()) < need {
+		if r.buf != nil {
+			r.buf.Free()
+			r.buf = nil
+		}
+		buf, err := vm.Alloc(need)
+		if err != nil {
+			return err
+		}
+		r.buf = buf
+	}
+	return nil
+}
+
+// Of returns the runner of the run a helper is called from.
+func Of(e *vm.Env) *Runner { return e.Value.(*Runner) }
+
+// CPU is the runner's CPU number: what bpf_get_smp_processor_id returns
+// and the slot of per-CPU maps.
+func (r *Runner) CPU() int { return r.cpu }
+
+// Program is the program running.
+func (r *Runner) Program() *Program { return r.prog }
+
+// Packet returns where the packet is.
+func (r *Runner) Packet() Packet { return r.pkt }
+
+// SetPacket moves the packet boundaries (bpf_xdp_adjust_head and friends)
+// and updates what checked accesses, LD_ABS and the shadow slots see.
+func (r *Runner) SetPacket(p Packet) { r.setPacket(p) }
+
+// PacketBytes returns the packet from its data pointer to its end.
+func (r *Runner) PacketBytes() []byte { return vm.Slice(r.pkt.Data, r.pkt.End-r.pkt.Data) }
+
+// SetRedirect records the redirect helper call of the run (Output.Redirect).
+func (r *Runner) SetRedirect(rd Redirect) { r.redirect = rd }
+
+// OwnMap returns the map of the running program whose handle is handle,
+// or nil: the fast path of a checked run's map arguments.
+func (r *Runner) OwnMap(handle uint64) maps.Map {
+	if r.prog == nil {
+		return nil
+	}
+	for _, m := range r.prog.Maps {
+		if m.Handle() == handle {
+			return m
+		}
+	}
+	return nil
+}
+
+// GrantMap lets a checked run access the values of m when m is a map the
+// program reached at run time (an inner map of a map of maps) rather than
+// one it references, whose memory the run was granted from the start.
+func (r *Runner) GrantMap(e *vm.Env, m maps.Map) {
+	if r.prog == nil || slices.Contains(r.prog.Maps, m) {
+		return
+	}
+	mem := m.Memory()
+	if len(mem) == 0 || slices.Contains(r.regions, mem[0]) {
+		return
+	}
+	for _, reg := range mem {
+		r.AddRegion(e, reg)
+	}
+}
+
+// StringSpan bounds a constant string at addr to the read-only value
+// holding it: the bytes from addr to that value's end, or limit when no
+// such value holds addr.
+func (r *Runner) StringSpan(addr, limit uint64) uint64 {
+	if r.prog != nil {
+		for _, v := range r.prog.StrValues {
+			if addr >= v.Start && addr < v.End {
+				limit = min(limit, v.End-addr)
+			}
+		}
+	}
+	return limit
+}
+
+// Output is where bpf_trace_printk lines go (nil: discarded).
+func (r *Runner) Output() io.Writer { return r.prog.Output }
+
+// Line is a reusable buffer for the helpers' output lines.
+func (r *Runner) Line() *[]byte { return &r.hs.line }

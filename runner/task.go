@@ -1,0 +1,48 @@
+package runner
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// Task is the task the bpf_get_current_* helpers describe: in the kernel,
+// the task a program runs in the context of. By default bpfvm reports the
+// host process and the OS thread of the run.
+type Task struct {
+	// PID is the thread id (the kernel's task pid), TGID the process id.
+	PID, TGID uint32
+	UID, GID  uint32
+	// Comm is the command name; programs see at most its first 15 bytes,
+	// as the kernel's TASK_COMM_LEN is 16 with the NUL.
+	Comm string
+}
+
+// CommLen is the kernel's TASK_COMM_LEN.
+const CommLen = 16
+
+// hostTask is the process's own task, minus the thread id, which
+// bpf_get_current_pid_tgid reads at each call.
+var hostTask = sync.OnceValue(func() Task {
+	t := Task{TGID: uint32(os.Getpid()), UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
+	// The kernel's own name for the process, else what it derives it from:
+	// the base name of the executed file.
+	if b, err := os.ReadFile("/proc/self/comm"); err == nil {
+		t.Comm = string(bytes.TrimSuffix(b, []byte("\n")))
+	} else if len(os.Args) > 0 {
+		t.Comm = filepath.Base(os.Args[0])
+	}
+	if len(t.Comm) > CommLen-1 {
+		t.Comm = t.Comm[:CommLen-1]
+	}
+	return t
+})
+
+// Task returns the task a run reports and whether it is the host's.
+func (r *Runner) Task() (Task, bool) {
+	if t := r.prog.Task; t != nil {
+		return *t, false
+	}
+	return hostTask(), true
+}
