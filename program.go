@@ -350,9 +350,6 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 			return nil, fmt.Errorf("program %s: %w", name, err)
 		}
 	}
-	if err := checkHelpers(insns, pt); err != nil {
-		return nil, fmt.Errorf("program %s: %w", name, err)
-	}
 	if err := checkKfuncs(insns); err != nil {
 		return nil, fmt.Errorf("program %s: %w", name, err)
 	}
@@ -441,19 +438,6 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, maps
 	}
 	p.register()
 	return p, nil
-}
-
-// checkHelpers rejects calls to helpers the program type does not allow.
-func checkHelpers(insns []isa.Instruction, pt *progtype.Type) error {
-	if pt.Helpers == nil {
-		return nil
-	}
-	for i, ins := range insns {
-		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && !pt.Helpers(ins.Imm) {
-			return fmt.Errorf("insn %d: program of type %s may not call helper %s#%d", i, pt.Name, isa.HelperName(ins.Imm), ins.Imm)
-		}
-	}
-	return nil
 }
 
 // resolve replaces map references (LD_IMM64 with a map pseudo source and

@@ -19,21 +19,7 @@ const (
 )
 
 // typeOf returns the description of a kernel program type bpfvm runs.
-func typeOf(t ebpf.ProgramType) (*progtype.Type, error) {
-	switch t {
-	case ebpf.UnspecifiedProgram:
-		return progtype.Raw, nil
-	case ebpf.XDP:
-		return progtype.XDP, nil
-	case ebpf.SocketFilter:
-		return progtype.SocketFilter, nil
-	case ebpf.SchedCLS:
-		return progtype.SchedCLS, nil
-	case ebpf.SchedACT:
-		return progtype.SchedACT, nil
-	}
-	return nil, fmt.Errorf("program type %s: %w", t, ErrNotSupported)
-}
+func typeOf(t ebpf.ProgramType) (*progtype.Type, error) { return progtype.Of(t) }
 
 // packetState locates the packet in a runner's buffer: start <= meta <=
 // data <= end <= limit, where [start, meta) is free headroom and

@@ -88,9 +88,14 @@ func (p *Program) verify() error {
 		return nil
 	}
 	// A helper bpfvm lacks is a load error of its own, before the verifier
-	// would call it an invalid function.
+	// would call it an invalid function; one the program type may not call
+	// is the verifier's to reject, as the kernel does.
+	caps := progtype.CapPerfmon
+	if p.opts.Unprivileged {
+		caps = progtype.CapNone
+	}
 	for pc, ins := range p.insns {
-		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && p.helper(ins.Imm) == nil {
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && p.helper(ins.Imm) == nil && p.pt.CanCall(ins.Imm, caps) {
 			return fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, isa.HelperLabel(ins.Imm))
 		}
 	}

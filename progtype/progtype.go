@@ -9,6 +9,8 @@ package progtype
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cilium/ebpf"
 )
 
 // ErrNotSupported is wrapped by errors for inputs the kernel takes and
@@ -113,11 +115,12 @@ type Type struct {
 	// NetworkHeader makes the packet start after the 14-byte Ethernet header
 	// (socket filters see the packet from the network header on).
 	NetworkHeader bool
-	// Helpers reports whether programs of this type may call a helper; nil
-	// allows every helper.
-	Helpers func(id int32) bool
+	// Helpers are the helpers programs of this type may call (the
+	// kernel's func_proto for the type, CanCall); nil allows every helper.
+	Helpers HelperSet
 	// ReturnMin and ReturnMax bound R0 at exit (checked by the verifier)
-	// when ReturnMax > ReturnMin.
+	// when ReturnMax > ReturnMin: the kernel's check_return_code. The
+	// networking types here have no range.
 	ReturnMin, ReturnMax int64
 	// Setup fills the context before a run, after the context input (given
 	// says whether the run had one) has been copied, from the input frame
@@ -293,4 +296,22 @@ func (t *Type) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Of returns the description of a kernel program type bpfvm runs; an
+// unspecified type is Raw.
+func Of(t ebpf.ProgramType) (*Type, error) {
+	switch t {
+	case ebpf.UnspecifiedProgram:
+		return Raw, nil
+	case ebpf.XDP:
+		return XDP, nil
+	case ebpf.SocketFilter:
+		return SocketFilter, nil
+	case ebpf.SchedCLS:
+		return SchedCLS, nil
+	case ebpf.SchedACT:
+		return SchedACT, nil
+	}
+	return nil, fmt.Errorf("program type %s: %w", t, ErrNotSupported)
 }

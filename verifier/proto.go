@@ -104,9 +104,6 @@ type Proto struct {
 	// PktAccess allows packet pointers as memory arguments (the kernel's
 	// pkt_access): "helper access to the packet is not allowed" otherwise.
 	PktAccess bool
-	// ProgTypes lists the program types that may call the helper, by
-	// progtype name (nil: any).
-	ProgTypes []string
 }
 
 var (
@@ -155,8 +152,7 @@ var builtinProtos = map[string]Proto{
 	// it. The tracing types' bpf_perf_event_output_proto, and
 	// bpf_skb_output and bpf_xdp_output (BPF_PROG_TYPE_TRACING only), are
 	// not implemented: bpfvm has no tracing types.
-	"bpf_perf_event_output": {Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything, ArgMem, ArgConstSizeOrZero}, MapTypes: []maps.Type{maps.PerfEventArray},
-		ProgTypes: []string{"socket_filter", "sched_cls", "sched_act", "xdp"}},
+	"bpf_perf_event_output": {Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything, ArgMem, ArgConstSizeOrZero}, MapTypes: []maps.Type{maps.PerfEventArray}},
 	"bpf_skb_load_bytes":    {Args: [5]ArgType{ArgCtx, ArgAnything, ArgUninitMem, ArgConstSize}},
 	"bpf_skb_store_bytes":   {Args: [5]ArgType{ArgCtx, ArgAnything, ArgMem, ArgConstSize, ArgAnything}},
 	"bpf_l3_csum_replace":   {Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything, ArgAnything, ArgAnything}},
@@ -166,7 +162,7 @@ var builtinProtos = map[string]Proto{
 	"bpf_xdp_adjust_tail":   {Args: [5]ArgType{ArgCtx, ArgAnything}},
 	"bpf_xdp_adjust_meta":   {Args: [5]ArgType{ArgCtx, ArgAnything}},
 	"bpf_redirect":          {Args: [5]ArgType{ArgAnything, ArgAnything}},
-	"bpf_redirect_map":      {Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}, MapTypes: []maps.Type{maps.DevMap, maps.DevMapHash, maps.CPUMap, maps.XSKMap}, ProgTypes: []string{"xdp"}},
+	"bpf_redirect_map":      {Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}, MapTypes: []maps.Type{maps.DevMap, maps.DevMapHash, maps.CPUMap, maps.XSKMap}},
 	"bpf_loop":              {Args: [5]ArgType{ArgAnything, ArgCallback, ArgStackOrNull, ArgAnything}},
 	"bpf_for_each_map_elem": {Args: [5]ArgType{ArgConstMapPtr, ArgCallback, ArgStackOrNull, ArgAnything}},
 	"bpf_strtol":            {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}},
