@@ -1,9 +1,16 @@
 // Package progtype describes program types: the layout of the context a
 // program receives in R1, which fields it may read and write, which of them
-// are pointers into the packet, and how test runs present their input. The
-// runtime uses it to run programs, the verifier to check context accesses,
-// and the rewrite to convert them. Host applications describe their own
-// program types with it to embed eBPF as an extension language.
+// are pointers into the packet, which helpers it may call (the kernel's
+// func_proto for the type, by privilege), the values it may return, and how
+// test runs present their input. The runtime uses it to run programs, the
+// verifier to check context accesses and helper calls, and the rewrite to
+// convert context accesses. Host applications describe their own program
+// types with it to embed eBPF as an extension language.
+//
+// Each family of kernel types has a file: raw.go, xdp.go, skb.go (the
+// __sk_buff layout and test-run setup the skb types share),
+// socket_filter.go, tc.go; helpers.go holds the shared helper sets
+// (bpf_base_func_proto, bpf_sk_base_func_proto) they compose.
 package progtype
 
 import (
