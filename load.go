@@ -48,7 +48,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 		return nil, err
 	}
 	hs := &helper.Set{Host: opts.Helpers, Protos: opts.HelperProtos, NoNatives: opts.JIT.NoNatives}
-	if err := check(insns, pt, opts); err != nil {
+	if err := check(insns, opts); err != nil {
 		return nil, err
 	}
 	v, err := verify(insns, pt, ms, hs, opts)
@@ -102,32 +102,12 @@ func programType(typ ebpf.ProgramType, opts ProgramOptions) (*progtype.Type, err
 		}
 		return pt, nil
 	}
-	return typeOf(typ)
-}
-
-// typeOf returns the description of a kernel program type bpfvm runs.
-func typeOf(t ebpf.ProgramType) (*progtype.Type, error) {
-	switch t {
-	case ebpf.UnspecifiedProgram:
-		return progtype.Raw, nil
-	case ebpf.XDP:
-		return progtype.XDP, nil
-	case ebpf.SocketFilter:
-		return progtype.SocketFilter, nil
-	case ebpf.SchedCLS:
-		return progtype.SchedCLS, nil
-	case ebpf.SchedACT:
-		return progtype.SchedACT, nil
-	}
-	return nil, fmt.Errorf("program type %s: %w", t, ErrNotSupported)
+	return progtype.Of(typ)
 }
 
 // check refuses what no engine loads: options out of range, malformed
-// instructions, helpers the program type forbids, kfuncs bpfvm lacks.
-func check(insns []isa.Instruction, pt *progtype.Type, opts ProgramOptions) error {
-	if err := checkHelpers(insns, pt); err != nil {
-		return err
-	}
+// instructions, kfuncs bpfvm lacks.
+func check(insns []isa.Instruction, opts ProgramOptions) error {
 	if err := helper.CheckKfuncs(insns); err != nil {
 		return err
 	}
@@ -138,19 +118,6 @@ func check(insns []isa.Instruction, pt *progtype.Type, opts ProgramOptions) erro
 		return fmt.Errorf("checks %s: %w", opts.Checks, ErrNotSupported)
 	}
 	return isa.Validate(insns)
-}
-
-// checkHelpers rejects calls to helpers the program type does not allow.
-func checkHelpers(insns []isa.Instruction, pt *progtype.Type) error {
-	if pt.Helpers == nil {
-		return nil
-	}
-	for i, ins := range insns {
-		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && !pt.Helpers(ins.Imm) {
-			return fmt.Errorf("insn %d: program of type %s may not call helper %s#%d", i, pt.Name, isa.HelperName(ins.Imm), ins.Imm)
-		}
-	}
-	return nil
 }
 
 // verified is the verifier's result: the facts about each instruction
@@ -174,9 +141,14 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		return &verified{}, nil
 	}
 	// A helper bpfvm lacks is a load error of its own, before the verifier
-	// would call it an invalid function.
+	// would call it an invalid function; one the program type may not call
+	// is the verifier's to reject, as the kernel does.
+	caps := progtype.CapPerfmon
+	if opts.Unprivileged {
+		caps = progtype.CapNone
+	}
 	for pc, ins := range insns {
-		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && hs.Func(ins.Imm) == nil {
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && hs.Func(ins.Imm) == nil && pt.CanCall(ins.Imm, caps) {
 			return nil, fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, isa.HelperLabel(ins.Imm))
 		}
 	}

@@ -515,7 +515,7 @@ func oracleVerify(insns []isa.Instruction) (err error) {
 }
 
 func mustType(typ ebpf.ProgramType) *progtype.Type {
-	pt, err := typeOf(typ)
+	pt, err := progtype.Of(typ)
 	if err != nil {
 		panic(err)
 	}

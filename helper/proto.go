@@ -104,9 +104,6 @@ type Proto struct {
 	// PktAccess allows packet pointers as memory arguments (the kernel's
 	// pkt_access): "helper access to the packet is not allowed" otherwise.
 	PktAccess bool
-	// ProgTypes lists the program types that may call the helper, by
-	// progtype name (nil: any).
-	ProgTypes []string
 	// ChangesPacket says the helper may move or resize the packet: every
 	// packet pointer is invalid after a call (the kernel's
 	// bpf_helper_changes_pkt_data).

@@ -1,14 +1,23 @@
 // Package progtype describes program types: the layout of the context a
 // program receives in R1, which fields it may read and write, which of them
-// are pointers into the packet, and how test runs present their input. The
-// runtime uses it to run programs, the verifier to check context accesses,
-// and the rewrite to convert them. Host applications describe their own
-// program types with it to embed eBPF as an extension language.
+// are pointers into the packet, which helpers it may call (the kernel's
+// func_proto for the type, by privilege), the values it may return, and how
+// test runs present their input. The runtime uses it to run programs, the
+// verifier to check context accesses and helper calls, and the rewrite to
+// convert context accesses. Host applications describe their own program
+// types with it to embed eBPF as an extension language.
+//
+// Each family of kernel types has a file: raw.go, xdp.go, skb.go (the
+// __sk_buff layout and test-run setup the skb types share),
+// socket_filter.go, tc.go; helpers.go holds the shared helper sets
+// (bpf_base_func_proto, bpf_sk_base_func_proto) they compose.
 package progtype
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cilium/ebpf"
 )
 
 // ErrNotSupported is wrapped by errors for inputs the kernel takes and
@@ -113,11 +122,12 @@ type Type struct {
 	// NetworkHeader makes the packet start after the 14-byte Ethernet header
 	// (socket filters see the packet from the network header on).
 	NetworkHeader bool
-	// Helpers reports whether programs of this type may call a helper; nil
-	// allows every helper.
-	Helpers func(id int32) bool
+	// Helpers are the helpers programs of this type may call (the
+	// kernel's func_proto for the type, CanCall); nil allows every helper.
+	Helpers HelperSet
 	// ReturnMin and ReturnMax bound R0 at exit (checked by the verifier)
-	// when ReturnMax > ReturnMin.
+	// when ReturnMax > ReturnMin: the kernel's check_return_code. The
+	// networking types here have no range.
 	ReturnMin, ReturnMax int64
 	// Setup fills the context before a run, after the context input (given
 	// says whether the run had one) has been copied, from the input frame
@@ -293,4 +303,22 @@ func (t *Type) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Of returns the description of a kernel program type bpfvm runs; an
+// unspecified type is Raw.
+func Of(t ebpf.ProgramType) (*Type, error) {
+	switch t {
+	case ebpf.UnspecifiedProgram:
+		return Raw, nil
+	case ebpf.XDP:
+		return XDP, nil
+	case ebpf.SocketFilter:
+		return SocketFilter, nil
+	case ebpf.SchedCLS:
+		return SchedCLS, nil
+	case ebpf.SchedACT:
+		return SchedACT, nil
+	}
+	return nil, fmt.Errorf("program type %s: %w", t, ErrNotSupported)
 }

@@ -7,6 +7,7 @@ import (
 	"bpfvm/helper"
 	"bpfvm/isa"
 	"bpfvm/maps"
+	"bpfvm/progtype"
 )
 
 // releaseRef drops an acquired reference.
@@ -31,20 +32,30 @@ func (v *verifier) proto(id int32) *Proto {
 	return helper.Builtin().Proto(id)
 }
 
+// caps is the privilege of the load: root's, or none.
+func (v *verifier) caps() progtype.Cap {
+	if v.opts.Unprivileged {
+		return progtype.CapNone
+	}
+	return progtype.CapPerfmon
+}
+
 func (v *verifier) checkHelperCall(pc int, id int32) error {
 	p := v.proto(id)
 	name := isa.HelperName(id)
 	if name == "" {
 		name = "unknown"
 	}
+	// The type's func_proto set first, as the kernel asks it for the
+	// prototype.
+	if !v.pt.CanCall(id, v.caps()) {
+		return v.errorf(pc, "program of this type cannot use helper %s#%d", name, id)
+	}
 	if p == nil {
 		return v.errorf(pc, "invalid func %s#%d", name, id)
 	}
 	if p.Name != "" {
 		name = p.Name
-	}
-	if v.pt.Helpers != nil && !v.pt.Helpers(id) || p.ProgTypes != nil && !slices.Contains(p.ProgTypes, v.pt.Name) {
-		return v.errorf(pc, "program of this type cannot use helper %s#%d", name, id)
 	}
 	f := v.cur.cur()
 	var (

@@ -41,8 +41,8 @@ func TestPerfEventOutput(t *testing.T) {
 		{name: "data from the packet", typ: ebpf.SchedCLS, maps: pm, asm: "r6 = r1\nr4 = *(u32 *)(r6 +76)\nr7 = *(u32 *)(r6 +80)\nr8 = r4\nr8 += 8\nif r8 > r7 goto out\nr1 = r6\nr2 = map[fd:0] ll\nr3 = 0\nr5 = 8\ncall bpf_perf_event_output#25\nout: r0 = 0\nexit", err: "helper access to the packet is not allowed", kmsg: true},
 		// The tracing variants: the kernel gives them only to
 		// BPF_PROG_TYPE_TRACING (fentry/fexit on skb and XDP functions).
-		{name: "skb_output from tc", typ: ebpf.SchedCLS, maps: pm, asm: buf + "r2 = map[fd:0] ll\nr3 = 0\nr4 = r10\nr4 += -8\nr5 = 8\ncall bpf_skb_output#111\nr0 = 0\nexit", err: "bpf_skb_output#111", klog: "program of this type cannot use helper bpf_skb_output#111"},
-		{name: "xdp_output from xdp", typ: ebpf.XDP, maps: pm, asm: buf + "r2 = map[fd:0] ll\nr3 = 0\nr4 = r10\nr4 += -8\nr5 = 8\ncall bpf_xdp_output#121\nr0 = 0\nexit", err: "bpf_xdp_output#121", klog: "program of this type cannot use helper bpf_xdp_output#121"},
+		{name: "skb_output from tc", typ: ebpf.SchedCLS, maps: pm, asm: buf + "r2 = map[fd:0] ll\nr3 = 0\nr4 = r10\nr4 += -8\nr5 = 8\ncall bpf_skb_output#111\nr0 = 0\nexit", err: "program of this type cannot use helper bpf_skb_output#111", kmsg: true},
+		{name: "xdp_output from xdp", typ: ebpf.XDP, maps: pm, asm: buf + "r2 = map[fd:0] ll\nr3 = 0\nr4 = r10\nr4 += -8\nr5 = 8\ncall bpf_xdp_output#121\nr0 = 0\nexit", err: "program of this type cannot use helper bpf_xdp_output#121", kmsg: true},
 	}...)
 	runCases(t, cases)
 }

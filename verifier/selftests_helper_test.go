@@ -62,7 +62,7 @@ func TestSelftestHelpers(t *testing.T) {
 		{name: "anything arg uninit", asm: "call bpf_redirect#23\nexit", err: "R2 !read_ok", kmsg: true},
 		{name: "redirect", asm: "r1 = 1\nr2 = 0\ncall bpf_redirect#23\nexit"},
 		{name: "unknown helper", asm: "call 100000\nr0 = 0\nexit", err: "invalid func unknown#100000", kmsg: true},
-		{name: "helper zero", asm: "call 0\nr0 = 0\nexit", err: "invalid func"},
+		{name: "helper zero", asm: "call 0\nr0 = 0\nexit", err: "program of this type cannot use helper bpf_unspec#0", kmsg: true},
 		{name: "ringbuf query", maps: []maps.Spec{ringbuf}, asm: "r1 = map[fd:0] ll\nr2 = 0\ncall bpf_ringbuf_query#134\nexit"},
 		{name: "result of helper unknown", maps: []maps.Spec{val48}, asm: lookup4 + "if r0 == 0 goto out\nr6 = r0\ncall bpf_get_prandom_u32#7\nr6 += r0\nr0 = *(u8 *)(r6 +0)\nout: r0 = 0\nexit", err: "math between map_value pointer and register with unbounded min value is not allowed", kmsg: true},
 		{name: "result of helper masked", maps: []maps.Spec{val48}, asm: lookup4 + "if r0 == 0 goto out\nr6 = r0\ncall bpf_get_prandom_u32#7\nr0 &= 31\nr6 += r0\nr0 = *(u8 *)(r6 +0)\nout: r0 = 0\nexit"},

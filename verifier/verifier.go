@@ -73,7 +73,8 @@ type Options struct {
 	// not call it. Nil uses the built-in helpers (helper.Builtin).
 	Helpers func(id int32) *Proto
 	// Unprivileged applies the rules for loads without CAP_BPF: no pointer
-	// leaks, no pointer comparisons, smaller limits.
+	// leaks, no pointer comparisons, smaller limits, only the helpers the
+	// type gives without privilege (progtype.CapNone).
 	Unprivileged bool
 	// StrictAlignment requires naturally aligned accesses everywhere, as
 	// on a platform without efficient unaligned access.

@@ -70,18 +70,13 @@ var kernelCompared, kernelAgreed atomic.Int64
 var arrayMap = maps.Spec{Name: "arr", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4}
 var hashMap = maps.Spec{Name: "hash", Type: maps.Hash, KeySize: 8, ValueSize: 16, MaxEntries: 16}
 
+// progType is the description of t, Raw for a type bpfvm lacks.
 func progType(t ebpf.ProgramType) *progtype.Type {
-	switch t {
-	case ebpf.XDP:
-		return progtype.XDP
-	case ebpf.SocketFilter:
-		return progtype.SocketFilter
-	case ebpf.SchedCLS:
-		return progtype.SchedCLS
-	case ebpf.SchedACT:
-		return progtype.SchedACT
+	pt, err := progtype.Of(t)
+	if err != nil {
+		return progtype.Raw
 	}
-	return progtype.Raw
+	return pt
 }
 
 func runCases(t *testing.T, cases []vcase) {

@@ -33,6 +33,10 @@ var requestType = &progtype.Type{
 		{Name: "data", Offset: 8, Size: 8, Read: true, Kind: progtype.PacketData},
 		{Name: "data_end", Offset: 16, Size: 8, Read: true, Kind: progtype.PacketEnd},
 	},
+	// The kernel's base helpers (maps, time, ring buffers...); the host's
+	// own helper 10000 has no kernel name and needs no entry. Without a
+	// set, every helper would be allowed.
+	Helpers: progtype.BaseHelpers(),
 }
 
 // request mirrors the context's scalar fields for RunOptions.Context.

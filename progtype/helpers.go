@@ -1,0 +1,116 @@
+package progtype
+
+import (
+	"maps"
+	"strings"
+
+	"bpfvm/isa"
+)
+
+// Cap is the privilege a program is loaded with, as the kernel's func_proto
+// functions test it (bpf_token_capable). The levels are nested, as the
+// kernel's tests are: CAP_PERFMON helpers are reached only past the CAP_BPF
+// test.
+type Cap uint8
+
+// Privilege levels.
+const (
+	// CapNone is a load without CAP_BPF (or CAP_SYS_ADMIN): unprivileged.
+	CapNone Cap = iota
+	// CapBPF is CAP_BPF without CAP_PERFMON.
+	CapBPF
+	// CapPerfmon is CAP_BPF and CAP_PERFMON (root).
+	CapPerfmon
+)
+
+// HelperSet is the helpers a program type may call, by kernel name
+// ("bpf_map_lookup_elem"), each with the least privilege a load needs to
+// call it: a kernel func_proto function as data. A helper outside the set
+// is the kernel's "program of this type cannot use helper"; a helper in it
+// that bpfvm does not implement is a load error of its own.
+type HelperSet map[string]Cap
+
+// Helpers composes sets as a func_proto function falls through to the
+// next one (xdp_func_proto to bpf_sk_base_func_proto to
+// bpf_base_func_proto): a helper takes the privilege of the first set that
+// names it.
+func Helpers(sets ...HelperSet) HelperSet {
+	out := HelperSet{}
+	for _, s := range sets {
+		for name, c := range s {
+			if _, ok := out[name]; !ok {
+				out[name] = c
+			}
+		}
+	}
+	return out
+}
+
+// BaseHelpers returns the kernel's bpf_base_func_proto (kernel/bpf/helpers.c),
+// the helpers every program type with a func_proto falls back to, for host
+// types to compose their own sets from.
+func BaseHelpers() HelperSet { return maps.Clone(baseHelpers) }
+
+// names gives the helpers named (without their "bpf_" prefix, separated by
+// spaces) the privilege c: the type-specific cases of a func_proto switch
+// return before any capability test, so they need none.
+func names(c Cap, list string) HelperSet {
+	s := HelperSet{}
+	for _, n := range strings.Fields(list) {
+		s["bpf_"+n] = c
+	}
+	return s
+}
+
+// baseHelpers is bpf_base_func_proto: the first switch for every load, the
+// second for CAP_BPF, the third for CAP_PERFMON as well.
+var baseHelpers = Helpers(
+	names(CapNone, `map_lookup_elem map_update_elem map_delete_elem
+		map_push_elem map_pop_elem map_peek_elem map_lookup_percpu_elem
+		get_prandom_u32 get_smp_processor_id get_numa_node_id tail_call
+		ktime_get_ns ktime_get_boot_ns ktime_get_tai_ns
+		ringbuf_output ringbuf_reserve ringbuf_submit ringbuf_discard ringbuf_query
+		strncmp strtol strtoul
+		get_current_pid_tgid get_ns_current_pid_tgid get_current_uid_gid`),
+	names(CapBPF, `spin_lock spin_unlock jiffies64 per_cpu_ptr this_cpu_ptr
+		timer_init timer_set_callback timer_start timer_cancel kptr_xchg
+		for_each_map_elem loop user_ringbuf_drain
+		ringbuf_reserve_dynptr ringbuf_submit_dynptr ringbuf_discard_dynptr
+		dynptr_from_mem dynptr_read dynptr_write dynptr_data
+		cgrp_storage_get cgrp_storage_delete
+		get_current_cgroup_id get_current_ancestor_cgroup_id
+		current_task_under_cgroup get_cgroup_classid
+		task_storage_get task_storage_delete`),
+	names(CapPerfmon, `trace_printk get_current_task get_current_task_btf
+		get_current_comm probe_read_user probe_read_kernel
+		probe_read_user_str probe_read_kernel_str
+		copy_from_user copy_from_user_task snprintf_btf snprintf
+		task_pt_regs trace_vprintk perf_event_read_value perf_event_read
+		send_signal send_signal_thread get_task_stack get_branch_snapshot
+		find_vma`),
+)
+
+// sockBaseHelpers is bpf_sk_base_func_proto (net/core/filter.c), which the
+// networking types fall back to: the socket casts need CAP_PERFMON, then
+// bpf_base_func_proto.
+var sockBaseHelpers = Helpers(
+	names(CapNone, "ktime_get_coarse_ns"),
+	names(CapPerfmon, `skc_to_tcp6_sock skc_to_tcp_sock skc_to_tcp_timewait_sock
+		skc_to_tcp_request_sock skc_to_udp6_sock skc_to_unix_sock
+		skc_to_mptcp_sock`),
+	baseHelpers,
+)
+
+// CanCall reports whether a program of the type, loaded with privilege c,
+// may call helper id. A type without a set (Helpers nil: Raw, host types
+// that give none) may call every helper. Ids without a kernel name are
+// the host's own helpers (ProgramOptions.Helpers), which no kernel set
+// names: any type may call them.
+func (t *Type) CanCall(id int32, c Cap) bool {
+	name := isa.HelperName(id)
+	if t.Helpers == nil || name == "" {
+		return true
+	}
+	need, ok := t.Helpers[name]
+	return ok && need <= c
+}
