@@ -137,7 +137,7 @@ func (r *Runner) LeaveCallbacks(e *vm.Env, frames, extra vm.Region) {
 	r.RemoveRegion(e, frames)
 }
 
-// callback runs the subprogram fn of the running program with arguments
+// Callback runs the subprogram fn of the running program with arguments
 // a1-a5, between EnterCallbacks and LeaveCallbacks.
 func (r *Runner) Callback(e *vm.Env, fn, a1, a2, a3, a4, a5 uint64) (uint64, error) {
 	return r.prog.Engine.Call(e, fn, a1, a2, a3, a4, a5)
@@ -162,7 +162,7 @@ func (r *Runner) ScratchSlots() (cur, next uint64, ok bool) {
 	return base, base + ScratchKeyMax, true
 }
 
-// random returns the next value of the runner's generator (seeded when the
+// Random returns the next value of the runner's generator (seeded when the
 // runner is made).
 func (r *Runner) Random() uint32 { return r.hs.rng.Uint32() }
 
