@@ -7,6 +7,21 @@ import (
 	"bpfvm/vm"
 )
 
+// Array maps.
+const (
+	Array       Type = 2
+	PerCPUArray Type = 6
+)
+
+// arrayType describes BPF_MAP_TYPE_ARRAY and BPF_MAP_TYPE_PERCPU_ARRAY.
+func arrayType(t Type) typeInfo {
+	info := typeInfo{new: newArray, validate: validateArray, helpers: walkHelpers, kernelStruct: "bpf_array"}
+	if t == PerCPUArray {
+		info.perCPU, info.helpers = true, perCPUHelpers
+	}
+	return info
+}
+
 // array is BPF_MAP_TYPE_ARRAY and BPF_MAP_TYPE_PERCPU_ARRAY: max_entries
 // elements in one off-heap block, each value rounded up to 8 bytes as in the
 // kernel; a per-CPU element holds NumCPU values one after the other.
@@ -34,7 +49,7 @@ const (
 // maxValueSize is the kernel's cap on value sizes (KMALLOC_MAX_SIZE-like).
 const maxValueSize = 1 << 29
 
-func newArray(spec Spec, opts Options) (*array, error) {
+func newArray(spec Spec, opts Options) (Map, error) {
 	if spec.KeySize != 4 {
 		return nil, fmt.Errorf("map %s: array key size %d, want 4: %w", spec.Name, spec.KeySize, ErrInvalid)
 	}

@@ -12,6 +12,24 @@ import (
 	"bpfvm/vm"
 )
 
+// Hash maps (the LRU ones evict, lru.go).
+const (
+	Hash          Type = 1
+	PerCPUHash    Type = 5
+	LRUHash       Type = 9
+	LRUPerCPUHash Type = 10
+)
+
+// hashType describes BPF_MAP_TYPE_HASH, PERCPU_HASH, LRU_HASH and
+// LRU_PERCPU_HASH.
+func hashType(t Type) typeInfo {
+	info := typeInfo{new: newHash, validate: validateHash, helpers: walkHelpers, kernelStruct: "bpf_htab"}
+	if t == PerCPUHash || t == LRUPerCPUHash {
+		info.perCPU, info.helpers = true, perCPUHelpers
+	}
+	return info
+}
+
 // hashMap is BPF_MAP_TYPE_HASH and PERCPU_HASH, and with lru set LRU_HASH
 // and LRU_PERCPU_HASH (eviction is in lru.go).
 //
@@ -104,7 +122,7 @@ func hashReserve(maxEntries uint32, ncpu int) uint32 {
 	return max(64, min(maxEntries, 4096)) + uint32(4*ncpu)
 }
 
-func newHash(spec Spec, opts Options) (*hashMap, error) {
+func newHash(spec Spec, opts Options) (Map, error) {
 	m, err := newHashMap(spec, opts, true)
 	if err != nil {
 		return nil, err

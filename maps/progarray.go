@@ -9,6 +9,17 @@ import (
 	"bpfvm/vm"
 )
 
+// ProgArray is BPF_MAP_TYPE_PROG_ARRAY (see ProgramArray).
+const ProgArray Type = 3
+
+// progArrayType describes program arrays: only bpf_tail_call takes them.
+func progArrayType() typeInfo {
+	return typeInfo{
+		new: newProgArray, validate: validateArray, kernelStruct: "bpf_array",
+		helpers: []string{"bpf_tail_call"}, onlyHelpers: true, notInner: true,
+	}
+}
+
 // ProgramArray is BPF_MAP_TYPE_PROG_ARRAY (the type constant takes the name
 // ProgArray): the programs of tail calls, by id. New returns it as a Map;
 // the tail-call helper type-asserts it and calls Get.
@@ -42,7 +53,7 @@ const (
 	ProgArrayFieldMaxEntries = 8 // uint32
 )
 
-func newProgArray(spec Spec, opts Options) (*ProgramArray, error) {
+func newProgArray(spec Spec, opts Options) (Map, error) {
 	mem, err := vm.Alloc(int(spec.MaxEntries) * 8)
 	if err != nil {
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)

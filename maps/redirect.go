@@ -13,6 +13,28 @@ const (
 	DevMapHash Type = 25
 )
 
+// redirectType describes the redirect maps: bpf_redirect_map takes them
+// all, lookups take devmaps and xskmaps (not cpumaps), nothing else does.
+// Their creation rules are newRedirectMap's.
+func redirectType(t Type) typeInfo {
+	info := typeInfo{new: newRedirectMap, helpers: redirectHelpers, onlyHelpers: true}
+	switch t {
+	case DevMap, DevMapHash:
+		// The kernel's lookup gives the device's own entry.
+		info.kernelStruct, info.progReadOnly = "bpf_dtab", true
+	case CPUMap:
+		info.kernelStruct, info.helpers = "bpf_cpu_map", redirectOnly
+	case XSKMap:
+		info.kernelStruct, info.socketValues = "xsk_map", true
+	}
+	return info
+}
+
+var (
+	redirectHelpers = []string{"bpf_redirect_map", "bpf_map_lookup_elem"}
+	redirectOnly    = []string{"bpf_redirect_map"}
+)
+
 // Redirect maps hold interface indexes (devmap), CPU numbers (cpumap) or
 // socket slots (xskmap) that bpf_redirect_map records as the run's redirect
 // target. bpfvm has no network devices, so they are stored as plain values:
@@ -20,10 +42,10 @@ const (
 // kernel's key and value sizes.
 func newRedirectMap(spec Spec, opts Options) (Map, error) {
 	if spec.KeySize != 4 {
-		return nil, fmt.Errorf("%s key size %d, want 4: %w", typeName(spec.Type), spec.KeySize, ErrInvalid)
+		return nil, fmt.Errorf("%s key size %d, want 4: %w", spec.Type, spec.KeySize, ErrInvalid)
 	}
 	if spec.ValueSize != 4 && spec.ValueSize != 8 {
-		return nil, fmt.Errorf("%s value size %d, want 4 or 8: %w", typeName(spec.Type), spec.ValueSize, ErrInvalid)
+		return nil, fmt.Errorf("%s value size %d, want 4 or 8: %w", spec.Type, spec.ValueSize, ErrInvalid)
 	}
 	backing := spec
 	backing.Type = Array
