@@ -2,7 +2,6 @@ package verifier
 
 import (
 	"bpfvm/isa"
-	"bpfvm/maps"
 )
 
 // ArgType says what a helper expects in an argument register, as the
@@ -97,8 +96,6 @@ type Proto struct {
 	Name string
 	Args [5]ArgType
 	Ret  RetType
-	// MapTypes lists the map types the map argument may have (nil: any).
-	MapTypes []maps.Type
 	// TailCall marks bpf_tail_call.
 	TailCall bool
 	// PktAccess allows packet pointers as memory arguments (the kernel's
@@ -109,28 +106,14 @@ type Proto struct {
 	ProgTypes []string
 }
 
-var (
-	// The kernel's check_map_func_compatibility also allows lookups in
-	// devmaps and xskmaps (not cpumaps).
-	lookupMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash, maps.ArrayOfMaps, maps.HashOfMaps,
-		maps.DevMap, maps.DevMapHash, maps.XSKMap, maps.LPMTrie}
-	updateMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash, maps.LPMTrie}
-	deleteMaps = updateMaps
-	queueMaps  = []maps.Type{maps.Queue, maps.Stack}
-	// Bloom filters take push (add) and peek (test), not pop.
-	pushPeekMaps = []maps.Type{maps.Queue, maps.Stack, maps.BloomFilter}
-	// forEachMaps have the kernel's map_for_each_callback.
-	forEachMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash}
-)
-
 // builtinProtos are the prototypes of the helpers bpfvm implements.
 var builtinProtos = map[string]Proto{
-	"bpf_map_lookup_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, Ret: RetMapValueOrNull, MapTypes: lookupMaps, PktAccess: true},
-	"bpf_map_update_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey, ArgMapValue, ArgAnything}, MapTypes: updateMaps, PktAccess: true},
-	"bpf_map_delete_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, MapTypes: deleteMaps, PktAccess: true},
-	"bpf_map_push_elem":        {Args: [5]ArgType{ArgConstMapPtr, ArgMapValue, ArgAnything}, MapTypes: pushPeekMaps, PktAccess: true},
-	"bpf_map_pop_elem":         {Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}, MapTypes: queueMaps},
-	"bpf_map_peek_elem":        {Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}, MapTypes: pushPeekMaps},
+	"bpf_map_lookup_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, Ret: RetMapValueOrNull, PktAccess: true},
+	"bpf_map_update_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey, ArgMapValue, ArgAnything}, PktAccess: true},
+	"bpf_map_delete_elem":      {Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, PktAccess: true},
+	"bpf_map_push_elem":        {Args: [5]ArgType{ArgConstMapPtr, ArgMapValue, ArgAnything}, PktAccess: true},
+	"bpf_map_pop_elem":         {Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}},
+	"bpf_map_peek_elem":        {Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}},
 	"bpf_ktime_get_ns":         {},
 	"bpf_ktime_get_boot_ns":    {},
 	"bpf_ktime_get_coarse_ns":  {},
@@ -144,18 +127,18 @@ var builtinProtos = map[string]Proto{
 	"bpf_trace_printk":         {Args: [5]ArgType{ArgMem, ArgConstSize}}, // R3-R5 are read unchecked, as in the kernel
 	"bpf_trace_vprintk":        {Args: [5]ArgType{ArgMem, ArgConstSize, ArgMemOrNull, ArgConstSizeOrZero}},
 	"bpf_snprintf":             {Args: [5]ArgType{ArgWriteMemOrNull, ArgConstSizeOrZero, ArgConstStr, ArgMemOrNull, ArgConstSizeOrZero}},
-	"bpf_tail_call":            {Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything}, Ret: RetVoid, MapTypes: []maps.Type{maps.ProgArray}, TailCall: true},
-	"bpf_ringbuf_output":       {Args: [5]ArgType{ArgConstMapPtr, ArgMem, ArgConstSizeOrZero, ArgAnything}, MapTypes: []maps.Type{maps.RingBuf}},
-	"bpf_ringbuf_reserve":      {Args: [5]ArgType{ArgConstMapPtr, ArgConstAllocSize, ArgAnything}, Ret: RetRingbufMemOrNull, MapTypes: []maps.Type{maps.RingBuf}},
+	"bpf_tail_call":            {Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything}, Ret: RetVoid, TailCall: true},
+	"bpf_ringbuf_output":       {Args: [5]ArgType{ArgConstMapPtr, ArgMem, ArgConstSizeOrZero, ArgAnything}},
+	"bpf_ringbuf_reserve":      {Args: [5]ArgType{ArgConstMapPtr, ArgConstAllocSize, ArgAnything}, Ret: RetRingbufMemOrNull},
 	"bpf_ringbuf_submit":       {Args: [5]ArgType{ArgRingbufMem, ArgAnything}, Ret: RetVoid},
 	"bpf_ringbuf_discard":      {Args: [5]ArgType{ArgRingbufMem, ArgAnything}, Ret: RetVoid},
-	"bpf_ringbuf_query":        {Args: [5]ArgType{ArgConstMapPtr, ArgAnything}, MapTypes: []maps.Type{maps.RingBuf}},
+	"bpf_ringbuf_query":        {Args: [5]ArgType{ArgConstMapPtr, ArgAnything}},
 	// The networking variant (the kernel's bpf_skb_event_output_proto and
 	// bpf_xdp_event_output_proto), for the types whose func_proto gives
 	// it. The tracing types' bpf_perf_event_output_proto, and
 	// bpf_skb_output and bpf_xdp_output (BPF_PROG_TYPE_TRACING only), are
 	// not implemented: bpfvm has no tracing types.
-	"bpf_perf_event_output": {Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything, ArgMem, ArgConstSizeOrZero}, MapTypes: []maps.Type{maps.PerfEventArray},
+	"bpf_perf_event_output": {Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything, ArgMem, ArgConstSizeOrZero},
 		ProgTypes: []string{"socket_filter", "sched_cls", "sched_act", "xdp"}},
 	"bpf_skb_load_bytes":    {Args: [5]ArgType{ArgCtx, ArgAnything, ArgUninitMem, ArgConstSize}},
 	"bpf_skb_store_bytes":   {Args: [5]ArgType{ArgCtx, ArgAnything, ArgMem, ArgConstSize, ArgAnything}},
@@ -166,20 +149,11 @@ var builtinProtos = map[string]Proto{
 	"bpf_xdp_adjust_tail":   {Args: [5]ArgType{ArgCtx, ArgAnything}},
 	"bpf_xdp_adjust_meta":   {Args: [5]ArgType{ArgCtx, ArgAnything}},
 	"bpf_redirect":          {Args: [5]ArgType{ArgAnything, ArgAnything}},
-	"bpf_redirect_map":      {Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}, MapTypes: []maps.Type{maps.DevMap, maps.DevMapHash, maps.CPUMap, maps.XSKMap}, ProgTypes: []string{"xdp"}},
+	"bpf_redirect_map":      {Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}, ProgTypes: []string{"xdp"}},
 	"bpf_loop":              {Args: [5]ArgType{ArgAnything, ArgCallback, ArgStackOrNull, ArgAnything}},
 	"bpf_for_each_map_elem": {Args: [5]ArgType{ArgConstMapPtr, ArgCallback, ArgStackOrNull, ArgAnything}},
 	"bpf_strtol":            {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}},
 	"bpf_strtoul":           {Args: [5]ArgType{ArgMem, ArgConstSize, ArgAnything, ArgPtrToLong}},
-}
-
-// mapHelpers lists, for map types that only some helpers take, the
-// helpers that do: the map-type half of the kernel's
-// check_map_func_compatibility. bpf_perf_event_read(_value), bpf_skb_output
-// and bpf_xdp_output also take perf event arrays in the kernel; bpfvm does
-// not implement them.
-var mapHelpers = map[maps.Type][]string{
-	maps.PerfEventArray: {"bpf_perf_event_output"},
 }
 
 // packetHelpers change the packet: every packet pointer is invalid after
