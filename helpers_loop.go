@@ -64,9 +64,7 @@ func helperForEachMapElem(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 	if spec.KeySize == 0 || spec.KeySize > scratchKeyMax {
 		return neg(einval), nil
 	}
-	switch spec.Type {
-	case maps.Array, maps.PerCPUArray, maps.Hash, maps.PerCPUHash, maps.LRUHash, maps.LRUPerCPUHash:
-	default:
+	if !spec.Type.TakesHelper("bpf_for_each_map_elem") {
 		return neg(einval), nil
 	}
 	if e.Checked {
