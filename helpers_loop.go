@@ -98,7 +98,7 @@ func helperForEachMapElem(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 		n++
 		return ret != 0 || err != nil, err
 	}
-	if spec.Type == maps.Array || spec.Type == maps.PerCPUArray {
+	if spec.Type.Indexed() {
 		for i := range spec.MaxEntries {
 			*(*uint32)(vm.Ptr(cur)) = i
 			if stop, err := visit(); stop {

@@ -56,7 +56,7 @@ func queueGet(e *vm.Env, r1, r2 uint64, get func(maps.QueueStack, unsafe.Pointer
 	}
 	// A bloom filter's peek tests the value: it reads it, and leaves it
 	// as it is when the value is absent.
-	bloom := m.Spec().Type == maps.BloomFilter
+	bloom := m.Spec().Type.ValueIsKey()
 	value, err := memArg(e, r2, m.Spec().ValueSize, !bloom)
 	if err != nil {
 		return 0, err

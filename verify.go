@@ -65,7 +65,7 @@ func (p *Program) proto(id int32) *verifier.Proto {
 // the verifier takes loads from it as constants; nil for any other map.
 func readOnlyValue(m maps.Map) []byte {
 	s := m.Spec()
-	if s.Type != maps.Array || s.MaxEntries != 1 || !fixedContents(m) {
+	if !s.Type.DirectValue() || s.MaxEntries != 1 || !fixedContents(m) {
 		return nil
 	}
 	v := make([]byte, s.ValueSize)

@@ -15,9 +15,11 @@ const (
 
 // arrayType describes BPF_MAP_TYPE_ARRAY and BPF_MAP_TYPE_PERCPU_ARRAY.
 func arrayType(t Type) typeInfo {
-	info := typeInfo{new: newArray, validate: validateArray, helpers: walkHelpers, kernelStruct: "bpf_array"}
+	info := typeInfo{new: newArray, validate: validateArray, helpers: walkHelpers, kernelStruct: "bpf_array", indexed: true}
 	if t == PerCPUArray {
 		info.perCPU, info.helpers = true, perCPUHelpers
+	} else {
+		info.directValue = true
 	}
 	return info
 }

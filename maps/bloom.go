@@ -19,7 +19,7 @@ const BloomFilter Type = 30
 func bloomType() typeInfo {
 	return typeInfo{
 		new: newBloom, validate: validateBloom, kernelStruct: "bpf_bloom_filter",
-		helpers: []string{"bpf_map_peek_elem", "bpf_map_push_elem"}, onlyHelpers: true, mapExtra: true,
+		helpers: []string{"bpf_map_peek_elem", "bpf_map_push_elem"}, onlyHelpers: true, mapExtra: true, valueIsKey: true,
 	}
 }
 

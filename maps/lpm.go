@@ -15,9 +15,10 @@ import (
 const LPMTrie Type = 11
 
 // lpmType describes LPM tries: looked up, updated and deleted by
-// programs, not walked (no map_for_each_callback).
+// programs, not walked (no map_for_each_callback); batch operations are
+// the kernel's generic ones, without lookup-and-delete.
 func lpmType() typeInfo {
-	return typeInfo{new: newLPM, validate: validateLPM, kernelStruct: "lpm_trie", helpers: elemHelpers}
+	return typeInfo{new: newLPM, validate: validateLPM, kernelStruct: "lpm_trie", helpers: elemHelpers, noBatchLookupAndDelete: true}
 }
 
 // lpmTrie is BPF_MAP_TYPE_LPM_TRIE: longest-prefix match over keys

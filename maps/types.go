@@ -53,6 +53,18 @@ type typeInfo struct {
 	// socketValues: a lookup's non-NULL result is an XDP socket (struct
 	// bpf_xdp_sock), not a value.
 	socketValues bool
+	// indexed: the keys are the indexes below max_entries, each always
+	// with an element (arrays).
+	indexed bool
+	// directValue: programs may address the values directly (LD_IMM64
+	// with a map value pseudo source: the kernel's map_direct_value_addr).
+	directValue bool
+	// valueIsKey: the value is what a lookup looks for (bloom filters:
+	// push adds it, peek and the lookup syscall test it).
+	valueIsKey bool
+	// noBatchLookupAndDelete: batch lookup-and-delete is EOPNOTSUPP,
+	// the other batch operations are the kernel's generic ones.
+	noBatchLookupAndDelete bool
 }
 
 // info returns the description of a type bpfvm implements.
@@ -118,6 +130,38 @@ func (t Type) ProgReadOnly() bool {
 func (t Type) SocketValues() bool {
 	info, _ := t.info()
 	return info.socketValues
+}
+
+// Indexed reports whether the keys of maps of this type are the indexes
+// below max_entries, each always with an element (arrays): a lookup with
+// a smaller constant key cannot miss, and walks go by index.
+func (t Type) Indexed() bool {
+	info, _ := t.info()
+	return info.indexed
+}
+
+// DirectValue reports whether programs may address the values of maps of
+// this type directly (LD_IMM64 with a map value pseudo source, the
+// kernel's map_direct_value_addr).
+func (t Type) DirectValue() bool {
+	info, _ := t.info()
+	return info.directValue
+}
+
+// ValueIsKey reports whether the value is what a lookup looks for (bloom
+// filters: bpf_map_peek_elem and the lookup syscall test the value given,
+// and leave it as it is).
+func (t Type) ValueIsKey() bool {
+	info, _ := t.info()
+	return info.valueIsKey
+}
+
+// BatchLookupAndDelete reports whether maps of this type may take batch
+// lookup-and-delete: not LPM tries, whose batch operations are the
+// kernel's generic ones, which have none.
+func (t Type) BatchLookupAndDelete() bool {
+	info, _ := t.info()
+	return !info.noBatchLookupAndDelete
 }
 
 // KernelStruct is the kernel struct a map of this type is, which embeds

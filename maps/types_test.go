@@ -63,3 +63,36 @@ func TestTakesHelper(t *testing.T) {
 		}
 	}
 }
+
+// TestTypeRules checks the per-type rules the verifier and the API ask.
+func TestTypeRules(t *testing.T) {
+	for _, tt := range []struct {
+		rule  string
+		of    func(Type) bool
+		types []Type
+	}{
+		{"PerCPU", Type.PerCPU, []Type{PerCPUHash, PerCPUArray, LRUPerCPUHash}},
+		{"OfMaps", Type.OfMaps, []Type{ArrayOfMaps, HashOfMaps}},
+		{"Indexed", Type.Indexed, []Type{Array, PerCPUArray}},
+		{"DirectValue", Type.DirectValue, []Type{Array}},
+		{"ProgReadOnly", Type.ProgReadOnly, []Type{DevMap, DevMapHash}},
+		{"SocketValues", Type.SocketValues, []Type{XSKMap}},
+		{"ValueIsKey", Type.ValueIsKey, []Type{BloomFilter}},
+		{"Implemented", Type.Implemented, []Type{Hash, Array, ProgArray, PerfEventArray, PerCPUHash, PerCPUArray, LRUHash, LRUPerCPUHash,
+			LPMTrie, ArrayOfMaps, HashOfMaps, DevMap, CPUMap, XSKMap, Queue, Stack, DevMapHash, RingBuf, BloomFilter}},
+		{"no BatchLookupAndDelete", func(t Type) bool { return !t.BatchLookupAndDelete() }, []Type{LPMTrie}},
+	} {
+		for typ := range maxType {
+			if got, want := tt.of(typ), slices.Contains(tt.types, typ); got != want {
+				t.Errorf("%s %s: %v, want %v", tt.rule, typ, got, want)
+			}
+		}
+	}
+	for typ, want := range map[Type]string{Hash: "bpf_htab", HashOfMaps: "bpf_htab", ArrayOfMaps: "bpf_array", PerfEventArray: "bpf_array",
+		LPMTrie: "lpm_trie", RingBuf: "bpf_ringbuf_map", DevMapHash: "bpf_dtab", CPUMap: "bpf_cpu_map", XSKMap: "xsk_map",
+		Stack: "bpf_queue_stack", BloomFilter: "bpf_bloom_filter", 15: "bpf_map"} {
+		if got := typ.KernelStruct(); got != want {
+			t.Errorf("%s: kernel struct %s, want %s", typ, got, want)
+		}
+	}
+}

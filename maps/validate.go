@@ -212,7 +212,7 @@ func checkInner(tmpl *Spec, m Map) error {
 	case s.Flags != tmpl.Flags:
 		return fmt.Errorf("inner map %s: flags %#x, want %#x: %w", s.Name, s.Flags, tmpl.Flags, ErrInvalid)
 	}
-	if (s.Type == Array || s.Type == PerCPUArray) && tmpl.Flags&FlagInnerMap == 0 && s.MaxEntries != tmpl.MaxEntries {
+	if s.Type.Indexed() && tmpl.Flags&FlagInnerMap == 0 && s.MaxEntries != tmpl.MaxEntries {
 		return fmt.Errorf("inner map %s: max_entries %d, want %d: %w", s.Name, s.MaxEntries, tmpl.MaxEntries, ErrInvalid)
 	}
 	return nil

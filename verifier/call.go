@@ -240,7 +240,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				inner.Spec = *m.Spec.InnerMap
 			}
 			*r0 = Reg{Type: ConstPtrToMap, Flags: MaybeNull, Map: inner, ID: v.newID(), Scalar: Const(0)}
-		} else if name == "bpf_map_lookup_elem" && (m.Spec.Type == maps.Array || m.Spec.Type == maps.PerCPUArray) && m.Spec.Flags&maps.FlagInnerMap == 0 && hasConstKey && constKey < uint64(m.Spec.MaxEntries) {
+		} else if name == "bpf_map_lookup_elem" && m.Spec.Type.Indexed() && m.Spec.Flags&maps.FlagInnerMap == 0 && hasConstKey && constKey < uint64(m.Spec.MaxEntries) {
 			// A constant key inside an array: the element exists, as the
 			// kernel concludes too. The key's value matters. Not with
 			// BPF_F_INNER_MAP: such an array is the template of inner
@@ -483,7 +483,7 @@ func (v *verifier) checkConstStr(pc int, regno isa.Register, reg *Reg) error {
 	if !reg.IsConst() {
 		return v.errorf(pc, "R%d is not a constant address'", regno)
 	}
-	if m.Spec.Type != maps.Array {
+	if !m.Spec.Type.DirectValue() {
 		return v.errorf(pc, "no direct value access support for this map type")
 	}
 	vs := int64(m.Spec.ValueSize)

@@ -467,7 +467,7 @@ func (v *verifier) checkLdImm(pc int, ins isa.Instruction) error {
 	case isa.PseudoMapValue, isa.PseudoMapIdxValue:
 		m := &v.opts.Maps[ins.Imm]
 		off := uint32(hi.Imm)
-		if m.Spec.Type != maps.Array {
+		if !m.Spec.Type.DirectValue() {
 			return v.errorf(pc, "no direct value access support for this map type")
 		}
 		if off >= m.Spec.ValueSize || m.Spec.MaxEntries != 1 {
