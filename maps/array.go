@@ -13,16 +13,23 @@ const (
 	PerCPUArray Type = 6
 )
 
-// arrayType describes BPF_MAP_TYPE_ARRAY and BPF_MAP_TYPE_PERCPU_ARRAY.
-func arrayType(t Type) typeInfo {
-	info := typeInfo{new: newArray, validate: validateArray, helpers: walkHelpers, kernelStruct: "bpf_array", indexed: true}
-	if t == PerCPUArray {
-		info.perCPU, info.helpers = true, perCPUHelpers
-	} else {
-		info.directValue = true
+// The array types: BPF_MAP_TYPE_ARRAY and BPF_MAP_TYPE_PERCPU_ARRAY.
+var (
+	arrayInfo = typeInfo{
+		maps: arrays{}, helpers: walkHelpers, kernelStruct: "bpf_array",
+		indexed: true, directValue: true,
 	}
-	return info
-}
+	perCPUArrayInfo = typeInfo{
+		maps: arrays{}, helpers: perCPUHelpers, kernelStruct: "bpf_array",
+		indexed: true, perCPU: true,
+	}
+)
+
+// arrays creates and validates array maps.
+type arrays struct{}
+
+func (arrays) create(s Spec, o Options) (Map, error) { return newArray(s, o) }
+func (arrays) check(s Spec) error                    { return validateArray(s) }
 
 // array is BPF_MAP_TYPE_ARRAY and BPF_MAP_TYPE_PERCPU_ARRAY: max_entries
 // elements in one off-heap block, each value rounded up to 8 bytes as in the

@@ -14,14 +14,21 @@ import (
 // BloomFilter is BPF_MAP_TYPE_BLOOM_FILTER.
 const BloomFilter Type = 30
 
-// bloomType describes bloom filters: push adds a value, peek tests one;
+// bloomInfo describes bloom filters: push adds a value, peek tests one;
 // map_extra is the number of hash functions.
-func bloomType() typeInfo {
-	return typeInfo{
-		new: newBloom, validate: validateBloom, kernelStruct: "bpf_bloom_filter",
-		helpers: []string{"bpf_map_peek_elem", "bpf_map_push_elem"}, onlyHelpers: true, mapExtra: true, valueIsKey: true,
-	}
+var bloomInfo = typeInfo{
+	maps: blooms{}, kernelStruct: "bpf_bloom_filter",
+	helpers: bloomHelpers, onlyHelpers: true, mapExtra: true, valueIsKey: true,
 }
+
+// blooms creates and validates bloom filters.
+type blooms struct{}
+
+func (blooms) create(s Spec, o Options) (Map, error) { return newBloom(s, o) }
+func (blooms) check(s Spec) error                    { return validateBloom(s) }
+
+// bloomHelpers take bloom filters: push adds a value, peek tests one.
+var bloomHelpers = []string{"bpf_map_peek_elem", "bpf_map_push_elem"}
 
 // bloomFilter is BPF_MAP_TYPE_BLOOM_FILTER: a keyless set of values that
 // answers "maybe present" or "certainly absent". Values are added with push

@@ -20,15 +20,18 @@ const (
 	LRUPerCPUHash Type = 10
 )
 
-// hashType describes BPF_MAP_TYPE_HASH, PERCPU_HASH, LRU_HASH and
+// The hash types: BPF_MAP_TYPE_HASH and LRU_HASH, PERCPU_HASH and
 // LRU_PERCPU_HASH.
-func hashType(t Type) typeInfo {
-	info := typeInfo{new: newHash, validate: validateHash, helpers: walkHelpers, kernelStruct: "bpf_htab"}
-	if t == PerCPUHash || t == LRUPerCPUHash {
-		info.perCPU, info.helpers = true, perCPUHelpers
-	}
-	return info
-}
+var (
+	hashInfo       = typeInfo{maps: hashes{}, helpers: walkHelpers, kernelStruct: "bpf_htab"}
+	perCPUHashInfo = typeInfo{maps: hashes{}, helpers: perCPUHelpers, kernelStruct: "bpf_htab", perCPU: true}
+)
+
+// hashes creates and validates hash maps.
+type hashes struct{}
+
+func (hashes) create(s Spec, o Options) (Map, error) { return newHash(s, o) }
+func (hashes) check(s Spec) error                    { return validateHash(s) }
 
 // hashMap is BPF_MAP_TYPE_HASH and PERCPU_HASH, and with lru set LRU_HASH
 // and LRU_PERCPU_HASH (eviction is in lru.go).

@@ -14,12 +14,16 @@ import (
 // LPMTrie is BPF_MAP_TYPE_LPM_TRIE.
 const LPMTrie Type = 11
 
-// lpmType describes LPM tries: looked up, updated and deleted by
-// programs, not walked (no map_for_each_callback); batch operations are
-// the kernel's generic ones, without lookup-and-delete.
-func lpmType() typeInfo {
-	return typeInfo{new: newLPM, validate: validateLPM, kernelStruct: "lpm_trie", helpers: elemHelpers, noBatchLookupAndDelete: true}
-}
+// lpmInfo describes LPM tries: looked up, updated and deleted by programs,
+// not walked (no map_for_each_callback); batch operations are the
+// kernel's generic ones, without lookup-and-delete.
+var lpmInfo = typeInfo{maps: lpmTries{}, kernelStruct: "lpm_trie", helpers: elemHelpers, noBatchLookupAndDelete: true}
+
+// lpmTries creates and validates LPM tries.
+type lpmTries struct{}
+
+func (lpmTries) create(s Spec, o Options) (Map, error) { return newLPM(s, o) }
+func (lpmTries) check(s Spec) error                    { return validateLPM(s) }
 
 // lpmTrie is BPF_MAP_TYPE_LPM_TRIE: longest-prefix match over keys
 // {u32 prefixlen (host order); u8 data[key_size-4] (network order)}.

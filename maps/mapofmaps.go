@@ -19,15 +19,23 @@ const (
 // lookupHelper is the one helper maps of maps take.
 var lookupHelper = []string{"bpf_map_lookup_elem"}
 
-// mapOfMapsType describes BPF_MAP_TYPE_ARRAY_OF_MAPS and HASH_OF_MAPS:
-// programs only look their inner maps up.
-func mapOfMapsType(t Type) typeInfo {
-	info := typeInfo{new: newArrayOfMaps, validate: validateArray, kernelStruct: "bpf_array", helpers: lookupHelper, onlyHelpers: true, ofMaps: true}
-	if t == HashOfMaps {
-		info.new, info.validate, info.kernelStruct = newHashOfMaps, validateHash, "bpf_htab"
-	}
-	return info
-}
+// The maps of maps, BPF_MAP_TYPE_ARRAY_OF_MAPS and HASH_OF_MAPS: programs
+// only look their inner maps up.
+var (
+	arrayOfMapsInfo = typeInfo{maps: arraysOfMaps{}, kernelStruct: "bpf_array", helpers: lookupHelper, onlyHelpers: true, ofMaps: true}
+	hashOfMapsInfo  = typeInfo{maps: hashesOfMaps{}, kernelStruct: "bpf_htab", helpers: lookupHelper, onlyHelpers: true, ofMaps: true}
+)
+
+// arraysOfMaps and hashesOfMaps create and validate maps of maps.
+type (
+	arraysOfMaps struct{}
+	hashesOfMaps struct{}
+)
+
+func (arraysOfMaps) create(s Spec, o Options) (Map, error) { return newArrayOfMaps(s, o) }
+func (arraysOfMaps) check(s Spec) error                    { return validateArray(s) }
+func (hashesOfMaps) create(s Spec, o Options) (Map, error) { return newHashOfMaps(s, o) }
+func (hashesOfMaps) check(s Spec) error                    { return validateHash(s) }
 
 // Maps of maps hold other maps: Go code stores an inner map by its id (IDOf,
 // where the kernel takes a file descriptor) and reads the id back; programs

@@ -233,5 +233,5 @@ func New(spec Spec, opts Options) (Map, error) {
 	if !ok {
 		return nil, fmt.Errorf("map %s: type %s: %w", spec.Name, spec.Type, ErrNotSupported)
 	}
-	return info.new(spec, opts)
+	return info.maps.create(spec, opts)
 }

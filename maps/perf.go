@@ -19,10 +19,14 @@ const PerfEventArray Type = 4
 // perfHelpers take perf event arrays, and nothing else does.
 var perfHelpers = []string{"bpf_perf_event_read", "bpf_perf_event_output", "bpf_skb_output", "bpf_perf_event_read_value", "bpf_xdp_output"}
 
-// perfEventArrayType describes perf event arrays.
-func perfEventArrayType() typeInfo {
-	return typeInfo{new: newPerfEventArray, validate: validateArray, kernelStruct: "bpf_array", helpers: perfHelpers, onlyHelpers: true}
-}
+// perfEventArrayInfo describes perf event arrays.
+var perfEventArrayInfo = typeInfo{maps: perfArrays{}, kernelStruct: "bpf_array", helpers: perfHelpers, onlyHelpers: true}
+
+// perfArrays creates and validates perf event arrays.
+type perfArrays struct{}
+
+func (perfArrays) create(s Spec, o Options) (Map, error) { return newPerfEventArray(s, o) }
+func (perfArrays) check(s Spec) error                    { return validateArray(s) }
 
 // PerfEvents is BPF_MAP_TYPE_PERF_EVENT_ARRAY (the type constant has the
 // name PerfEventArray): one slot per CPU, each

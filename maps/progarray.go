@@ -12,13 +12,20 @@ import (
 // ProgArray is BPF_MAP_TYPE_PROG_ARRAY (see ProgramArray).
 const ProgArray Type = 3
 
-// progArrayType describes program arrays: only bpf_tail_call takes them.
-func progArrayType() typeInfo {
-	return typeInfo{
-		new: newProgArray, validate: validateArray, kernelStruct: "bpf_array",
-		helpers: []string{"bpf_tail_call"}, onlyHelpers: true, notInner: true,
-	}
+// progArrayInfo describes program arrays: only bpf_tail_call takes them.
+var progArrayInfo = typeInfo{
+	maps: progArrays{}, kernelStruct: "bpf_array",
+	helpers: tailCallHelper, onlyHelpers: true, notInner: true,
 }
+
+// progArrays creates and validates program arrays.
+type progArrays struct{}
+
+func (progArrays) create(s Spec, o Options) (Map, error) { return newProgArray(s, o) }
+func (progArrays) check(s Spec) error                    { return validateArray(s) }
+
+// tailCallHelper is the one helper program arrays take.
+var tailCallHelper = []string{"bpf_tail_call"}
 
 // ProgramArray is BPF_MAP_TYPE_PROG_ARRAY (the type constant takes the name
 // ProgArray): the programs of tail calls, by id. New returns it as a Map;

@@ -14,14 +14,18 @@ const (
 	Stack Type = 23
 )
 
-// queueType describes BPF_MAP_TYPE_QUEUE and BPF_MAP_TYPE_STACK: only
+// queueInfo describes BPF_MAP_TYPE_QUEUE and BPF_MAP_TYPE_STACK: only
 // push, pop and peek take them.
-func queueType() typeInfo {
-	return typeInfo{
-		new: newQueue, validate: validateQueue, kernelStruct: "bpf_queue_stack",
-		helpers: []string{"bpf_map_peek_elem", "bpf_map_pop_elem", "bpf_map_push_elem"}, onlyHelpers: true,
-	}
-}
+var queueInfo = typeInfo{maps: queues{}, kernelStruct: "bpf_queue_stack", helpers: queueHelpers, onlyHelpers: true}
+
+// queues creates and validates queues and stacks.
+type queues struct{}
+
+func (queues) create(s Spec, o Options) (Map, error) { return newQueue(s, o) }
+func (queues) check(s Spec) error                    { return validateQueue(s) }
+
+// queueHelpers take queues and stacks.
+var queueHelpers = []string{"bpf_map_peek_elem", "bpf_map_pop_elem", "bpf_map_push_elem"}
 
 // queueStack is BPF_MAP_TYPE_QUEUE and BPF_MAP_TYPE_STACK: a ring of
 // max_entries+1 off-heap slots (one always empty, so that head == tail means

@@ -13,22 +13,22 @@ const (
 	DevMapHash Type = 25
 )
 
-// redirectType describes the redirect maps: bpf_redirect_map takes them
-// all, lookups take devmaps and xskmaps (not cpumaps), nothing else does.
-// Their creation rules are newRedirectMap's.
-func redirectType(t Type) typeInfo {
-	info := typeInfo{new: newRedirectMap, helpers: redirectHelpers, onlyHelpers: true}
-	switch t {
-	case DevMap, DevMapHash:
-		// The kernel's lookup gives the device's own entry.
-		info.kernelStruct, info.progReadOnly = "bpf_dtab", true
-	case CPUMap:
-		info.kernelStruct, info.helpers = "bpf_cpu_map", redirectOnly
-	case XSKMap:
-		info.kernelStruct, info.socketValues = "xsk_map", true
-	}
-	return info
-}
+// The redirect types: bpf_redirect_map takes them all, lookups take
+// devmaps and xskmaps (not cpumaps), nothing else does.
+var (
+	// devMapInfo is devmaps and devmap_hashes, whose elements the
+	// kernel's lookup gives as the device's own.
+	devMapInfo = typeInfo{maps: redirects{}, kernelStruct: "bpf_dtab", helpers: redirectHelpers, onlyHelpers: true, progReadOnly: true}
+	cpuMapInfo = typeInfo{maps: redirects{}, kernelStruct: "bpf_cpu_map", helpers: redirectOnly, onlyHelpers: true}
+	xskMapInfo = typeInfo{maps: redirects{}, kernelStruct: "xsk_map", helpers: redirectHelpers, onlyHelpers: true, socketValues: true}
+)
+
+// redirects creates redirect maps; their creation rules are
+// newRedirectMap's.
+type redirects struct{}
+
+func (redirects) create(s Spec, o Options) (Map, error) { return newRedirectMap(s, o) }
+func (redirects) check(Spec) error                      { return nil }
 
 var (
 	redirectHelpers = []string{"bpf_redirect_map", "bpf_map_lookup_elem"}

@@ -20,14 +20,18 @@ const RingBuf Type = 27
 var ringBufHelpers = []string{"bpf_ringbuf_output", "bpf_ringbuf_reserve", "bpf_ringbuf_query",
 	"bpf_ringbuf_reserve_dynptr", "bpf_ringbuf_submit_dynptr", "bpf_ringbuf_discard_dynptr"}
 
-// ringBufType describes ring buffers, whose max_entries is their size in
+// ringBufInfo describes ring buffers, whose max_entries is their size in
 // bytes.
-func ringBufType() typeInfo {
-	return typeInfo{
-		new: newRingBuf, validate: validateRingBuf, kernelStruct: "bpf_ringbuf_map",
-		helpers: ringBufHelpers, onlyHelpers: true, sizedInBytes: true,
-	}
+var ringBufInfo = typeInfo{
+	maps: ringBufs{}, kernelStruct: "bpf_ringbuf_map",
+	helpers: ringBufHelpers, onlyHelpers: true, sizedInBytes: true,
 }
+
+// ringBufs creates and validates ring buffers.
+type ringBufs struct{}
+
+func (ringBufs) create(s Spec, o Options) (Map, error) { return newRingBuf(s, o) }
+func (ringBufs) check(s Spec) error                    { return validateRingBuf(s) }
 
 // RingBuffer is BPF_MAP_TYPE_RINGBUF (the type constant has the name
 // RingBuf); New returns it as a Map and users type-assert it. It is a

@@ -8,7 +8,7 @@ import (
 // Type is a map type, numbered as the kernel's enum bpf_map_type.
 //
 // Each type bpfvm implements is one description (typeInfo) in the file of
-// its family (array.go, hash.go, lpm.go…), listed once in Type.info: what
+// its family (array.go, hash.go, lpm.go…), listed once in types: what
 // creates and validates its maps, and the rules the verifier and the API
 // ask of it through Type's methods. Adding a map type touches that file
 // and the list.
@@ -16,11 +16,8 @@ type Type uint32
 
 // typeInfo describes a map type bpfvm implements.
 type typeInfo struct {
-	// new creates a map of the type from a spec validate accepted.
-	new func(Spec, Options) (Map, error)
-	// validate checks a spec as the type's map_alloc_check does, after
-	// the checks common to every type; nil: nothing more.
-	validate func(Spec) error
+	// maps creates and validates the type's maps.
+	maps family
 	// helpers names the helpers that take a map of the type as their map
 	// argument (kernel names): both halves of the kernel's
 	// check_map_func_compatibility in one list. A helper some type names
@@ -40,7 +37,7 @@ type typeInfo struct {
 	// an inner map.
 	ofMaps bool
 	// sizedInBytes: max_entries is a buffer size in bytes, which
-	// validate checks (zero included), not an element count.
+	// the family checks (zero included), not an element count.
 	sizedInBytes bool
 	// mapExtra: the spec's MapExtra means something (others require 0).
 	mapExtra bool
@@ -67,35 +64,56 @@ type typeInfo struct {
 	noBatchLookupAndDelete bool
 }
 
-// info returns the description of a type bpfvm implements.
-func (t Type) info() (typeInfo, bool) {
-	switch t {
-	case Array, PerCPUArray:
-		return arrayType(t), true
-	case Hash, PerCPUHash, LRUHash, LRUPerCPUHash:
-		return hashType(t), true
-	case ProgArray:
-		return progArrayType(), true
-	case PerfEventArray:
-		return perfEventArrayType(), true
-	case ArrayOfMaps, HashOfMaps:
-		return mapOfMapsType(t), true
-	case DevMap, CPUMap, XSKMap, DevMapHash:
-		return redirectType(t), true
-	case Queue, Stack:
-		return queueType(), true
-	case RingBuf:
-		return ringBufType(), true
-	case LPMTrie:
-		return lpmType(), true
-	case BloomFilter:
-		return bloomType(), true
-	}
-	return typeInfo{}, false
+// family creates and validates the maps of a family's types. Each family
+// file has one, an empty struct: held as an interface, its methods are no
+// initialization dependency of the descriptions (constructors call New,
+// validators ask the type's description), so the descriptions can be
+// package variables without a cycle.
+type family interface {
+	// create makes a map from a spec check accepted.
+	create(Spec, Options) (Map, error)
+	// check validates a spec as the type's map_alloc_check does, after
+	// the checks common to every type.
+	check(Spec) error
 }
 
-// maxType bounds the kernel's map type numbers, for looking through the
-// types bpfvm implements.
+// types are the map types bpfvm implements, each described in its
+// family's file. Read-only.
+var types = [maxType]*typeInfo{
+	Hash:           &hashInfo,
+	Array:          &arrayInfo,
+	ProgArray:      &progArrayInfo,
+	PerfEventArray: &perfEventArrayInfo,
+	PerCPUHash:     &perCPUHashInfo,
+	PerCPUArray:    &perCPUArrayInfo,
+	LRUHash:        &hashInfo,
+	LRUPerCPUHash:  &perCPUHashInfo,
+	LPMTrie:        &lpmInfo,
+	ArrayOfMaps:    &arrayOfMapsInfo,
+	HashOfMaps:     &hashOfMapsInfo,
+	DevMap:         &devMapInfo,
+	CPUMap:         &cpuMapInfo,
+	XSKMap:         &xskMapInfo,
+	Queue:          &queueInfo,
+	Stack:          &queueInfo,
+	DevMapHash:     &devMapInfo,
+	RingBuf:        &ringBufInfo,
+	BloomFilter:    &bloomInfo,
+}
+
+// noInfo is the description of the types bpfvm does not implement.
+var noInfo typeInfo
+
+// info returns the description of a type, and whether bpfvm implements
+// it (noInfo if not).
+func (t Type) info() (*typeInfo, bool) {
+	if t < maxType && types[t] != nil {
+		return types[t], true
+	}
+	return &noInfo, false
+}
+
+// maxType bounds the map type numbers types holds.
 const maxType Type = 64
 
 // Implemented reports whether bpfvm implements maps of this type.
@@ -189,8 +207,8 @@ func (t Type) TakesHelper(helper string) bool {
 
 // namedHelper reports whether some type names the helper.
 func namedHelper(helper string) bool {
-	for t := range maxType {
-		if info, ok := t.info(); ok && slices.Contains(info.helpers, helper) {
+	for _, info := range types {
+		if info != nil && slices.Contains(info.helpers, helper) {
 			return true
 		}
 	}

@@ -14,7 +14,7 @@ func TestTypeDescriptions(t *testing.T) {
 			continue
 		}
 		n++
-		if info.new == nil || info.kernelStruct == "" || typ.String() == "" {
+		if info.maps == nil || info.kernelStruct == "" || typ.String() == "" {
 			t.Errorf("%s: incomplete description %+v", typ, info)
 		}
 		if info.onlyHelpers && len(info.helpers) == 0 {

@@ -49,8 +49,8 @@ func validate(s Spec) error {
 	if s.MapExtra != 0 && !info.mapExtra {
 		return fmt.Errorf("%s map_extra %#x: only bloom filters take it: %w", s.Type, s.MapExtra, ErrInvalid)
 	}
-	if info.validate != nil {
-		if err := info.validate(s); err != nil {
+	if info.maps != nil {
+		if err := info.maps.check(s); err != nil {
 			return err
 		}
 	}
