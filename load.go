@@ -192,7 +192,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 // the verifier takes loads from it as constants; nil for any other map.
 func readOnlyValue(m maps.Map) []byte {
 	s := m.Spec()
-	if s.Type != maps.Array || s.MaxEntries != 1 || !fixedContents(m) {
+	if !s.Type.DirectValue() || s.MaxEntries != 1 || !fixedContents(m) {
 		return nil
 	}
 	v := make([]byte, s.ValueSize)

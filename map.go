@@ -283,7 +283,7 @@ func (m *Map) Lookup(key, valueOut any) error {
 	if err != nil {
 		return err
 	}
-	if m.m.Spec().Type == maps.BloomFilter {
+	if m.m.Spec().Type.ValueIsKey() {
 		// A bloom filter's lookup tests the value valueOut holds, as
 		// the kernel's lookup syscall (and cilium/ebpf's Lookup(nil,
 		// &v)): nil when it may be present.
@@ -466,7 +466,7 @@ func (m *Map) Close() error {
 // array, the target of LD_IMM64 with PseudoMapValue.
 func directValue(m maps.Map) (uint64, error) {
 	spec := m.Spec()
-	if spec.Type != maps.Array {
+	if !spec.Type.DirectValue() {
 		return 0, fmt.Errorf("direct value access to map %s of type %d: %w", spec.Name, spec.Type, ErrNotSupported)
 	}
 	var key uint32

@@ -99,7 +99,7 @@ func (m *Map) batchLookup(cursor *MapBatchCursor, keysOut, valuesOut any, del bo
 	if keys.len() != values.len() {
 		return 0, fmt.Errorf("map %s: batch lookup: %d keys but %d values", m.name, keys.len(), values.len())
 	}
-	if del && m.m.Spec().Type == maps.LPMTrie {
+	if del && !m.m.Spec().Type.BatchLookupAndDelete() {
 		// The kernel's trie has the generic batch lookup, update and
 		// delete, not lookup-and-delete.
 		return 0, fmt.Errorf("map %s: batch lookup and delete: %w", m.name, maps.ErrNotSupported)

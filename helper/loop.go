@@ -72,9 +72,7 @@ func helperForEachMapElem(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 	if spec.KeySize == 0 || spec.KeySize > runner.ScratchKeyMax {
 		return neg(einval), nil
 	}
-	switch spec.Type {
-	case maps.Array, maps.PerCPUArray, maps.Hash, maps.PerCPUHash, maps.LRUHash, maps.LRUPerCPUHash:
-	default:
+	if !spec.Type.TakesHelper("bpf_for_each_map_elem") {
 		return neg(einval), nil
 	}
 	if e.Checked {
@@ -108,7 +106,7 @@ func helperForEachMapElem(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 		n++
 		return ret != 0 || err != nil, err
 	}
-	if spec.Type == maps.Array || spec.Type == maps.PerCPUArray {
+	if spec.Type.Indexed() {
 		for i := range spec.MaxEntries {
 			*(*uint32)(vm.Ptr(cur)) = i
 			if stop, err := visit(); stop {

@@ -10,27 +10,15 @@ import (
 )
 
 // mapHelpers are the helpers of generic map access (kernel/bpf/helpers.c):
-// which map types each takes is the map type's business (package maps).
+// which map types each takes is the map type's business (maps.Type.TakesHelper).
 var mapHelpers = []Helper{
-	{Proto: Proto{Name: "bpf_map_lookup_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, Ret: RetMapValueOrNull, MapTypes: lookupMaps, PktAccess: true}, Func: helperMapLookup, Inline: InlineMapLookup},
-	{Proto: Proto{Name: "bpf_map_update_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapKey, ArgMapValue, ArgAnything}, MapTypes: updateMaps, PktAccess: true}, Func: helperMapUpdate},
-	{Proto: Proto{Name: "bpf_map_delete_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, MapTypes: deleteMaps, PktAccess: true}, Func: helperMapDelete},
-	{Proto: Proto{Name: "bpf_map_push_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapValue, ArgAnything}, MapTypes: pushPeekMaps, PktAccess: true}, Func: helperMapPush},
-	{Proto: Proto{Name: "bpf_map_pop_elem", Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}, MapTypes: queueMaps}, Func: helperMapPop},
-	{Proto: Proto{Name: "bpf_map_peek_elem", Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}, MapTypes: pushPeekMaps}, Func: helperMapPeek},
+	{Proto: Proto{Name: "bpf_map_lookup_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, Ret: RetMapValueOrNull, PktAccess: true}, Func: helperMapLookup, Inline: InlineMapLookup},
+	{Proto: Proto{Name: "bpf_map_update_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapKey, ArgMapValue, ArgAnything}, PktAccess: true}, Func: helperMapUpdate},
+	{Proto: Proto{Name: "bpf_map_delete_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapKey}, PktAccess: true}, Func: helperMapDelete},
+	{Proto: Proto{Name: "bpf_map_push_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapValue, ArgAnything}, PktAccess: true}, Func: helperMapPush},
+	{Proto: Proto{Name: "bpf_map_pop_elem", Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}}, Func: helperMapPop},
+	{Proto: Proto{Name: "bpf_map_peek_elem", Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}}, Func: helperMapPeek},
 }
-
-var (
-	// The kernel's check_map_func_compatibility also allows lookups in
-	// devmaps and xskmaps (not cpumaps).
-	lookupMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash, maps.ArrayOfMaps, maps.HashOfMaps,
-		maps.DevMap, maps.DevMapHash, maps.XSKMap, maps.LPMTrie}
-	updateMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash, maps.LPMTrie}
-	deleteMaps = updateMaps
-	queueMaps  = []maps.Type{maps.Queue, maps.Stack}
-	// Bloom filters take push (add) and peek (test), not pop.
-	pushPeekMaps = []maps.Type{maps.Queue, maps.Stack, maps.BloomFilter}
-)
 
 func helperMapLookup(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
 	m, err := mapArg(e, r1)
@@ -142,7 +130,7 @@ func queueGet(e *vm.Env, r1, r2 uint64, get func(maps.QueueStack, unsafe.Pointer
 	}
 	// A bloom filter's peek tests the value: it reads it, and leaves it
 	// as it is when the value is absent.
-	bloom := m.Spec().Type == maps.BloomFilter
+	bloom := m.Spec().Type.ValueIsKey()
 	value, err := memArg(e, r2, m.Spec().ValueSize, !bloom)
 	if err != nil {
 		return 0, err

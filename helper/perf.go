@@ -13,7 +13,7 @@ import (
 // bpf_xdp_output (BPF_PROG_TYPE_TRACING only), are not implemented: bpfvm
 // has no tracing types.
 var perfHelpers = []Helper{
-	{Proto: Proto{Name: "bpf_perf_event_output", Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything, ArgMem, ArgConstSizeOrZero}, MapTypes: []maps.Type{maps.PerfEventArray}}, Func: helperPerfEventOutput},
+	{Proto: Proto{Name: "bpf_perf_event_output", Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything, ArgMem, ArgConstSizeOrZero}}, Func: helperPerfEventOutput},
 }
 
 // helperPerfEventOutput is bpf_perf_event_output(ctx, map, flags, data,

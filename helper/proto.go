@@ -1,7 +1,5 @@
 package helper
 
-import "bpfvm/maps"
-
 // ArgType says what a helper expects in an argument register, as the
 // kernel's enum bpf_arg_type.
 type ArgType uint8
@@ -97,8 +95,6 @@ type Proto struct {
 	Name string
 	Args [5]ArgType
 	Ret  RetType
-	// MapTypes lists the map types the map argument may have (nil: any).
-	MapTypes []maps.Type
 	// TailCall marks bpf_tail_call.
 	TailCall bool
 	// PktAccess allows packet pointers as memory arguments (the kernel's

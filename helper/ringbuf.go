@@ -4,21 +4,18 @@ import (
 	"fmt"
 	"unsafe"
 
-	"bpfvm/maps"
 	"bpfvm/runner"
 	"bpfvm/vm"
 )
 
 // ringbufHelpers are the ring buffer's (kernel/bpf/ringbuf.c).
 var ringbufHelpers = []Helper{
-	{Proto: Proto{Name: "bpf_ringbuf_output", Args: [5]ArgType{ArgConstMapPtr, ArgMem, ArgConstSizeOrZero, ArgAnything}, MapTypes: ringMaps}, Func: helperRingbufOutput},
-	{Proto: Proto{Name: "bpf_ringbuf_reserve", Args: [5]ArgType{ArgConstMapPtr, ArgConstAllocSize, ArgAnything}, Ret: RetRingbufMemOrNull, MapTypes: ringMaps}, Func: helperRingbufReserve},
+	{Proto: Proto{Name: "bpf_ringbuf_output", Args: [5]ArgType{ArgConstMapPtr, ArgMem, ArgConstSizeOrZero, ArgAnything}}, Func: helperRingbufOutput},
+	{Proto: Proto{Name: "bpf_ringbuf_reserve", Args: [5]ArgType{ArgConstMapPtr, ArgConstAllocSize, ArgAnything}, Ret: RetRingbufMemOrNull}, Func: helperRingbufReserve},
 	{Proto: Proto{Name: "bpf_ringbuf_submit", Args: [5]ArgType{ArgRingbufMem, ArgAnything}, Ret: RetVoid}, Func: helperRingbufSubmit},
 	{Proto: Proto{Name: "bpf_ringbuf_discard", Args: [5]ArgType{ArgRingbufMem, ArgAnything}, Ret: RetVoid}, Func: helperRingbufDiscard},
-	{Proto: Proto{Name: "bpf_ringbuf_query", Args: [5]ArgType{ArgConstMapPtr, ArgAnything}, MapTypes: ringMaps}, Func: helperRingbufQuery},
+	{Proto: Proto{Name: "bpf_ringbuf_query", Args: [5]ArgType{ArgConstMapPtr, ArgAnything}}, Func: helperRingbufQuery},
 }
-
-var ringMaps = []maps.Type{maps.RingBuf}
 
 // ringBuffer is implemented by ring buffer maps.
 type ringBuffer interface {

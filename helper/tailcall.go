@@ -1,14 +1,13 @@
 package helper
 
 import (
-	"bpfvm/maps"
 	"bpfvm/runner"
 	"bpfvm/vm"
 )
 
 // tailCallHelpers jump to another program (kernel/bpf/core.c).
 var tailCallHelpers = []Helper{
-	{Proto: Proto{Name: "bpf_tail_call", Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything}, Ret: RetVoid, MapTypes: []maps.Type{maps.ProgArray}, TailCall: true}, Func: helperTailCall},
+	{Proto: Proto{Name: "bpf_tail_call", Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything}, Ret: RetVoid, TailCall: true}, Func: helperTailCall},
 }
 
 // helperTailCall is bpf_tail_call(ctx, prog_array, index): the engine runs

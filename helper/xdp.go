@@ -3,7 +3,6 @@ package helper
 import (
 	"github.com/cilium/ebpf"
 
-	"bpfvm/maps"
 	"bpfvm/runner"
 	"bpfvm/vm"
 )
@@ -15,7 +14,7 @@ var xdpHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_xdp_adjust_tail", Args: [5]ArgType{ArgCtx, ArgAnything}, ChangesPacket: true}, Func: helperXDPAdjustTail},
 	{Proto: Proto{Name: "bpf_xdp_adjust_meta", Args: [5]ArgType{ArgCtx, ArgAnything}, ChangesPacket: true}, Func: helperXDPAdjustMeta},
 	{Proto: Proto{Name: "bpf_redirect", Args: [5]ArgType{ArgAnything, ArgAnything}}, Func: helperRedirect},
-	{Proto: Proto{Name: "bpf_redirect_map", Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}, MapTypes: []maps.Type{maps.DevMap, maps.DevMapHash, maps.CPUMap, maps.XSKMap}}, Func: helperRedirectMap},
+	{Proto: Proto{Name: "bpf_redirect_map", Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}}, Func: helperRedirectMap},
 }
 
 // Packet geometry the XDP helpers keep, as in the kernel.

@@ -7,6 +7,30 @@ import (
 	"bpfvm/vm"
 )
 
+// Array maps.
+const (
+	Array       Type = 2
+	PerCPUArray Type = 6
+)
+
+// The array types: BPF_MAP_TYPE_ARRAY and BPF_MAP_TYPE_PERCPU_ARRAY.
+var (
+	arrayInfo = typeInfo{
+		maps: arrays{}, helpers: walkHelpers, kernelStruct: "bpf_array",
+		indexed: true, directValue: true,
+	}
+	perCPUArrayInfo = typeInfo{
+		maps: arrays{}, helpers: perCPUHelpers, kernelStruct: "bpf_array",
+		indexed: true, perCPU: true,
+	}
+)
+
+// arrays creates and validates array maps.
+type arrays struct{}
+
+func (arrays) create(s Spec, o Options) (Map, error) { return newArray(s, o) }
+func (arrays) check(s Spec) error                    { return validateArray(s) }
+
 // array is BPF_MAP_TYPE_ARRAY and BPF_MAP_TYPE_PERCPU_ARRAY: max_entries
 // elements in one off-heap block, each value rounded up to 8 bytes as in the
 // kernel; a per-CPU element holds NumCPU values one after the other.
@@ -34,7 +58,7 @@ const (
 // maxValueSize is the kernel's cap on value sizes (KMALLOC_MAX_SIZE-like).
 const maxValueSize = 1 << 29
 
-func newArray(spec Spec, opts Options) (*array, error) {
+func newArray(spec Spec, opts Options) (Map, error) {
 	if spec.KeySize != 4 {
 		return nil, fmt.Errorf("map %s: array key size %d, want 4: %w", spec.Name, spec.KeySize, ErrInvalid)
 	}

@@ -11,6 +11,25 @@ import (
 	"bpfvm/vm"
 )
 
+// BloomFilter is BPF_MAP_TYPE_BLOOM_FILTER.
+const BloomFilter Type = 30
+
+// bloomInfo describes bloom filters: push adds a value, peek tests one;
+// map_extra is the number of hash functions.
+var bloomInfo = typeInfo{
+	maps: blooms{}, kernelStruct: "bpf_bloom_filter",
+	helpers: bloomHelpers, onlyHelpers: true, mapExtra: true, valueIsKey: true,
+}
+
+// blooms creates and validates bloom filters.
+type blooms struct{}
+
+func (blooms) create(s Spec, o Options) (Map, error) { return newBloom(s, o) }
+func (blooms) check(s Spec) error                    { return validateBloom(s) }
+
+// bloomHelpers take bloom filters: push adds a value, peek tests one.
+var bloomHelpers = []string{"bpf_map_peek_elem", "bpf_map_push_elem"}
+
 // bloomFilter is BPF_MAP_TYPE_BLOOM_FILTER: a keyless set of values that
 // answers "maybe present" or "certainly absent". Values are added with push
 // and tested with peek; there is no lookup, delete or iteration.
@@ -42,21 +61,21 @@ const (
 
 func validateBloom(s Spec) error {
 	if s.ValueSize > kmallocMaxSize {
-		return fmt.Errorf("%s value size %d over %d: %w", typeName(s.Type), s.ValueSize, kmallocMaxSize, ErrFull)
+		return fmt.Errorf("%s value size %d over %d: %w", s.Type, s.ValueSize, kmallocMaxSize, ErrFull)
 	}
 	if s.KeySize != 0 || s.ValueSize == 0 {
-		return fmt.Errorf("%s key size %d, value size %d: want no key and a value: %w", typeName(s.Type), s.KeySize, s.ValueSize, ErrInvalid)
+		return fmt.Errorf("%s key size %d, value size %d: want no key and a value: %w", s.Type, s.KeySize, s.ValueSize, ErrInvalid)
 	}
 	if err := checkFlagSet(s, FlagNumaNode|FlagZeroSeed|flagsAccess); err != nil {
 		return err
 	}
 	if s.MapExtra&^bloomHashMask != 0 {
-		return fmt.Errorf("%s map_extra %#x: the number of hash functions is 1 to 15: %w", typeName(s.Type), s.MapExtra, ErrInvalid)
+		return fmt.Errorf("%s map_extra %#x: the number of hash functions is 1 to 15: %w", s.Type, s.MapExtra, ErrInvalid)
 	}
 	return nil
 }
 
-func newBloom(spec Spec, _ Options) (*bloomFilter, error) {
+func newBloom(spec Spec, _ Options) (Map, error) {
 	b := &bloomFilter{spec: spec, hashes: uint32(spec.MapExtra)}
 	if b.hashes == 0 {
 		b.hashes = bloomDefaultHashes
@@ -148,7 +167,7 @@ func (b *bloomFilter) Peek(value unsafe.Pointer) error { return b.peek(b.progVal
 
 // Pop is not supported, as in the kernel.
 func (b *bloomFilter) Pop(unsafe.Pointer) error {
-	return fmt.Errorf("pop from a %s: %w", typeName(b.spec.Type), ErrNotSupported)
+	return fmt.Errorf("pop from a %s: %w", b.spec.Type, ErrNotSupported)
 }
 
 // Lookup gives programs nothing: they use peek.
@@ -156,12 +175,12 @@ func (b *bloomFilter) Lookup(unsafe.Pointer, int) unsafe.Pointer { return nil }
 
 // Update from a program is refused (the verifier refuses the call before).
 func (b *bloomFilter) Update(unsafe.Pointer, unsafe.Pointer, uint64, int) error {
-	return fmt.Errorf("update of a %s: %w", typeName(b.spec.Type), ErrInvalid)
+	return fmt.Errorf("update of a %s: %w", b.spec.Type, ErrInvalid)
 }
 
 // Delete is not supported, as in the kernel.
 func (b *bloomFilter) Delete(unsafe.Pointer) error {
-	return fmt.Errorf("delete from a %s: %w", typeName(b.spec.Type), ErrNotSupported)
+	return fmt.Errorf("delete from a %s: %w", b.spec.Type, ErrNotSupported)
 }
 
 func (b *bloomFilter) checkGo(key, value []byte) error {
@@ -193,12 +212,12 @@ func (b *bloomFilter) UpdateBytes(key, value []byte, flags uint64) error {
 
 // LookupAndDelete is not supported, as in the kernel.
 func (b *bloomFilter) LookupAndDelete(key, value []byte) error {
-	return fmt.Errorf("lookup and delete on a %s: %w", typeName(b.spec.Type), ErrNotSupported)
+	return fmt.Errorf("lookup and delete on a %s: %w", b.spec.Type, ErrNotSupported)
 }
 
 // NextKey is not supported, as in the kernel.
 func (b *bloomFilter) NextKey(key, next []byte) error {
-	return fmt.Errorf("next key of a %s: %w", typeName(b.spec.Type), ErrNotSupported)
+	return fmt.Errorf("next key of a %s: %w", b.spec.Type, ErrNotSupported)
 }
 
 func (b *bloomFilter) free() error { return b.mem.Free() }

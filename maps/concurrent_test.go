@@ -48,7 +48,7 @@ func checkValue(p unsafe.Pointer, words int, key uint32) error {
 
 func TestHashConcurrentReaders(t *testing.T) {
 	for _, typ := range []Type{Hash, PerCPUHash, LRUHash, LRUPerCPUHash} {
-		t.Run(typeName(typ), func(t *testing.T) {
+		t.Run(typ.String(), func(t *testing.T) {
 			const (
 				readers = 4
 				keys    = 8
@@ -165,7 +165,7 @@ func TestHashConcurrentProgramUpdates(t *testing.T) {
 
 func TestHashConcurrentInsert(t *testing.T) {
 	for _, typ := range []Type{Hash, PerCPUHash} {
-		t.Run(typeName(typ), func(t *testing.T) {
+		t.Run(typ.String(), func(t *testing.T) {
 			const max, goroutines, each = 1000, 8, 250
 			m := newTestMap(t, Spec{Type: typ, KeySize: 8, ValueSize: 8, MaxEntries: max}, Options{NumCPU: 2, Domain: NewDomain(2)})
 			var ok, full atomic.Int64

@@ -51,7 +51,7 @@ func KernelFieldAt(off uint32) (KernelField, bool) {
 // spec s and id into the header at addr.
 func setKernelFields(addr uint64, s Spec, id uint32) {
 	flags := s.Flags
-	if s.Type == DevMap || s.Type == DevMapHash {
+	if s.Type.ProgReadOnly() {
 		flags |= FlagRdonlyProg // the kernel sets it on devmaps
 	}
 	for off, v := range map[uint64]uint32{64: uint32(s.Type), 68: s.KeySize, 72: s.ValueSize, 76: s.MaxEntries, 88: flags, 92: id} {

@@ -12,6 +12,27 @@ import (
 	"bpfvm/vm"
 )
 
+// Hash maps (the LRU ones evict, lru.go).
+const (
+	Hash          Type = 1
+	PerCPUHash    Type = 5
+	LRUHash       Type = 9
+	LRUPerCPUHash Type = 10
+)
+
+// The hash types: BPF_MAP_TYPE_HASH and LRU_HASH, PERCPU_HASH and
+// LRU_PERCPU_HASH.
+var (
+	hashInfo       = typeInfo{maps: hashes{}, helpers: walkHelpers, kernelStruct: "bpf_htab"}
+	perCPUHashInfo = typeInfo{maps: hashes{}, helpers: perCPUHelpers, kernelStruct: "bpf_htab", perCPU: true}
+)
+
+// hashes creates and validates hash maps.
+type hashes struct{}
+
+func (hashes) create(s Spec, o Options) (Map, error) { return newHash(s, o) }
+func (hashes) check(s Spec) error                    { return validateHash(s) }
+
 // hashMap is BPF_MAP_TYPE_HASH and PERCPU_HASH, and with lru set LRU_HASH
 // and LRU_PERCPU_HASH (eviction is in lru.go).
 //
@@ -104,7 +125,7 @@ func hashReserve(maxEntries uint32, ncpu int) uint32 {
 	return max(64, min(maxEntries, 4096)) + uint32(4*ncpu)
 }
 
-func newHash(spec Spec, opts Options) (*hashMap, error) {
+func newHash(spec Spec, opts Options) (Map, error) {
 	m, err := newHashMap(spec, opts, true)
 	if err != nil {
 		return nil, err

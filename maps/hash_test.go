@@ -233,7 +233,7 @@ func TestPerCPUHashLayout(t *testing.T) {
 		want := make([]byte, 24)
 		copy(want[8:], u32(v))
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s after program update on CPU 1: %x, want %x", typeName(typ), got, want)
+			t.Errorf("%s after program update on CPU 1: %x, want %x", typ, got, want)
 		}
 		// Go sets every CPU; a program update writes only its CPU's.
 		all := []byte{1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0}
@@ -247,12 +247,12 @@ func TestPerCPUHashLayout(t *testing.T) {
 		m.LookupBytes(u32(key), got)
 		want = []byte{1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s after program update on CPU 2: %x, want %x", typeName(typ), got, want)
+			t.Errorf("%s after program update on CPU 2: %x, want %x", typ, got, want)
 		}
 		for cpu := range ncpu {
 			p := m.Lookup(unsafe.Pointer(&key), cpu)
 			if p == nil || *(*uint32)(p) != uint32(want[cpu*8]) {
-				t.Errorf("%s: program lookup on CPU %d: %v", typeName(typ), cpu, p)
+				t.Errorf("%s: program lookup on CPU %d: %v", typ, cpu, p)
 			}
 		}
 	}

@@ -11,6 +11,20 @@ import (
 	"bpfvm/vm"
 )
 
+// LPMTrie is BPF_MAP_TYPE_LPM_TRIE.
+const LPMTrie Type = 11
+
+// lpmInfo describes LPM tries: looked up, updated and deleted by programs,
+// not walked (no map_for_each_callback); batch operations are the
+// kernel's generic ones, without lookup-and-delete.
+var lpmInfo = typeInfo{maps: lpmTries{}, kernelStruct: "lpm_trie", helpers: elemHelpers, noBatchLookupAndDelete: true}
+
+// lpmTries creates and validates LPM tries.
+type lpmTries struct{}
+
+func (lpmTries) create(s Spec, o Options) (Map, error) { return newLPM(s, o) }
+func (lpmTries) check(s Spec) error                    { return validateLPM(s) }
+
 // lpmTrie is BPF_MAP_TYPE_LPM_TRIE: longest-prefix match over keys
 // {u32 prefixlen (host order); u8 data[key_size-4] (network order)}.
 //
@@ -82,21 +96,21 @@ const (
 
 func validateLPM(s Spec) error {
 	if s.Flags&FlagNoPrealloc == 0 {
-		return fmt.Errorf("%s flags %#x: BPF_F_NO_PREALLOC is required: %w", typeName(s.Type), s.Flags, ErrInvalid)
+		return fmt.Errorf("%s flags %#x: BPF_F_NO_PREALLOC is required: %w", s.Type, s.Flags, ErrInvalid)
 	}
 	if err := checkFlagSet(s, FlagNoPrealloc|FlagNumaNode|flagsAccess); err != nil {
 		return err
 	}
 	if s.KeySize < 4+1 || s.KeySize > 4+lpmDataMax {
-		return fmt.Errorf("%s key size %d: want 4 + 1 to %d bytes of data: %w", typeName(s.Type), s.KeySize, lpmDataMax, ErrInvalid)
+		return fmt.Errorf("%s key size %d: want 4 + 1 to %d bytes of data: %w", s.Type, s.KeySize, lpmDataMax, ErrInvalid)
 	}
 	if s.ValueSize < 1 || s.ValueSize > lpmValueMax {
-		return fmt.Errorf("%s value size %d: want 1 to %d: %w", typeName(s.Type), s.ValueSize, lpmValueMax, ErrInvalid)
+		return fmt.Errorf("%s value size %d: want 1 to %d: %w", s.Type, s.ValueSize, lpmValueMax, ErrInvalid)
 	}
 	return nil
 }
 
-func newLPM(spec Spec, opts Options) (*lpmTrie, error) {
+func newLPM(spec Spec, opts Options) (Map, error) {
 	t := &lpmTrie{spec: spec, dataSize: uint64(spec.KeySize - 4)}
 	t.maxLen = uint32(t.dataSize * 8)
 	size := lpmData + (t.dataSize+7)&^7
@@ -498,7 +512,7 @@ func (t *lpmTrie) UpdateBytes(key, value []byte, flags uint64) error {
 
 // LookupAndDelete is not implemented by the kernel's LPM trie.
 func (t *lpmTrie) LookupAndDelete(key, value []byte) error {
-	return fmt.Errorf("lookup and delete on a %s: %w", typeName(t.spec.Type), ErrNotSupported)
+	return fmt.Errorf("lookup and delete on a %s: %w", t.spec.Type, ErrNotSupported)
 }
 
 // NextKey walks the trie in post order, as the kernel's trie_get_next_key:

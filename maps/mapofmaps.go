@@ -10,6 +10,33 @@ import (
 	"bpfvm/vm"
 )
 
+// Maps of maps.
+const (
+	ArrayOfMaps Type = 12
+	HashOfMaps  Type = 13
+)
+
+// lookupHelper is the one helper maps of maps take.
+var lookupHelper = []string{"bpf_map_lookup_elem"}
+
+// The maps of maps, BPF_MAP_TYPE_ARRAY_OF_MAPS and HASH_OF_MAPS: programs
+// only look their inner maps up.
+var (
+	arrayOfMapsInfo = typeInfo{maps: arraysOfMaps{}, kernelStruct: "bpf_array", helpers: lookupHelper, onlyHelpers: true, ofMaps: true}
+	hashOfMapsInfo  = typeInfo{maps: hashesOfMaps{}, kernelStruct: "bpf_htab", helpers: lookupHelper, onlyHelpers: true, ofMaps: true}
+)
+
+// arraysOfMaps and hashesOfMaps create and validate maps of maps.
+type (
+	arraysOfMaps struct{}
+	hashesOfMaps struct{}
+)
+
+func (arraysOfMaps) create(s Spec, o Options) (Map, error) { return newArrayOfMaps(s, o) }
+func (arraysOfMaps) check(s Spec) error                    { return validateArray(s) }
+func (hashesOfMaps) create(s Spec, o Options) (Map, error) { return newHashOfMaps(s, o) }
+func (hashesOfMaps) check(s Spec) error                    { return validateHash(s) }
+
 // Maps of maps hold other maps: Go code stores an inner map by its id (IDOf,
 // where the kernel takes a file descriptor) and reads the id back; programs
 // look up the inner map's handle. The inner map must match the template
@@ -132,7 +159,7 @@ const (
 	ArrayOfMapsFieldMaxEntries = 8 // uint32
 )
 
-func newArrayOfMaps(spec Spec, opts Options) (*arrayOfMaps, error) {
+func newArrayOfMaps(spec Spec, opts Options) (Map, error) {
 	mem, err := vm.Alloc(int(spec.MaxEntries) * 8)
 	if err != nil {
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
@@ -265,7 +292,7 @@ type hashOfMaps struct {
 // hashOfMapsValue is the size of the values the table stores.
 const hashOfMapsValue = 16
 
-func newHashOfMaps(spec Spec, opts Options) (*hashOfMaps, error) {
+func newHashOfMaps(spec Spec, opts Options) (Map, error) {
 	inner := Spec{Name: spec.Name, Type: Hash, KeySize: spec.KeySize, ValueSize: hashOfMapsValue, MaxEntries: spec.MaxEntries, Flags: spec.Flags}
 	hm, err := newHashMap(inner, opts, false)
 	if err != nil {

@@ -32,7 +32,7 @@ func TestMapOfMapsTemplate(t *testing.T) {
 	}
 	for _, outer := range []Type{ArrayOfMaps, HashOfMaps} {
 		for _, tt := range tests {
-			t.Run(typeName(outer)+" "+tt.name, func(t *testing.T) {
+			t.Run(outer.String()+" "+tt.name, func(t *testing.T) {
 				tmpl := tt.tmpl
 				m := newTestMap(t, Spec{Name: "outer", Type: outer, KeySize: 4, ValueSize: 4, MaxEntries: 4, InnerMap: &tmpl}, Options{})
 				in := newTestMap(t, tt.inner, Options{})
@@ -64,7 +64,7 @@ func TestMapOfMapsNumCPU(t *testing.T) {
 	} {
 		for _, outer := range []Type{ArrayOfMaps, HashOfMaps} {
 			for _, cpus := range [][2]int{{2, 2}, {2, 4}, {4, 2}, {1, 3}, {0, 1}} {
-				t.Run(fmt.Sprintf("%s in %s cpus %v", typeName(inner.Type), typeName(outer), cpus), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s in %s cpus %v", inner.Type, outer, cpus), func(t *testing.T) {
 					m := newTestMap(t, Spec{Name: "outer", Type: outer, KeySize: 4, ValueSize: 4, MaxEntries: 4, InnerMap: &inner}, Options{NumCPU: cpus[0]})
 					in := newTestMap(t, inner, Options{NumCPU: cpus[1]})
 					var want error
@@ -92,7 +92,7 @@ func TestMapOfMapsNumCPU(t *testing.T) {
 func TestMapOfMaps(t *testing.T) {
 	inner := Spec{Type: Array, KeySize: 4, ValueSize: 8, MaxEntries: 2}
 	for _, outer := range []Type{ArrayOfMaps, HashOfMaps} {
-		t.Run(typeName(outer), func(t *testing.T) {
+		t.Run(outer.String(), func(t *testing.T) {
 			d := NewDomain(1)
 			m := newTestMap(t, Spec{Name: "outer", Type: outer, KeySize: 4, ValueSize: 4, MaxEntries: 4, InnerMap: &inner}, Options{Domain: d})
 			a := newTestMap(t, inner, Options{})

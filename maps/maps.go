@@ -99,34 +99,6 @@ const (
 	FlagInnerMap uint32 = 1 << 12
 )
 
-// Type is a map type, numbered as the kernel's enum bpf_map_type.
-type Type uint32
-
-// Map types.
-const (
-	Hash      Type = 1
-	Array     Type = 2
-	ProgArray Type = 3
-	// PerfEventArray is BPF_MAP_TYPE_PERF_EVENT_ARRAY (see PerfEvents).
-	PerfEventArray Type = 4
-	PerCPUHash     Type = 5
-	PerCPUArray    Type = 6
-	LRUHash        Type = 9
-	LRUPerCPUHash  Type = 10
-	LPMTrie        Type = 11
-	ArrayOfMaps    Type = 12
-	HashOfMaps     Type = 13
-	Queue          Type = 22
-	Stack          Type = 23
-	RingBuf        Type = 27
-	BloomFilter    Type = 30
-)
-
-// PerCPU reports whether maps of this type keep one value per CPU.
-func (t Type) PerCPU() bool {
-	return t == PerCPUHash || t == PerCPUArray || t == LRUPerCPUHash
-}
-
 // Spec describes a map to create.
 type Spec struct {
 	Name       string
@@ -251,35 +223,15 @@ func New(spec Spec, opts Options) (Map, error) {
 	if opts.NumCPU < 1 {
 		opts.NumCPU = 1
 	}
-	if spec.MaxEntries == 0 && spec.Type != RingBuf {
+	info, ok := spec.Type.info()
+	if spec.MaxEntries == 0 && !info.sizedInBytes {
 		return nil, fmt.Errorf("map %s: max_entries is zero: %w", spec.Name, ErrInvalid)
 	}
 	if err := validate(spec); err != nil {
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
 	}
-	switch spec.Type {
-	case Array, PerCPUArray:
-		return newArray(spec, opts)
-	case Hash, PerCPUHash, LRUHash, LRUPerCPUHash:
-		return newHash(spec, opts)
-	case Queue, Stack:
-		return newQueue(spec, opts)
-	case RingBuf:
-		return newRingBuf(spec, opts)
-	case ProgArray:
-		return newProgArray(spec, opts)
-	case PerfEventArray:
-		return newPerfEventArray(spec, opts)
-	case ArrayOfMaps:
-		return newArrayOfMaps(spec, opts)
-	case HashOfMaps:
-		return newHashOfMaps(spec, opts)
-	case DevMap, CPUMap, XSKMap, DevMapHash:
-		return newRedirectMap(spec, opts)
-	case LPMTrie:
-		return newLPM(spec, opts)
-	case BloomFilter:
-		return newBloom(spec, opts)
+	if !ok {
+		return nil, fmt.Errorf("map %s: type %s: %w", spec.Name, spec.Type, ErrNotSupported)
 	}
-	return nil, fmt.Errorf("map %s: type %d: %w", spec.Name, spec.Type, ErrNotSupported)
+	return info.maps.create(spec, opts)
 }

@@ -13,6 +13,21 @@ import (
 	"bpfvm/vm"
 )
 
+// PerfEventArray is BPF_MAP_TYPE_PERF_EVENT_ARRAY (see PerfEvents).
+const PerfEventArray Type = 4
+
+// perfHelpers take perf event arrays, and nothing else does.
+var perfHelpers = []string{"bpf_perf_event_read", "bpf_perf_event_output", "bpf_skb_output", "bpf_perf_event_read_value", "bpf_xdp_output"}
+
+// perfEventArrayInfo describes perf event arrays.
+var perfEventArrayInfo = typeInfo{maps: perfArrays{}, kernelStruct: "bpf_array", helpers: perfHelpers, onlyHelpers: true}
+
+// perfArrays creates and validates perf event arrays.
+type perfArrays struct{}
+
+func (perfArrays) create(s Spec, o Options) (Map, error) { return newPerfEventArray(s, o) }
+func (perfArrays) check(s Spec) error                    { return validateArray(s) }
+
 // PerfEvents is BPF_MAP_TYPE_PERF_EVENT_ARRAY (the type constant has the
 // name PerfEventArray): one slot per CPU, each
 // empty or holding a perf ring that programs write samples into with
@@ -66,7 +81,7 @@ const (
 	perfMaxRecord  = 0xffff
 )
 
-func newPerfEventArray(spec Spec, opts Options) (*PerfEvents, error) {
+func newPerfEventArray(spec Spec, opts Options) (Map, error) {
 	a := &PerfEvents{spec: spec, ncpu: opts.NumCPU, slots: make([]atomic.Pointer[perfRing], spec.MaxEntries)}
 	if err := a.header.init(a); err != nil {
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)

@@ -9,6 +9,24 @@ import (
 	"bpfvm/vm"
 )
 
+// ProgArray is BPF_MAP_TYPE_PROG_ARRAY (see ProgramArray).
+const ProgArray Type = 3
+
+// progArrayInfo describes program arrays: only bpf_tail_call takes them.
+var progArrayInfo = typeInfo{
+	maps: progArrays{}, kernelStruct: "bpf_array",
+	helpers: tailCallHelper, onlyHelpers: true, notInner: true,
+}
+
+// progArrays creates and validates program arrays.
+type progArrays struct{}
+
+func (progArrays) create(s Spec, o Options) (Map, error) { return newProgArray(s, o) }
+func (progArrays) check(s Spec) error                    { return validateArray(s) }
+
+// tailCallHelper is the one helper program arrays take.
+var tailCallHelper = []string{"bpf_tail_call"}
+
 // ProgramArray is BPF_MAP_TYPE_PROG_ARRAY (the type constant takes the name
 // ProgArray): the programs of tail calls, by id. New returns it as a Map;
 // the tail-call helper type-asserts it and calls Get.
@@ -42,7 +60,7 @@ const (
 	ProgArrayFieldMaxEntries = 8 // uint32
 )
 
-func newProgArray(spec Spec, opts Options) (*ProgramArray, error) {
+func newProgArray(spec Spec, opts Options) (Map, error) {
 	mem, err := vm.Alloc(int(spec.MaxEntries) * 8)
 	if err != nil {
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)

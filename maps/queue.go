@@ -8,6 +8,25 @@ import (
 	"bpfvm/vm"
 )
 
+// Queue and stack maps.
+const (
+	Queue Type = 22
+	Stack Type = 23
+)
+
+// queueInfo describes BPF_MAP_TYPE_QUEUE and BPF_MAP_TYPE_STACK: only
+// push, pop and peek take them.
+var queueInfo = typeInfo{maps: queues{}, kernelStruct: "bpf_queue_stack", helpers: queueHelpers, onlyHelpers: true}
+
+// queues creates and validates queues and stacks.
+type queues struct{}
+
+func (queues) create(s Spec, o Options) (Map, error) { return newQueue(s, o) }
+func (queues) check(s Spec) error                    { return validateQueue(s) }
+
+// queueHelpers take queues and stacks.
+var queueHelpers = []string{"bpf_map_peek_elem", "bpf_map_pop_elem", "bpf_map_push_elem"}
+
 // queueStack is BPF_MAP_TYPE_QUEUE and BPF_MAP_TYPE_STACK: a ring of
 // max_entries+1 off-heap slots (one always empty, so that head == tail means
 // empty) guarded by a mutex, as the kernel's is by a spinlock. Elements are
@@ -26,10 +45,10 @@ type queueStack struct {
 	head, tail uint32
 }
 
-func newQueue(spec Spec, opts Options) (*queueStack, error) {
+func newQueue(spec Spec, opts Options) (Map, error) {
 	q := &queueStack{spec: spec, stack: spec.Type == Stack, vsize: (uint64(spec.ValueSize) + 7) &^ 7, size: spec.MaxEntries + 1}
 	if spec.MaxEntries == ^uint32(0) {
-		return nil, fmt.Errorf("map %s: %s max_entries %d: %w", spec.Name, typeName(spec.Type), spec.MaxEntries, ErrFull)
+		return nil, fmt.Errorf("map %s: %s max_entries %d: %w", spec.Name, spec.Type, spec.MaxEntries, ErrFull)
 	}
 	bytes := q.vsize * uint64(q.size)
 	if bytes > maxMapBytes {
@@ -127,11 +146,11 @@ func (q *queueStack) take(value []byte, remove bool) error {
 func (q *queueStack) Lookup(unsafe.Pointer, int) unsafe.Pointer { return nil }
 
 func (q *queueStack) Update(unsafe.Pointer, unsafe.Pointer, uint64, int) error {
-	return fmt.Errorf("update of a %s: %w", typeName(q.spec.Type), ErrInvalid)
+	return fmt.Errorf("update of a %s: %w", q.spec.Type, ErrInvalid)
 }
 
 func (q *queueStack) Delete(unsafe.Pointer) error {
-	return fmt.Errorf("delete from a %s: %w", typeName(q.spec.Type), ErrInvalid)
+	return fmt.Errorf("delete from a %s: %w", q.spec.Type, ErrInvalid)
 }
 
 func (q *queueStack) checkGo(key, value []byte) error {
@@ -169,7 +188,7 @@ func (q *queueStack) LookupAndDelete(key, value []byte) error {
 }
 
 func (q *queueStack) NextKey(key, next []byte) error {
-	return fmt.Errorf("next key of a %s: %w", typeName(q.spec.Type), ErrInvalid)
+	return fmt.Errorf("next key of a %s: %w", q.spec.Type, ErrInvalid)
 }
 
 func (q *queueStack) free() error { return q.mem.Free() }

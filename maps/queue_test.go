@@ -47,7 +47,7 @@ func TestQueueStackSemantics(t *testing.T) {
 		typ   Type
 		value uint32
 	}{{Queue, 4}, {Stack, 4}, {Queue, 13}, {Stack, 1}} {
-		t.Run(typeName(tt.typ), func(t *testing.T) {
+		t.Run(tt.typ.String(), func(t *testing.T) {
 			m := newTestMap(t, Spec{Type: tt.typ, ValueSize: tt.value, MaxEntries: 3}, Options{})
 			sh := shape{valueSize: int(tt.value), noKey: true}
 			sh.check(t, ours{m, 1}, queueScript(tt.typ == Stack))

@@ -13,6 +13,28 @@ const (
 	DevMapHash Type = 25
 )
 
+// The redirect types: bpf_redirect_map takes them all, lookups take
+// devmaps and xskmaps (not cpumaps), nothing else does.
+var (
+	// devMapInfo is devmaps and devmap_hashes, whose elements the
+	// kernel's lookup gives as the device's own.
+	devMapInfo = typeInfo{maps: redirects{}, kernelStruct: "bpf_dtab", helpers: redirectHelpers, onlyHelpers: true, progReadOnly: true}
+	cpuMapInfo = typeInfo{maps: redirects{}, kernelStruct: "bpf_cpu_map", helpers: redirectOnly, onlyHelpers: true}
+	xskMapInfo = typeInfo{maps: redirects{}, kernelStruct: "xsk_map", helpers: redirectHelpers, onlyHelpers: true, socketValues: true}
+)
+
+// redirects creates redirect maps; their creation rules are
+// newRedirectMap's.
+type redirects struct{}
+
+func (redirects) create(s Spec, o Options) (Map, error) { return newRedirectMap(s, o) }
+func (redirects) check(Spec) error                      { return nil }
+
+var (
+	redirectHelpers = []string{"bpf_redirect_map", "bpf_map_lookup_elem"}
+	redirectOnly    = []string{"bpf_redirect_map"}
+)
+
 // Redirect maps hold interface indexes (devmap), CPU numbers (cpumap) or
 // socket slots (xskmap) that bpf_redirect_map records as the run's redirect
 // target. bpfvm has no network devices, so they are stored as plain values:
@@ -20,10 +42,10 @@ const (
 // kernel's key and value sizes.
 func newRedirectMap(spec Spec, opts Options) (Map, error) {
 	if spec.KeySize != 4 {
-		return nil, fmt.Errorf("%s key size %d, want 4: %w", typeName(spec.Type), spec.KeySize, ErrInvalid)
+		return nil, fmt.Errorf("%s key size %d, want 4: %w", spec.Type, spec.KeySize, ErrInvalid)
 	}
 	if spec.ValueSize != 4 && spec.ValueSize != 8 {
-		return nil, fmt.Errorf("%s value size %d, want 4 or 8: %w", typeName(spec.Type), spec.ValueSize, ErrInvalid)
+		return nil, fmt.Errorf("%s value size %d, want 4 or 8: %w", spec.Type, spec.ValueSize, ErrInvalid)
 	}
 	backing := spec
 	backing.Type = Array

@@ -13,6 +13,26 @@ import (
 	"bpfvm/vm"
 )
 
+// RingBuf is BPF_MAP_TYPE_RINGBUF (see RingBuffer).
+const RingBuf Type = 27
+
+// ringBufHelpers take ring buffers, and nothing else does.
+var ringBufHelpers = []string{"bpf_ringbuf_output", "bpf_ringbuf_reserve", "bpf_ringbuf_query",
+	"bpf_ringbuf_reserve_dynptr", "bpf_ringbuf_submit_dynptr", "bpf_ringbuf_discard_dynptr"}
+
+// ringBufInfo describes ring buffers, whose max_entries is their size in
+// bytes.
+var ringBufInfo = typeInfo{
+	maps: ringBufs{}, kernelStruct: "bpf_ringbuf_map",
+	helpers: ringBufHelpers, onlyHelpers: true, sizedInBytes: true,
+}
+
+// ringBufs creates and validates ring buffers.
+type ringBufs struct{}
+
+func (ringBufs) create(s Spec, o Options) (Map, error) { return newRingBuf(s, o) }
+func (ringBufs) check(s Spec) error                    { return validateRingBuf(s) }
+
 // RingBuffer is BPF_MAP_TYPE_RINGBUF (the type constant has the name
 // RingBuf); New returns it as a Map and users type-assert it. It is a
 // power-of-two data area of max_entries bytes holding variable-size records
@@ -77,7 +97,7 @@ const (
 // ringMaxRecord is RINGBUF_MAX_RECORD_SZ.
 const ringMaxRecord = (1<<32 - 1) / 4
 
-func newRingBuf(spec Spec, opts Options) (*RingBuffer, error) {
+func newRingBuf(spec Spec, opts Options) (Map, error) {
 	page := uint64(os.Getpagesize())
 	size := uint64(spec.MaxEntries)
 	mem, err := vm.Alloc(int(page + 2*size))

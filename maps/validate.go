@@ -39,130 +39,119 @@ var ringBufMaxData = uint64(1<<24-3) * uint64(os.Getpagesize())
 // validate checks a spec as the kernel's map_alloc_check functions do, with
 // their errors: ErrInvalid for malformed specs, ErrFull (E2BIG) for sizes
 // over a limit, ErrNotSupported for combinations the kernel does not
-// implement.
+// implement. Types bpfvm does not implement pass (New refuses them).
 func validate(s Spec) error {
 	if s.Flags&(FlagRdonly|FlagWronly) == FlagRdonly|FlagWronly ||
 		s.Flags&(FlagRdonlyProg|FlagWronlyProg) == FlagRdonlyProg|FlagWronlyProg {
 		return fmt.Errorf("flags %#x: conflicting access flags: %w", s.Flags, ErrInvalid)
 	}
-	if s.MapExtra != 0 && s.Type != BloomFilter {
-		return fmt.Errorf("%s map_extra %#x: only bloom filters take it: %w", typeName(s.Type), s.MapExtra, ErrInvalid)
+	info, _ := s.Type.info()
+	if s.MapExtra != 0 && !info.mapExtra {
+		return fmt.Errorf("%s map_extra %#x: only bloom filters take it: %w", s.Type, s.MapExtra, ErrInvalid)
 	}
-	switch s.Type {
-	case Array, PerCPUArray, ProgArray, ArrayOfMaps, PerfEventArray:
-		return validateArray(s)
-	case Hash, PerCPUHash, LRUHash, LRUPerCPUHash, HashOfMaps:
-		return validateHash(s)
-	case Queue, Stack:
-		return validateQueue(s)
-	case RingBuf:
-		return validateRingBuf(s)
-	case LPMTrie:
-		return validateLPM(s)
-	case BloomFilter:
-		return validateBloom(s)
+	if info.maps != nil {
+		if err := info.maps.check(s); err != nil {
+			return err
+		}
+	}
+	if info.ofMaps {
+		return validateInner(s)
 	}
 	return nil
 }
 
 func checkFlagSet(s Spec, allowed uint32) error {
 	if bad := s.Flags &^ allowed; bad != 0 {
-		return fmt.Errorf("%s flags %#x: unknown flags %#x: %w", typeName(s.Type), s.Flags, bad, ErrInvalid)
+		return fmt.Errorf("%s flags %#x: unknown flags %#x: %w", s.Type, s.Flags, bad, ErrInvalid)
 	}
 	return nil
 }
 
 func validateArray(s Spec) error {
 	if s.KeySize != 4 {
-		return fmt.Errorf("%s key size %d, want 4: %w", typeName(s.Type), s.KeySize, ErrInvalid)
+		return fmt.Errorf("%s key size %d, want 4: %w", s.Type, s.KeySize, ErrInvalid)
 	}
 	if s.ValueSize == 0 {
-		return fmt.Errorf("%s value size 0: %w", typeName(s.Type), ErrInvalid)
+		return fmt.Errorf("%s value size 0: %w", s.Type, ErrInvalid)
 	}
 	if err := checkFlagSet(s, flagsArray); err != nil {
 		return err
 	}
 	if s.Flags&(FlagMmapable|FlagInnerMap) != 0 && s.Type != Array {
-		return fmt.Errorf("%s flags %#x: mmapable and inner_map are for arrays only: %w", typeName(s.Type), s.Flags, ErrInvalid)
+		return fmt.Errorf("%s flags %#x: mmapable and inner_map are for arrays only: %w", s.Type, s.Flags, ErrInvalid)
 	}
 	if s.Flags&FlagPreserveElems != 0 && s.Type != PerfEventArray {
-		return fmt.Errorf("%s flags %#x: preserve_elems is for perf event arrays: %w", typeName(s.Type), s.Flags, ErrInvalid)
+		return fmt.Errorf("%s flags %#x: preserve_elems is for perf event arrays: %w", s.Type, s.Flags, ErrInvalid)
 	}
 	if s.Type.PerCPU() && s.Flags&FlagNumaNode != 0 {
-		return fmt.Errorf("%s flags %#x: numa node with a per-CPU map: %w", typeName(s.Type), s.Flags, ErrInvalid)
+		return fmt.Errorf("%s flags %#x: numa node with a per-CPU map: %w", s.Type, s.Flags, ErrInvalid)
 	}
 	switch s.Type {
 	case ProgArray, ArrayOfMaps, PerfEventArray:
 		// fd_array_map_alloc_check: the values are file descriptors.
 		if s.ValueSize != 4 {
-			return fmt.Errorf("%s value size %d, want 4: %w", typeName(s.Type), s.ValueSize, ErrInvalid)
+			return fmt.Errorf("%s value size %d, want 4: %w", s.Type, s.ValueSize, ErrInvalid)
 		}
 		if s.Type != ArrayOfMaps && s.Flags&(FlagRdonlyProg|FlagWronlyProg) != 0 {
-			return fmt.Errorf("%s flags %#x: program access flags: %w", typeName(s.Type), s.Flags, ErrInvalid)
+			return fmt.Errorf("%s flags %#x: program access flags: %w", s.Type, s.Flags, ErrInvalid)
 		}
 	}
 	if s.ValueSize > maxArrayValue {
-		return fmt.Errorf("%s value size %d over %d: %w", typeName(s.Type), s.ValueSize, maxArrayValue, ErrFull)
+		return fmt.Errorf("%s value size %d over %d: %w", s.Type, s.ValueSize, maxArrayValue, ErrFull)
 	}
 	if s.Type.PerCPU() && (s.ValueSize+7)&^7 > pcpuMinUnitSize {
-		return fmt.Errorf("%s value size %d over %d: %w", typeName(s.Type), s.ValueSize, pcpuMinUnitSize, ErrFull)
-	}
-	if s.Type == ArrayOfMaps {
-		return validateInner(s)
+		return fmt.Errorf("%s value size %d over %d: %w", s.Type, s.ValueSize, pcpuMinUnitSize, ErrFull)
 	}
 	return nil
 }
 
 func validateHash(s Spec) error {
 	if s.KeySize == 0 {
-		return fmt.Errorf("%s key size 0: %w", typeName(s.Type), ErrInvalid)
+		return fmt.Errorf("%s key size 0: %w", s.Type, ErrInvalid)
 	}
 	if s.ValueSize == 0 {
-		return fmt.Errorf("%s value size 0: %w", typeName(s.Type), ErrInvalid)
+		return fmt.Errorf("%s value size 0: %w", s.Type, ErrInvalid)
 	}
 	if s.Type == HashOfMaps && s.ValueSize != 4 {
-		return fmt.Errorf("%s value size %d, want 4: %w", typeName(s.Type), s.ValueSize, ErrInvalid)
+		return fmt.Errorf("%s value size %d, want 4: %w", s.Type, s.ValueSize, ErrInvalid)
 	}
 	if err := checkFlagSet(s, flagsHash); err != nil {
 		return err
 	}
 	lru := s.Type == LRUHash || s.Type == LRUPerCPUHash
 	if s.Flags&FlagNoCommonLRU != 0 && !lru {
-		return fmt.Errorf("%s flags %#x: no_common_lru without LRU: %w", typeName(s.Type), s.Flags, ErrInvalid)
+		return fmt.Errorf("%s flags %#x: no_common_lru without LRU: %w", s.Type, s.Flags, ErrInvalid)
 	}
 	if s.Flags&FlagNumaNode != 0 && (s.Type.PerCPU() || s.Flags&FlagNoCommonLRU != 0) {
-		return fmt.Errorf("%s flags %#x: numa node with per-CPU data: %w", typeName(s.Type), s.Flags, ErrInvalid)
+		return fmt.Errorf("%s flags %#x: numa node with per-CPU data: %w", s.Type, s.Flags, ErrInvalid)
 	}
 	if lru && s.Flags&FlagNoPrealloc != 0 {
-		return fmt.Errorf("%s flags %#x: LRU maps are always preallocated: %w", typeName(s.Type), s.Flags, ErrNotSupported)
+		return fmt.Errorf("%s flags %#x: LRU maps are always preallocated: %w", s.Type, s.Flags, ErrNotSupported)
 	}
 	if uint64(s.KeySize)+uint64(s.ValueSize) >= kmallocMaxSize-hashElemOverhead {
-		return fmt.Errorf("%s key size %d + value size %d over %d: %w", typeName(s.Type), s.KeySize, s.ValueSize, kmallocMaxSize-hashElemOverhead, ErrFull)
+		return fmt.Errorf("%s key size %d + value size %d over %d: %w", s.Type, s.KeySize, s.ValueSize, kmallocMaxSize-hashElemOverhead, ErrFull)
 	}
 	if s.Type.PerCPU() && (s.ValueSize+7)&^7 > pcpuMinUnitSize {
-		return fmt.Errorf("%s value size %d over %d: %w", typeName(s.Type), s.ValueSize, pcpuMinUnitSize, ErrFull)
+		return fmt.Errorf("%s value size %d over %d: %w", s.Type, s.ValueSize, pcpuMinUnitSize, ErrFull)
 	}
 	if s.MaxEntries > 1<<31 {
-		return fmt.Errorf("%s max_entries %d over %d: %w", typeName(s.Type), s.MaxEntries, 1<<31, ErrFull)
-	}
-	if s.Type == HashOfMaps {
-		return validateInner(s)
+		return fmt.Errorf("%s max_entries %d over %d: %w", s.Type, s.MaxEntries, 1<<31, ErrFull)
 	}
 	return nil
 }
 
 func validateQueue(s Spec) error {
 	if s.KeySize != 0 {
-		return fmt.Errorf("%s key size %d, want 0: %w", typeName(s.Type), s.KeySize, ErrInvalid)
+		return fmt.Errorf("%s key size %d, want 0: %w", s.Type, s.KeySize, ErrInvalid)
 	}
 	if s.ValueSize == 0 {
-		return fmt.Errorf("%s value size 0: %w", typeName(s.Type), ErrInvalid)
+		return fmt.Errorf("%s value size 0: %w", s.Type, ErrInvalid)
 	}
 	if err := checkFlagSet(s, flagsQueue); err != nil {
 		return err
 	}
 	if s.ValueSize > kmallocMaxSize {
-		return fmt.Errorf("%s value size %d over %d: %w", typeName(s.Type), s.ValueSize, kmallocMaxSize, ErrFull)
+		return fmt.Errorf("%s value size %d over %d: %w", s.Type, s.ValueSize, kmallocMaxSize, ErrFull)
 	}
 	return nil
 }
@@ -172,14 +161,14 @@ func validateRingBuf(s Spec) error {
 		return err
 	}
 	if s.KeySize != 0 || s.ValueSize != 0 {
-		return fmt.Errorf("%s key size %d, value size %d, want 0: %w", typeName(s.Type), s.KeySize, s.ValueSize, ErrInvalid)
+		return fmt.Errorf("%s key size %d, value size %d, want 0: %w", s.Type, s.KeySize, s.ValueSize, ErrInvalid)
 	}
 	page := uint32(os.Getpagesize())
 	if bits.OnesCount32(s.MaxEntries) != 1 || s.MaxEntries%page != 0 {
-		return fmt.Errorf("%s max_entries %d: want a power of two multiple of the page size %d: %w", typeName(s.Type), s.MaxEntries, page, ErrInvalid)
+		return fmt.Errorf("%s max_entries %d: want a power of two multiple of the page size %d: %w", s.Type, s.MaxEntries, page, ErrInvalid)
 	}
 	if uint64(s.MaxEntries) > ringBufMaxData {
-		return fmt.Errorf("%s max_entries %d over %d: %w", typeName(s.Type), s.MaxEntries, ringBufMaxData, ErrFull)
+		return fmt.Errorf("%s max_entries %d over %d: %w", s.Type, s.MaxEntries, ringBufMaxData, ErrFull)
 	}
 	return nil
 }
@@ -189,15 +178,16 @@ func validateRingBuf(s Spec) error {
 func validateInner(s Spec) error {
 	in := s.InnerMap
 	if in == nil {
-		return fmt.Errorf("%s without an inner map template: %w", typeName(s.Type), ErrInvalid)
+		return fmt.Errorf("%s without an inner map template: %w", s.Type, ErrInvalid)
 	}
-	switch in.Type {
-	case ArrayOfMaps, HashOfMaps:
-		return fmt.Errorf("inner map of type %s: only one level of nesting: %w", typeName(in.Type), ErrInvalid)
-	case ProgArray:
-		return fmt.Errorf("inner map of type %s: %w", typeName(in.Type), ErrNotSupported)
+	info, _ := in.Type.info()
+	switch {
+	case info.ofMaps:
+		return fmt.Errorf("inner map of type %s: only one level of nesting: %w", in.Type, ErrInvalid)
+	case info.notInner:
+		return fmt.Errorf("inner map of type %s: %w", in.Type, ErrNotSupported)
 	}
-	if in.MaxEntries == 0 && in.Type != RingBuf {
+	if in.MaxEntries == 0 && !info.sizedInBytes {
 		return fmt.Errorf("inner map: max_entries is zero: %w", ErrInvalid)
 	}
 	if err := validate(*in); err != nil {
@@ -214,7 +204,7 @@ func checkInner(tmpl *Spec, m Map) error {
 	s := m.Spec()
 	switch {
 	case s.Type != tmpl.Type:
-		return fmt.Errorf("inner map %s is a %s, want a %s: %w", s.Name, typeName(s.Type), typeName(tmpl.Type), ErrInvalid)
+		return fmt.Errorf("inner map %s is a %s, want a %s: %w", s.Name, s.Type, tmpl.Type, ErrInvalid)
 	case s.KeySize != tmpl.KeySize:
 		return fmt.Errorf("inner map %s: key size %d, want %d: %w", s.Name, s.KeySize, tmpl.KeySize, ErrInvalid)
 	case s.ValueSize != tmpl.ValueSize:
@@ -222,7 +212,7 @@ func checkInner(tmpl *Spec, m Map) error {
 	case s.Flags != tmpl.Flags:
 		return fmt.Errorf("inner map %s: flags %#x, want %#x: %w", s.Name, s.Flags, tmpl.Flags, ErrInvalid)
 	}
-	if (s.Type == Array || s.Type == PerCPUArray) && tmpl.Flags&FlagInnerMap == 0 && s.MaxEntries != tmpl.MaxEntries {
+	if s.Type.Indexed() && tmpl.Flags&FlagInnerMap == 0 && s.MaxEntries != tmpl.MaxEntries {
 		return fmt.Errorf("inner map %s: max_entries %d, want %d: %w", s.Name, s.MaxEntries, tmpl.MaxEntries, ErrInvalid)
 	}
 	return nil
@@ -238,49 +228,4 @@ func numCPU(m Map) int {
 		return m.ncpu
 	}
 	return 1
-}
-
-// typeName names a map type as the kernel's enum does, for messages.
-func typeName(t Type) string {
-	switch t {
-	case Hash:
-		return "hash"
-	case Array:
-		return "array"
-	case ProgArray:
-		return "prog_array"
-	case PerCPUHash:
-		return "percpu_hash"
-	case PerCPUArray:
-		return "percpu_array"
-	case LRUHash:
-		return "lru_hash"
-	case LRUPerCPUHash:
-		return "lru_percpu_hash"
-	case ArrayOfMaps:
-		return "array_of_maps"
-	case HashOfMaps:
-		return "hash_of_maps"
-	case Queue:
-		return "queue"
-	case Stack:
-		return "stack"
-	case RingBuf:
-		return "ringbuf"
-	case PerfEventArray:
-		return "perf_event_array"
-	case LPMTrie:
-		return "lpm_trie"
-	case BloomFilter:
-		return "bloom_filter"
-	case DevMap:
-		return "devmap"
-	case CPUMap:
-		return "cpumap"
-	case XSKMap:
-		return "xskmap"
-	case DevMapHash:
-		return "devmap_hash"
-	}
-	return fmt.Sprintf("type %d", uint32(t))
 }

@@ -198,7 +198,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			releaseRef = reg.RefID
 		}
 	}
-	if m != nil && m.Spec.Flags&maps.FlagRdonlyProg != 0 && changesMap(id) {
+	if m != nil && rdonlyProg(m.Spec) && changesMap(id) {
 		// After the arguments, as the kernel's record_func_map: a
 		// program may not change a map read-only to it, whose frozen
 		// contents the verifier takes as constants.
@@ -212,16 +212,17 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			return err
 		}
 	}
-	// After the arguments, as the kernel's check_map_func_compatibility.
-	if m != nil {
-		if hs, ok := mapHelpers[m.Spec.Type]; p.MapTypes != nil && !slices.Contains(p.MapTypes, m.Spec.Type) || ok && !slices.Contains(hs, name) {
-			return v.errorf(pc, "cannot pass map_type %d into func %s#%d", m.Spec.Type, name, id)
-		}
-	}
 	if callback >= 0 {
+		// Before the map type, as the kernel's push_callback_call: a
+		// map without a walk is "callback function not allowed".
 		if err := v.queueCallback(pc, name, callback, m); err != nil {
 			return err
 		}
+	}
+	// After the arguments, as the kernel's check_map_func_compatibility:
+	// the map type's description names the helpers that take it.
+	if m != nil && !m.Spec.Type.TakesHelper(name) {
+		return v.errorf(pc, "cannot pass map_type %d into func %s#%d", m.Spec.Type, name, id)
 	}
 	if releaseRef != 0 && !v.cur.releaseRef(releaseRef) {
 		return v.errorf(pc, "R1 must be referenced when passed to release function")
@@ -245,13 +246,13 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	case RetVoid:
 		*r0 = Reg{Type: NotInit}
 	case RetMapValueOrNull:
-		if m.Spec.Type == 12 || m.Spec.Type == 13 { // maps of maps: the inner map
+		if m.Spec.Type.OfMaps() { // the inner map
 			inner := &MapInfo{Name: m.Name + ".inner", Index: -1}
 			if m.Spec.InnerMap != nil {
 				inner.Spec = *m.Spec.InnerMap
 			}
 			*r0 = Reg{Type: ConstPtrToMap, Flags: MaybeNull, Map: inner, ID: v.newID(), Scalar: Const(0)}
-		} else if name == "bpf_map_lookup_elem" && (m.Spec.Type == maps.Array || m.Spec.Type == maps.PerCPUArray) && m.Spec.Flags&maps.FlagInnerMap == 0 && hasConstKey && constKey < uint64(m.Spec.MaxEntries) {
+		} else if name == "bpf_map_lookup_elem" && m.Spec.Type.Indexed() && m.Spec.Flags&maps.FlagInnerMap == 0 && hasConstKey && constKey < uint64(m.Spec.MaxEntries) {
 			// A constant key inside an array: the element exists, as the
 			// kernel concludes too. The key's value matters. Not with
 			// BPF_F_INNER_MAP: such an array is the template of inner
@@ -364,7 +365,7 @@ func (v *verifier) queueCallback(pc int, name string, sub int, m *MapInfo) error
 		callee.Regs[1] = unknownScalar()
 		callee.Regs[2] = caller.Regs[3]
 	case "bpf_for_each_map_elem":
-		if !slices.Contains(forEachMaps, m.Spec.Type) {
+		if !m.Spec.Type.TakesHelper(name) {
 			return v.errorf(pc, "callback function not allowed for map")
 		}
 		// callback(map, key, value, ctx)
@@ -494,7 +495,7 @@ func (v *verifier) checkConstStr(pc int, regno isa.Register, reg *Reg) error {
 	if !reg.IsConst() {
 		return v.errorf(pc, "R%d is not a constant address'", regno)
 	}
-	if m.Spec.Type != maps.Array {
+	if !m.Spec.Type.DirectValue() {
 		return v.errorf(pc, "no direct value access support for this map type")
 	}
 	vs := int64(m.Spec.ValueSize)

@@ -2,7 +2,6 @@ package verifier
 
 import (
 	"bpfvm/isa"
-	"bpfvm/maps"
 )
 
 func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {
@@ -272,7 +271,7 @@ func (v *verifier) nullCheck(st *State, dst, src *Reg, op uint8, taken bool) {
 			return
 		}
 		r.Flags &^= MaybeNull
-		if r.Type == PtrToMapValue && r.Map.Spec.Type == maps.XSKMap {
+		if r.Type == PtrToMapValue && r.Map.Spec.Type.SocketValues() {
 			// The kernel's mark_ptr_or_null_reg: an xskmap's element
 			// is a socket.
 			r.Type = PtrToXDPSock

@@ -235,37 +235,13 @@ func (v *verifier) xdpSockAccess(ptr *Reg, a access) (Reg, error) {
 	return unknownScalar(), nil
 }
 
-// mapStructName is the kernel struct a map of type t is (its map_btf_id),
-// which embeds struct bpf_map first.
-func mapStructName(t maps.Type) string {
-	switch t {
-	case maps.Hash, maps.PerCPUHash, maps.LRUHash, maps.LRUPerCPUHash, maps.HashOfMaps:
-		return "bpf_htab"
-	case maps.Queue, maps.Stack:
-		return "bpf_queue_stack"
-	case maps.RingBuf:
-		return "bpf_ringbuf_map"
-	case maps.DevMap, maps.DevMapHash:
-		return "bpf_dtab"
-	case maps.CPUMap:
-		return "bpf_cpu_map"
-	case maps.XSKMap:
-		return "xsk_map"
-	case maps.LPMTrie:
-		return "lpm_trie"
-	case maps.BloomFilter:
-		return "bpf_bloom_filter"
-	}
-	return "bpf_array"
-}
-
 // mapPtrAccess checks a read of the map's own struct through a map pointer,
 // as the kernel's check_ptr_to_map_access does with vmlinux BTF. bpfvm
 // knows the fields of struct bpf_map its map headers mirror
 // (maps.KernelFieldAt), not the kernel's BTF: reads of other fields are
 // refused (they need the tracing issue's BTF types).
 func (v *verifier) mapPtrAccess(ptr *Reg, a access) (Reg, error) {
-	tname := mapStructName(ptr.Map.Spec.Type)
+	tname := ptr.Map.Spec.Type.KernelStruct()
 	off := int64(ptr.Off) + int64(a.off)
 	switch {
 	case v.opts.Unprivileged:
@@ -286,10 +262,10 @@ func (v *verifier) mapPtrAccess(ptr *Reg, a access) (Reg, error) {
 }
 
 // rdonlyProg reports whether programs may not write the map's values: with
-// BPF_F_RDONLY_PROG, and devmaps, whose values the kernel's lookup returns
-// as the device's own (it sets the flag itself).
+// BPF_F_RDONLY_PROG, or when the type says so (devmaps, whose values the
+// kernel's lookup returns as the device's own: it sets the flag itself).
 func rdonlyProg(s maps.Spec) bool {
-	return s.Flags&maps.FlagRdonlyProg != 0 || s.Type == maps.DevMap || s.Type == maps.DevMapHash
+	return s.Flags&maps.FlagRdonlyProg != 0 || s.Type.ProgReadOnly()
 }
 
 // leaks reports whether an unprivileged store writes a pointer to memory
@@ -491,7 +467,7 @@ func (v *verifier) checkLdImm(pc int, ins isa.Instruction) error {
 	case isa.PseudoMapValue, isa.PseudoMapIdxValue:
 		m := &v.opts.Maps[ins.Imm]
 		off := uint32(hi.Imm)
-		if m.Spec.Type != maps.Array {
+		if !m.Spec.Type.DirectValue() {
 			return v.errorf(pc, "no direct value access support for this map type")
 		}
 		if off >= m.Spec.ValueSize || m.Spec.MaxEntries != 1 {

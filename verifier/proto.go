@@ -1,9 +1,6 @@
 package verifier
 
-import (
-	"bpfvm/helper"
-	"bpfvm/maps"
-)
+import "bpfvm/helper"
 
 // Helper prototypes are defined with the helpers, in package helper; these
 // names forward to them.
@@ -44,18 +41,6 @@ const (
 	RetMapValueOrNull   = helper.RetMapValueOrNull
 	RetRingbufMemOrNull = helper.RetRingbufMemOrNull
 )
-
-// forEachMaps have the kernel's map_for_each_callback.
-var forEachMaps = []maps.Type{maps.Hash, maps.Array, maps.PerCPUHash, maps.PerCPUArray, maps.LRUHash, maps.LRUPerCPUHash}
-
-// mapHelpers lists, for map types that only some helpers take, the
-// helpers that do: the map-type half of the kernel's
-// check_map_func_compatibility. bpf_perf_event_read(_value), bpf_skb_output
-// and bpf_xdp_output also take perf event arrays in the kernel; bpfvm does
-// not implement them.
-var mapHelpers = map[maps.Type][]string{
-	maps.PerfEventArray: {"bpf_perf_event_output"},
-}
 
 // BuiltinProto returns the prototype of a kernel helper bpfvm implements,
 // or nil.

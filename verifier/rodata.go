@@ -1,10 +1,6 @@
 package verifier
 
-import (
-	"encoding/binary"
-
-	"bpfvm/maps"
-)
+import "encoding/binary"
 
 // Loads from maps whose contents are fixed (MapInfo.Fixed: frozen and
 // read-only to programs, .rodata and .kconfig) at a constant offset yield
@@ -20,7 +16,7 @@ import (
 // kernel fails the load (array_map_direct_value_addr's ENOTSUPP, without a
 // message).
 func (v *verifier) rodataLoad(ptr *Reg, a access, res *Reg) error {
-	if ptr.maybeNull() || !ptr.Map.Fixed() || !ptr.IsConst() || ptr.Map.Spec.Type != maps.Array {
+	if ptr.maybeNull() || !ptr.Map.Fixed() || !ptr.IsConst() || !ptr.Map.Spec.Type.DirectValue() {
 		return nil
 	}
 	m := ptr.Map

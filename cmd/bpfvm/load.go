@@ -72,15 +72,12 @@ func loadOne(path string, spec *ebpf.CollectionSpec, name string, opts bpfvm.Col
 }
 
 // loadErr names the file and the program in a load error, and the kernel's
-// names of map and program types instead of numbers.
+// names of program types instead of numbers (map types name themselves:
+// maps.Type.String).
 func loadErr(path string, spec *ebpf.CollectionSpec, name string, err error) error {
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "program "+name+":") {
 		msg = "program " + name + ": " + msg
-	}
-	for mname, m := range spec.Maps {
-		msg = strings.ReplaceAll(msg, fmt.Sprintf("map %s: type %d:", mname, uint32(m.Type)),
-			fmt.Sprintf("map %s: type %s:", mname, mapTypeName(m.Type)))
 	}
 	if ps := spec.Programs[name]; ps != nil {
 		msg = strings.ReplaceAll(msg, "program type "+ps.Type.String()+":", "program type "+progTypeName(ps.Type)+":")
@@ -107,36 +104,16 @@ func specNames(spec *ebpf.CollectionSpec) []string {
 	return sorted(names)
 }
 
-// The kernel's names of map and program types (enum bpf_map_type and enum
-// bpf_prog_type without their prefixes), as bpftool prints them.
-var (
-	mapTypeNames = []string{
-		"unspec", "hash", "array", "prog_array", "perf_event_array", "percpu_hash",
-		"percpu_array", "stack_trace", "cgroup_array", "lru_hash", "lru_percpu_hash",
-		"lpm_trie", "array_of_maps", "hash_of_maps", "devmap", "sockmap", "cpumap",
-		"xskmap", "sockhash", "cgroup_storage", "reuseport_sockarray",
-		"percpu_cgroup_storage", "queue", "stack", "sk_storage", "devmap_hash",
-		"struct_ops", "ringbuf", "inode_storage", "task_storage", "bloom_filter",
-		"user_ringbuf", "cgrp_storage", "arena",
-	}
-	progTypeNames = []string{
-		"unspec", "socket_filter", "kprobe", "sched_cls", "sched_act", "tracepoint",
-		"xdp", "perf_event", "cgroup_skb", "cgroup_sock", "lwt_in", "lwt_out",
-		"lwt_xmit", "sock_ops", "sk_skb", "cgroup_device", "sk_msg",
-		"raw_tracepoint", "cgroup_sock_addr", "lwt_seg6local", "lirc_mode2",
-		"sk_reuseport", "flow_dissector", "cgroup_sysctl",
-		"raw_tracepoint_writable", "cgroup_sockopt", "tracing", "struct_ops", "ext",
-		"lsm", "sk_lookup", "syscall", "netfilter",
-	}
-)
-
-// mapTypeName names a map type as the kernel does, falling back on
-// cilium/ebpf's name for types newer than the table.
-func mapTypeName(t ebpf.MapType) string {
-	if int(t) < len(mapTypeNames) {
-		return mapTypeNames[t]
-	}
-	return t.String()
+// progTypeNames are the kernel's names of program types (enum
+// bpf_prog_type without its prefix), as bpftool prints them.
+var progTypeNames = []string{
+	"unspec", "socket_filter", "kprobe", "sched_cls", "sched_act", "tracepoint",
+	"xdp", "perf_event", "cgroup_skb", "cgroup_sock", "lwt_in", "lwt_out",
+	"lwt_xmit", "sock_ops", "sk_skb", "cgroup_device", "sk_msg",
+	"raw_tracepoint", "cgroup_sock_addr", "lwt_seg6local", "lirc_mode2",
+	"sk_reuseport", "flow_dissector", "cgroup_sysctl",
+	"raw_tracepoint_writable", "cgroup_sockopt", "tracing", "struct_ops", "ext",
+	"lsm", "sk_lookup", "syscall", "netfilter",
 }
 
 // progTypeName names a program type as the kernel does.
