@@ -17,14 +17,17 @@ import (
 	"bpfvm/vm"
 )
 
-// MapUpdateFlags control the behaviour of Map.Update, as in cilium/ebpf.
-type MapUpdateFlags uint64
+// MapUpdateFlags control the behaviour of Map.Update. It is cilium/ebpf's
+// type, so that its constants (ebpf.UpdateAny, …) work as bpfvm's.
+type MapUpdateFlags = ebpf.MapUpdateFlags
 
-// Update flags.
+// Update flags, cilium/ebpf's (the kernel's BPF_ANY, BPF_NOEXIST,
+// BPF_EXIST, BPF_F_LOCK).
 const (
-	UpdateAny     MapUpdateFlags = MapUpdateFlags(maps.UpdateAny)
-	UpdateNoExist MapUpdateFlags = MapUpdateFlags(maps.UpdateNoExist)
-	UpdateExist   MapUpdateFlags = MapUpdateFlags(maps.UpdateExist)
+	UpdateAny     = ebpf.UpdateAny
+	UpdateNoExist = ebpf.UpdateNoExist
+	UpdateExist   = ebpf.UpdateExist
+	UpdateLock    = ebpf.UpdateLock
 )
 
 // Map is an eBPF map living in this process. It is safe for concurrent use
@@ -447,10 +450,6 @@ func (it *MapIterator) Next(keyOut, valueOut any) bool {
 
 // Err returns the error that stopped the iteration, if any.
 func (it *MapIterator) Err() error { return it.err }
-
-// ErrIterationAborted is returned when iteration cannot finish because keys
-// keep changing, as in cilium/ebpf.
-var ErrIterationAborted = errors.New("iteration aborted")
 
 // Close releases the user's reference to the map (see Map). Closing twice,
 // or concurrently with anything, is safe.

@@ -1,0 +1,51 @@
+package bpfvm
+
+import (
+	"strings"
+
+	"github.com/cilium/ebpf"
+
+	"bpfvm/internal/errs"
+	"bpfvm/maps"
+)
+
+// Errors of map operations. Every sentinel of this package also matches,
+// with errors.Is, cilium/ebpf's sentinel for the same failure (where it has
+// one) and the errno the kernel returns, so that error checks written
+// against cilium/ebpf hold unchanged: errors.Is(err, ebpf.ErrKeyNotExist),
+// errors.Is(err, unix.ENOENT) and errors.Is(err, bpfvm.ErrKeyNotExist) are
+// all true for a lookup of a missing key.
+var (
+	// ErrKeyNotExist is a key a map lacks, and the end of NextKey (ENOENT,
+	// ebpf.ErrKeyNotExist).
+	ErrKeyNotExist = maps.ErrKeyNotExist
+	// ErrKeyExist is an UpdateNoExist of a key already there (EEXIST,
+	// ebpf.ErrKeyExist).
+	ErrKeyExist = maps.ErrKeyExist
+	// ErrIterationAborted is an iteration that cannot finish because keys
+	// keep changing (ebpf.ErrIterationAborted).
+	ErrIterationAborted error = errs.New("iteration aborted", ebpf.ErrIterationAborted)
+	// ErrMapIncompatible is a map given in CollectionOptions.MapReplacements
+	// whose type, sizes, max entries or flags differ from its spec's
+	// (ebpf.ErrMapIncompatible).
+	ErrMapIncompatible error = errs.New("map spec is incompatible with existing map", ebpf.ErrMapIncompatible)
+	// ErrReadOnly is a write through a read-only Memory or Variable
+	// (ebpf.ErrReadOnly): a frozen or BPF_F_RDONLY_PROG map, .rodata.
+	ErrReadOnly error = errs.New("resource is read-only", ebpf.ErrReadOnly)
+)
+
+// As makes errors.As fill a *ebpf.VerifierError from a bpfvm one, with the
+// log split into lines and Cause the verifier's error, so that code
+// reporting cilium/ebpf's verifier errors works unchanged.
+func (e *VerifierError) As(target any) bool {
+	t, ok := target.(**ebpf.VerifierError)
+	if !ok {
+		return false
+	}
+	var lines []string
+	if log := strings.TrimRight(e.Log, "\n"); log != "" {
+		lines = strings.Split(log, "\n")
+	}
+	*t = &ebpf.VerifierError{Cause: e.Err, Log: lines}
+	return true
+}
