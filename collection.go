@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -44,6 +45,10 @@ type Collection struct {
 	Programs map[string]*Program
 	Maps     map[string]*Map
 	cpus     *cpus
+	// shared counts the collection and the programs it handed out
+	// (Assign, DetachProgram), which share its runners.
+	shared *sharedCPUs
+	closed atomic.Bool
 }
 
 // LoadCollection loads an ELF object file: its maps and every program.
@@ -63,6 +68,7 @@ func NewCollection(spec *ebpf.CollectionSpec) (*Collection, error) {
 // NewCollectionWithOptions creates the maps and programs of a spec.
 func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collection, err error) {
 	coll := &Collection{Programs: map[string]*Program{}, Maps: map[string]*Map{}, cpus: newCPUs(opts.NumCPU)}
+	coll.shared = newSharedCPUs(coll.cpus)
 	defer func() {
 		if err != nil {
 			coll.Close()
@@ -154,13 +160,17 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 }
 
 // Close stops the collection's runners and closes every program and map
-// (see Map.Close and Program.Close): their methods fail with ErrClosed, and
-// what another collection still holds (an inner map, a prog_array's
-// program) lives until it lets go. Runs in progress finish, on memory that
+// still in it (see Map.Close and Program.Close): their methods fail with
+// ErrClosed, and what another collection still holds (an inner map, a
+// prog_array's program) lives until it lets go. Programs the collection
+// handed out (Assign, DetachProgram) keep running: the runners stop once
+// the last of them is closed too. Runs in progress finish, on memory that
 // lives until they do; Close does not wait for them, so a helper may call
 // it. Closing twice, or concurrently with anything, is safe.
 func (c *Collection) Close() {
-	c.cpus.close()
+	if !c.closed.Swap(true) {
+		c.shared.release()
+	}
 	for _, p := range c.Programs {
 		p.Close()
 	}

@@ -241,6 +241,9 @@ type Program struct {
 	stats    verifier.Stats
 	cpus     *cpus
 	ownCPUs  bool // a standalone program closes its runners
+	// shared, for a program its collection handed out (Assign,
+	// DetachProgram), keeps the collection's runners open until freed.
+	shared *sharedCPUs
 
 	id   uint32      // in the live-program table (helpers_tailcall.go)
 	tail vm.TailCall // what bpf_tail_call returns to jump here
@@ -572,6 +575,9 @@ func (p *Program) release() {
 func (p *Program) free() {
 	if p.ownCPUs {
 		p.cpus.close()
+	}
+	if p.shared != nil {
+		p.shared.release()
 	}
 	if c, ok := p.engine.(io.Closer); ok {
 		c.Close() // JIT machine code
