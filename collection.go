@@ -38,6 +38,16 @@ type CollectionOptions struct {
 	// created, and a prog_array slot naming a program left out stays
 	// empty. Default: every program.
 	ProgramNames []string
+	// MapReplacements gives maps to use instead of creating the spec's of
+	// the same name, as cilium/ebpf's: each must name a map of the spec,
+	// and have its type, key and value sizes, max entries and flags (and,
+	// for a per-CPU map, this collection's NumCPU), or loading fails with
+	// an error wrapping ErrMapIncompatible. The collection holds a clone
+	// (Map.Clone), so the caller may close its map; the replacement's
+	// contents are kept (the spec's are not written, nor is a replaced
+	// .rodata frozen), except the programs and maps that a prog_array's or
+	// map of maps' contents name, which are written as for a created map.
+	MapReplacements map[string]*Map
 }
 
 // Collection is a set of loaded programs and the maps they share.
@@ -74,7 +84,18 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 			coll.Close()
 		}
 	}()
+	if err := checkReplacements(spec, opts); err != nil {
+		return nil, err
+	}
 	for _, name := range sortedKeys(spec.Maps) {
+		if r := opts.MapReplacements[name]; r != nil {
+			m, err := replaceMap(spec.Maps[name], r, len(coll.cpus.runners))
+			if err != nil {
+				return nil, err
+			}
+			coll.Maps[name] = m
+			continue
+		}
 		ms, err := withVariables(spec, name)
 		if err != nil {
 			return nil, err
@@ -150,7 +171,7 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 				return nil, fmt.Errorf("map %s: initial contents: %w", name, err)
 			}
 		}
-		if ms := spec.Maps[name]; freezeOnLoad(ms) && deferredContents(ms) {
+		if ms := spec.Maps[name]; freezeOnLoad(ms) && deferredContents(ms) && opts.MapReplacements[name] == nil {
 			if err := coll.Maps[name].Freeze(); err != nil {
 				return nil, err
 			}

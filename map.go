@@ -42,31 +42,22 @@ type Map struct {
 	m      maps.Map
 	ncpu   int
 	closed atomic.Bool
+	// users counts the open Maps sharing m: this one and its clones
+	// (Clone). The last Close closes m.
+	users *atomic.Int32
 }
 
 func newMap(spec *ebpf.MapSpec, c *cpus) (*Map, error) {
-	s, err := mapSpec(spec)
+	s, err := createSpec(spec, len(c.runners))
 	if err != nil {
 		return nil, err
-	}
-	if s.Type == maps.PerfEventArray {
-		// As cilium/ebpf and libbpf fill them in: one slot per CPU, and
-		// the kernel's only sizes when none are given.
-		if s.KeySize == 0 {
-			s.KeySize = 4
-		}
-		if s.ValueSize == 0 {
-			s.ValueSize = 4
-		}
-		if s.MaxEntries == 0 {
-			s.MaxEntries = uint32(len(c.runners))
-		}
 	}
 	m, err := maps.New(s, maps.Options{NumCPU: len(c.runners), Domain: c.domain, Programs: programRefs{}})
 	if err != nil {
 		return nil, err
 	}
-	mm := &Map{name: spec.Name, m: m, ncpu: len(c.runners)}
+	mm := &Map{name: spec.Name, m: m, ncpu: len(c.runners), users: new(atomic.Int32)}
+	mm.users.Store(1)
 	for _, kv := range spec.Contents {
 		if _, ok := kv.Value.(string); ok {
 			continue // a map or program by name: filled in by the collection
@@ -83,6 +74,47 @@ func newMap(spec *ebpf.MapSpec, c *cpus) (*Map, error) {
 		}
 	}
 	return mm, nil
+}
+
+// createSpec is the maps.Spec that spec creates in a collection of ncpu
+// runners, with the fields cilium/ebpf fills in at load: a perf event
+// array's sizes and one slot per CPU when none are given, a map of maps'
+// value size, and BPF_F_MMAPABLE on the data sections' arrays (which
+// Variables and Memory then access directly).
+func createSpec(spec *ebpf.MapSpec, ncpu int) (maps.Spec, error) {
+	s, err := mapSpec(spec)
+	if err != nil {
+		return s, err
+	}
+	switch s.Type {
+	case maps.PerfEventArray:
+		// As cilium/ebpf and libbpf fill them in: one slot per CPU, and
+		// the kernel's only sizes when none are given.
+		if s.KeySize == 0 {
+			s.KeySize = 4
+		}
+		if s.ValueSize == 0 {
+			s.ValueSize = 4
+		}
+		if s.MaxEntries == 0 {
+			s.MaxEntries = uint32(ncpu)
+		}
+	case maps.ArrayOfMaps, maps.HashOfMaps:
+		if s.ValueSize == 0 {
+			s.ValueSize = 4
+		}
+	case maps.Array:
+		if isDataSection(spec.Name) {
+			s.Flags |= maps.FlagMmapable
+		}
+	}
+	return s, nil
+}
+
+// isDataSection reports whether a map holds an ELF data section (.bss,
+// .data*, .rodata*), as cilium/ebpf names them.
+func isDataSection(name string) bool {
+	return name == ".bss" || strings.HasPrefix(name, ".data") || strings.HasPrefix(name, ".rodata")
 }
 
 // freezeOnLoad reports whether a map is frozen once its contents are
@@ -452,12 +484,36 @@ func (it *MapIterator) Next(keyOut, valueOut any) bool {
 func (it *MapIterator) Err() error { return it.err }
 
 // Close releases the user's reference to the map (see Map). Closing twice,
-// or concurrently with anything, is safe.
+// or concurrently with anything, is safe. The last of a map and its clones
+// to close empties a prog_array, or a perf event array without
+// BPF_F_PRESERVE_ELEMS, as the kernel does when the last file descriptor
+// of a map closes.
 func (m *Map) Close() error {
 	if m.closed.Swap(true) {
 		return nil
 	}
+	if m.users != nil && m.users.Add(-1) > 0 {
+		return nil
+	}
 	return m.m.Close()
+}
+
+// Clone returns another reference to the same map, as cilium/ebpf's
+// (which duplicates the file descriptor): the contents are shared, and
+// each reference is closed on its own. It fails with ErrClosed on a closed
+// map. Clone of a nil Map is nil.
+func (m *Map) Clone() (*Map, error) {
+	if m == nil {
+		return nil, nil
+	}
+	if !m.closed.Load() && m.users != nil {
+		for n := m.users.Load(); n > 0; n = m.users.Load() {
+			if m.users.CompareAndSwap(n, n+1) {
+				return &Map{name: m.name, m: m.m, ncpu: m.ncpu, users: m.users}, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("map %s: clone: %w", m.name, ErrClosed)
 }
 
 // directValue returns the address of the value of key 0 of a single-value

@@ -30,7 +30,7 @@ struct {
 };
 
 const volatile __u32 verdict = XDP_PASS; // .rodata
-__u64 bytes_seen = 0;                    // .data (not zero-initialised by the loader)
+__u64 bytes_seen SEC(".data") = 0;       // .data, though zero
 __u64 runs;                              // .bss
 
 SEC("xdp")
