@@ -99,6 +99,11 @@ func LoadAndAssign(spec *ebpf.CollectionSpec, to any, opts *CollectionOptions) e
 		case mapType:
 			mapNames = append(mapNames, f.tag)
 			missing = spec.Maps[f.tag] == nil
+		case variableType:
+			vs := spec.Variables[f.tag]
+			if missing = vs == nil; !missing {
+				mapNames = append(mapNames, vs.SectionName)
+			}
 		default:
 			if err := f.check(); err != nil {
 				return fmt.Errorf("assign values: %w", err)
@@ -107,8 +112,11 @@ func LoadAndAssign(spec *ebpf.CollectionSpec, to any, opts *CollectionOptions) e
 		if missing {
 			// cilium/ebpf's loader's words.
 			what := "missing map"
-			if f.typ == programType {
+			switch f.typ {
+			case programType:
 				what = "unknown program"
+			case variableType:
+				what = "unknown variable"
 			}
 			return fmt.Errorf("assign values: field %s: %s %s", f.name, what, f.tag)
 		}
@@ -125,7 +133,7 @@ func LoadAndAssign(spec *ebpf.CollectionSpec, to any, opts *CollectionOptions) e
 	}
 	defer coll.Close()
 	for _, name := range used {
-		if spec.Maps[name].Type == ebpf.ProgramArray && len(spec.Maps[name].Contents) > 0 && !slices.Contains(mapNames, name) {
+		if spec.Maps[name].Type == ebpf.ProgramArray && len(spec.Maps[name].Contents) > 0 && !assigned(fields, mapType, name) {
 			return fmt.Errorf("ProgramArray %s must be assigned to prevent missed tail calls", name)
 		}
 	}
@@ -211,6 +219,10 @@ func (c *Collection) assign(fields []taggedField) error {
 			if m := c.Maps[f.tag]; m != nil {
 				v = m
 			}
+		case variableType:
+			if vr := c.Variables[f.tag]; vr != nil {
+				v = vr
+			}
 		default:
 			if err := f.check(); err != nil {
 				return fmt.Errorf("assign values: %w", err)
@@ -231,6 +243,8 @@ func (c *Collection) assign(fields []taggedField) error {
 			c.DetachProgram(v.name)
 		case *Map:
 			c.DetachMap(f.tag)
+		case *Variable:
+			delete(c.Variables, f.tag)
 		}
 	}
 	return nil
@@ -261,9 +275,15 @@ func (c *Collection) DetachMap(name string) *Map {
 }
 
 var (
-	programType = reflect.TypeFor[*Program]()
-	mapType     = reflect.TypeFor[*Map]()
+	programType  = reflect.TypeFor[*Program]()
+	mapType      = reflect.TypeFor[*Map]()
+	variableType = reflect.TypeFor[*Variable]()
 )
+
+// assigned reports whether a field of type typ receives the object name.
+func assigned(fields []taggedField, typ reflect.Type, name string) bool {
+	return slices.ContainsFunc(fields, func(f taggedField) bool { return f.typ == typ && f.tag == name })
+}
 
 // taggedField is a struct field with an ebpf tag.
 type taggedField struct {
@@ -276,7 +296,7 @@ type taggedField struct {
 // check fails for a field of a type Assign does not fill.
 func (f taggedField) check() error {
 	switch f.typ {
-	case programType, mapType:
+	case programType, mapType, variableType:
 		return nil
 	}
 	return fmt.Errorf("field %s: unsupported type %s", f.name, f.typ)
@@ -285,8 +305,11 @@ func (f taggedField) check() error {
 // missing is the error for an object the collection lacks.
 func (f taggedField) missing() error {
 	kind := "map"
-	if f.typ == programType {
+	switch f.typ {
+	case programType:
 		kind = "program"
+	case variableType:
+		kind = "variable"
 	}
 	return fmt.Errorf("missing %s %q", kind, f.tag)
 }

@@ -54,7 +54,10 @@ type CollectionOptions struct {
 type Collection struct {
 	Programs map[string]*Program
 	Maps     map[string]*Map
-	cpus     *cpus
+	// Variables are the global variables of the data sections, read and
+	// written in their maps' memory (see Variable).
+	Variables map[string]*Variable
+	cpus      *cpus
 	// shared counts the collection and the programs it handed out
 	// (Assign, DetachProgram), which share its runners.
 	shared *sharedCPUs
@@ -176,6 +179,9 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 				return nil, err
 			}
 		}
+	}
+	if coll.Variables, err = newVariables(spec, coll.Maps); err != nil {
+		return nil, err
 	}
 	return coll, nil
 }

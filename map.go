@@ -45,6 +45,8 @@ type Map struct {
 	// users counts the open Maps sharing m: this one and its clones
 	// (Clone). The last Close closes m.
 	users *atomic.Int32
+	// memory is the Memory of this reference, made on first use.
+	memory atomic.Pointer[Memory]
 }
 
 func newMap(spec *ebpf.MapSpec, c *cpus) (*Map, error) {

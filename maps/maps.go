@@ -176,6 +176,11 @@ type Map interface {
 	// EndWrite ends it. Freeze fails while one is in progress.
 	BeginWrite() error
 	EndWrite()
+	// MapWritable counts a writable direct mapping of the values (an
+	// mmapable array's Memory), refused once frozen; Freeze fails while
+	// one exists. UnmapWritable ends it.
+	MapWritable() error
+	UnmapWritable()
 
 	// Lookup returns a pointer to the value of key for CPU cpu, or nil. The
 	// pointer stays valid until the calling run leaves the map's Domain.
