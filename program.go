@@ -273,6 +273,15 @@ type RunOptions struct {
 	// itself, which stops with the context's error soon after it is done.
 	// Optional. (Context is the program's context, as in cilium/ebpf.)
 	RunContext context.Context
+	// Flags, CPU and BatchSize are the kernel's test-run fields, with
+	// its rules per program type (see runnerFor): CPU selects the runner,
+	// and so bpf_get_smp_processor_id and the per-CPU values the run
+	// sees (for XDP, a CPU other than 0; 0 takes the runners in turn). Reset is accepted for cilium/ebpf's sake and never called: a
+	// run is never interrupted and restarted.
+	Flags     uint32
+	CPU       uint32
+	BatchSize uint32
+	Reset     func()
 }
 
 // Result is what Execute returns about a run.
@@ -680,7 +689,7 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	if len(opts.Data) < pt.MinData {
 		return fmt.Errorf("run %s: %d bytes of data, the %s program type needs at least %d", p.name, len(opts.Data), pt.Name, pt.MinData)
 	}
-	r, err := p.cpus.acquire(opts.RunContext)
+	r, err := p.runnerFor(opts)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", p.name, err)
 	}
