@@ -391,35 +391,48 @@ func collectFields(v reflect.Value, path map[reflect.Type]bool, out *[]taggedFie
 	return nil
 }
 
-// sharedCPUs is a collection's runners, shared by the collection and the
-// programs it handed out: the last of them to let go closes the runners.
-type sharedCPUs struct {
-	c    *cpus
-	refs atomic.Int32
+// refCount is a count of references that, once it drops to zero, can no
+// longer be taken.
+type refCount struct{ n atomic.Int32 }
+
+// newRefCount returns a count holding one reference.
+func newRefCount() *refCount {
+	r := new(refCount)
+	r.n.Store(1)
+	return r
 }
 
-func newSharedCPUs(c *cpus) *sharedCPUs {
-	s := &sharedCPUs{c: c}
-	s.refs.Store(1)
-	return s
-}
-
-// hold takes a reference; false once the runners are closed.
-func (s *sharedCPUs) hold() bool {
+// hold takes a reference; false once the count has dropped to zero.
+func (r *refCount) hold() bool {
 	for {
-		n := s.refs.Load()
+		n := r.n.Load()
 		if n <= 0 {
 			return false
 		}
-		if s.refs.CompareAndSwap(n, n+1) {
+		if r.n.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
 }
 
+// release drops a reference and reports whether it was the last.
+func (r *refCount) release() bool { return r.n.Add(-1) == 0 }
+
+// sharedCPUs is a collection's runners, shared by the collection and the
+// programs it handed out: the last of them to let go closes the runners.
+type sharedCPUs struct {
+	c    *cpus
+	refs *refCount
+}
+
+func newSharedCPUs(c *cpus) *sharedCPUs { return &sharedCPUs{c: c, refs: newRefCount()} }
+
+// hold takes a reference; false once the runners are closed.
+func (s *sharedCPUs) hold() bool { return s.refs.hold() }
+
 // release drops a reference; the last closes the runners.
 func (s *sharedCPUs) release() {
-	if s.refs.Add(-1) == 0 {
+	if s.refs.release() {
 		s.c.close()
 	}
 }

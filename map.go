@@ -44,7 +44,7 @@ type Map struct {
 	closed atomic.Bool
 	// users counts the open Maps sharing m: this one and its clones
 	// (Clone). The last Close closes m.
-	users *atomic.Int32
+	users *refCount
 	// memory is the Memory of this reference, made on first use.
 	memory atomic.Pointer[Memory]
 }
@@ -58,8 +58,7 @@ func newMap(spec *ebpf.MapSpec, c *cpus) (*Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	mm := &Map{name: spec.Name, m: m, ncpu: len(c.runners), users: new(atomic.Int32)}
-	mm.users.Store(1)
+	mm := &Map{name: spec.Name, m: m, ncpu: len(c.runners), users: newRefCount()}
 	for _, kv := range spec.Contents {
 		if _, ok := kv.Value.(string); ok {
 			continue // a map or program by name: filled in by the collection
@@ -494,7 +493,7 @@ func (m *Map) Close() error {
 	if m.closed.Swap(true) {
 		return nil
 	}
-	if m.users != nil && m.users.Add(-1) > 0 {
+	if m.users != nil && !m.users.release() {
 		return nil
 	}
 	return m.m.Close()
@@ -508,12 +507,8 @@ func (m *Map) Clone() (*Map, error) {
 	if m == nil {
 		return nil, nil
 	}
-	if !m.closed.Load() && m.users != nil {
-		for n := m.users.Load(); n > 0; n = m.users.Load() {
-			if m.users.CompareAndSwap(n, n+1) {
-				return &Map{name: m.name, m: m.m, ncpu: m.ncpu, users: m.users}, nil
-			}
-		}
+	if !m.closed.Load() && m.users != nil && m.users.hold() {
+		return &Map{name: m.name, m: m.m, ncpu: m.ncpu, users: m.users}, nil
 	}
 	return nil, fmt.Errorf("map %s: clone: %w", m.name, ErrClosed)
 }
