@@ -1,6 +1,8 @@
 package bpfvm
 
 import (
+	"fmt"
+	"io"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -42,10 +44,56 @@ func (e *VerifierError) As(target any) bool {
 	if !ok {
 		return false
 	}
-	var lines []string
-	if log := strings.TrimRight(e.Log, "\n"); log != "" {
-		lines = strings.Split(log, "\n")
-	}
-	*t = &ebpf.VerifierError{Cause: e.Err, Log: lines}
+	*t = &ebpf.VerifierError{Cause: e.Err, Log: e.logLines()}
 	return true
+}
+
+// logLines returns the verifier log in lines, without the trailing newline.
+func (e *VerifierError) logLines() []string {
+	log := strings.TrimRight(e.Log, "\n")
+	if log == "" {
+		return nil
+	}
+	return strings.Split(log, "\n")
+}
+
+// Format prints the error as cilium/ebpf's VerifierError does: %s and %v
+// give Error(); %+v adds the log's first lines and %-v its last, one per
+// line indented by a tab, as many as the width says (all without one),
+// and how many were left out.
+func (e *VerifierError) Format(f fmt.State, verb rune) {
+	if verb != 'v' && verb != 's' {
+		fmt.Fprintf(f, "%%!%c(BADVERB)", verb)
+		return
+	}
+	first, last := f.Flag('+'), f.Flag('-')
+	if verb == 's' || !first && !last {
+		io.WriteString(f, e.Error())
+		return
+	}
+	if first && last {
+		io.WriteString(f, "%!v(BADFLAG)")
+		return
+	}
+	lines := e.logLines()
+	n, ok := f.Width()
+	if !ok || n > len(lines) {
+		n = len(lines)
+	}
+	omitted := len(lines) - n
+	fmt.Fprintf(f, "%s:", e.Error())
+	if last {
+		lines = lines[len(lines)-n:]
+		if omitted > 0 {
+			fmt.Fprintf(f, "\n\t(%d line(s) omitted)", omitted)
+		}
+	} else {
+		lines = lines[:n]
+	}
+	for _, l := range lines {
+		fmt.Fprintf(f, "\n\t%s", l)
+	}
+	if first && omitted > 0 {
+		fmt.Fprintf(f, "\n\t(%d line(s) omitted)", omitted)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -219,5 +220,34 @@ func TestVerifierErrorAs(t *testing.T) {
 	}
 	if last := kve.Log[len(kve.Log)-1]; last != msg && kve.Log[len(kve.Log)-2] != msg {
 		t.Errorf("kernel log %q, want %q near its end", kve.Log, msg)
+	}
+}
+
+// TestVerifierErrorFormat: %+v and %-v print the log's first or last
+// lines after the message, as cilium/ebpf's VerifierError does.
+func TestVerifierErrorFormat(t *testing.T) {
+	ve := &bpfvm.VerifierError{Err: errors.New("rejected"), Log: "0: (95) exit\nR0 !read_ok\nprocessed 1 insns\n"}
+	theirs := &ebpf.VerifierError{Cause: ve, Log: []string{"0: (95) exit", "R0 !read_ok", "processed 1 insns"}}
+	msg := ve.Error()
+	for _, tc := range []struct{ format, want string }{
+		{"%s", msg},
+		{"%v", msg},
+		{"%+v", msg + ":\n\t0: (95) exit\n\tR0 !read_ok\n\tprocessed 1 insns"},
+		{"%+1v", msg + ":\n\t0: (95) exit\n\t(2 line(s) omitted)"},
+		{"%-2v", msg + ":\n\t(1 line(s) omitted)\n\tR0 !read_ok\n\tprocessed 1 insns"},
+		{"%-9v", msg + ":\n\t0: (95) exit\n\tR0 !read_ok\n\tprocessed 1 insns"},
+		{"%+-v", "%!v(BADFLAG)"},
+		{"%d", "%!d(BADVERB)"},
+	} {
+		got := fmt.Sprintf(tc.format, ve)
+		if got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.format, got, tc.want)
+		}
+		// cilium/ebpf's, whose message is ": " and its cause's.
+		if strings.HasPrefix(tc.want, msg) {
+			if want := strings.Replace(tc.want, msg, ": "+msg, 1); fmt.Sprintf(tc.format, theirs) != want && tc.format != "%s" && tc.format != "%v" {
+				t.Errorf("%s: cilium/ebpf's %q, ours %q", tc.format, fmt.Sprintf(tc.format, theirs), got)
+			}
+		}
 	}
 }
