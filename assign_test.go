@@ -229,3 +229,45 @@ func TestLoadAndAssignBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestCollectionSpecWrapper: bpfvm's CollectionSpec is cilium/ebpf's with
+// bpfvm's LoadAndAssign, and NewCollection takes it as it takes
+// cilium/ebpf's, so that code written against cilium/ebpf compiles with
+// its import switched.
+func TestCollectionSpecWrapper(t *testing.T) {
+	spec, err := bpfvm.LoadCollectionSpec(dropinObject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := spec.Copy()
+	if err := spec.Variables["verdict"].Set(uint32(1)); err != nil { // XDP_DROP
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		spec *bpfvm.CollectionSpec
+		want uint32
+	}{{spec, 1}, {cp, 2}} {
+		coll, err := bpfvm.NewCollection(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ret, err := coll.Programs["xdp_count"].Run(&bpfvm.RunOptions{Data: make([]byte, 14)})
+		coll.Close()
+		if err != nil || ret != tc.want {
+			t.Errorf("run: %d, %v; want %d (the copy keeps the spec's verdict)", ret, err, tc.want)
+		}
+	}
+	var specs struct {
+		Counts *bpfvm.MapSpec     `ebpf:"counts"`
+		Count  *bpfvm.ProgramSpec `ebpf:"xdp_count"`
+	}
+	if err := spec.Assign(&specs); err != nil || specs.Counts.MaxEntries != 256 || specs.Count == nil {
+		t.Errorf("cilium/ebpf's CollectionSpec.Assign through the wrapper: %v", err)
+	}
+	if _, err := bpfvm.NewCollection((*bpfvm.CollectionSpec)(nil)); err == nil {
+		t.Error("nil spec: nil error")
+	}
+	if _, err := bpfvm.NewCollection((*ebpf.CollectionSpec)(nil)); err == nil {
+		t.Error("nil cilium/ebpf spec: nil error")
+	}
+}

@@ -73,13 +73,37 @@ func LoadCollection(file string) (*Collection, error) {
 	return NewCollection(spec)
 }
 
+// CollectionSpecs are the specs NewCollection loads: cilium/ebpf's
+// CollectionSpec, or bpfvm's, which wraps one (LoadCollectionSpec), so that
+// code switching its import from cilium/ebpf to bpfvm keeps compiling.
+type CollectionSpecs interface {
+	*ebpf.CollectionSpec | *CollectionSpec
+}
+
 // NewCollection creates the maps and programs of a spec.
-func NewCollection(spec *ebpf.CollectionSpec) (*Collection, error) {
+func NewCollection[S CollectionSpecs](spec S) (*Collection, error) {
 	return NewCollectionWithOptions(spec, CollectionOptions{})
 }
 
 // NewCollectionWithOptions creates the maps and programs of a spec.
-func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collection, err error) {
+func NewCollectionWithOptions[S CollectionSpecs](spec S, opts CollectionOptions) (*Collection, error) {
+	var cs *ebpf.CollectionSpec
+	switch s := any(spec).(type) {
+	case *ebpf.CollectionSpec:
+		cs = s
+	case *CollectionSpec:
+		if s != nil {
+			cs = s.CollectionSpec
+		}
+	}
+	if cs == nil {
+		return nil, fmt.Errorf("load collection: nil spec")
+	}
+	return newCollection(cs, opts)
+}
+
+// newCollection is NewCollectionWithOptions.
+func newCollection(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collection, err error) {
 	coll := &Collection{Programs: map[string]*Program{}, Maps: map[string]*Map{}, cpus: newCPUs(opts.NumCPU)}
 	coll.shared = newSharedCPUs(coll.cpus)
 	defer func() {
