@@ -115,6 +115,7 @@ func (mm *Memory) ReadAt(p []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("read offset %d out of range", off)
 	}
 	n := copy(p, mm.b[off:])
+	runtime.KeepAlive(mm) // its cleanup may unmap the values
 	if n < len(p) {
 		return n, io.EOF
 	}
@@ -132,6 +133,7 @@ func (mm *Memory) WriteAt(p []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("write offset %d out of range", off)
 	}
 	n := copy(mm.b[off:], p)
+	runtime.KeepAlive(mm) // its cleanup may unmap the values
 	if n < len(p) {
 		return n, io.EOF
 	}

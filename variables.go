@@ -3,6 +3,7 @@ package bpfvm
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/cilium/ebpf"
@@ -122,7 +123,9 @@ func (v *Variable) Get(out any) error {
 	if v.mm == nil {
 		return fmt.Errorf("variable %s: its section has no memory: %w", v.name, ErrNotSupported)
 	}
-	if err := unmarshal(v.mm.b[v.offset:v.offset+v.size], out); err != nil {
+	err := unmarshal(v.mm.b[v.offset:v.offset+v.size], out)
+	runtime.KeepAlive(v.mm) // its cleanup may unmap the values
+	if err != nil {
 		return fmt.Errorf("variable %s: %w", v.name, err)
 	}
 	return nil
