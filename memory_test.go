@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -271,5 +273,37 @@ func TestAssignVariables(t *testing.T) {
 	}
 	if kerr := dropinSpec(t).LoadAndAssign(&kmissing, nil); kerr == nil || kerr.Error() != "assign values: field X: unknown variable nope" {
 		t.Errorf("cilium/ebpf: %v", kerr)
+	}
+}
+
+// TestMemoryReleased: a writable Memory stops keeping Freeze out once it
+// is garbage collected (the kernel's munmap, which cilium/ebpf does in its
+// cleanup), here of a clone, whose Memory is its own.
+func TestMemoryReleased(t *testing.T) {
+	m := newOurMap(t, &ebpf.MapSpec{Name: "m", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: 1 << 10}, 1)
+	func() {
+		clone, err := m.Clone()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer clone.Close()
+		if _, err := clone.Memory(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Freeze(); !errors.Is(err, unix.EBUSY) {
+			t.Fatalf("freeze with a writable Memory: %v, want EBUSY", err)
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		runtime.GC()
+		err := m.Freeze()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			t.Fatalf("freeze after the Memory was collected: %v", err)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
