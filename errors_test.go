@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"golang.org/x/sys/unix"
 
 	"bpfvm"
 	"bpfvm/isa"
@@ -26,13 +26,13 @@ var ciliumTargets = []struct {
 	{"ebpf.ErrNotSupported", ebpf.ErrNotSupported},
 	{"os.ErrPermission", os.ErrPermission},
 	{"os.ErrClosed", os.ErrClosed},
-	{"ENOENT", unix.ENOENT},
-	{"EEXIST", unix.EEXIST},
-	{"E2BIG", unix.E2BIG},
-	{"EINVAL", unix.EINVAL},
-	{"EPERM", unix.EPERM},
-	{"EBUSY", unix.EBUSY},
-	{"EBADF", unix.EBADF},
+	{"ENOENT", syscall.ENOENT},
+	{"EEXIST", syscall.EEXIST},
+	{"E2BIG", syscall.E2BIG},
+	{"EINVAL", syscall.EINVAL},
+	{"EPERM", syscall.EPERM},
+	{"EBUSY", syscall.EBUSY},
+	{"EBADF", syscall.EBADF},
 }
 
 // matches lists the ciliumTargets err matches.
@@ -174,7 +174,7 @@ func TestSentinelsMatchCilium(t *testing.T) {
 		{bpfvm.ErrReadOnly, ebpf.ErrReadOnly},
 		{bpfvm.ErrPermission, os.ErrPermission},
 		{bpfvm.ErrClosed, os.ErrClosed},
-		{bpfvm.ErrBusy, unix.EBUSY},
+		{bpfvm.ErrBusy, syscall.EBUSY},
 	} {
 		wrapped := fmt.Errorf("op: %w", tc.ours)
 		if !errors.Is(wrapped, tc.ours) || !errors.Is(wrapped, tc.theirs) {

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 
 	"bpfvm"
 )
@@ -58,13 +58,13 @@ func memClass(err error) string {
 		return "read-only"
 	case errors.Is(err, ebpf.ErrNotSupported):
 		return "not supported"
-	case errors.Is(err, unix.EACCES):
+	case errors.Is(err, syscall.EACCES):
 		return "EACCES"
-	case errors.Is(err, unix.EINVAL):
+	case errors.Is(err, syscall.EINVAL):
 		return "EINVAL"
-	case errors.Is(err, unix.EPERM):
+	case errors.Is(err, syscall.EPERM):
 		return "EPERM"
-	case errors.Is(err, unix.EBUSY):
+	case errors.Is(err, syscall.EBUSY):
 		return "EBUSY"
 	}
 	return "other: " + err.Error()
@@ -290,7 +290,7 @@ func TestMemoryReleased(t *testing.T) {
 		if _, err := clone.Memory(); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Freeze(); !errors.Is(err, unix.EBUSY) {
+		if err := m.Freeze(); !errors.Is(err, syscall.EBUSY) {
 			t.Fatalf("freeze with a writable Memory: %v, want EBUSY", err)
 		}
 	}()
@@ -301,7 +301,7 @@ func TestMemoryReleased(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
 			t.Fatalf("freeze after the Memory was collected: %v", err)
 		}
 		time.Sleep(time.Millisecond)

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"golang.org/x/sys/unix"
 
 	"bpfvm"
 	"bpfvm/isa"
@@ -21,9 +21,9 @@ func runClass(err error) string {
 		return "ok"
 	case errors.Is(err, bpfvm.ErrNotSupported):
 		return "not supported"
-	case errors.Is(err, unix.EINVAL):
+	case errors.Is(err, syscall.EINVAL):
 		return "EINVAL"
-	case errors.Is(err, unix.ENXIO):
+	case errors.Is(err, syscall.ENXIO):
 		return "ENXIO"
 	}
 	return "other: " + err.Error()
