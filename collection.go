@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -39,13 +40,27 @@ type CollectionOptions struct {
 	// created, and a prog_array slot naming a program left out stays
 	// empty. Default: every program.
 	ProgramNames []string
+	// MapReplacements gives maps to use instead of creating the spec's of
+	// the same name, as cilium/ebpf's: each must name a map of the spec,
+	// and have its type, key and value sizes, max entries and flags (and,
+	// for a per-CPU map, this collection's NumCPU), or loading fails with
+	// an error wrapping ErrMapIncompatible. The collection holds a clone
+	// (Map.Clone), so the caller may close its map; the replacement's
+	// contents are kept (the spec's are not written, nor is a replaced
+	// .rodata frozen), except the programs and maps that a prog_array's or
+	// map of maps' contents name, which are written as for a created map.
+	MapReplacements map[string]*Map
 }
 
 // Collection is a set of loaded programs and the maps they share.
 type Collection struct {
 	Programs map[string]*Program
 	Maps     map[string]*Map
-	cpus     *runner.CPUs
+	// Variables are the global variables of the data sections, read and
+	// written in their maps' memory (see Variable).
+	Variables map[string]*Variable
+	cpus      *runner.CPUs
+	closed    atomic.Bool
 }
 
 // LoadCollection loads an ELF object file: its maps and every program.
@@ -57,20 +72,55 @@ func LoadCollection(file string) (*Collection, error) {
 	return NewCollection(spec)
 }
 
+// CollectionSpecs are the specs NewCollection loads: cilium/ebpf's
+// CollectionSpec, or bpfvm's, which wraps one (LoadCollectionSpec), so that
+// code switching its import from cilium/ebpf to bpfvm keeps compiling.
+type CollectionSpecs interface {
+	*ebpf.CollectionSpec | *CollectionSpec
+}
+
 // NewCollection creates the maps and programs of a spec.
-func NewCollection(spec *ebpf.CollectionSpec) (*Collection, error) {
+func NewCollection[S CollectionSpecs](spec S) (*Collection, error) {
 	return NewCollectionWithOptions(spec, CollectionOptions{})
 }
 
 // NewCollectionWithOptions creates the maps and programs of a spec.
-func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collection, err error) {
+func NewCollectionWithOptions[S CollectionSpecs](spec S, opts CollectionOptions) (*Collection, error) {
+	var cs *ebpf.CollectionSpec
+	switch s := any(spec).(type) {
+	case *ebpf.CollectionSpec:
+		cs = s
+	case *CollectionSpec:
+		if s != nil {
+			cs = s.CollectionSpec
+		}
+	}
+	if cs == nil {
+		return nil, fmt.Errorf("load collection: nil spec")
+	}
+	return newCollection(cs, opts)
+}
+
+// newCollection is NewCollectionWithOptions.
+func newCollection(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collection, err error) {
 	coll := &Collection{Programs: map[string]*Program{}, Maps: map[string]*Map{}, cpus: runner.NewCPUs(opts.NumCPU)}
 	defer func() {
 		if err != nil {
 			coll.Close()
 		}
 	}()
+	if err := checkReplacements(spec, opts); err != nil {
+		return nil, err
+	}
 	for _, name := range sortedKeys(spec.Maps) {
+		if r := opts.MapReplacements[name]; r != nil {
+			m, err := replaceMap(spec.Maps[name], r, coll.cpus.Len())
+			if err != nil {
+				return nil, err
+			}
+			coll.Maps[name] = m
+			continue
+		}
 		ms, err := withVariables(spec, name)
 		if err != nil {
 			return nil, err
@@ -146,23 +196,30 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 				return nil, fmt.Errorf("map %s: initial contents: %w", name, err)
 			}
 		}
-		if ms := spec.Maps[name]; freezeOnLoad(ms) && deferredContents(ms) {
+		if ms := spec.Maps[name]; freezeOnLoad(ms) && deferredContents(ms) && opts.MapReplacements[name] == nil {
 			if err := coll.Maps[name].Freeze(); err != nil {
 				return nil, err
 			}
 		}
 	}
+	if coll.Variables, err = newVariables(spec, coll.Maps); err != nil {
+		return nil, err
+	}
 	return coll, nil
 }
 
 // Close stops the collection's runners and closes every program and map
-// (see Map.Close and Program.Close): their methods fail with ErrClosed, and
-// what another collection still holds (an inner map, a prog_array's
-// program) lives until it lets go. Runs in progress finish, on memory that
+// still in it (see Map.Close and Program.Close): their methods fail with
+// ErrClosed, and what another collection still holds (an inner map, a
+// prog_array's program) lives until it lets go. Programs the collection
+// handed out (Assign, DetachProgram) keep running: the runners stop once
+// the last of them is closed too. Runs in progress finish, on memory that
 // lives until they do; Close does not wait for them, so a helper may call
 // it. Closing twice, or concurrently with anything, is safe.
 func (c *Collection) Close() {
-	c.cpus.Close()
+	if !c.closed.Swap(true) {
+		c.cpus.Drop()
+	}
 	for _, p := range c.Programs {
 		p.Close()
 	}

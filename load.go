@@ -64,7 +64,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 		run.CPUs, run.OwnCPUs = runner.NewCPUs(0), true
 		defer func() {
 			if err != nil {
-				run.CPUs.Close()
+				run.CPUs.Drop()
 			}
 		}()
 	}

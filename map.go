@@ -18,14 +18,17 @@ import (
 	"bpfvm/vm"
 )
 
-// MapUpdateFlags control the behaviour of Map.Update, as in cilium/ebpf.
-type MapUpdateFlags uint64
+// MapUpdateFlags control the behaviour of Map.Update. It is cilium/ebpf's
+// type, so that its constants (ebpf.UpdateAny, …) work as bpfvm's.
+type MapUpdateFlags = ebpf.MapUpdateFlags
 
-// Update flags.
+// Update flags, cilium/ebpf's (the kernel's BPF_ANY, BPF_NOEXIST,
+// BPF_EXIST, BPF_F_LOCK).
 const (
-	UpdateAny     MapUpdateFlags = MapUpdateFlags(maps.UpdateAny)
-	UpdateNoExist MapUpdateFlags = MapUpdateFlags(maps.UpdateNoExist)
-	UpdateExist   MapUpdateFlags = MapUpdateFlags(maps.UpdateExist)
+	UpdateAny     = ebpf.UpdateAny
+	UpdateNoExist = ebpf.UpdateNoExist
+	UpdateExist   = ebpf.UpdateExist
+	UpdateLock    = ebpf.UpdateLock
 )
 
 // Map is an eBPF map living in this process. It is safe for concurrent use
@@ -40,31 +43,27 @@ type Map struct {
 	m      maps.Map
 	ncpu   int
 	closed atomic.Bool
+	// users counts the open Maps sharing m: this one and its clones
+	// (Clone). The last Close closes m.
+	users *refCount
+	// memory is the Memory of this reference, made on first use.
+	memory atomic.Pointer[Memory]
+	// view marks a Map for a map another collection created, reached at
+	// run time (Result.Redirect through a map of maps): it holds no
+	// reference, so Close only closes the view.
+	view bool
 }
 
 func newMap(spec *ebpf.MapSpec, c *runner.CPUs) (*Map, error) {
-	s, err := mapSpec(spec)
+	s, err := createSpec(spec, c.Len())
 	if err != nil {
 		return nil, err
-	}
-	if s.Type == maps.PerfEventArray {
-		// As cilium/ebpf and libbpf fill them in: one slot per CPU, and
-		// the kernel's only sizes when none are given.
-		if s.KeySize == 0 {
-			s.KeySize = 4
-		}
-		if s.ValueSize == 0 {
-			s.ValueSize = 4
-		}
-		if s.MaxEntries == 0 {
-			s.MaxEntries = uint32(c.Len())
-		}
 	}
 	m, err := maps.New(s, maps.Options{NumCPU: c.Len(), Domain: c.Domain(), Programs: runner.Refs{}})
 	if err != nil {
 		return nil, err
 	}
-	mm := &Map{name: spec.Name, m: m, ncpu: c.Len()}
+	mm := &Map{name: spec.Name, m: m, ncpu: c.Len(), users: newRefCount()}
 	for _, kv := range spec.Contents {
 		if _, ok := kv.Value.(string); ok {
 			continue // a map or program by name: filled in by the collection
@@ -81,6 +80,47 @@ func newMap(spec *ebpf.MapSpec, c *runner.CPUs) (*Map, error) {
 		}
 	}
 	return mm, nil
+}
+
+// createSpec is the maps.Spec that spec creates in a collection of ncpu
+// runners, with the fields cilium/ebpf fills in at load: a perf event
+// array's sizes and one slot per CPU when none are given, a map of maps'
+// value size, and BPF_F_MMAPABLE on the data sections' arrays (which
+// Variables and Memory then access directly).
+func createSpec(spec *ebpf.MapSpec, ncpu int) (maps.Spec, error) {
+	s, err := mapSpec(spec)
+	if err != nil {
+		return s, err
+	}
+	switch s.Type {
+	case maps.PerfEventArray:
+		// As cilium/ebpf and libbpf fill them in: one slot per CPU, and
+		// the kernel's only sizes when none are given.
+		if s.KeySize == 0 {
+			s.KeySize = 4
+		}
+		if s.ValueSize == 0 {
+			s.ValueSize = 4
+		}
+		if s.MaxEntries == 0 {
+			s.MaxEntries = uint32(ncpu)
+		}
+	case maps.ArrayOfMaps, maps.HashOfMaps:
+		if s.ValueSize == 0 {
+			s.ValueSize = 4
+		}
+	case maps.Array:
+		if isDataSection(spec.Name) {
+			s.Flags |= maps.FlagMmapable
+		}
+	}
+	return s, nil
+}
+
+// isDataSection reports whether a map holds an ELF data section (.bss,
+// .data*, .rodata*), as cilium/ebpf names them.
+func isDataSection(name string) bool {
+	return name == ".bss" || strings.HasPrefix(name, ".data") || strings.HasPrefix(name, ".rodata")
 }
 
 // freezeOnLoad reports whether a map is frozen once its contents are
@@ -449,17 +489,33 @@ func (it *MapIterator) Next(keyOut, valueOut any) bool {
 // Err returns the error that stopped the iteration, if any.
 func (it *MapIterator) Err() error { return it.err }
 
-// ErrIterationAborted is returned when iteration cannot finish because keys
-// keep changing, as in cilium/ebpf.
-var ErrIterationAborted = errors.New("iteration aborted")
-
 // Close releases the user's reference to the map (see Map). Closing twice,
-// or concurrently with anything, is safe.
+// or concurrently with anything, is safe. The last of a map and its clones
+// to close empties a prog_array, or a perf event array without
+// BPF_F_PRESERVE_ELEMS, as the kernel does when the last file descriptor
+// of a map closes.
 func (m *Map) Close() error {
-	if m.closed.Swap(true) {
+	if m.closed.Swap(true) || m.view {
+		return nil
+	}
+	if m.users != nil && !m.users.release() {
 		return nil
 	}
 	return m.m.Close()
+}
+
+// Clone returns another reference to the same map, as cilium/ebpf's
+// (which duplicates the file descriptor): the contents are shared, and
+// each reference is closed on its own. It fails with ErrClosed on a closed
+// map. Clone of a nil Map is nil.
+func (m *Map) Clone() (*Map, error) {
+	if m == nil {
+		return nil, nil
+	}
+	if !m.closed.Load() && m.users != nil && m.users.hold() {
+		return &Map{name: m.name, m: m.m, ncpu: m.ncpu, users: m.users}, nil
+	}
+	return nil, fmt.Errorf("map %s: clone: %w", m.name, ErrClosed)
 }
 
 // directValue returns the address of the value of key 0 of a single-value

@@ -224,6 +224,15 @@ type RunOptions struct {
 	// itself, which stops with the context's error soon after it is done.
 	// Optional. (Context is the program's context, as in cilium/ebpf.)
 	RunContext context.Context
+	// Flags, CPU and BatchSize are the kernel's test-run fields, with
+	// its rules per program type (see runCPU): CPU selects the runner,
+	// and so bpf_get_smp_processor_id and the per-CPU values the run
+	// sees (for XDP, a CPU other than 0; 0 takes the runners in turn). Reset is accepted for cilium/ebpf's sake and never called: a
+	// run is never interrupted and restarted.
+	Flags     uint32
+	CPU       uint32
+	BatchSize uint32
+	Reset     func()
 }
 
 // Result is what Execute returns about a run.
@@ -375,7 +384,11 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	if opts == nil {
 		opts = &RunOptions{}
 	}
-	in := runner.Input{Data: opts.Data, DataOut: opts.DataOut, Repeat: opts.Repeat, RunContext: opts.RunContext, Timed: timed}
+	cpu, on, err := p.runCPU(opts)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", p.name, err)
+	}
+	in := runner.Input{Data: opts.Data, DataOut: opts.DataOut, Repeat: opts.Repeat, RunContext: opts.RunContext, Timed: timed, OnCPU: on, CPU: cpu}
 	if opts.Context != nil {
 		b, err := contextBytes(opts.Context)
 		if err != nil {
@@ -418,8 +431,8 @@ func (p *Program) mapOf(m maps.Map) *Map {
 			return mm
 		}
 	}
-	// A map reached through a map of maps.
-	return &Map{name: m.Spec().Name, m: m, ncpu: p.run.CPUs.Len()}
+	// A map reached through a map of maps: its creator's to close.
+	return &Map{name: m.Spec().Name, m: m, ncpu: p.run.CPUs.Len(), view: true}
 }
 
 // NativeCode returns the machine code of a program the JIT compiled and the

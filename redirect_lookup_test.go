@@ -119,3 +119,74 @@ func TestRedirectMapLookup(t *testing.T) {
 		}
 	}
 }
+
+// A redirect through an inner map reports a Map the caller may close
+// without closing the inner map, which its creator still holds.
+func TestRedirectInnerMapView(t *testing.T) {
+	inner := &ebpf.MapSpec{Name: "inner", Type: ebpf.DevMap, KeySize: 4, ValueSize: 4, MaxEntries: 2}
+	spec := &ebpf.CollectionSpec{
+		Maps: map[string]*ebpf.MapSpec{
+			"outer": {Name: "outer", Type: ebpf.ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: 1, InnerMap: inner},
+		},
+		Programs: map[string]*ebpf.ProgramSpec{
+			"redir": {Name: "redir", Type: ebpf.XDP, License: "GPL", Instructions: asm.Instructions{
+				asm.StoreImm(asm.RFP, -4, 0, asm.Word),
+				asm.LoadMapPtr(asm.R1, 0).WithReference("outer"),
+				asm.Mov.Reg(asm.R2, asm.RFP),
+				asm.Add.Imm(asm.R2, -4),
+				asm.FnMapLookupElem.Call(),
+				asm.Mov.Imm(asm.R2, 0),
+				asm.JEq.Imm(asm.R0, 0, "exit"),
+				asm.Mov.Reg(asm.R1, asm.R0),
+				asm.Mov.Imm(asm.R3, 0),
+				asm.FnRedirectMap.Call(),
+				asm.Return().WithSymbol("exit"),
+			}},
+		},
+	}
+	coll, err := bpfvm.NewCollection(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coll.Close()
+	devs, err := bpfvm.NewCollection(&ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{"inner": inner}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devs.Close()
+	dev := devs.Maps["inner"]
+	if err := dev.Put(uint32(0), uint32(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := coll.Maps["outer"].Put(uint32(0), dev); err != nil {
+		t.Fatal(err)
+	}
+	res, err := coll.Programs["redir"].Execute(&bpfvm.RunOptions{Data: make([]byte, 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Redirect.Valid || res.Redirect.Map == nil || res.Redirect.Map.Name() != "inner" {
+		t.Fatalf("redirect %+v, want one through the inner map", res.Redirect)
+	}
+	res.Redirect.Map.Close()
+	// The outer map lets go of the inner map: its creator still holds it.
+	if err := coll.Maps["outer"].Delete(uint32(0)); err != nil {
+		t.Fatal(err)
+	}
+	var v uint32
+	if err := dev.Lookup(uint32(0), &v); err != nil || v != 1 {
+		t.Fatalf("inner map after closing the redirect's view: %d, %v", v, err)
+	}
+	if err := coll.Maps["outer"].Put(uint32(0), dev); err != nil {
+		t.Fatal(err)
+	}
+	// The creator lets go too: the outer map's reference keeps the inner
+	// map, which the program still redirects through.
+	devs.Close()
+	for range 3 {
+		res, err = coll.Programs["redir"].Execute(&bpfvm.RunOptions{Data: make([]byte, 64)})
+		if err != nil || !res.Redirect.Valid {
+			t.Fatalf("run after the creator closed the inner map: %+v, %v", res.Redirect, err)
+		}
+	}
+}

@@ -93,6 +93,10 @@ type header struct {
 	// kernel's freeze_mutex and write-active count.
 	writes sync.RWMutex
 	frozen atomic.Bool
+	// mappings counts the writable direct mappings of the values
+	// (MapWritable), the kernel's writable mmaps: Freeze fails while any
+	// exists.
+	mappings atomic.Int64
 }
 
 // The live-map table is the one piece of process-wide state in bpfvm, the
@@ -206,7 +210,8 @@ func (h *header) Closed() bool { return h.closed.Load() }
 // writes started later fail with ErrPermission. Freezing a frozen map fails
 // with ErrPermission, as in the kernel (a frozen map is not writable, which
 // freezing needs), or ErrBusy when another Freeze got there first; a
-// Go-side write in flight makes it fail with ErrBusy. Programs may still
+// Go-side write in flight, or a writable mapping (MapWritable), makes it
+// fail with ErrBusy. Programs may still
 // write unless the map is read-only to them (BPF_F_RDONLY_PROG).
 func (h *header) Freeze() error {
 	if h.frozen.Load() {
@@ -221,9 +226,29 @@ func (h *header) Freeze() error {
 	if h.frozen.Load() {
 		return fmt.Errorf("freeze: map is frozen: %w", ErrBusy)
 	}
+	if h.mappings.Load() > 0 {
+		return fmt.Errorf("freeze: a writable mapping exists: %w", ErrBusy)
+	}
 	h.frozen.Store(true)
 	return nil
 }
+
+// MapWritable counts a writable direct mapping of the map's values, which
+// UnmapWritable ends: as the kernel's writable mmap, it fails with
+// ErrPermission on a frozen map, and Freeze fails with ErrBusy while one
+// exists.
+func (h *header) MapWritable() error {
+	h.writes.RLock()
+	defer h.writes.RUnlock()
+	if h.frozen.Load() {
+		return fmt.Errorf("writable mapping: map is frozen: %w", ErrPermission)
+	}
+	h.mappings.Add(1)
+	return nil
+}
+
+// UnmapWritable ends a mapping counted by MapWritable.
+func (h *header) UnmapWritable() { h.mappings.Add(-1) }
 
 // Frozen reports whether Freeze has succeeded.
 func (h *header) Frozen() bool { return h.frozen.Load() }

@@ -16,61 +16,45 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/cilium/ebpf"
 
+	"bpfvm/internal/errs"
 	"bpfvm/vm"
 )
 
-// Errors returned by map operations, matching the kernel's errno values.
+// Errors returned by map operations. Each also matches the errno the
+// kernel returns for it and, where there is one, cilium/ebpf's sentinel for
+// it (ebpf.ErrKeyNotExist, ebpf.ErrKeyExist, ebpf.ErrNotSupported) and the
+// os package's, so that errors.Is checks written against cilium/ebpf hold.
 var (
-	ErrKeyNotExist  = errors.New("key does not exist")      // ENOENT
-	ErrKeyExist     = errors.New("key already exists")      // EEXIST
-	ErrFull         = errors.New("map is full")             // E2BIG
-	ErrNoSpace      = errors.New("no space left")           // ENOSPC
-	ErrInvalid      = errors.New("invalid argument")        // EINVAL
-	ErrNotSupported = errors.New("operation not supported") // EOPNOTSUPP
-	// ErrBusy also matches unix.EBUSY, what cilium/ebpf returns.
-	ErrBusy error = errnoError{"resource busy", unix.EBUSY, nil}
+	ErrKeyNotExist error = errs.New("key does not exist", syscall.ENOENT, ebpf.ErrKeyNotExist)
+	ErrKeyExist    error = errs.New("key already exists", syscall.EEXIST, ebpf.ErrKeyExist)
+	ErrFull        error = errs.New("map is full", syscall.E2BIG)
+	ErrNoSpace     error = errs.New("no space left", syscall.ENOSPC)
+	ErrInvalid     error = errs.New("invalid argument", syscall.EINVAL)
+	// ErrNotSupported is the kernel's EOPNOTSUPP for an operation a map
+	// type lacks.
+	ErrNotSupported error = errs.New("operation not supported", syscall.EOPNOTSUPP, ebpf.ErrNotSupported)
+	// ErrBusy is EBUSY: Freeze during a Go-side write or while a writable
+	// Memory of the map exists.
+	ErrBusy error = errs.New("resource busy", syscall.EBUSY)
 	// ErrPermission is a Go-side access the map refuses: a write to a
-	// frozen or BPF_F_RDONLY map, a read of a BPF_F_WRONLY one. It also
-	// matches os.ErrPermission and unix.EPERM, as cilium/ebpf's errors do.
-	ErrPermission error = errnoError{"operation not permitted", unix.EPERM, os.ErrPermission}
+	// frozen or BPF_F_RDONLY map, a read of a BPF_F_WRONLY one (EPERM).
+	ErrPermission error = errs.New("operation not permitted", syscall.EPERM, os.ErrPermission)
 	// ErrAgain is a ring buffer without room for a record: try again once
 	// the consumer has caught up.
-	ErrAgain = errors.New("resource temporarily unavailable") // EAGAIN
+	ErrAgain error = errs.New("resource temporarily unavailable", syscall.EAGAIN)
 	// ErrClosed is the use of a closed map, program, collection or reader.
-	// It also matches os.ErrClosed, and unix.EBADF, which cilium/ebpf
-	// returns for a closed file descriptor (sys.ErrClosedFd).
-	ErrClosed error = closedError{}
+	// It matches os.ErrClosed, and EBADF, which cilium/ebpf returns for a
+	// closed file descriptor (sys.ErrClosedFd).
+	ErrClosed error = errs.New("use of closed object", os.ErrClosed, syscall.EBADF)
 	// ErrFlushed is what a reader's read returns, once, after Flush and
 	// the records there were.
 	ErrFlushed = errors.New("data was flushed")
 )
-
-// closedError is ErrClosed.
-type closedError struct{}
-
-func (closedError) Error() string { return "use of closed object" }
-
-// Is makes ErrClosed match os.ErrClosed and EBADF.
-func (closedError) Is(target error) bool { return target == os.ErrClosed || target == unix.EBADF }
-
-// errnoError is a sentinel that also matches the errno cilium/ebpf would
-// return for it, and an os sentinel if any.
-type errnoError struct {
-	msg   string
-	errno unix.Errno
-	os    error
-}
-
-func (e errnoError) Error() string { return e.msg }
-
-// Is matches the errno and the os sentinel.
-func (e errnoError) Is(target error) bool {
-	return target == error(e.errno) || e.os != nil && target == e.os
-}
 
 // Update flags, as in the kernel's BPF_ANY, BPF_NOEXIST and BPF_EXIST.
 const (
@@ -164,6 +148,11 @@ type Map interface {
 	// EndWrite ends it. Freeze fails while one is in progress.
 	BeginWrite() error
 	EndWrite()
+	// MapWritable counts a writable direct mapping of the values (an
+	// mmapable array's Memory), refused once frozen; Freeze fails while
+	// one exists. UnmapWritable ends it.
+	MapWritable() error
+	UnmapWritable()
 
 	// Lookup returns a pointer to the value of key for CPU cpu, or nil. The
 	// pointer stays valid until the calling run leaves the map's Domain.

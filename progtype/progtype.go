@@ -14,15 +14,16 @@
 package progtype
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
+
+	"bpfvm/internal/errs"
 )
 
 // ErrNotSupported is wrapped by errors for inputs the kernel takes and
-// bpfvm does not model.
-var ErrNotSupported = errors.New("not supported")
+// bpfvm does not model. It also matches ebpf.ErrNotSupported.
+var ErrNotSupported error = errs.New("not supported", ebpf.ErrNotSupported)
 
 // Kind says what a context field holds.
 type Kind uint8

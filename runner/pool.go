@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"bpfvm/maps"
 	"bpfvm/vm"
@@ -46,6 +47,9 @@ type CPUs struct {
 	retired atomic.Int32  // runners whose memory close or give has freed
 
 	closeOnce sync.Once
+	// refs are the holders of the runners (Hold, Drop): a collection, and
+	// the programs it handed out or a standalone program.
+	refs atomic.Int32
 }
 
 // Layout of cpus.idle: runnersPerWord runner bits per word, the hint above
@@ -62,13 +66,14 @@ func (c *CPUs) slot(i int) (*atomic.Uint64, uint64) {
 }
 
 // NewCPUs makes n runners (n <= 0: GOMAXPROCS) with their reclamation
-// domain.
+// domain, and one reference to them for the caller to Drop.
 func NewCPUs(n int) *CPUs {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
 	n = min(n, 1<<(64-hintShift))
 	c := &CPUs{domain: maps.NewDomain(n), runners: make([]*Runner, n), idle: make([]atomic.Uint64, (n+runnersPerWord-1)/runnersPerWord), closed: make(chan struct{})}
+	c.refs.Store(1)
 	for i := range n {
 		r := &Runner{cpu: i}
 		r.hs.rng.Seed(rand.Uint64(), rand.Uint64())
@@ -306,3 +311,53 @@ func (c *CPUs) Len() int { return len(c.runners) }
 // Domain is the reclamation domain of the runners' runs, in which maps
 // defer freeing memory a run may still read.
 func (c *CPUs) Domain() *maps.Domain { return c.domain }
+
+// Hold takes another reference to the runners; false once the last one is
+// dropped.
+func (c *CPUs) Hold() bool {
+	for {
+		n := c.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if c.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// Drop drops a reference; the last one closes the runners (Close).
+func (c *CPUs) Drop() {
+	if c.refs.Add(-1) == 0 {
+		c.Close()
+	}
+}
+
+// AcquireOn takes runner i, waiting while another run holds it (polling:
+// a runner being released goes to the first run queued for any runner),
+// and enters the reclamation domain for it.
+func (c *CPUs) AcquireOn(ctx context.Context, i int) (*Runner, error) {
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
+	}
+	for backoff := time.Microsecond; ; backoff = min(2*backoff, time.Millisecond) {
+		if c.closing.Load() {
+			return nil, maps.ErrClosed
+		}
+		if c.takeRunner(i) {
+			c.domain.Enter(i)
+			return c.runners[i], nil
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-done:
+			t.Stop()
+			return nil, ctx.Err()
+		case <-c.closed:
+			t.Stop()
+			return nil, maps.ErrClosed
+		}
+	}
+}

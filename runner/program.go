@@ -57,7 +57,8 @@ type Program struct {
 	// Task is what the bpf_get_current_* helpers report (nil: the host).
 	Task *Task
 	// CPUs are the runners the program runs on; OwnCPUs says the program
-	// closes them when freed (a program outside any collection).
+	// holds the reference NewCPUs gave (a program outside any collection),
+	// which it drops when freed.
 	CPUs    *CPUs
 	OwnCPUs bool
 
@@ -65,6 +66,9 @@ type Program struct {
 	tail   vm.TailCall // what bpf_tail_call returns to jump here
 	closed atomic.Bool // the loader's reference is gone
 	refs   atomic.Int32
+	// holdsCPUs says the program holds a reference to CPUs, dropped when
+	// it is freed (OwnCPUs, HoldCPUs).
+	holdsCPUs atomic.Bool
 }
 
 // Start gives p an id and its first reference, the loader's, making it a
@@ -73,7 +77,24 @@ func (p *Program) Start() {
 	p.id = lastProgID.Add(1)
 	p.tail = vm.TailCall{Target: &tailTarget{p: p}}
 	p.refs.Store(1)
+	p.holdsCPUs.Store(p.OwnCPUs)
 	livePrograms.Store(p.id, p)
+}
+
+// HoldCPUs makes the program keep its runners open until it is freed, as a
+// program its collection hands out must outlive the collection's Close;
+// false if the runners are closed already.
+func (p *Program) HoldCPUs() bool {
+	if p.holdsCPUs.Load() {
+		return true
+	}
+	if !p.CPUs.Hold() {
+		return false
+	}
+	if !p.holdsCPUs.CompareAndSwap(false, true) {
+		p.CPUs.Drop() // held meanwhile
+	}
+	return true
 }
 
 // ID returns the program's id, unique in the process while the program is
@@ -121,8 +142,8 @@ func (p *Program) release() {
 // free releases the code, the runners of a standalone program and the
 // references to the maps.
 func (p *Program) free() {
-	if p.OwnCPUs {
-		p.CPUs.Close()
+	if p.holdsCPUs.Load() {
+		p.CPUs.Drop()
 	}
 	if c, ok := p.Engine.(io.Closer); ok {
 		c.Close() // JIT machine code

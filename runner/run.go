@@ -88,6 +88,10 @@ type Input struct {
 	Repeat uint32
 	// RunContext cancels the run (nil: never).
 	RunContext context.Context
+	// OnCPU runs on runner CPU, waiting for it; otherwise the run takes
+	// the first free runner.
+	OnCPU bool
+	CPU   int
 	// Timed measures Output.Duration.
 	Timed bool
 }
@@ -119,7 +123,13 @@ func Run(p *Program, in *Input, out *Output) error {
 	if len(in.Data) < pt.MinData {
 		return fmt.Errorf("%d bytes of data, the %s program type needs at least %d", len(in.Data), pt.Name, pt.MinData)
 	}
-	r, err := p.CPUs.Acquire(in.RunContext)
+	var r *Runner
+	var err error
+	if in.OnCPU {
+		r, err = p.CPUs.AcquireOn(in.RunContext, in.CPU)
+	} else {
+		r, err = p.CPUs.Acquire(in.RunContext)
+	}
 	if err != nil {
 		return err
 	}

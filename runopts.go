@@ -1,0 +1,78 @@
+package bpfvm
+
+import (
+	"fmt"
+	"syscall"
+
+	"github.com/cilium/ebpf"
+
+	"bpfvm/internal/errs"
+	"bpfvm/maps"
+)
+
+// Test-run flags (RunOptions.Flags), the kernel's BPF_F_TEST_*.
+const (
+	// RunOnCPU runs on RunOptions.CPU (BPF_F_TEST_RUN_ON_CPU), for program
+	// types without a kernel counterpart, as the kernel's raw tracepoints.
+	RunOnCPU uint32 = 1 << 0
+	// RunXDPLiveFrames sends XDP frames on (BPF_F_TEST_XDP_LIVE_FRAMES);
+	// bpfvm has no network to send them to.
+	RunXDPLiveFrames uint32 = 1 << 1
+	// RunSKBChecksumComplete gives the skb a complete checksum
+	// (BPF_F_TEST_SKB_CHECKSUM_COMPLETE), which bpfvm does not model.
+	RunSKBChecksumComplete uint32 = 1 << 2
+)
+
+// errNoCPU is the kernel's ENXIO for a test run on a CPU that does not
+// exist.
+var errNoCPU = errs.New("no such device or address", syscall.ENXIO)
+
+// runCPU checks the test-run fields of opts as the kernel's test run for
+// the program type does, and says which runner to run on: the CPU's when
+// on, else the first free.
+//
+//   - XDP: flags other than RunXDPLiveFrames, and a BatchSize without it,
+//     are EINVAL; CPU is ignored by the kernel, which runs on the current
+//     CPU, so a CPU other than 0 that exists is honoured (one of the
+//     kernel's possible runs) and any other ignored: 0, the field's zero
+//     value, leaves the choice to bpfvm, which takes the runners in turn.
+//   - Socket filters and tc (the skb types): a CPU, a BatchSize or flags
+//     other than RunSKBChecksumComplete are EINVAL.
+//   - Other types, which the kernel lacks, follow its raw tracepoints: a
+//     CPU needs RunOnCPU (else EINVAL) and must exist (else ENXIO), and a
+//     BatchSize is EINVAL.
+//
+// Flags bpfvm cannot honour fail with ErrNotSupported.
+func (p *Program) runCPU(opts *RunOptions) (cpu int, on bool, err error) {
+	n := uint32(p.run.CPUs.Len())
+	switch p.typ {
+	case ebpf.XDP:
+		if opts.Flags&^RunXDPLiveFrames != 0 || opts.BatchSize != 0 && opts.Flags&RunXDPLiveFrames == 0 {
+			return 0, false, fmt.Errorf("flags %#x, batch size %d: %w", opts.Flags, opts.BatchSize, maps.ErrInvalid)
+		}
+		if opts.Flags&RunXDPLiveFrames != 0 {
+			return 0, false, fmt.Errorf("BPF_F_TEST_XDP_LIVE_FRAMES: %w", ErrNotSupported)
+		}
+		if opts.CPU != 0 && opts.CPU < n {
+			return int(opts.CPU), true, nil
+		}
+	case ebpf.SocketFilter, ebpf.SchedCLS, ebpf.SchedACT:
+		if opts.Flags&^RunSKBChecksumComplete != 0 || opts.CPU != 0 || opts.BatchSize != 0 {
+			return 0, false, fmt.Errorf("flags %#x, CPU %d, batch size %d: %w", opts.Flags, opts.CPU, opts.BatchSize, maps.ErrInvalid)
+		}
+		if opts.Flags&RunSKBChecksumComplete != 0 {
+			return 0, false, fmt.Errorf("BPF_F_TEST_SKB_CHECKSUM_COMPLETE: %w", ErrNotSupported)
+		}
+	default:
+		if opts.BatchSize != 0 || opts.CPU != 0 && opts.Flags&RunOnCPU == 0 {
+			return 0, false, fmt.Errorf("flags %#x, CPU %d, batch size %d: %w", opts.Flags, opts.CPU, opts.BatchSize, maps.ErrInvalid)
+		}
+		if opts.Flags&RunOnCPU != 0 {
+			if opts.CPU >= n {
+				return 0, false, fmt.Errorf("CPU %d of %d: %w", opts.CPU, n, errNoCPU)
+			}
+			return int(opts.CPU), true, nil
+		}
+	}
+	return 0, false, nil
+}
