@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"bpfvm/isa"
 	"bpfvm/jit/amd64"
+	"bpfvm/loader"
 	"bpfvm/maps"
 	"bpfvm/progtype"
 	"bpfvm/runner"
@@ -117,6 +119,21 @@ type ProgramOptions struct {
 	// may run before may_goto starts jumping (the kernel's timed
 	// may_goto; see vm/maygoto.go). Default 250 ms, as in the kernel.
 	MayGotoBudget time.Duration
+	// KernelTypes is the target BTF the program's CO-RE relocations are
+	// applied against, as cilium/ebpf's ProgramOptions.KernelTypes
+	// (expected to hold vmlinux's and the modules' types, as btfhub
+	// distributes them). Nil: the host's /sys/kernel/btf/vmlinux and
+	// modules when the host has them, else the types shipped with bpfvm
+	// (kernelbtf.Shipped); pass kernelbtf.Shipped() for the same result
+	// on every machine. A relocation the target cannot satisfy poisons its
+	// instruction, which the verifier rejects only if it reaches it.
+	KernelTypes *btf.Spec
+	// ExtraRelocationTargets are further targets for CO-RE relocations
+	// after KernelTypes (or the default), as cilium/ebpf's.
+	ExtraRelocationTargets []*btf.Spec
+	// poisons are the instructions CO-RE poisoned, which the loaders copy
+	// here to explain a rejection at one.
+	poisons []loader.Poison
 }
 
 // Checks selects whether a verified program also runs with the run-time
@@ -259,18 +276,18 @@ func NewProgram(spec *ebpf.ProgramSpec) (*Program, error) {
 
 // NewProgramWithOptions loads a single program that references no maps.
 func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Program, error) {
-	insns, refs, funcs, err := convertFuncs(spec)
+	enc, err := convertFuncs(spec, newCORETargets(opts, nil))
 	if err != nil {
 		return nil, fmt.Errorf("program %s: %w", spec.Name, err)
 	}
-	if funcs != nil {
-		opts.Funcs = funcs
+	if enc.funcs != nil {
+		opts.Funcs = enc.funcs
 	}
-	if len(refs) > 0 {
-		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, refs[0])
+	if len(enc.refs) > 0 {
+		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, enc.refs[0])
 	}
-	opts.flags = spec.Flags
-	return newProgram(spec.Name, spec.Type, insns, nil, nil, opts)
+	opts.flags, opts.poisons = spec.Flags, enc.poisons
+	return newProgram(spec.Name, spec.Type, enc.insns, nil, nil, opts)
 }
 
 // NewRawProgram loads instructions of the given type without an ELF object,

@@ -1,0 +1,306 @@
+package bpfvm_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/rlimit"
+
+	"bpfvm"
+	"bpfvm/isa"
+	"bpfvm/kernelbtf"
+	"bpfvm/loader"
+	"bpfvm/verifier"
+)
+
+// coreTarget is a target BTF the CO-RE tests relocate testdata/core.o
+// against.
+type coreTarget struct {
+	name string
+	spec *btf.Spec
+}
+
+// coreTargets are the host's vmlinux (when it has one), the shipped
+// types, and two hand-built layouts unlike any kernel's.
+func coreTargets(t *testing.T) []coreTarget {
+	t.Helper()
+	var out []coreTarget
+	if host, err := btf.LoadKernelSpec(); err == nil {
+		out = append(out, coreTarget{"vmlinux", host})
+	} else {
+		t.Logf("no host BTF: %v", err)
+	}
+	shipped, err := kernelbtf.Shipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, coreTarget{"shipped", shipped})
+	return append(out, coreTarget{"layoutA", layoutA(t)}, coreTarget{"layoutB", layoutB(t)})
+}
+
+var (
+	btfInt   = &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
+	btfUint  = &btf.Int{Name: "unsigned int", Size: 4}
+	btfU8    = &btf.Int{Name: "unsigned char", Size: 1}
+	btfU16   = &btf.Int{Name: "unsigned short", Size: 2}
+	btfChar  = &btf.Int{Name: "char", Size: 1, Encoding: btf.Char}
+	btfLong  = &btf.Int{Name: "long", Size: 8, Encoding: btf.Signed}
+	btfIndex = &btf.Int{Name: "__ARRAY_SIZE_TYPE__", Size: 4}
+)
+
+func buildSpec(t *testing.T, types ...btf.Type) *btf.Spec {
+	t.Helper()
+	var b btf.Builder
+	for _, typ := range types {
+		if _, err := b.Add(typ); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec, err := b.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// layoutA moves every field, swaps iphdr's bitfields and renumbers the
+// enum; no_such_field and no_such_type stay missing.
+func layoutA(t *testing.T) *btf.Spec {
+	task := &btf.Struct{Name: "task_struct", Size: 64, Members: []btf.Member{
+		{Name: "mm", Type: &btf.Pointer{Target: &btf.Void{}}, Offset: 0},
+		{Name: "comm", Type: &btf.Array{Index: btfIndex, Type: btfChar, Nelems: 16}, Offset: 8 * 8},
+		{Name: "pid", Type: btfInt, Offset: 24 * 8},
+		{Name: "tgid", Type: btfInt, Offset: 28 * 8},
+	}}
+	ip := &btf.Struct{Name: "iphdr", Size: 20, Members: []btf.Member{
+		{Name: "version", Type: btfU8, Offset: 0, BitfieldSize: 4},
+		{Name: "ihl", Type: btfU8, Offset: 4, BitfieldSize: 4},
+		{Name: "tot_len", Type: btfU16, Offset: 2 * 8},
+		{Name: "protocol", Type: btfU8, Offset: 8 * 8},
+		{Name: "ttl", Type: btfU8, Offset: 9 * 8},
+		{Name: "tos", Type: btfU8, Offset: 1 * 8},
+	}}
+	action := &btf.Enum{Name: "xdp_action", Size: 4, Values: []btf.EnumValue{
+		{Name: "XDP_ABORTED", Value: 0}, {Name: "XDP_PASS", Value: 2}, {Name: "XDP_REDIRECT", Value: 4},
+	}}
+	return buildSpec(t, task, ip, action)
+}
+
+// layoutB is an "other kernel": pid unsigned, a shorter comm, no mm
+// pointer but a long at its place, ihl a whole byte and tot_len a 32-bit
+// field (so iphdr no longer matches), a 64-bit enum, and the field and
+// type the other targets lack.
+func layoutB(t *testing.T) *btf.Spec {
+	task := &btf.Struct{Name: "task_struct", Size: 4096, Members: []btf.Member{
+		{Name: "tgid", Type: btfInt, Offset: 1000 * 8},
+		{Name: "pid", Type: btfUint, Offset: 1004 * 8},
+		{Name: "comm", Type: &btf.Array{Index: btfIndex, Type: btfChar, Nelems: 8}, Offset: 2000 * 8},
+		{Name: "mm", Type: &btf.Pointer{Target: &btf.Void{}}, Offset: 3000 * 8},
+		{Name: "no_such_field", Type: btfLong, Offset: 16 * 8},
+	}}
+	ip := &btf.Struct{Name: "iphdr", Size: 24, Members: []btf.Member{
+		{Name: "ihl", Type: btfU8, Offset: 0},
+		{Name: "version", Type: btfU8, Offset: 8 + 2, BitfieldSize: 3},
+		{Name: "tot_len", Type: btfUint, Offset: 4 * 8},
+		{Name: "ttl", Type: btfU8, Offset: 12 * 8},
+		{Name: "protocol", Type: btfU8, Offset: 13 * 8},
+		{Name: "tos", Type: btfU8, Offset: 14 * 8},
+	}}
+	action := &btf.Enum{Name: "xdp_action", Size: 8, Values: []btf.EnumValue{
+		{Name: "XDP_PASS", Value: 1 << 40}, {Name: "XDP_REDIRECT", Value: 3}, {Name: "XDP_NO_SUCH", Value: 5},
+	}}
+	other := &btf.Struct{Name: "no_such_type", Size: 12, Members: []btf.Member{{Name: "x", Type: btfInt}}}
+	return buildSpec(t, task, ip, action, other)
+}
+
+// corePrograms are core.o's programs: whether the kernel keeps their
+// instructions as they are (no dead code after relocation), and whether
+// bpfvm can load them.
+var corePrograms = []struct {
+	name     string
+	sameCode bool
+	helper   bool // calls a helper bpfvm does not have yet
+}{
+	{"core_consts", true, false},
+	{"core_access", true, false},
+	{"core_bitfield", false, false},
+	{"core_read", true, true},
+	{"core_guarded", false, false},
+	{"core_poison_field", false, false},
+	{"core_poison_enum", false, false},
+}
+
+// TestCORE relocates every program of core.o against every target and
+// compares with cilium/ebpf loading it into the kernel with the same
+// target (ProgramOptions.KernelTypes): the same verdict (the same message
+// for poisoned instructions), the same instructions where the kernel
+// keeps them, the same test-run result.
+func TestCORE(t *testing.T) {
+	spec, err := loader.LoadCollectionSpec("testdata/core.o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel := haveKernel(t)
+	for _, tg := range coreTargets(t) {
+		for _, p := range corePrograms {
+			t.Run(tg.name+"/"+p.name, func(t *testing.T) {
+				ps := spec.Programs[p.name]
+				var kprog *ebpf.Program
+				var kerr error
+				if kernel {
+					kprog, kerr = ebpf.NewProgramWithOptions(ps, ebpf.ProgramOptions{KernelTypes: tg.spec})
+					if kerr == nil {
+						defer kprog.Close()
+					}
+				}
+				if p.helper {
+					// bpfvm cannot load it yet: compare the relocation only.
+					if kprog == nil {
+						t.Skip("no kernel")
+					}
+					got, _, err := bpfvm.EncodeProgram(ps)
+					if tg.name != "vmlinux" {
+						t.Skip("EncodeProgram relocates against the default target")
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					compareXlated(t, kprog, got)
+					return
+				}
+				coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{
+					ProgramNames: []string{p.name},
+					Programs:     bpfvm.ProgramOptions{KernelTypes: tg.spec},
+				})
+				if err == nil {
+					defer coll.Close()
+				}
+				if kernel {
+					compareVerdict(t, err, kerr)
+				}
+				if err != nil {
+					t.Logf("rejected: %v", err)
+					return
+				}
+				prog := coll.Programs[p.name]
+				if kprog == nil {
+					return
+				}
+				if p.sameCode {
+					compareXlated(t, kprog, prog.Instructions())
+				}
+				data := make([]byte, 64)
+				kret, err := kprog.Run(&ebpf.RunOptions{Data: data})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := prog.Execute(&bpfvm.RunOptions{Data: data})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if uint32(res.R0) != kret {
+					t.Errorf("returned %#x, kernel %#x", uint32(res.R0), kret)
+				}
+			})
+		}
+	}
+}
+
+// haveKernel reports whether the tests can load programs into the kernel,
+// logging why not.
+func haveKernel(t *testing.T) bool {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Log("kernel oracle skipped: not root")
+		return false
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		t.Logf("kernel oracle skipped: %v", err)
+		return false
+	}
+	return true
+}
+
+// compareVerdict checks that bpfvm accepted what the kernel accepted and
+// rejected with the kernel's message what it rejected.
+func compareVerdict(t *testing.T, ours, kernel error) {
+	t.Helper()
+	var kve *ebpf.VerifierError
+	switch {
+	case ours == nil && kernel == nil:
+	case ours == nil:
+		t.Fatalf("bpfvm accepted, kernel rejected: %v", kernel)
+	case kernel == nil:
+		t.Fatalf("kernel accepted, bpfvm rejected: %v", ours)
+	case !errors.As(kernel, &kve):
+		t.Fatalf("kernel: %v", kernel)
+	default:
+		var ve *verifier.Error
+		if !errors.As(ours, &ve) {
+			t.Fatalf("bpfvm: not a verifier error: %v", ours)
+		}
+		if kmsg := kernelMessage(kve.Log); ve.Msg != kmsg {
+			t.Errorf("bpfvm: %q, kernel: %q", ve.Msg, kmsg)
+		}
+	}
+}
+
+// kernelMessage is the reason in a kernel verifier log: the last line
+// before the statistics.
+func kernelMessage(log []string) string {
+	for i := len(log) - 1; i >= 0; i-- {
+		if l := log[i]; l != "" && !strings.HasPrefix(l, "processed ") && !strings.HasPrefix(l, "verification time") && !strings.HasPrefix(l, "stack depth") {
+			return l
+		}
+	}
+	return ""
+}
+
+// compareXlated checks that the kernel's program (which it keeps as
+// loaded when it has no dead code, context accesses or maps) equals what
+// bpfvm relocated. Helper calls are compared by id: the kernel shows them
+// resolved to addresses.
+func compareXlated(t *testing.T, kprog *ebpf.Program, got []isa.Instruction) {
+	t.Helper()
+	info, err := kprog.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinsns, err := info.Instructions()
+	if err != nil {
+		t.Skipf("no xlated instructions: %v", err)
+	}
+	var buf bytes.Buffer
+	for i := range kinsns {
+		kinsns[i] = kinsns[i].WithMetadata(asm.Metadata{})
+		if kinsns[i].IsBuiltinCall() {
+			kinsns[i].Constant = 0 // the helper's address
+		}
+	}
+	if err := kinsns.Marshal(&buf, binary.LittleEndian); err != nil {
+		t.Fatal(err)
+	}
+	want, err := isa.DecodeProgram(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != len(got) {
+		t.Fatalf("%d instructions, kernel %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Op == isa.OpCall && g.Src == 0 {
+			g.Imm, w.Imm = 0, 0
+		}
+		if g != w {
+			t.Errorf("insn %d: %v, kernel %v", i, isa.Format(got, i, nil), isa.Format(want, i, nil))
+		}
+	}
+}
