@@ -18,6 +18,7 @@ import (
 	"bpfvm/kernelbtf"
 	"bpfvm/loader"
 	"bpfvm/verifier"
+	"bpfvm/vm"
 )
 
 // coreTarget is a target BTF the CO-RE tests relocate testdata/core.o
@@ -215,7 +216,7 @@ func TestCORE(t *testing.T) {
 
 // haveKernel reports whether the tests can load programs into the kernel,
 // logging why not.
-func haveKernel(t *testing.T) bool {
+func haveKernel(t testing.TB) bool {
 	t.Helper()
 	if os.Getuid() != 0 {
 		t.Log("kernel oracle skipped: not root")
@@ -302,5 +303,154 @@ func compareXlated(t *testing.T, kprog *ebpf.Program, got []isa.Instruction) {
 		if g != w {
 			t.Errorf("insn %d: %v, kernel %v", i, isa.Format(got, i, nil), isa.Format(want, i, nil))
 		}
+	}
+}
+
+// benchTarget is core_bench.c's struct with its 250 fields in reverse
+// order, every other one unsigned.
+func benchTarget(b *testing.B) *btf.Spec {
+	var members []btf.Member
+	for g := 'y'; g >= 'a'; g-- {
+		for d := '9'; d >= '0'; d-- {
+			typ := btfInt
+			if len(members)%2 == 1 {
+				typ = btfUint
+			}
+			members = append(members, btf.Member{Name: string([]rune{g, d}), Type: typ, Offset: btf.Bits(32 * len(members))})
+		}
+	}
+	var bld btf.Builder
+	if _, err := bld.Add(&btf.Struct{Name: "bench", Size: uint32(4 * len(members)), Members: members}); err != nil {
+		b.Fatal(err)
+	}
+	spec, err := bld.Spec()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return spec
+}
+
+// BenchmarkCORE measures applying the 1,000 CO-RE relocations of
+// core_bench.o (relocate), and the whole load of that program with them
+// (load: relocation, verification, rewriting, the JIT), for scale, and
+// cilium/ebpf's load of it into the kernel (kernel).
+func BenchmarkCORE(b *testing.B) {
+	spec, err := loader.LoadCollectionSpec("testdata/core_bench.o")
+	if err != nil {
+		b.Fatal(err)
+	}
+	target := benchTarget(b)
+	ps := spec.Programs["core_bench"]
+	b.Run("relocate", func(b *testing.B) {
+		insns := make(asm.Instructions, len(ps.Instructions))
+		targets := func() ([]*btf.Spec, error) { return []*btf.Spec{target}, nil }
+		b.ReportAllocs()
+		for b.Loop() {
+			copy(insns, ps.Instructions)
+			poisons, err := loader.RelocateCORE(insns, nil, targets)
+			if err != nil || len(poisons) != 0 {
+				b.Fatal(err, poisons)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/relocation")
+	})
+	b.Run("kernel", func(b *testing.B) {
+		// cilium/ebpf relocating (the same code) and the kernel verifying.
+		if !haveKernel(b) {
+			b.Skip("no kernel")
+		}
+		for b.Loop() {
+			p, err := ebpf.NewProgramWithOptions(ps, ebpf.ProgramOptions{KernelTypes: target})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.Close()
+		}
+	})
+	b.Run("load", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{KernelTypes: target}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			coll.Close()
+		}
+	})
+}
+
+// Relocations that cannot be applied are load errors naming the program,
+// the instruction and the type; ones the target cannot satisfy poison
+// their instruction, an error only where the verifier reaches it, and in
+// unverified programs only when a run does.
+func TestCOREErrors(t *testing.T) {
+	spec, err := loader.LoadCollectionSpec("testdata/core.o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := func(pidOffset, fieldOffset btf.Bits) *btf.Struct {
+		return &btf.Struct{Name: "task_struct", Size: 1 << 16, Members: []btf.Member{
+			{Name: "pid", Type: btfInt, Offset: pidOffset * 8},
+			{Name: "tgid", Type: btfInt, Offset: 4 * 8},
+			{Name: "comm", Type: &btf.Array{Index: btfIndex, Type: btfChar, Nelems: 16}, Offset: 8 * 8},
+			{Name: "mm", Type: &btf.Pointer{Target: &btf.Void{}}, Offset: 24 * 8},
+			{Name: "no_such_field", Type: btfLong, Offset: fieldOffset * 8},
+		}}
+	}
+	far := buildSpec(t, task(0, 40000))
+	ambiguous := buildSpec(t, task(0, 32), task(100, 32))
+	for _, c := range []struct {
+		name     string
+		prog     string
+		target   *btf.Spec
+		noVerify bool
+		// want are substrings of the load error; none: it loads.
+		want     []string
+		sentinel error
+	}{
+		{"offset out of range", "core_poison_field", far, false,
+			[]string{"program core_poison_field", "instruction 11", "task_struct___core", "exceeds MaxInt16"}, loader.ErrCORE},
+		{"ambiguous target", "core_consts", ambiguous, false,
+			[]string{"program core_consts", "instruction 1:", "task_struct___core", "ambiguous"}, loader.ErrCORE},
+		{"poison reached", "core_poison_field", layoutA(t), false,
+			[]string{"program core_poison_field", "invalid func unknown#195896080", "instruction 11 poisoned by CO-RE", "task_struct___core"}, verifier.ErrRejected},
+		{"poisoned enum reached", "core_poison_enum", layoutA(t), false,
+			[]string{"frame pointer is read only", "instruction 0 poisoned by CO-RE", "enumval_value", "xdp_action___core"}, verifier.ErrRejected},
+		{"poison not reached", "core_guarded", layoutA(t), false, nil, nil},
+		{"poison not reached, unverified", "core_guarded", layoutA(t), true, nil, nil},
+		{"poison reached, unverified", "core_poison_field", layoutA(t), true, nil, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{
+				ProgramNames: []string{c.prog},
+				Programs:     bpfvm.ProgramOptions{KernelTypes: c.target, NoVerify: c.noVerify},
+			})
+			if c.want != nil {
+				if err == nil {
+					coll.Close()
+					t.Fatalf("loaded, want %q", c.want)
+				}
+				for _, w := range c.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q lacks %q", err, w)
+					}
+				}
+				if !errors.Is(err, c.sentinel) {
+					t.Errorf("error %v is not %v", err, c.sentinel)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer coll.Close()
+			res, err := coll.Programs[c.prog].Execute(&bpfvm.RunOptions{Data: make([]byte, 64)})
+			switch {
+			case c.prog == "core_guarded" && (err != nil || res.R0 != 42):
+				t.Errorf("run: %v, %d; want 42", err, res.R0)
+			case c.prog == "core_poison_field" && !errors.Is(err, vm.ErrDeadCode):
+				t.Errorf("run: %v, want vm.ErrDeadCode at the poisoned instruction", err)
+			}
+		})
 	}
 }
