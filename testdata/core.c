@@ -156,4 +156,22 @@ int core_poison_enum(struct __sk_buff *skb)
 	return bpf_core_enum_value(enum xdp_action___core, XDP_NO_SUCH___core);
 }
 
+// core_subprog: relocations in a static and in a global subprogram, which
+// cilium/ebpf appends to the program with their relocation records.
+static __noinline int tgid_offset(void)
+{
+	return bpf_core_field_offset(struct task_struct___core, tgid);
+}
+
+__noinline int ttl_offset_global(int x)
+{
+	return x + bpf_core_field_offset(struct iphdr___core, ttl);
+}
+
+SEC("socket")
+int core_subprog(struct __sk_buff *skb)
+{
+	return tgid_offset() * 1000 + ttl_offset_global(1);
+}
+
 char _license[] SEC("license") = "GPL";
