@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -121,22 +124,39 @@ func layoutB(t *testing.T) *btf.Spec {
 	return buildSpec(t, task, ip, action, other)
 }
 
-// corePrograms are core.o's programs: whether the kernel keeps their
-// instructions as they are (no dead code after relocation), and whether
-// bpfvm can load them.
+// corePrograms are the programs of core.o and core_poison.o: whether the
+// kernel keeps their instructions as they are (no dead code after
+// relocation), and whether they call a helper bpfvm lacks.
 var corePrograms = []struct {
-	name     string
-	sameCode bool
-	helper   bool // calls a helper bpfvm does not have yet
+	file, name string
+	sameCode   bool
+	helper     bool
 }{
-	{"core_consts", true, false},
-	{"core_access", true, false},
-	{"core_bitfield", false, false},
-	{"core_read", true, true},
-	{"core_guarded", false, false},
-	{"core_poison_field", false, false},
-	{"core_poison_enum", false, false},
-	{"core_subprog", true, false},
+	{"core.o", "core_consts", true, false},
+	{"core.o", "core_access", true, false},
+	{"core.o", "core_bitfield", false, false},
+	{"core.o", "core_read", true, true},
+	{"core.o", "core_guarded", false, false},
+	{"core.o", "core_subprog", true, false},
+	{"core_poison.o", "core_poison_field", false, false},
+	{"core_poison.o", "core_poison_enum", false, false},
+}
+
+// coreSpecs reads the objects of corePrograms.
+func coreSpecs(t *testing.T) map[string]*ebpf.CollectionSpec {
+	t.Helper()
+	specs := map[string]*ebpf.CollectionSpec{}
+	for _, p := range corePrograms {
+		if specs[p.file] != nil {
+			continue
+		}
+		spec, err := loader.LoadCollectionSpec(filepath.Join("testdata", p.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs[p.file] = spec
+	}
+	return specs
 }
 
 // TestCORE relocates every program of core.o against every target and
@@ -145,14 +165,12 @@ var corePrograms = []struct {
 // for poisoned instructions), the same instructions where the kernel
 // keeps them, the same test-run result.
 func TestCORE(t *testing.T) {
-	spec, err := loader.LoadCollectionSpec("testdata/core.o")
-	if err != nil {
-		t.Fatal(err)
-	}
+	specs := coreSpecs(t)
 	kernel := haveKernel(t)
 	for _, tg := range coreTargets(t) {
 		for _, p := range corePrograms {
 			t.Run(tg.name+"/"+p.name, func(t *testing.T) {
+				spec := specs[p.file]
 				ps := spec.Programs[p.name]
 				var kprog *ebpf.Program
 				var kerr error
@@ -267,7 +285,7 @@ func kernelMessage(log []string) string {
 
 // compareXlated checks that the kernel's program (which it keeps as
 // loaded when it has no dead code, context accesses or maps) equals what
-// bpfvm relocated. Calls are compared as the kernel shows them resolved.
+// bpfvm relocated.
 func compareXlated(t *testing.T, kprog *ebpf.Program, got []isa.Instruction) {
 	t.Helper()
 	info, err := kprog.Info()
@@ -288,7 +306,14 @@ func compareXlated(t *testing.T, kprog *ebpf.Program, got []isa.Instruction) {
 	if err := kinsns.Marshal(&buf, binary.LittleEndian); err != nil {
 		t.Fatal(err)
 	}
-	want, err := isa.DecodeProgram(buf.Bytes())
+	compareWire(t, buf.Bytes(), got)
+}
+
+// compareWire compares a kernel's xlated program in wire form with what
+// bpfvm relocated. Calls are compared as the kernel shows them resolved.
+func compareWire(t *testing.T, xlated []byte, got []isa.Instruction) {
+	t.Helper()
+	want, err := isa.DecodeProgram(xlated)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,6 +334,78 @@ func compareXlated(t *testing.T, kprog *ebpf.Program, got []isa.Instruction) {
 			t.Errorf("insn %d: %v, kernel %v", i, isa.Format(got, i, nil), isa.Format(want, i, nil))
 		}
 	}
+}
+
+// TestCORELibbpf compares bpfvm's relocations against the host's vmlinux
+// with libbpf's: bpftool loads core.o into the kernel (libbpf relocating
+// against /sys/kernel/btf/vmlinux) and dumps each program's xlated code.
+func TestCORELibbpf(t *testing.T) {
+	bpftool, err := exec.LookPath("bpftool")
+	if err != nil {
+		t.Skip("no bpftool")
+	}
+	if _, err := os.Stat(kernelbtf.VMLinux); err != nil || !haveKernel(t) {
+		t.Skip("no host BTF or no kernel")
+	}
+	pins := fmt.Sprintf("/sys/fs/bpf/bpfvm_core_%d", os.Getpid())
+	if out, err := exec.Command(bpftool, "prog", "loadall", "testdata/core.o", pins).CombinedOutput(); err != nil {
+		t.Skipf("bpftool prog loadall: %v: %s", err, out)
+	}
+	t.Cleanup(func() { os.RemoveAll(pins) })
+	spec := coreSpecs(t)["core.o"]
+	for _, p := range corePrograms {
+		if !p.sameCode || p.file != "core.o" {
+			continue
+		}
+		t.Run(p.name, func(t *testing.T) {
+			// The default target: the host's vmlinux, as libbpf's.
+			got, _, err := bpfvm.EncodeProgram(spec.Programs[p.name])
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(t.TempDir(), "xlated")
+			if out, err := exec.Command(bpftool, "prog", "dump", "xlated", "pinned", filepath.Join(pins, p.name), "file", file).CombinedOutput(); err != nil {
+				t.Fatalf("bpftool prog dump: %v: %s", err, out)
+			}
+			xlated, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Local type ids are the one difference: cilium/ebpf's, which
+			// bpfvm gives, number the types of the BTF it loads with the
+			// program (a fresh btf.Builder); libbpf's are the object's.
+			want := xlated
+			for pc, relo := range relocationsByPC(spec.Programs[p.name]) {
+				if !strings.HasPrefix(relo, "CORERelocation(local_type_id") {
+					continue
+				}
+				var local uint32
+				if _, err := fmt.Sscanf(relo[strings.LastIndex(relo, "local_id="):], "local_id=%d)", &local); err != nil {
+					t.Fatal(err)
+				}
+				if libbpf := binary.LittleEndian.Uint32(xlated[pc*8+4:]); libbpf != local {
+					t.Errorf("insn %d: libbpf's local type id %d, the object's %d", pc, libbpf, local)
+				}
+				want = bytes.Clone(want)
+				binary.LittleEndian.PutUint32(want[pc*8+4:], uint32(got[pc].Imm))
+			}
+			compareWire(t, want, got)
+		})
+	}
+}
+
+// relocationsByPC describes the CO-RE relocation of each instruction that
+// has one, by wire index.
+func relocationsByPC(ps *ebpf.ProgramSpec) map[int]string {
+	out := map[int]string{}
+	pc := 0
+	for i := range ps.Instructions {
+		if r := btf.CORERelocationMetadata(&ps.Instructions[i]); r != nil {
+			out[pc] = r.String()
+		}
+		pc += int(ps.Instructions[i].Size() / asm.InstructionSize)
+	}
+	return out
 }
 
 // benchTarget is core_bench.c's struct with its 250 fields in reverse
@@ -389,10 +486,7 @@ func BenchmarkCORE(b *testing.B) {
 // their instruction, an error only where the verifier reaches it, and in
 // unverified programs only when a run does.
 func TestCOREErrors(t *testing.T) {
-	spec, err := loader.LoadCollectionSpec("testdata/core.o")
-	if err != nil {
-		t.Fatal(err)
-	}
+	specs := coreSpecs(t)
 	task := func(pidOffset, fieldOffset btf.Bits) *btf.Struct {
 		return &btf.Struct{Name: "task_struct", Size: 1 << 16, Members: []btf.Member{
 			{Name: "pid", Type: btfInt, Offset: pidOffset * 8},
@@ -426,6 +520,10 @@ func TestCOREErrors(t *testing.T) {
 		{"poison reached, unverified", "core_poison_field", layoutA(t), true, nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			spec := specs["core.o"]
+			if spec.Programs[c.prog] == nil {
+				spec = specs["core_poison.o"]
+			}
 			coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{
 				ProgramNames: []string{c.prog},
 				Programs:     bpfvm.ProgramOptions{KernelTypes: c.target, NoVerify: c.noVerify},

@@ -1,50 +1,17 @@
 // core.c: CO-RE relocations of every kind, relocated against the target
 // BTF (the host's vmlinux, the shipped types, or hand-built specs with
 // other layouts, see core_test.go) and compared with cilium/ebpf loading
-// the same object into the kernel. The local types are declared here,
-// vmlinux.h-free, with preserve_access_index: only the fields used, at
-// local offsets that differ from the kernel's on purpose.
+// the same object into the kernel. The local types are in core.h.
+//
+// Every program loads against the host's vmlinux (libbpf's bpftool loads
+// the whole object, see TestCORELibbpf); core_poison.c has the ones that
+// do not.
 //
 // The programs are socket filters that use no context, maps or helpers
 // (but core_read), so that the kernel keeps their instructions as they
 // are (its xlated program equals the relocated one) and a test run returns
 // what the relocations computed.
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_core_read.h>
-
-struct task_struct___core {
-	int tgid;
-	int pid;
-	char comm[16];
-	void *mm;
-	long no_such_field;
-} __attribute__((preserve_access_index));
-
-struct iphdr___core {
-	unsigned char version : 4, ihl : 4;
-	unsigned char protocol;
-	unsigned char ttl;
-	unsigned short tot_len;
-	unsigned char tos;
-} __attribute__((preserve_access_index));
-
-struct no_such_type___core {
-	int x;
-} __attribute__((preserve_access_index));
-
-enum xdp_action___core {
-	XDP_PASS___core = 7,
-	XDP_REDIRECT___core = 9,
-	XDP_NO_SUCH___core = 1,
-};
-
-// The field kinds the builtin has no libbpf macro for.
-#define field_info(type, field, kind) \
-	__builtin_preserve_field_info(((type *)0)->field, kind)
-
-// Mix folds a relocated value into the result so that none is dead.
-#define mix(acc, v) ((acc) = (acc) * 31 + (__u64)(v))
+#include "core.h"
 
 // core_consts: field byte offset, size, existence, signedness and bitfield
 // shifts, type ids, existence, size and match, enum value existence and
@@ -134,26 +101,6 @@ int core_guarded(struct __sk_buff *skb)
 	if (bpf_core_type_exists(struct no_such_type___core))
 		return bpf_core_type_size(struct no_such_type___core);
 	return 42;
-}
-
-// core_poison_field: an unguarded access to a missing field: the poisoned
-// call is reached, "invalid func unknown#195896080".
-SEC("socket")
-int core_poison_field(struct __sk_buff *skb)
-{
-	__u64 buf[8] = {};
-	struct task_struct___core *t = (void *)buf;
-
-	asm volatile("" : : "r"(t) : "memory");
-	return t->no_such_field;
-}
-
-// core_poison_enum: the value of a missing enumerator, an LD_IMM64: the
-// poisoned load writes r10, "frame pointer is read only".
-SEC("socket")
-int core_poison_enum(struct __sk_buff *skb)
-{
-	return bpf_core_enum_value(enum xdp_action___core, XDP_NO_SUCH___core);
 }
 
 // core_subprog: relocations in a static and in a global subprogram, which
