@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -469,6 +470,16 @@ func BenchmarkCORE(b *testing.B) {
 			p.Close()
 		}
 	})
+	b.Run("default-target", func(b *testing.B) {
+		// What a load without KernelTypes or a Cache pays to find its
+		// target: the host's vmlinux parsed, or the shipped types.
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := kernelbtf.Targets(nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("load", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -555,5 +566,33 @@ func TestCOREErrors(t *testing.T) {
 				t.Errorf("run: %v, want vm.ErrDeadCode at the poisoned instruction", err)
 			}
 		})
+	}
+}
+
+// NewProgramWithOptions relocates against ProgramOptions.KernelTypes as
+// a collection does.
+func TestCOREProgram(t *testing.T) {
+	spec := coreSpecs(t)["core.o"]
+	target := layoutA(t)
+	p, err := bpfvm.NewProgramWithOptions(spec.Programs["core_consts"], bpfvm.ProgramOptions{KernelTypes: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{
+		ProgramNames: []string{"core_consts"},
+		Programs:     bpfvm.ProgramOptions{KernelTypes: target},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coll.Close()
+	got, want := p.Instructions(), coll.Programs["core_consts"].Instructions()
+	if !slices.Equal(got, want) {
+		t.Error("NewProgramWithOptions and NewCollectionWithOptions relocate differently")
+	}
+	// layoutA puts pid at 24: the first relocated instruction says so.
+	if got[1].Imm != 24 {
+		t.Errorf("pid's offset %d, want 24", got[1].Imm)
 	}
 }

@@ -142,3 +142,18 @@ func TestShippedFormat(t *testing.T) {
 		t.Errorf("not raw BTF: % x", raw[:4])
 	}
 }
+
+// BenchmarkShipped is what a load without host BTF pays for its target.
+func BenchmarkShipped(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		spec, err := Shipped()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var task *btf.Struct
+		if err := spec.TypeByName("task_struct", &task); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
