@@ -59,6 +59,17 @@ func TestShippedLayout(t *testing.T) {
 	if !hasFwd(task) {
 		t.Error("task_struct points to no forward declaration: the subset is not cut")
 	}
+	// A pointer to another root is followed: task->mm->... relocates.
+	for _, m := range task.Members {
+		if m.Name != "mm" {
+			continue
+		}
+		if p, ok := m.Type.(*btf.Pointer); !ok {
+			t.Errorf("task_struct.mm is %v", m.Type)
+		} else if _, ok := btf.UnderlyingType(p.Target).(*btf.Struct); !ok {
+			t.Errorf("task_struct.mm points to %v, want struct mm_struct", p.Target)
+		}
+	}
 }
 
 func hasFwd(s *btf.Struct) bool {
