@@ -530,42 +530,44 @@ func TestCOREErrors(t *testing.T) {
 		{"poison not reached, unverified", "core_guarded", layoutA(t), true, nil, nil},
 		{"poison reached, unverified", "core_poison_field", layoutA(t), true, nil, nil},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			spec := specs["core.o"]
-			if spec.Programs[c.prog] == nil {
-				spec = specs["core_poison.o"]
-			}
-			coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{
-				ProgramNames: []string{c.prog},
-				Programs:     bpfvm.ProgramOptions{KernelTypes: c.target, NoVerify: c.noVerify},
-			})
-			if c.want != nil {
-				if err == nil {
-					coll.Close()
-					t.Fatalf("loaded, want %q", c.want)
+		for _, engine := range []bpfvm.Engine{bpfvm.EngineJIT, bpfvm.EngineInterpreter} {
+			t.Run(fmt.Sprintf("%s/%v", c.name, engine), func(t *testing.T) {
+				spec := specs["core.o"]
+				if spec.Programs[c.prog] == nil {
+					spec = specs["core_poison.o"]
 				}
-				for _, w := range c.want {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q lacks %q", err, w)
+				coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{
+					ProgramNames: []string{c.prog},
+					Programs:     bpfvm.ProgramOptions{KernelTypes: c.target, NoVerify: c.noVerify, Engine: engine},
+				})
+				if c.want != nil {
+					if err == nil {
+						coll.Close()
+						t.Fatalf("loaded, want %q", c.want)
 					}
+					for _, w := range c.want {
+						if !strings.Contains(err.Error(), w) {
+							t.Errorf("error %q lacks %q", err, w)
+						}
+					}
+					if !errors.Is(err, c.sentinel) {
+						t.Errorf("error %v is not %v", err, c.sentinel)
+					}
+					return
 				}
-				if !errors.Is(err, c.sentinel) {
-					t.Errorf("error %v is not %v", err, c.sentinel)
+				if err != nil {
+					t.Fatal(err)
 				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer coll.Close()
-			res, err := coll.Programs[c.prog].Execute(&bpfvm.RunOptions{Data: make([]byte, 64)})
-			switch {
-			case c.prog == "core_guarded" && (err != nil || res.R0 != 42):
-				t.Errorf("run: %v, %d; want 42", err, res.R0)
-			case c.prog == "core_poison_field" && !errors.Is(err, vm.ErrDeadCode):
-				t.Errorf("run: %v, want vm.ErrDeadCode at the poisoned instruction", err)
-			}
-		})
+				defer coll.Close()
+				res, err := coll.Programs[c.prog].Execute(&bpfvm.RunOptions{Data: make([]byte, 64)})
+				switch {
+				case c.prog == "core_guarded" && (err != nil || res.R0 != 42):
+					t.Errorf("run: %v, %d; want 42", err, res.R0)
+				case c.prog == "core_poison_field" && (!errors.Is(err, vm.ErrDeadCode) || !strings.Contains(err.Error(), "instruction 11 poisoned by CO-RE") || !strings.Contains(err.Error(), "task_struct___core")):
+					t.Errorf("run: %v, want vm.ErrDeadCode at the poisoned instruction, naming its relocation", err)
+				}
+			})
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package bpfvm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -411,7 +412,7 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	}
 	var out runner.Output
 	if err := runner.Run(p.run, &in, &out); err != nil {
-		return fmt.Errorf("run %s: %w", p.name, err)
+		return fmt.Errorf("run %s: %w", p.name, p.explainPoison(err))
 	}
 	if ctxOut != nil {
 		if err := writeContext(opts.ContextOut, ctxOut); err != nil {
@@ -423,6 +424,26 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 		res.Redirect = Redirect{Map: p.mapOf(rd.Map), Key: rd.Key, Flags: rd.Flags, Valid: true}
 	}
 	return nil
+}
+
+// explainPoison adds to a run error of an unverified program that reached
+// an instruction CO-RE poisoned (the only dead code such a program has)
+// what poisoned it.
+func (p *Program) explainPoison(err error) error {
+	var re *vm.RunError
+	if len(p.opts.poisons) == 0 || p.run.Verified || !errors.As(err, &re) || !errors.Is(err, vm.ErrDeadCode) {
+		return err
+	}
+	// Instruction indexes are the loaded program's unless the rewrite
+	// moved them (expanding may_goto).
+	if len(p.xlated) == len(p.insns) {
+		for _, ps := range p.opts.poisons {
+			if ps.Insn == re.PC {
+				return fmt.Errorf("%w (instruction %d poisoned by CO-RE: the target BTF cannot satisfy %s)", err, ps.Insn, ps.Relocation)
+			}
+		}
+	}
+	return fmt.Errorf("%w (an instruction poisoned by CO-RE: the target BTF cannot satisfy its relocation)", err)
 }
 
 // mapOf returns the *Map of a map a run of p used (nil for nil).
