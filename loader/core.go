@@ -81,7 +81,7 @@ func RelocateCORE(insns asm.Instructions, bo binary.ByteOrder, targets func() ([
 	var poisoned []Poison
 	for j := range fixups {
 		ins := &insns[at[j]]
-		if err := fixups[j].Apply(ins); err != nil {
+		if err := applyFixup(&fixups[j], ins); err != nil {
 			return nil, fmt.Errorf("%w: instruction %d: %s: %w", ErrCORE, pcs[j], relos[j], err)
 		}
 		if IsCOREPoison(*ins) {
