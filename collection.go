@@ -19,6 +19,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"bpfvm/isa"
+	"bpfvm/kernelbtf"
 	"bpfvm/loader"
 	"bpfvm/progtype"
 	"bpfvm/runner"
@@ -50,6 +51,11 @@ type CollectionOptions struct {
 	// .rodata frozen), except the programs and maps that a prog_array's or
 	// map of maps' contents name, which are written as for a created map.
 	MapReplacements map[string]*Map
+	// Cache shares the host's parsed kernel BTF, the default target of
+	// CO-RE relocations (ProgramOptions.KernelTypes), between loads, as
+	// cilium/ebpf's CollectionOptions.Cache. Nil: each load parses it,
+	// once, if a program has relocations.
+	Cache *btf.Cache
 }
 
 // Collection is a set of loaded programs and the maps they share.
@@ -131,6 +137,7 @@ func newCollection(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collec
 		}
 		coll.Maps[name] = m
 	}
+	targets := newCORETargets(opts.Programs, opts.Cache)
 	names := sortedKeys(spec.Programs)
 	if opts.ProgramNames != nil {
 		names = nil
@@ -146,12 +153,12 @@ func newCollection(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collec
 			continue // named twice
 		}
 		ps := spec.Programs[name]
-		insns, refs, funcs, err := convertFuncs(ps)
+		enc, err := convertFuncs(ps, targets)
 		if err != nil {
 			return nil, fmt.Errorf("program %s: %w", name, err)
 		}
 		var progMaps []*Map
-		for _, ref := range refs {
+		for _, ref := range enc.refs {
 			m := coll.Maps[ref]
 			if m == nil {
 				return nil, fmt.Errorf("program %s: missing map %s", name, ref)
@@ -159,16 +166,16 @@ func newCollection(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collec
 			progMaps = append(progMaps, m)
 		}
 		popts := opts.Programs
-		popts.flags = ps.Flags
-		if funcs != nil {
-			popts.Funcs = funcs
+		popts.flags, popts.poisons = ps.Flags, enc.poisons
+		if enc.funcs != nil {
+			popts.Funcs = enc.funcs
 		}
 		if t := opts.Types[name]; t != nil {
 			popts.Type = t
 		} else if t := opts.Types[ps.SectionName]; t != nil {
 			popts.Type = t
 		}
-		p, err := newProgram(name, ps.Type, insns, progMaps, coll.cpus, popts)
+		p, err := newProgram(name, ps.Type, enc.insns, progMaps, coll.cpus, popts)
 		if err != nil {
 			return nil, err
 		}
@@ -243,22 +250,35 @@ type mapIndex int
 
 func (i mapIndex) FD() int { return int(i) }
 
-// convert encodes a ProgramSpec's instructions (with its subprograms already
-// appended by cilium/ebpf) into wire instructions. Map references become
-// LD_IMM64 with the map's index in refs as immediate.
-func convert(spec *ebpf.ProgramSpec) ([]isa.Instruction, []string, error) {
-	insns, refs, _, err := convertFuncs(spec)
-	return insns, refs, err
+// encoded is a ProgramSpec in wire form.
+type encoded struct {
+	insns []isa.Instruction
+	// refs are the names of the maps, by the index map loads carry.
+	refs []string
+	// funcs is the BTF func_info of the program's functions (nil when
+	// the spec has none), which cilium/ebpf keeps on each function's
+	// first instruction.
+	funcs []verifier.FuncInfo
+	// poisons are the instructions CO-RE poisoned.
+	poisons []loader.Poison
 }
 
-// convertFuncs is convert, also returning the BTF func_info of the
-// program's functions (nil when the spec has none), which cilium/ebpf
-// keeps on each function's first instruction.
-func convertFuncs(spec *ebpf.ProgramSpec) ([]isa.Instruction, []string, []verifier.FuncInfo, error) {
-	insns, refs, err := encode(spec)
+// convertFuncs encodes a ProgramSpec's instructions (with its subprograms
+// already appended by cilium/ebpf) into wire instructions, with its CO-RE
+// relocations applied against targets. Map references become LD_IMM64 with
+// the map's index in refs as immediate.
+func convertFuncs(spec *ebpf.ProgramSpec, targets *coreTargets) (encoded, error) {
+	insns := make(asm.Instructions, len(spec.Instructions))
+	copy(insns, spec.Instructions)
+	poisons, err := loader.RelocateCORE(insns, spec.ByteOrder, targets.get)
 	if err != nil {
-		return nil, nil, nil, err
+		return encoded{}, err
 	}
+	prog, refs, err := encode(insns)
+	if err != nil {
+		return encoded{}, err
+	}
+	// From the spec: a poisoned instruction has lost its metadata.
 	var funcs []verifier.FuncInfo
 	pc := 0
 	for i := range spec.Instructions {
@@ -268,13 +288,12 @@ func convertFuncs(spec *ebpf.ProgramSpec) ([]isa.Instruction, []string, []verifi
 		}
 		pc += int(ins.Size() / asm.InstructionSize)
 	}
-	return insns, refs, funcs, nil
+	return encoded{insns: prog, refs: refs, funcs: funcs, poisons: poisons}, nil
 }
 
-// encode is convert without func_info.
-func encode(spec *ebpf.ProgramSpec) ([]isa.Instruction, []string, error) {
-	insns := make(asm.Instructions, len(spec.Instructions))
-	copy(insns, spec.Instructions)
+// encode turns instructions into wire form, in place: map references
+// become LD_IMM64 with the map's index in refs as immediate.
+func encode(insns asm.Instructions) ([]isa.Instruction, []string, error) {
 	var refs []string
 	index := map[string]int{}
 	for i := range insns {
@@ -333,6 +352,40 @@ func encode(spec *ebpf.ProgramSpec) ([]isa.Instruction, []string, error) {
 // EncodeProgram returns a ProgramSpec's instructions in wire form, with map
 // loads carrying the index of the map in refs (the names of the maps the
 // program references) as their immediate.
+// CO-RE relocations are applied against the default target BTF (see
+// ProgramOptions.KernelTypes).
 func EncodeProgram(spec *ebpf.ProgramSpec) (insns []isa.Instruction, refs []string, err error) {
-	return convert(spec)
+	enc, err := convertFuncs(spec, newCORETargets(ProgramOptions{}, nil))
+	return enc.insns, enc.refs, err
+}
+
+// coreTargets is the target BTF of a load's CO-RE relocations, found
+// once, when the first program that has relocations asks.
+type coreTargets struct {
+	kernel *btf.Spec
+	extra  []*btf.Spec
+	cache  *btf.Cache
+	specs  []*btf.Spec
+	err    error
+	done   bool
+}
+
+func newCORETargets(opts ProgramOptions, cache *btf.Cache) *coreTargets {
+	return &coreTargets{kernel: opts.KernelTypes, extra: opts.ExtraRelocationTargets, cache: cache}
+}
+
+func (t *coreTargets) get() ([]*btf.Spec, error) {
+	if t.done {
+		return t.specs, t.err
+	}
+	t.done = true
+	if t.kernel != nil {
+		t.specs = []*btf.Spec{t.kernel}
+	} else {
+		t.specs, t.err = kernelbtf.Targets(t.cache)
+	}
+	if t.err == nil {
+		t.specs = append(t.specs, t.extra...)
+	}
+	return t.specs, t.err
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/rlimit"
 
 	"bpfvm"
 	"bpfvm/loader"
@@ -53,12 +52,7 @@ func loadVM(t *testing.T, noVerify bool, file string, opts bpfvm.CollectionOptio
 // (after logging why) where bpf() is not permitted.
 func kernelCollection(t *testing.T, file string) *ebpf.Collection {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Log("kernel oracle skipped: not root")
-		return nil
-	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		t.Logf("kernel oracle skipped: %v", err)
+	if !haveKernel(t) {
 		return nil
 	}
 	spec, err := loader.LoadCollectionSpec(file)

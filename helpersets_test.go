@@ -1,11 +1,16 @@
 package bpfvm_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/rlimit"
 
 	"bpfvm"
 	"bpfvm/isa"
@@ -73,5 +78,52 @@ func TestHelperSetLoads(t *testing.T) {
 				t.Errorf("error %v is not a VerifierError", err)
 			}
 		})
+	}
+}
+
+// A call of an id the kernel has no helper for fails only where the
+// verifier reaches it, as in the kernel: "invalid func".
+func TestUnknownHelperIDUnreached(t *testing.T) {
+	for _, c := range []struct {
+		src string
+		err string
+	}{
+		{"r0 = 0\nif r0 == 0 goto +1\ncall 99999\nexit", ""},
+		{"r0 = 0\ncall 99999\nexit", "invalid func unknown#99999"},
+	} {
+		insns, err := isa.Assemble(c.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := bpfvm.NewRawProgram("p", ebpf.XDP, insns, bpfvm.ProgramOptions{})
+		if c.err == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.src, err)
+				continue
+			}
+			p.Close()
+		} else if err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%q: %v, want %q", c.src, err, c.err)
+		}
+		if os.Getuid() != 0 || rlimit.RemoveMemlock() != nil {
+			continue
+		}
+		kinsns, err := asm.AppendInstructions(nil, bytes.NewReader(isa.EncodeProgram(insns)), binary.LittleEndian, "linux")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kp, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, Instructions: kinsns, License: "GPL"})
+		var ve *ebpf.VerifierError
+		switch {
+		case err == nil:
+			kp.Close()
+			if c.err != "" {
+				t.Errorf("%q: the kernel loads it", c.src)
+			}
+		case errors.As(err, &ve):
+			if c.err == "" || !strings.Contains(strings.Join(ve.Log, "\n"), c.err) {
+				t.Errorf("%q: kernel: %v", c.src, err)
+			}
+		}
 	}
 }

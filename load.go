@@ -6,11 +6,13 @@ import (
 	"slices"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"bpfvm/helper"
 	"bpfvm/interp"
 	"bpfvm/isa"
 	"bpfvm/jit/amd64"
+	"bpfvm/loader"
 	"bpfvm/maps"
 	"bpfvm/progtype"
 	"bpfvm/rewrite"
@@ -148,7 +150,10 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		caps = progtype.CapNone
 	}
 	for pc, ins := range insns {
-		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && hs.Func(ins.Imm) == nil && pt.CanCall(ins.Imm, caps) {
+		// Only kernel helpers: an id the kernel lacks (a host's, or the
+		// call CO-RE poisons an instruction with) is the verifier's to
+		// reject where it reaches it, as the kernel does.
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && isa.HelperName(ins.Imm) != "" && hs.Func(ins.Imm) == nil && pt.CanCall(ins.Imm, caps) {
 			return nil, fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, isa.HelperLabel(ins.Imm))
 		}
 	}
@@ -175,7 +180,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 	}
 	if err != nil {
 		if errors.Is(err, verifier.ErrRejected) {
-			return nil, &VerifierError{Err: err, Log: res.Log}
+			return nil, &VerifierError{Err: explainPoison(err, opts.poisons), Log: res.Log}
 		}
 		return nil, err
 	}
@@ -184,6 +189,22 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		Data: shadow + runner.ShadowData, End: shadow + runner.ShadowEnd, Meta: shadow + runner.ShadowMeta,
 	})
 	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats}, nil
+}
+
+// explainPoison adds to a rejection at an instruction CO-RE poisoned the
+// relocation that poisoned it, which the kernel's message ("invalid func
+// unknown#195896080") leaves the user to work out.
+func explainPoison(err error, poisons []loader.Poison) error {
+	var ve *verifier.Error
+	if len(poisons) == 0 || !errors.As(err, &ve) {
+		return err
+	}
+	for _, p := range poisons {
+		if p.Insn == ve.Insn {
+			return fmt.Errorf("%w (instruction %d poisoned by CO-RE: the target BTF cannot satisfy %s)", err, p.Insn, p.Relocation)
+		}
+	}
+	return err
 }
 
 // readOnlyValue returns the value of a single-value array whose contents
@@ -249,9 +270,51 @@ func rewriteFor(e Engine, insns []isa.Instruction, v *verified, hs *helper.Set, 
 		}
 		out.insns, out.aux = rp.Insns, rp.Aux
 	}
+	if v.aux == nil {
+		out.insns = poisonedToDead(out.insns)
+	}
 	var err error
 	out.insns, err = expandMayGoto(out.insns, opts)
 	return out, err
+}
+
+// isCOREPoison reports whether insns[pc] is an instruction CO-RE poisoned
+// (loader.RelocateCORE): `call 0xbad2310`, or the LD_IMM64
+// `r10 = 0xbad2310 ll`.
+func isCOREPoison(insns []isa.Instruction, pc int) bool {
+	ins := insns[pc]
+	if ins.Imm != btf.COREBadRelocationSentinel {
+		return false
+	}
+	if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) {
+		return true
+	}
+	return ins.IsLdImm64() && ins.Src == 0 && ins.Dst == isa.R10 && pc+1 < len(insns) && insns[pc+1].Imm == 0
+}
+
+// poisonedToDead makes the instructions CO-RE poisoned in an unverified
+// program stop the run where reached (isa.OpDead), which is what the
+// verifier's rejection of them is for verified ones: unreached, they are
+// harmless, as libbpf's poisoning intends.
+func poisonedToDead(insns []isa.Instruction) []isa.Instruction {
+	var out []isa.Instruction
+	for pc := 0; pc < len(insns); pc++ {
+		if !isCOREPoison(insns, pc) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(insns)
+		}
+		out[pc] = isa.Instruction{Op: isa.OpDead}
+		if insns[pc].IsLdImm64() {
+			pc++
+			out[pc] = isa.Instruction{Op: isa.OpDead}
+		}
+	}
+	if out == nil {
+		return insns
+	}
+	return out
 }
 
 // expandMayGoto turns may_goto into the engines' timed form with its

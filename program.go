@@ -2,14 +2,17 @@ package bpfvm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"bpfvm/isa"
 	"bpfvm/jit/amd64"
+	"bpfvm/loader"
 	"bpfvm/maps"
 	"bpfvm/progtype"
 	"bpfvm/runner"
@@ -117,6 +120,21 @@ type ProgramOptions struct {
 	// may run before may_goto starts jumping (the kernel's timed
 	// may_goto; see vm/maygoto.go). Default 250 ms, as in the kernel.
 	MayGotoBudget time.Duration
+	// KernelTypes is the target BTF the program's CO-RE relocations are
+	// applied against, as cilium/ebpf's ProgramOptions.KernelTypes
+	// (expected to hold vmlinux's and the modules' types, as btfhub
+	// distributes them). Nil: the host's /sys/kernel/btf/vmlinux and
+	// modules when the host has them, else the types shipped with bpfvm
+	// (kernelbtf.Shipped); pass kernelbtf.Shipped() for the same result
+	// on every machine. A relocation the target cannot satisfy poisons its
+	// instruction, which the verifier rejects only if it reaches it.
+	KernelTypes *btf.Spec
+	// ExtraRelocationTargets are further targets for CO-RE relocations
+	// after KernelTypes (or the default), as cilium/ebpf's.
+	ExtraRelocationTargets []*btf.Spec
+	// poisons are the instructions CO-RE poisoned, which the loaders copy
+	// here to explain a rejection at one.
+	poisons []loader.Poison
 }
 
 // Checks selects whether a verified program also runs with the run-time
@@ -268,18 +286,18 @@ func NewProgram(spec *ebpf.ProgramSpec) (*Program, error) {
 
 // NewProgramWithOptions loads a single program that references no maps.
 func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Program, error) {
-	insns, refs, funcs, err := convertFuncs(spec)
+	enc, err := convertFuncs(spec, newCORETargets(opts, nil))
 	if err != nil {
 		return nil, fmt.Errorf("program %s: %w", spec.Name, err)
 	}
-	if funcs != nil {
-		opts.Funcs = funcs
+	if enc.funcs != nil {
+		opts.Funcs = enc.funcs
 	}
-	if len(refs) > 0 {
-		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, refs[0])
+	if len(enc.refs) > 0 {
+		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, enc.refs[0])
 	}
-	opts.flags = spec.Flags
-	return newProgram(spec.Name, spec.Type, insns, nil, nil, opts)
+	opts.flags, opts.poisons = spec.Flags, enc.poisons
+	return newProgram(spec.Name, spec.Type, enc.insns, nil, nil, opts)
 }
 
 // NewRawProgram loads instructions of the given type without an ELF object,
@@ -407,7 +425,7 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	}
 	var out runner.Output
 	if err := runner.Run(p.run, &in, &out); err != nil {
-		return fmt.Errorf("run %s: %w", p.name, err)
+		return fmt.Errorf("run %s: %w", p.name, p.explainPoison(err))
 	}
 	if ctxOut != nil {
 		if err := writeContext(opts.ContextOut, ctxOut); err != nil {
@@ -419,6 +437,26 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 		res.Redirect = Redirect{Map: p.mapOf(rd.Map), Key: rd.Key, Flags: rd.Flags, Valid: true}
 	}
 	return nil
+}
+
+// explainPoison adds to a run error of an unverified program that reached
+// an instruction CO-RE poisoned (the only dead code such a program has)
+// what poisoned it.
+func (p *Program) explainPoison(err error) error {
+	var re *vm.RunError
+	if len(p.opts.poisons) == 0 || p.run.Verified || !errors.As(err, &re) || !errors.Is(err, vm.ErrDeadCode) {
+		return err
+	}
+	// Instruction indexes are the loaded program's unless the rewrite
+	// moved them (expanding may_goto).
+	if len(p.xlated) == len(p.insns) {
+		for _, ps := range p.opts.poisons {
+			if ps.Insn == re.PC {
+				return fmt.Errorf("%w (instruction %d poisoned by CO-RE: the target BTF cannot satisfy %s)", err, ps.Insn, ps.Relocation)
+			}
+		}
+	}
+	return fmt.Errorf("%w (an instruction poisoned by CO-RE: the target BTF cannot satisfy its relocation)", err)
 }
 
 // mapOf returns the *Map of a map a run of p used (nil for nil).
