@@ -352,9 +352,20 @@ func (v *verifier) stacksafe(old, cur *Frame, ids *idMap, all bool, live uint64)
 		}
 		first := 0
 		if os.isSpill() {
+			first = os.spillSize()
+			if first == 8 && os.Spilled.Type == ScalarValue && v.allMisc(cs) {
+				// Eight unknown bytes read back as an unbounded scalar:
+				// a spilled scalar that covers one covers them (the
+				// kernel's scalar_reg_for_stack). An array a loop wrote
+				// through a variable offset meets its zero-filled self.
+				unbound := unknownScalar()
+				if !regsafe(&os.Spilled, &unbound, ids, all) {
+					return false
+				}
+				continue
+			}
 			// The same spill (of the same size) must be there; bytes
 			// past a narrow spill compare as bytes.
-			first = os.spillSize()
 			if cs.spillSize() != first || !regsafe(&os.Spilled, &cs.Spilled, ids, all) {
 				return false
 			}
@@ -388,6 +399,19 @@ func (v *verifier) stacksafe(old, cur *Frame, ids *idMap, all bool, live uint64)
 					return false
 				}
 			}
+		}
+	}
+	return true
+}
+
+// allMisc reports whether every byte of a slot is unknown data, which a
+// load reads as an unbounded scalar: STACK_MISC, or never written where
+// privileged programs may read uninitialised stack (the kernel's
+// is_stack_all_misc).
+func (v *verifier) allMisc(s *Slot) bool {
+	for _, t := range s.Types {
+		if t != StackMisc && (t != StackInvalid || v.opts.Unprivileged) {
+			return false
 		}
 	}
 	return true

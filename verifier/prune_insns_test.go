@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+
+	"bpfvm/maps"
 )
 
 // Programs where pruning once explored far more states than the kernel's:
@@ -17,6 +19,13 @@ func TestProcessedAtMostKernel(t *testing.T) {
 		// paths that put a stack pointer or a scalar in R3 join. With
 		// R3 live, each value of the switch was explored twice.
 		{name: "printk unchecked args dead", typ: ebpf.SocketFilter, asm: printkJoin, kinsns: 47},
+		// A spilled imprecise scalar covers eight unknown bytes, which
+		// read back as an unbounded scalar: the path that wrote the slot
+		// through a variable offset joins the one that spilled zero.
+		{name: "spilled scalar covers misc slot", typ: ebpf.SocketFilter, asm: spillCoversMisc, kinsns: 46},
+		// A precise spilled scalar does not: the slot's value decides
+		// an access on the explored path.
+		{name: "precise spill not covering misc slot", typ: ebpf.SocketFilter, maps: []maps.Spec{arrayMap}, asm: spillPreciseMisc, err: "math between map_value pointer and register with unbounded min value is not allowed", kmsg: true},
 	})
 }
 
@@ -48,3 +57,52 @@ r2 = 8
 call bpf_trace_printk#6
 r0 = r8
 exit`
+
+const spillCoversMisc = `r6 = 0
+*(u64 *)(r10 -8) = r6
+call bpf_get_prandom_u32
+r7 = r0
+if r7 == 0 goto w
+j: r4 = 0
+if r7 > 100 goto +1
+r4 = 1
+if r7 > 200 goto +1
+r4 = 2
+if r7 > 300 goto +1
+r4 = 3
+r3 = *(u64 *)(r10 -8)
+r0 = r3
+exit
+w: call bpf_get_prandom_u32
+r2 = r0
+r2 &= 4
+r1 = r10
+r1 += -8
+r1 += r2
+*(u32 *)(r1 +0) = r0
+goto j`
+
+const spillPreciseMisc = `r6 = 0
+*(u64 *)(r10 -8) = r6
+*(u32 *)(r10 -12) = 0
+call bpf_get_prandom_u32
+r7 = r0
+if r7 == 0 goto w
+j: r1 = map[fd:0] ll
+r2 = r10
+r2 += -12
+call bpf_map_lookup_elem#1
+if r0 == 0 goto out
+r3 = *(u64 *)(r10 -8)
+r0 += r3
+r0 = *(u8 *)(r0 +0)
+out: r0 = 0
+exit
+w: call bpf_get_prandom_u32
+r2 = r0
+r2 &= 4
+r1 = r10
+r1 += -8
+r1 += r2
+*(u32 *)(r1 +0) = r0
+goto j`

@@ -143,7 +143,7 @@ func runCases(t *testing.T, cases []vcase) {
 				}
 				if ran && os.Getenv("BPFVM_KERNEL_LOG") != "" {
 					// For writing cases: our message next to the kernel's.
-					t.Logf("ours: %v\nkernel: %s", err, lastLines(klog, 2))
+					t.Logf("ours: %v (%d insns)\nkernel: %s (%d insns)", err, res.Stats.Processed, lastLines(klog, 2), k)
 				}
 			}
 		})
