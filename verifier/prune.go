@@ -6,9 +6,9 @@ import (
 	"bpfvm/isa"
 )
 
-// State pruning: at prune points (jump targets, the instructions after
-// conditional jumps, call returns) the verifier remembers the states it
-// explored. A later state that every remembered one covers (each value it
+// State pruning: at prune points (jump targets, conditional jumps and the
+// instructions after them, call returns) the verifier remembers the states
+// it explored. A later state that every remembered one covers (each value it
 // can hold, the remembered state could hold too) needs no exploration: the
 // remembered state's paths, which are or will be fully explored, include
 // all of its paths. Without back-edges a state cannot reach its own prune
@@ -22,8 +22,14 @@ func findPrunePoints(insns []isa.Instruction) []bool {
 		ins := insns[pc]
 		if t, ok := ins.JumpTarget(pc); ok {
 			pp[t] = true
-			if ins.Op != isa.OpJA && ins.Op != isa.OpJA32 && pc+1 < len(insns) {
-				pp[pc+1] = true
+			if ins.Op != isa.OpJA && ins.Op != isa.OpJA32 {
+				// The jump itself, as the kernel's visit_insn: one
+				// check covers both ways out. And the fall-through, as
+				// older kernels, where the comparison is learnt.
+				pp[pc] = true
+				if pc+1 < len(insns) {
+					pp[pc+1] = true
+				}
 			}
 		}
 		if ins.Op == isa.OpCall && pc+1 < len(insns) {
