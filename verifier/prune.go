@@ -317,8 +317,11 @@ func regsafe(old, cur *Reg, ids *idMap, all bool) bool {
 			return false
 		}
 		// Linked scalars: bounds learned on one apply to the others, so
-		// the links must correspond.
-		return ids.checkScalar(old.ID, cur.ID)
+		// the links must correspond, with the same offsets.
+		if old.ID != 0 && (old.ID&linkDelta != cur.ID&linkDelta || old.linkOff() != cur.linkOff()) {
+			return false
+		}
+		return ids.checkScalar(linkBase(old.ID), linkBase(cur.ID))
 	case PtrToPacket, PtrToPacketMeta:
 		if old.Off != cur.Off {
 			return false

@@ -136,14 +136,12 @@ func (v *verifier) spill(slot *Slot, a access) bool {
 	if r.Type == ScalarValue && !r.IsConst() {
 		if regWidth(&r) <= 8*a.size {
 			// Link the register and its spill, as for a register copy.
-			if r.ID == 0 && a.src != nil {
-				a.src.ID = v.newID()
-			}
 			if a.src != nil {
-				r.ID = a.src.ID
+				v.linkForCopy(a.src)
+				r.ID, r.Off = a.src.ID, a.src.Off
 			}
 		} else {
-			r.ID = 0
+			r.ID, r.Off = 0, 0
 		}
 	}
 	slot.Spilled = r
@@ -174,7 +172,7 @@ func (v *verifier) stackRead(f *Frame, a access, off int) (Reg, error) {
 		if first == 0 && a.size <= n {
 			// A fill of the spilled register's low bytes.
 			if regWidth(&sp) > 8*a.size {
-				sp.ID = 0
+				sp.ID, sp.Off = 0, 0
 			}
 			sp.Scalar.Truncate(a.size)
 			return sp, nil
