@@ -16,7 +16,8 @@ import (
 )
 
 // Every program of the C corpus gets the same verdict from bpfvm's verifier
-// as from the kernel's (where bpf() is permitted).
+// as from the kernel's (where bpf() is permitted), and bpfvm processes at
+// most as many instructions as the kernel on those both accept.
 func TestCorpusVerdicts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.o")
 	more, _ := filepath.Glob("examples/*/*.o")
@@ -45,8 +46,10 @@ func TestCorpusVerdicts(t *testing.T) {
 				}
 				coll, err := bpfvm.NewCollection(one)
 				var ve *bpfvm.VerifierError
+				processed := 0
 				switch {
 				case err == nil:
+					processed = coll.Programs[name].Stats().Processed
 					coll.Close()
 				case errors.As(err, &ve):
 				case errors.Is(err, vm.ErrHelper):
@@ -58,8 +61,11 @@ func TestCorpusVerdicts(t *testing.T) {
 				if !kernel {
 					return
 				}
-				kcoll, kerr := ebpf.NewCollection(one)
+				kcoll, kerr := ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats}})
 				if kerr == nil {
+					if st, ok := parseScaleStats(kcoll.Programs[name].VerifierLog); ok && processed > st.processed {
+						t.Errorf("bpfvm processed %d instructions, the kernel %d", processed, st.processed)
+					}
 					kcoll.Close()
 				}
 				var kve *ebpf.VerifierError

@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"math"
+
 	"bpfvm/isa"
 )
 
@@ -123,15 +125,47 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 	if dst.IsConst() && src.IsConst() {
 		if r, ok := evalALU(op, dst.Const(), src.Const(), is64, signed); ok {
 			dst.Scalar = Const(r)
-			dst.ID = 0
+			dst.ID, dst.Off = 0, 0
 			dst.Precise = false
 			return nil
 		}
 	}
+	linked := dst.ID
 	dst.Scalar = v.scalarALU(op, dst.Scalar, src.Scalar, is64, signed)
-	dst.ID = 0
+	dst.ID, dst.Off = 0, 0
 	dst.Precise = false
+	if linked != 0 && linked&linkDelta == 0 && is64 && src.IsConst() && !v.opts.Unprivileged {
+		// A copy moved by a constant stays linked to the value it was
+		// copied from, once (the kernel's BPF_ADD_CONST, for programs
+		// with CAP_BPF): off fits 32 bits, as the kernel requires.
+		c := int64(src.Const())
+		if op == isa.ALUSub {
+			c = -c
+			if c == math.MinInt32 {
+				c = math.MaxInt64 // -(-2^31) does not fit
+			}
+		}
+		if (op == isa.ALUAdd || op == isa.ALUSub) && c >= math.MinInt32 && c <= math.MaxInt32 {
+			dst.ID, dst.Off = linked|linkDelta, int32(c)
+		}
+	}
 	return nil
+}
+
+// linkForCopy gives a scalar about to be copied (to a register or a stack
+// slot) an ID the copy shares. A scalar linked with an offset loses that
+// link first: a copy cannot be moved again (the kernel's
+// assign_scalar_id_before_mov).
+func (v *verifier) linkForCopy(src *Reg) {
+	if src.Type != ScalarValue {
+		return
+	}
+	if src.ID&linkDelta != 0 {
+		src.ID, src.Off = 0, 0
+	}
+	if src.ID == 0 && !src.IsConst() {
+		src.ID = v.newID()
+	}
 }
 
 func isShift(op uint8) bool {
@@ -183,11 +217,9 @@ func (v *verifier) checkMov(pc int, ins isa.Instruction, is64, x bool) error {
 		return nil
 	}
 	if is64 {
-		if src.Type == ScalarValue && src.ID == 0 && !src.IsConst() {
-			// Link the copies so that a bound learned on one applies to
-			// the other (the kernel's find_equal_scalars).
-			src.ID = v.newID()
-		}
+		// Link the copies so that a bound learned on one applies to
+		// the other (the kernel's find_equal_scalars).
+		v.linkForCopy(src)
 		*dst = *src
 		return nil
 	}

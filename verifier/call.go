@@ -311,22 +311,45 @@ func (v *verifier) tailCall(pc int) error {
 	return v.queueReturn(pc, unknownScalar(), true)
 }
 
-// queueReturn queues the path on which the subprogram being verified
-// returns to its caller at pc, an instruction other than exit, with r0 as
-// its result (a successful tail call, a failed LD_ABS); pktChanged makes
-// every packet pointer invalid on it.
+// earlyReturn is a return to the caller without an exit: r0 is the
+// result, pktChanged makes every packet pointer invalid.
+type earlyReturn struct {
+	r0         Reg
+	pktChanged bool
+}
+
+// queueReturn notes that the subprogram being verified may return to its
+// caller at pc, an instruction other than exit, with r0 as its result (a
+// successful tail call, a failed LD_ABS); pktChanged makes every packet
+// pointer invalid on that path. takeReturn follows it once the
+// instruction is verified.
 func (v *verifier) queueReturn(pc int, r0 Reg, pktChanged bool) error {
-	f := v.cur.top()
-	ret := v.cloneState(v.cur)
-	ret.popFrame()
-	ret.cur().Regs[0] = r0
-	if pktChanged {
-		invalidatePackets(ret)
+	v.ret = &earlyReturn{r0: r0, pktChanged: pktChanged}
+	return nil
+}
+
+// takeReturn queues the path past the instruction at pc just verified and
+// goes on with the return queueReturn noted, in the kernel's order
+// (check_helper_call and check_ld_abs push the next instruction and exit
+// the function at once): which path comes first decides what the other
+// is pruned against and, for a program the verifier rejects, how far it
+// gets first.
+func (v *verifier) takeReturn(pc int) error {
+	r := v.ret
+	v.ret = nil
+	if err := v.push(v.cloneState(v.cur), pc, v.pc); err != nil {
+		return err
+	}
+	f := v.cur.popFrame()
+	v.cur.cur().Regs[0] = r.r0
+	if r.pktChanged {
+		invalidatePackets(v.cur)
 	}
 	if v.log.level > 0 {
 		v.log.printf("frame %d may return to the caller at %d from %d\n", f.Number, f.CallSite+1, pc)
 	}
-	return v.push(ret, pc, f.CallSite+1)
+	v.pc = f.CallSite + 1
+	return nil
 }
 
 // queueCallback verifies a helper that calls back into the program

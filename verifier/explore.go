@@ -9,7 +9,7 @@ import (
 // undecided branch, and pops a pending branch when a path exits. It starts
 // from v.cur at v.pc: the entry, or a global function (verifyGlobals).
 func (v *verifier) explore() error {
-	v.prevPC, v.segLast, v.nextPC = -1, -1, v.pc
+	v.prevPC, v.segLast, v.nextPC, v.ret = -1, -1, v.pc, nil
 	if v.log.level > 0 {
 		v.log.printf("%d: %s\n", v.pc, v.stateString(v.cur, true))
 	}
@@ -45,6 +45,11 @@ func (v *verifier) explore() error {
 			var err error
 			if done, err = v.step(pc, ins); err != nil {
 				return err
+			}
+			if v.ret != nil {
+				if err := v.takeReturn(pc); err != nil {
+					return err
+				}
 			}
 			v.prevPC, v.segLast, v.nextPC = pc, pc, pc+1
 			if ins.IsLdImm64() {

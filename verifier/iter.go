@@ -251,10 +251,10 @@ func widenImprecise(old, cur *State) {
 		return
 	}
 	maybe := func(o, c *Reg) {
-		if o.Type != ScalarValue || c.Type != ScalarValue || o.Precise || c.Precise || o.Scalar == c.Scalar && o.ID == c.ID {
+		if o.Type != ScalarValue || c.Type != ScalarValue || o.Precise || c.Precise || o.Scalar == c.Scalar && o.ID == c.ID && o.Off == c.Off {
 			return
 		}
-		c.Scalar, c.ID = Unknown(), 0
+		c.Scalar, c.ID, c.Off = Unknown(), 0, 0
 	}
 	for i, of := range old.Frames {
 		cf := cur.frame(i)

@@ -196,15 +196,23 @@ func (v *verifier) refine(st *State, pc int, ins isa.Instruction, op uint8, is32
 }
 
 // propagateScalar copies what was learned about r to every register and
-// spilled slot holding the same value (the kernel's find_equal_scalars).
+// spilled slot holding the same value, or that value plus a constant
+// (the kernel's sync_linked_regs).
 func (v *verifier) propagateScalar(st *State, r *Reg) {
 	if r.ID == 0 {
 		return
 	}
-	id, s := r.ID, r.Scalar
+	base, off, s := linkBase(r.ID), r.linkOff(), r.Scalar
 	st.forEachReg(func(o *Reg) bool {
-		return o.Type == ScalarValue && o.ID == id && o.Scalar != s
-	}, func(o *Reg) { o.Scalar = s })
+		return o.Type == ScalarValue && o != r && linkBase(o.ID) == base
+	}, func(o *Reg) {
+		if d := o.linkOff() - off; d != 0 {
+			// o = r + d, wrapping as the program's arithmetic does.
+			o.Scalar = v.scalarALU(isa.ALUAdd, s, Const(uint64(d)), true, false)
+			return
+		}
+		o.Scalar = s
+	})
 }
 
 // forEachReg calls fn for every register and spilled register of st that

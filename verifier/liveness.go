@@ -93,10 +93,10 @@ func usesDefs(ins isa.Instruction) (use, def regSet) {
 }
 
 // computeLiveness returns, for every instruction, the registers live before
-// it. Calls are treated as reading R1-R5 and setting R0-R5; exits read R0.
-// Sweeps from the end reach the fixpoint (one sweep and a check when every
-// edge goes forward).
-func computeLiveness(insns []isa.Instruction) []regSet {
+// it. Calls read the argument registers args gives and set R0-R5; exits
+// read R0. Sweeps from the end reach the fixpoint (one sweep and a check
+// when every edge goes forward).
+func computeLiveness(insns []isa.Instruction, args func(isa.Instruction) regSet) []regSet {
 	n := len(insns)
 	live := make([]regSet, n)
 	for changed := true; changed; {
@@ -111,6 +111,9 @@ func computeLiveness(insns []isa.Instruction) []regSet {
 				out |= live[b]
 			}
 			use, def := usesDefs(insns[pc])
+			if insns[pc].Op == isa.OpCall {
+				use = args(insns[pc]) | fpReg
+			}
 			if in := use | out&^def; in != live[pc] {
 				live[pc] = in
 				changed = true
@@ -125,7 +128,7 @@ func computeLiveness(insns []isa.Instruction) []regSet {
 // resume.
 func (v *verifier) liveAt(st *State, i, pc int) regSet {
 	if v.live == nil {
-		v.live = computeLiveness(v.insns) // at the first comparison
+		v.live = computeLiveness(v.insns, v.callArgs) // at the first comparison
 	}
 	if i == len(st.Frames)-1 {
 		return v.live[pc]
@@ -147,7 +150,36 @@ func (v *verifier) stackLiveAt(st *State, i, pc int) uint64 {
 	if v.stackLive == nil {
 		// Computed at the first comparison: programs without prune
 		// points never need it.
-		v.stackLive = computeStackLiveness(v.insns, v.subs, v.callbackSites)
+		v.stackLive = computeStackLiveness(v.insns, v.subs, v.callbackSites, v.callArgs)
 	}
 	return v.stackLive[pc]
+}
+
+// callArgs returns the argument registers a call passes: for a helper or a
+// kernel function those its prototype declares, as the kernel's
+// get_call_summary counts them; R1-R5 for the others. Verification checks
+// no register past them (bpf_trace_printk's R3-R5 are passed on as they
+// are), so their values cannot matter for safety: a state differing there
+// is covered.
+func (v *verifier) callArgs(ins isa.Instruction) regSet {
+	n := 5
+	switch uint8(ins.Src) {
+	case isa.CallHelper:
+		p := v.proto(ins.Imm)
+		if p == nil {
+			break // rejected at the call
+		}
+		n = 0
+		for n < len(p.Args) && p.Args[n] != ArgNone {
+			n++
+		}
+	case isa.CallKfunc:
+		switch ins.Imm {
+		case isa.KfuncIterNumNew:
+			n = 3
+		case isa.KfuncIterNumNext, isa.KfuncIterNumDestroy:
+			n = 1
+		}
+	}
+	return argRegs & (1<<(n+1) - 1)
 }

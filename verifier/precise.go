@@ -469,7 +469,7 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 			reg.Precise = true
 			v.marks++
 			if reg.ID != 0 {
-				linked = append(linked, reg.ID)
+				linked = append(linked, linkBase(reg.ID))
 			}
 		}
 		for s := range f.Stack {
@@ -484,7 +484,7 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 			sl.Spilled.Precise = true
 			v.marks++
 			if sl.Spilled.ID != 0 {
-				linked = append(linked, sl.Spilled.ID)
+				linked = append(linked, linkBase(sl.Spilled.ID))
 			}
 		}
 		// Slots past the stack's end were never written.
@@ -496,14 +496,14 @@ func (v *verifier) markIn(st *State, b *btMasks) bool {
 		for fr := range st.Frames {
 			f := st.frame(fr)
 			for r := range f.Regs {
-				if reg := &f.Regs[r]; reg.Type == ScalarValue && reg.ID == id && !reg.Precise {
+				if reg := &f.Regs[r]; reg.Type == ScalarValue && reg.ID != 0 && linkBase(reg.ID) == id && !reg.Precise {
 					reg.Precise = true
 					v.marks++
 					b.regs[fr] |= 1 << r
 				}
 			}
 			for s := range f.Stack {
-				if sl := &f.Stack[s]; sl.isSpill() && sl.Spilled.Type == ScalarValue && sl.Spilled.ID == id && !sl.Spilled.Precise {
+				if sl := &f.Stack[s]; sl.isSpill() && sl.Spilled.Type == ScalarValue && sl.Spilled.ID != 0 && linkBase(sl.Spilled.ID) == id && !sl.Spilled.Precise {
 					sl.Spilled.Precise = true
 					v.marks++
 					b.slots[fr] |= 1 << s

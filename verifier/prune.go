@@ -6,9 +6,9 @@ import (
 	"bpfvm/isa"
 )
 
-// State pruning: at prune points (jump targets, the instructions after
-// conditional jumps, call returns) the verifier remembers the states it
-// explored. A later state that every remembered one covers (each value it
+// State pruning: at prune points (jump targets, conditional jumps and the
+// instructions after them, call returns) the verifier remembers the states
+// it explored. A later state that every remembered one covers (each value it
 // can hold, the remembered state could hold too) needs no exploration: the
 // remembered state's paths, which are or will be fully explored, include
 // all of its paths. Without back-edges a state cannot reach its own prune
@@ -22,8 +22,14 @@ func findPrunePoints(insns []isa.Instruction) []bool {
 		ins := insns[pc]
 		if t, ok := ins.JumpTarget(pc); ok {
 			pp[t] = true
-			if ins.Op != isa.OpJA && ins.Op != isa.OpJA32 && pc+1 < len(insns) {
-				pp[pc+1] = true
+			if ins.Op != isa.OpJA && ins.Op != isa.OpJA32 {
+				// The jump itself, as the kernel's visit_insn: one
+				// check covers both ways out. And the fall-through, as
+				// older kernels, where the comparison is learnt.
+				pp[pc] = true
+				if pc+1 < len(insns) {
+					pp[pc+1] = true
+				}
 			}
 		}
 		if ins.Op == isa.OpCall && pc+1 < len(insns) {
@@ -311,8 +317,11 @@ func regsafe(old, cur *Reg, ids *idMap, all bool) bool {
 			return false
 		}
 		// Linked scalars: bounds learned on one apply to the others, so
-		// the links must correspond.
-		return ids.checkScalar(old.ID, cur.ID)
+		// the links must correspond, with the same offsets.
+		if old.ID != 0 && (old.ID&linkDelta != cur.ID&linkDelta || old.linkOff() != cur.linkOff()) {
+			return false
+		}
+		return ids.checkScalar(linkBase(old.ID), linkBase(cur.ID))
 	case PtrToPacket, PtrToPacketMeta:
 		if old.Off != cur.Off {
 			return false
@@ -352,9 +361,20 @@ func (v *verifier) stacksafe(old, cur *Frame, ids *idMap, all bool, live uint64)
 		}
 		first := 0
 		if os.isSpill() {
+			first = os.spillSize()
+			if first == 8 && os.Spilled.Type == ScalarValue && v.allMisc(cs) {
+				// Eight unknown bytes read back as an unbounded scalar:
+				// a spilled scalar that covers one covers them (the
+				// kernel's scalar_reg_for_stack). An array a loop wrote
+				// through a variable offset meets its zero-filled self.
+				unbound := unknownScalar()
+				if !regsafe(&os.Spilled, &unbound, ids, all) {
+					return false
+				}
+				continue
+			}
 			// The same spill (of the same size) must be there; bytes
 			// past a narrow spill compare as bytes.
-			first = os.spillSize()
 			if cs.spillSize() != first || !regsafe(&os.Spilled, &cs.Spilled, ids, all) {
 				return false
 			}
@@ -388,6 +408,19 @@ func (v *verifier) stacksafe(old, cur *Frame, ids *idMap, all bool, live uint64)
 					return false
 				}
 			}
+		}
+	}
+	return true
+}
+
+// allMisc reports whether every byte of a slot is unknown data, which a
+// load reads as an unbounded scalar: STACK_MISC, or never written where
+// privileged programs may read uninitialised stack (the kernel's
+// is_stack_all_misc).
+func (v *verifier) allMisc(s *Slot) bool {
+	for _, t := range s.Types {
+		if t != StackMisc && (t != StackInvalid || v.opts.Unprivileged) {
+			return false
 		}
 	}
 	return true

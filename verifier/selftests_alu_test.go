@@ -125,7 +125,14 @@ func TestSelftestALUConditions(t *testing.T) {
 		valCase("jsgt 32 both", "r1 = *(u32 *)(r0 +0)\nif w1 s> 47 goto out\nif w1 s< 0 goto out", ""),
 		valCase("bound on copy", "r2 = r1\nif r2 > 47 goto out", ""),
 		valCase("bound on copy after mov32", "w2 = w1\nif r2 > 47 goto out", unbMin),
-		valCase("bound lost after add", "r2 = r1\nr2 += 1\nif r2 > 47 goto out", unbMin),
+		// The copy moved by a constant stays linked (BPF_ADD_CONST): r1 is
+		// known to be in [-1, 46], and the kernel says so.
+		func() vcase {
+			c := valCase("bound kept after add", "r2 = r1\nr2 += 1\nif r2 > 47 goto out", "R6 min value is negative, either use unsigned index or do a if (index >=0) check.")
+			c.kmsg = true
+			return c
+		}(),
+		valCase("bound lost after two adds", "r2 = r1\nr2 += 1\nr2 += 1\nif r2 > 47 goto out", unbMin),
 		valCase("lsh 32 s>> 32", "r1 = *(u32 *)(r0 +0)\nif w1 > 47 goto out\nr1 <<= 32\nr1 s>>= 32", ""),
 		valCase("lsh 32 s>> 32 negative", "r1 = *(u32 *)(r0 +0)\nr1 <<= 32\nr1 s>>= 32", "value -2147483648 makes map_value pointer be out of bounds"),
 		valCase("lsh 32 s>> 32 signed check", "r1 <<= 32\nr1 s>>= 32\nif r1 s< 0 goto out\nif r1 s> 47 goto out", ""),

@@ -45,9 +45,10 @@ func TestSelftestStack(t *testing.T) {
 		{name: "partial overwrite of const", maps: m, asm: lookup4 + "if r0 == 0 goto out\nr1 = 8\n*(u64 *)(r10 -16) = r1\n*(u8 *)(r10 -12) = 1\nr1 = *(u64 *)(r10 -16)\nr0 += r1\nr0 = *(u64 *)(r0 +0)\nout: r0 = 0\nexit", err: "math between map_value pointer and register with unbounded min value is not allowed", kmsg: true},
 		{name: "overwrite spill with scalar", asm: "*(u64 *)(r10 -8) = r1\nr2 = 5\n*(u64 *)(r10 -8) = r2\nr2 = *(u64 *)(r10 -8)\nr0 = *(u32 *)(r2 +0)\nexit", err: "R2 invalid mem access 'scalar'", kmsg: true},
 		// Zero marks.
-		// The kernel spills the first zero as a 4-byte constant, which the
-		// second store scrubs to unknown bytes; we keep zero marks.
-		{name: "zero bytes read as zero", noKernel: true, maps: m, asm: lookup4 + "if r0 == 0 goto out\n*(u32 *)(r10 -16) = 0\n*(u32 *)(r10 -12) = 0\nr1 = *(u64 *)(r10 -16)\nr0 += r1\nr0 = *(u64 *)(r0 +40)\nout: r0 = 0\nexit"},
+		// As the kernel, the first zero is spilled as a 4-byte constant,
+		// which the second store scrubs to unknown bytes.
+		{name: "zero spill scrubbed by zero bytes", maps: m, asm: lookup4 + "if r0 == 0 goto out\n*(u32 *)(r10 -16) = 0\n*(u32 *)(r10 -12) = 0\nr1 = *(u64 *)(r10 -16)\nr0 += r1\nr0 = *(u64 *)(r0 +40)\nout: r0 = 0\nexit", err: "math between map_value pointer and register with unbounded min value is not allowed", kmsg: true},
+		{name: "zero bytes read as zero", maps: m, asm: lookup4 + "if r0 == 0 goto out\n*(u32 *)(r10 -12) = 0\n*(u32 *)(r10 -20) = 0\nr1 = *(u32 *)(r10 -12)\nr2 = *(u32 *)(r10 -20)\nr1 |= r2\nr0 += r1\nr0 = *(u64 *)(r0 +40)\nout: r0 = 0\nexit"},
 		{name: "zero register store", maps: m, asm: lookup4 + "if r0 == 0 goto out\nr2 = 0\n*(u16 *)(r10 -14) = r2\nr1 = *(u16 *)(r10 -14)\nr0 += r1\nr0 = *(u64 *)(r0 +40)\nout: r0 = 0\nexit"},
 		{name: "half zero is not zero", maps: m, asm: lookup4 + "if r0 == 0 goto out\n*(u32 *)(r10 -16) = 0\n*(u32 *)(r10 -12) = 1\nr1 = *(u64 *)(r10 -16)\nr0 += r1\nr0 = *(u64 *)(r0 +40)\nout: r0 = 0\nexit", err: "math between map_value pointer and register with unbounded min value is not allowed", kmsg: true},
 		// Uninitialised stack.

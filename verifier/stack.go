@@ -114,11 +114,12 @@ func (v *verifier) stackWrite(f *Frame, a access, off int) error {
 }
 
 // spill records a store at the start of a slot as a spilled register when
-// it is one (the kernel's save_register_state): any 8-byte register, and in
-// privileged programs narrower stores of scalars and of immediates, whose
-// value a fill of at most the same size gets back. Zeros narrower than the
-// slot are kept as zero bytes instead, which later partial writes do not
-// lose.
+// it is one (the kernel's check_stack_write_fixed_off): any 8-byte
+// register, and in privileged programs narrower stores of scalars and
+// every store of an immediate, zero too, whose value a fill of at most the
+// same size gets back. Like any spill, a later partial write leaves the
+// rest of the slot unknown bytes. Only unaligned zero stores (and
+// unprivileged ones) are kept as zero bytes.
 func (v *verifier) spill(slot *Slot, a access) bool {
 	var r Reg
 	switch {
@@ -126,9 +127,9 @@ func (v *verifier) spill(slot *Slot, a access) bool {
 		r = *a.val
 	case v.opts.Unprivileged:
 		return false
-	case a.val != nil && a.val.Type == ScalarValue && !(a.val.IsConst() && a.val.Const() == 0):
+	case a.val != nil && a.val.Type == ScalarValue:
 		r = *a.val
-	case a.imm != nil && *a.imm != 0:
+	case a.imm != nil:
 		r = constScalar(uint64(*a.imm))
 	default:
 		return false
@@ -136,14 +137,12 @@ func (v *verifier) spill(slot *Slot, a access) bool {
 	if r.Type == ScalarValue && !r.IsConst() {
 		if regWidth(&r) <= 8*a.size {
 			// Link the register and its spill, as for a register copy.
-			if r.ID == 0 && a.src != nil {
-				a.src.ID = v.newID()
-			}
 			if a.src != nil {
-				r.ID = a.src.ID
+				v.linkForCopy(a.src)
+				r.ID, r.Off = a.src.ID, a.src.Off
 			}
 		} else {
-			r.ID = 0
+			r.ID, r.Off = 0, 0
 		}
 	}
 	slot.Spilled = r
@@ -174,13 +173,16 @@ func (v *verifier) stackRead(f *Frame, a access, off int) (Reg, error) {
 		if first == 0 && a.size <= n {
 			// A fill of the spilled register's low bytes.
 			if regWidth(&sp) > 8*a.size {
-				sp.ID = 0
+				sp.ID, sp.Off = 0, 0
 			}
 			sp.Scalar.Truncate(a.size)
 			return sp, nil
 		}
 	}
-	allZero := true
+	// Zero when every byte read is a zero byte, or every one belongs to
+	// a spilled zero; a mix of the two is unknown, as in the kernel's
+	// check_stack_read_fixed_off.
+	spills, zeros := 0, 0
 	for i := 0; i < a.size; i++ {
 		switch t := slot.Types[first+i]; t {
 		case StackInvalid:
@@ -189,18 +191,15 @@ func (v *verifier) stackRead(f *Frame, a access, off int) (Reg, error) {
 			if v.opts.Unprivileged {
 				return Reg{}, v.errorf(a.pc, "invalid read from stack off %d+%d size %d", off, i, a.size)
 			}
-			allZero = false
 		case StackSpill:
-			if !slot.Spilled.IsConst() || slot.Spilled.Const() != 0 {
-				allZero = false
-			}
-		case StackMisc:
-			allZero = false
+			spills++
+		case StackZero:
+			zeros++
 		case StackIter:
 			return Reg{}, v.errorf(a.pc, "invalid read from stack off %d+%d size %d", off, i, a.size)
 		}
 	}
-	if allZero {
+	if zeros == a.size || spills == a.size && slot.Spilled.IsConst() && slot.Spilled.Const() == 0 {
 		return constScalar(0), nil
 	}
 	return v.loadedScalar(a.size), nil

@@ -123,8 +123,8 @@ type stackEffect struct{ use, def uint64 }
 
 // fpStep applies instruction ins to s and returns its stack effect and
 // whether a pointer into the frame escapes. callback tells helper calls
-// that call back into the program.
-func fpStep(ins isa.Instruction, s *fpState, callback bool) (e stackEffect, escapes bool) {
+// that call back into the program, args the registers a call passes.
+func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet) (e stackEffect, escapes bool) {
 	x := ins.Op&isa.SrcX != 0
 	not := fpVal{kind: fpNot}
 	access := func(base fpVal, off int32, size int) uint64 {
@@ -215,9 +215,10 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool) (e stackEffect, esca
 			break
 		}
 		// A helper given a pointer into this frame may read any slot; a
-		// function or callback may also keep the pointer.
+		// function or callback may also keep the pointer. A register
+		// the call does not pass is not looked at.
 		for r := isa.R1; r <= isa.R5; r++ {
-			if s.regs[r].mayStack() {
+			if args&reg(r) != 0 && s.regs[r].mayStack() {
 				e.use = ^uint64(0)
 				escapes = escapes || ins.Op == isa.OpCallX || ins.IsLocalCall() || callback
 			}
@@ -231,7 +232,7 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool) (e stackEffect, esca
 
 // computeStackLiveness returns, for every instruction, the slots of its
 // function's frame live before it (bit i: fp-8*(i+1)).
-func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites []bool) []uint64 {
+func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites []bool, args func(isa.Instruction) regSet) []uint64 {
 	n := len(insns)
 	escaped := make([]bool, len(subs))
 	// Forward: what registers and slots may hold, to the fixpoint.
@@ -256,7 +257,13 @@ func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites
 		work = work[:len(work)-1]
 		out := states[pc]
 		var esc bool
-		effects[pc], esc = fpStep(insns[pc], &out, callbackSites[pc])
+		var passed regSet
+		if insns[pc].Op == isa.OpCall {
+			passed = args(insns[pc])
+		} else if insns[pc].Op == isa.OpCallX {
+			passed = argRegs
+		}
+		effects[pc], esc = fpStep(insns[pc], &out, callbackSites[pc], passed)
 		if esc {
 			escaped[subprogAt(subs, pc)] = true
 		}

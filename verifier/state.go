@@ -101,7 +101,8 @@ type Reg struct {
 	Off int32
 	// ID links registers that share a null check (maybe-null pointers),
 	// a packet range (packet pointers) or a value (scalars copied from one
-	// another, for bounds propagation).
+	// another, for bounds propagation). A scalar whose ID has linkDelta
+	// set holds the linked value plus Off.
 	ID uint32
 	// RefID is the reference a pointer carries (ringbuf samples).
 	RefID uint32
@@ -115,6 +116,24 @@ type Reg struct {
 	Frame uint8
 	// Precise marks scalars whose exact value matters (for pruning).
 	Precise bool
+}
+
+// linkDelta flags a scalar's ID as linking it to the value of the
+// registers with the ID without the flag, plus the scalar's Off: a
+// register copied and then moved by a constant (the kernel's
+// BPF_ADD_CONST). A bound learned on one of them applies to the others,
+// shifted by the difference of their offsets.
+const linkDelta uint32 = 1 << 30
+
+// linkBase returns the value a scalar's ID links it to.
+func linkBase(id uint32) uint32 { return id &^ linkDelta }
+
+// linkOff returns a linked scalar's offset from the value it is linked to.
+func (r *Reg) linkOff() int64 {
+	if r.ID&linkDelta != 0 {
+		return int64(r.Off)
+	}
+	return 0
 }
 
 // maybeNull reports whether the register may be NULL.

@@ -245,6 +245,9 @@ type verifier struct {
 	jumps                      int
 	marks                      int // precision marks set, to see when tracing adds nothing
 	lastAddJumps, lastAddInsns int
+	// ret is a return to the caller the instruction being verified may
+	// make without an exit (queueReturn), taken once it is verified.
+	ret *earlyReturn
 
 	aluCache aluCache // alu_cache.go
 	free     []*State // states to reuse (state.go)

@@ -62,6 +62,10 @@ type vcase struct {
 	funcs map[int]*btf.Func
 	// noBTF loads a program of several functions without func_info.
 	noBTF bool
+	// kinsns, when set, is the number of instructions kernel 6.18
+	// processes for the program: ours must be at most that, and at most
+	// the running kernel's count where it runs.
+	kinsns int
 }
 
 // Kernel comparison counts, reported by TestMain.
@@ -117,8 +121,14 @@ func runCases(t *testing.T, cases []vcase) {
 			case err != nil && !errors.Is(err, verifier.ErrRejected):
 				t.Errorf("error %v does not wrap ErrRejected", err)
 			}
+			if c.kinsns > 0 && res.Stats.Processed > c.kinsns {
+				t.Errorf("processed %d instructions, the kernel %d\n%s", res.Stats.Processed, c.kinsns, res.Log)
+			}
 			if !c.unpriv && !c.noKernel {
-				klog, ran := kernelVerdict(t, typ, c.flags, c.maps, c.values, !c.unfrozen, insns, funcs, err)
+				klog, k, ran := kernelVerdictInsns(t, typ, c.flags, c.maps, c.values, !c.unfrozen, insns, funcs, err)
+				if ran && k > 0 && c.kinsns > 0 && res.Stats.Processed > k {
+					t.Errorf("processed %d instructions, the running kernel %d", res.Stats.Processed, k)
+				}
 				want := c.klog
 				if c.kmsg {
 					want = c.err
@@ -128,7 +138,7 @@ func runCases(t *testing.T, cases []vcase) {
 				}
 				if ran && os.Getenv("BPFVM_KERNEL_LOG") != "" {
 					// For writing cases: our message next to the kernel's.
-					t.Logf("ours: %v\nkernel: %s", err, lastLines(klog, 2))
+					t.Logf("ours: %v (%d insns)\nkernel: %s (%d insns)", err, res.Stats.Processed, lastLines(klog, 2), k)
 				}
 			}
 		})
@@ -154,11 +164,19 @@ func lastLines(log string, n int) string {
 // kernel's log of a rejection and whether the comparison ran.
 func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, bool) {
 	t.Helper()
+	log, _, ran := kernelVerdictInsns(t, typ, flags, specs, values, freeze, insns, funcs, ours)
+	return log, ran
+}
+
+// kernelVerdictInsns is kernelVerdict that also returns the instructions
+// the kernel processed (0 if its log does not say).
+func kernelVerdictInsns(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, int, bool) {
+	t.Helper()
 	if os.Getuid() != 0 {
-		return "", false
+		return "", 0, false
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
-		return "", false
+		return "", 0, false
 	}
 	var fds []int
 	for _, s := range specs {
@@ -169,7 +187,7 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []map
 		m, err := ebpf.NewMap(ks)
 		if err != nil {
 			t.Logf("kernel map: %v", err)
-			return "", false
+			return "", 0, false
 		}
 		defer m.Close()
 		if v, ok := values[len(fds)]; ok {
@@ -193,7 +211,7 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []map
 			// Kernel functions are called by their vmlinux BTF id.
 			id, ok := kfuncBTFID(t, isa.KfuncName(patched[i].Imm))
 			if !ok {
-				return "", false
+				return "", 0, false
 			}
 			patched[i].Imm = id
 		}
@@ -204,18 +222,19 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []map
 	}
 	withFuncInfo(kinsns, funcs)
 	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, Flags: flags, Instructions: kinsns, License: "GPL"},
-		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 20})
-	if kerr == nil {
-		p.Close()
-	}
+		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch | ebpf.LogLevelStats, LogSizeStart: 1 << 20})
 	var ve *ebpf.VerifierError
-	log := ""
-	if errors.As(kerr, &ve) {
+	log, stats := "", ""
+	if kerr == nil {
+		stats = p.VerifierLog
+		p.Close()
+	} else if errors.As(kerr, &ve) {
 		log = strings.Join(ve.Log, "\n")
+		stats = log
 	} else if errors.Is(kerr, os.ErrPermission) {
 		// bpf() itself is not permitted. (The verifier rejects many
 		// programs with EACCES too, but then there is a log.)
-		return "", false
+		return "", 0, false
 	}
 	kernelCompared.Add(1)
 	if (kerr == nil) != (ours == nil) {
@@ -223,7 +242,13 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []map
 	} else {
 		kernelAgreed.Add(1)
 	}
-	return log, true
+	n := 0
+	for _, l := range strings.Split(stats, "\n") {
+		if _, err := fmt.Sscanf(l, "processed %d insns", &n); err == nil {
+			break
+		}
+	}
+	return log, n, true
 }
 
 // funcInfos gives every function of a program with more than one BTF

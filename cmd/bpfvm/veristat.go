@@ -50,6 +50,8 @@ var statFields = []statField{
 	{"peak_mem", nil, "Peak memory", true},
 	{"kernel_verdict", nil, "Kernel verdict", false},
 	{"kernel_insns", nil, "Kernel insns", true},
+	{"kernel_states", nil, "Kernel states", true},
+	{"kernel_peak_states", nil, "Kernel peak states", true},
 	{"kernel_duration", nil, "Kernel duration (us)", true},
 }
 
@@ -345,7 +347,7 @@ func kernelStats(row statRow, spec *ebpf.CollectionSpec, name string) error {
 		return err
 	}
 	if m := processedRe.FindStringSubmatch(log); m != nil {
-		row["kernel_insns"] = m[1]
+		row["kernel_insns"], row["kernel_states"], row["kernel_peak_states"] = m[1], m[3], m[4]
 	}
 	if m := durationRe.FindStringSubmatch(log); m != nil {
 		row["kernel_duration"] = m[1]
