@@ -67,6 +67,7 @@ var families = [][]Helper{
 	printkHelpers,
 	strtolHelpers,
 	skbHelpers,
+	sockHelpers,
 	xdpHelpers,
 }
 

@@ -135,6 +135,10 @@ type Type struct {
 	// fields the input left zero. It returns an error for an input the
 	// kernel's test run refuses. nil for none.
 	Setup func(ctx, frame, pkt []byte, given bool) error
+	// Skb says the context is struct __sk_buff over a socket buffer,
+	// which test runs model (runner.Skb): the skb helpers keep its
+	// fields, the packet has room to grow to runner.SkbMaxLen bytes.
+	Skb bool
 	// MetaInput returns how many leading bytes of a test run's input are
 	// packet metadata rather than packet (xdp_md.data of the input), after
 	// Setup accepted the context; nil for none.
