@@ -492,3 +492,178 @@ func TestHelperXDPBytes(t *testing.T) {
 		}
 	})
 }
+
+func TestHelperCloneRedirect(t *testing.T) {
+	skbConfigsDo(t, "testdata/helpers_skb.o", func(t *testing.T, vm *bpfvm.Collection, kern *ebpf.Collection) {
+		f := tcpFrame(64)
+		for _, c := range []struct {
+			name           string
+			ifindex, flags uint32
+			ret            uint32
+		}{
+			{"egress", 1, 0, 0},
+			{"ingress", 1, 1, 0},
+			{"no device", 0x7fff0000, 0, errno(eINVAL)},
+			{"bad flags", 1, 2, errno(eINVAL)},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				got := checkSkb(t, vm, kern, "clone", f, skbCB(c.ifindex, c.flags))
+				wantSkb(t, got, c.ret)
+				var want []bpfvm.Clone
+				if c.ret == 0 {
+					want = []bpfvm.Clone{{Ifindex: c.ifindex, Flags: uint64(c.flags), Packet: f}}
+				}
+				if len(got.res.Clones) != len(want) || len(want) == 1 && (got.res.Clones[0].Ifindex != want[0].Ifindex || got.res.Clones[0].Flags != want[0].Flags || !bytes.Equal(got.res.Clones[0].Packet, f)) {
+					t.Errorf("Clones = %+v, want %+v", got.res.Clones, want)
+				}
+				if c.ret == 0 && got.data[0] != 0xee {
+					t.Errorf("the program's write after the clone is lost: % x", got.data[:4])
+				}
+			})
+		}
+		// A host device.
+		net := &bpfvm.Net{Devices: []bpfvm.Device{{Ifindex: 7, MTU: 1500, HeaderLen: 14}}}
+		if got := runSkb(t, vm.Programs["clone"], f, skbCB(7, 0), net); got.ret != 0 || len(got.res.Clones) != 1 {
+			t.Errorf("clone to a host device: %d, %+v", int32(got.ret), got.res.Clones)
+		}
+	})
+}
+
+func TestHelperRedirectNeighPeer(t *testing.T) {
+	skbConfigsDo(t, "testdata/helpers_skb.o", func(t *testing.T, vm *bpfvm.Collection, kern *ebpf.Collection) {
+		f := tcpFrame(64)
+		nh := bpfvm.NextHop{Family: 2, Addr: [16]byte{10, 0, 0, 9}}
+		for _, c := range []struct {
+			name  string
+			prog  string
+			cbs   []uint32
+			ret   uint32
+			want  bpfvm.Redirect
+			valid bool
+		}{
+			{"neigh with next hop", "redirect_neigh", []uint32{5, 1, 0}, 7, bpfvm.Redirect{Key: 5, Valid: true, Neigh: true, NextHop: nh}, true},
+			{"neigh by route", "redirect_neigh", []uint32{5, 0x100, 0}, 7, bpfvm.Redirect{Key: 5, Valid: true, Neigh: true}, true},
+			{"neigh flags", "redirect_neigh", []uint32{5, 1, 1}, 2, bpfvm.Redirect{}, false},
+			{"peer", "redirect_peer", []uint32{6, 0}, 7, bpfvm.Redirect{Key: 6, Valid: true, Peer: true}, true},
+			{"peer flags", "redirect_peer", []uint32{6, 1}, 2, bpfvm.Redirect{}, false},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				got := checkSkb(t, vm, kern, c.prog, f, skbCB(c.cbs...))
+				wantSkb(t, got, c.ret)
+				if got.res.Redirect != c.want {
+					t.Errorf("Redirect = %+v, want %+v", got.res.Redirect, c.want)
+				}
+			})
+		}
+	})
+}
+
+func TestHelperCheckMTU(t *testing.T) {
+	skbConfigsDo(t, "testdata/helpers_skb.o", func(t *testing.T, vm *bpfvm.Collection, kern *ebpf.Collection) {
+		f := tcpFrame(64)
+		const lo = 1 << 16 // the loopback device's MTU
+		fits := uint32(lo + 14 - 64)
+		for _, c := range []struct {
+			name                  string
+			ifindex, diff, mtu, f uint32
+			ret, mtuOut           uint32
+		}{
+			{"fits", 0, 0, 0, 0, 0, lo},
+			{"lo by index", 1, 0, 0, 0, 0, lo},
+			{"just fits", 0, fits, 0, 0, 0, lo},
+			{"too big", 0, fits + 1, 0, 0, 1, lo},
+			{"smaller", 0, uint32(0xffffff00), 0, 0, 0, lo},
+			{"L3 length given", 0, 0, lo, 0, 0, lo},
+			{"L3 length too big", 0, 1, lo, 0, 1, lo},
+			{"no device", 0x7fff0000, 0, 0, 0, errno(19), 0},
+			{"bad flags", 0, 0, 0, 2, errno(eINVAL), 0},
+			{"segs with diff", 0, 1, 0, 1, errno(eINVAL), 0},
+			{"segs", 0, 0, 0, 1, 0, lo},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				got := checkSkb(t, vm, kern, "check_mtu", f, skbCB(c.ifindex, c.diff, c.mtu, c.f))
+				wantSkb(t, got, c.ret, nil, nil, c.mtuOut)
+			})
+			t.Run("xdp/"+c.name, func(t *testing.T) {
+				in := packet(64)
+				for i, v := range []uint32{c.ifindex, c.diff, c.mtu, c.f} {
+					binary.NativeEndian.PutUint32(in[14+4*i:], v)
+				}
+				ret, mtu := c.ret&0xffff, c.mtuOut
+				if c.f == 1 {
+					ret, mtu = errno(eINVAL)&0xffff, 0
+				}
+				checkRun(t, vm, kern, "xdp_check_mtu", in, nil, runOut{ret | mtu<<16, in})
+			})
+		}
+		net := &bpfvm.Net{Devices: []bpfvm.Device{{Ifindex: 1, MTU: 1500, HeaderLen: 14}, {Ifindex: 9, MTU: 1400}}}
+		for _, c := range []struct {
+			ifindex, diff, ret, mtu uint32
+		}{{0, 1450, 0, 1500}, {0, 1451, 1, 1500}, {9, 1336, 0, 1400}, {9, 1337, 1, 1400}} {
+			got := runSkb(t, vm.Programs["check_mtu"], f, skbCB(c.ifindex, c.diff), net)
+			wantSkb(t, got, c.ret, nil, nil, c.mtu)
+		}
+	})
+}
+
+func TestHelperTunnel(t *testing.T) {
+	skbConfigsDo(t, "testdata/helpers_skb.o", func(t *testing.T, vm *bpfvm.Collection, kern *ebpf.Collection) {
+		f := tcpFrame(64)
+		b := func(e uint32) uint32 { return e & 0xff }
+		opt := []byte{1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0}
+		const set, v6, flags = 0x100, 1, 0x10
+		inval := b(errno(eINVAL))
+		for _, c := range []struct {
+			name                           string
+			prog                           string
+			fl, setFl, lbl                 uint32
+			ret                            uint32
+			id, remote, tosTTL, label, loc uint32
+			out                            []byte
+		}{
+			{"none", "tunnel", 0, 0, 0, inval | b(errno(eNOENT))<<24, 0, 0, 0, 0, 0, make([]byte, 12)},
+			{"set and get", "tunnel", set, 0, 0, 8 << 24, 42, 0x0a000002, 3 | 64<<8, 0, 0x0a000001, opt},
+			{"set 28 and get", "tunnel_set28", set, 0, 0, 8 << 24, 42, 0, 3 | 64<<8, 0, 0x0a000001, opt},
+			{"set 8 and get", "tunnel_set8", set, 0, 0, 8 << 24, 42, 0, 0, 0, 0x0a000001, opt},
+			{"set v6 and get", "tunnel", set, v6, 0x12345, 8 << 24, 42, 0, 3 | 64<<8, 0x12345, 0x01000000, opt},
+			{"set v6 label masked", "tunnel", set, v6, 0xfff12345, 8 << 24, 42, 0, 3 | 64<<8, 0x12345, 0x01000000, opt},
+			{"label without v6", "tunnel", set, 0, 1, inval | inval<<8 | inval<<16 | b(errno(eNOENT))<<24, 0, 0, 0, 0, 0, make([]byte, 12)},
+			{"bad set flags", "tunnel", set, 0x20, 0, inval | inval<<8 | inval<<16 | b(errno(eNOENT))<<24, 0, 0, 0, 0, 0, make([]byte, 12)},
+			{"tunnel flags", "tunnel", set | flags, 0, 0, 8 << 24, 42, 0x0a000002, 3 | 64<<8 | 0x05f8<<16, 0, 0x0a000001, opt},
+			{"tunnel flags df seq nocsum", "tunnel", set | flags, 2 | 4 | 8, 0, 8 << 24, 42, 0x0a000002, 3 | 64<<8 | 0x0cf9<<16, 0, 0x0a000001, opt},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				got := checkSkb(t, vm, kern, c.prog, f, skbCB(0, c.fl, 0, c.setFl, c.lbl))
+				wantSkb(t, got, c.ret, c.id, c.remote, c.tosTTL, c.label, c.loc)
+				if !bytes.Equal(got.data[14:26], c.out) {
+					t.Errorf("options % x, want % x", got.data[14:26], c.out)
+				}
+				if c.ret&0xff00 == 0 && c.fl&set != 0 && (got.res.Tunnel == nil || got.res.Tunnel.ID != 42 || !bytes.Equal(got.res.Tunnel.Options, opt[:8])) {
+					t.Errorf("Result.Tunnel = %+v", got.res.Tunnel)
+				}
+			})
+		}
+		// A packet received through a tunnel (bpfvm only: the kernel's
+		// test run has none).
+		rx := &bpfvm.Tunnel{ID: 0x1234567890, Src: [16]byte{192, 168, 0, 1}, Dst: [16]byte{192, 168, 0, 2}, TOS: 1, TTL: 2, Options: []byte{9, 9, 9, 9}}
+		for _, c := range []struct {
+			prog                string
+			fl                  uint32
+			ret, id, remote, lc uint32
+		}{
+			{"tunnel", 0, 4 << 24, 0x34567890, 0xc0a80001, 0xc0a80002},
+			{"tunnel_get8", 0, 4 << 24, 0x34567890, 0xc0a80001, 0},
+			{"tunnel_get28", 0, 4 << 24, 0x34567890, 0xc0a80001, 0},
+			{"tunnel_get12", 0, inval | 4<<24, 0, 0, 0},
+			{"tunnel", v6, b(errno(71)) | 4<<24, 0, 0, 0},
+		} {
+			t.Run("rx/"+c.prog, func(t *testing.T) {
+				got := runSkb(t, vm.Programs[c.prog], f, skbCB(0, c.fl), &bpfvm.Net{Tunnel: rx})
+				wantSkb(t, got, c.ret, c.id, c.remote, nil, nil, c.lc)
+				if !bytes.Equal(got.data[14:18], []byte{9, 9, 9, 9}) {
+					t.Errorf("options % x", got.data[14:26])
+				}
+			})
+		}
+	})
+}

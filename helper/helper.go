@@ -68,6 +68,8 @@ var families = [][]Helper{
 	strtolHelpers,
 	skbHelpers,
 	sockHelpers,
+	redirectHelpers,
+	tunnelHelpers,
 	xdpHelpers,
 }
 

@@ -248,3 +248,114 @@ int xdp_bytes(struct xdp_md *xdp)
 }
 
 char _license[] SEC("license") = "GPL";
+
+// clone: bpf_clone_redirect(skb, cb[0], cb[1]) then a write of 0xee at
+// packet byte 0 (the copy is taken before it).
+SEC("tc")
+int clone(struct __sk_buff *skb)
+{
+	__u8 b = 0xee;
+	long ret = bpf_clone_redirect(skb, skb->cb[0], skb->cb[1]);
+
+	bpf_skb_store_bytes(skb, 0, &b, 1, 0);
+	return ret;
+}
+
+// redirect_neigh: bpf_redirect_neigh(cb[0], params, cb[1], cb[2]), params
+// an AF_INET next hop 10.0.0.9 (cb[1] & 0x100: no params at all).
+SEC("tc")
+int redirect_neigh(struct __sk_buff *skb)
+{
+	struct bpf_redir_neigh nh = {.nh_family = 2, .ipv4_nh = 0x0900000a};
+
+	if (skb->cb[1] & 0x100)
+		return bpf_redirect_neigh(skb->cb[0], NULL, 0, skb->cb[2]);
+	return bpf_redirect_neigh(skb->cb[0], &nh, skb->cb[1] & 0xff ? sizeof(nh) : 0, skb->cb[2]);
+}
+
+// redirect_peer: bpf_redirect_peer(cb[0], cb[1]).
+SEC("tc")
+int redirect_peer(struct __sk_buff *skb)
+{
+	return bpf_redirect_peer(skb->cb[0], skb->cb[1]);
+}
+
+// check_mtu: mtu = cb[2]; bpf_check_mtu(skb, cb[0], &mtu, cb[1], cb[3]);
+// cb[2] = mtu.
+SEC("tc")
+int check_mtu(struct __sk_buff *skb)
+{
+	__u32 mtu = skb->cb[2];
+	long ret = bpf_check_mtu(skb, skb->cb[0], &mtu, (__s32)skb->cb[1], skb->cb[3]);
+
+	skb->cb[2] = mtu;
+	return ret;
+}
+
+// xdp_check_mtu: check_mtu in XDP, the arguments at packet byte 14.
+SEC("xdp")
+int xdp_check_mtu(struct xdp_md *xdp)
+{
+	__u32 args[4], mtu;
+	long ret;
+
+	if (bpf_xdp_load_bytes(xdp, 14, args, sizeof(args)))
+		return -1;
+	mtu = args[2];
+	ret = bpf_check_mtu(xdp, args[0], &mtu, (__s32)args[1], args[3]);
+	return (ret & 0xffff) | mtu << 16;
+}
+
+// tunnel*: bpf_skb_get_tunnel_key(skb, &k, GET, cb[1] & 0x11) into r1;
+// if cb[1] & 0x100, bpf_skb_set_tunnel_key(skb, &set, SET, cb[3]) into
+// r2, with set a key of id 42, remote 10.0.0.1, local 10.0.0.2 (IPv6
+// ::1 and ::2 with BPF_F_TUNINFO_IPV6), tos 3, ttl 64, label cb[4], then
+// bpf_skb_set_tunnel_opt(skb, opt, 8) into r3 and a second, full get
+// into k. cb[0..4] = k's id, remote_ipv4, tos | ttl << 8 | tunnel_flags
+// << 16, label, local_ipv4 | local_ipv6[3]; the return value r1 | r2 << 8
+// | r3 << 16 | bpf_skb_get_tunnel_opt(skb, buf, 12) << 24, buf into the
+// packet at 14. GET and SET are the key sizes of the program.
+#define TUNNEL(name, GET, SET)							\
+SEC("tc")									\
+int name(struct __sk_buff *skb)							\
+{										\
+	struct bpf_tunnel_key k = {}, set = {};					\
+	__u8 opt[8] = {1, 2, 3, 4, 5, 6, 7, 8}, buf[12] = {};			\
+	__u32 flags = skb->cb[1];						\
+	long r1, r2 = 0, r3 = 0, r4;						\
+										\
+	r1 = bpf_skb_get_tunnel_key(skb, &k, GET, flags & 0x11);		\
+	if (flags & 0x100) {							\
+		__u64 sf = skb->cb[3];						\
+										\
+		set.tunnel_id = 42;						\
+		set.tunnel_tos = 3;						\
+		set.tunnel_ttl = 64;						\
+		set.tunnel_label = skb->cb[4];					\
+		if (sf & BPF_F_TUNINFO_IPV6) {					\
+			set.remote_ipv6[3] = 0x01000000;			\
+			set.local_ipv6[3] = 0x02000000;				\
+		} else {							\
+			set.remote_ipv4 = 0x0a000001;				\
+			set.local_ipv4 = 0x0a000002;				\
+		}								\
+		r2 = bpf_skb_set_tunnel_key(skb, &set, SET, sf);		\
+		r3 = bpf_skb_set_tunnel_opt(skb, opt, sizeof(opt));		\
+		r1 = bpf_skb_get_tunnel_key(skb, &k, sizeof(k), (sf & 1) | (flags & 0x10)); \
+	}									\
+	r4 = bpf_skb_get_tunnel_opt(skb, buf, sizeof(buf));			\
+	bpf_skb_store_bytes(skb, 14, buf, sizeof(buf), 0);			\
+	skb->cb[0] = k.tunnel_id;						\
+	skb->cb[1] = k.remote_ipv4;						\
+	skb->cb[2] = k.tunnel_tos | k.tunnel_ttl << 8 | k.tunnel_flags << 16;	\
+	skb->cb[3] = k.tunnel_label;						\
+	skb->cb[4] = k.local_ipv4 | k.local_ipv6[3];				\
+	return (r1 & 0xff) | (r2 & 0xff) << 8 | (r3 & 0xff) << 16 | (r4 & 0xff) << 24; \
+}
+
+TUNNEL(tunnel, 44, 44)
+TUNNEL(tunnel_set28, 44, 28)
+TUNNEL(tunnel_set8, 44, 8)
+TUNNEL(tunnel_get8, 8, 44)
+TUNNEL(tunnel_get28, 28, 44)
+TUNNEL(tunnel_get12, 12, 44)
