@@ -667,3 +667,42 @@ func TestHelperTunnel(t *testing.T) {
 		}
 	})
 }
+
+// TestHelperSkbRepeat checks that repetitions run on the socket buffer
+// the one before left, as the kernel's test run's do: the packet grows
+// with each, and state such as the VLAN tag carries over.
+func TestHelperSkbRepeat(t *testing.T) {
+	skbConfigsDo(t, "testdata/helpers_skb.o", func(t *testing.T, vm *bpfvm.Collection, kern *ebpf.Collection) {
+		f := tcpFrame(64)
+		for _, c := range []struct {
+			prog string
+			ctx  []byte
+		}{
+			{"change_head", skbCB(4)},
+			{"vlan", skbCB(1, htons(0x8100), 10)},
+			{"adjust_room", skbCB(8, 0, 0, 0, 1)},
+		} {
+			t.Run(c.prog, func(t *testing.T) {
+				out := make([]byte, 1024)
+				ctxOut := make([]byte, 192)
+				res, err := vm.Programs[c.prog].Execute(&bpfvm.RunOptions{Data: f, DataOut: out, Context: c.ctx, ContextOut: ctxOut, Repeat: 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if kern == nil {
+					return
+				}
+				kout := make([]byte, 1024)
+				kctx := make([]byte, 192)
+				opts := &ebpf.RunOptions{Data: f, DataOut: kout, Context: c.ctx, ContextOut: kctx, Repeat: 3}
+				ret, err := kern.Programs[c.prog].Run(opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if uint32(res.R0) != ret || !bytes.Equal(out[:res.DataSize], opts.DataOut) || !bytes.Equal(ctxOut, kctx) {
+					t.Errorf("bpfvm %d % x\nctx % x\nkernel %d % x\nctx % x", int32(res.R0), out[:res.DataSize], ctxOut, int32(ret), opts.DataOut, kctx)
+				}
+			})
+		}
+	})
+}

@@ -378,7 +378,11 @@ func (p *Program) Run(opts *RunOptions) (uint32, error) {
 
 // Test runs the program once on in and returns its result and output packet.
 func (p *Program) Test(in []byte) (uint32, []byte, error) {
-	out := make([]byte, len(in)+runner.Headroom+runner.Tailroom)
+	room := runner.Headroom + runner.Tailroom
+	if p.run.Type.Skb {
+		room = 2 * runner.SkbMaxLen
+	}
+	out := make([]byte, len(in)+room)
 	res, err := p.Execute(&RunOptions{Data: in, DataOut: out})
 	if err != nil {
 		return 0, nil, err
