@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"bpfvm"
+	"bpfvm/isa"
 	"bpfvm/runner"
 )
 
@@ -705,4 +706,41 @@ func TestHelperSkbRepeat(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestHelperSkbOtherTypes checks that an unverified program not on a
+// socket buffer (which may call any helper) gets an error, not a crash,
+// from the socket buffer helpers, and that bpf_skb_store_bytes still
+// works there.
+func TestHelperSkbOtherTypes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		typ  ebpf.ProgramType
+		asm  string
+		err  bool
+	}{
+		{"xdp change tail", ebpf.XDP, "r2 = 20\nr3 = 0\ncall bpf_skb_change_tail#38", true},
+		{"xdp vlan push", ebpf.XDP, "r2 = 0x81\nr3 = 1\ncall bpf_skb_vlan_push#18", true},
+		{"xdp tunnel key", ebpf.XDP, "r2 = r10\nr2 += -48\nr3 = 44\nr4 = 0\ncall bpf_skb_get_tunnel_key#20", true},
+		{"xdp clone", ebpf.XDP, "r2 = 1\nr3 = 0\ncall bpf_clone_redirect#13", true},
+		{"raw check mtu", ebpf.UnspecifiedProgram, "*(u32 *)(r10 -4) = 0\nr2 = 0\nr3 = r10\nr3 += -4\nr4 = 0\nr5 = 0\ncall bpf_check_mtu#163", true},
+		{"xdp store bytes invalidating the hash", ebpf.XDP, "*(u32 *)(r10 -4) = 0\nr2 = 0\nr3 = r10\nr3 += -4\nr4 = 4\nr5 = 2\ncall bpf_skb_store_bytes#9", false},
+		{"xdp socket cookie", ebpf.XDP, "call bpf_get_socket_cookie#46", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			insns, err := isa.Assemble(c.asm + "\nr0 = 0\nexit")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := bpfvm.NewRawProgram("p", c.typ, insns, bpfvm.ProgramOptions{NoVerify: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			_, err = p.Execute(&bpfvm.RunOptions{Data: packet(64)})
+			if (err != nil) != c.err {
+				t.Errorf("run: %v, want an error: %v", err, c.err)
+			}
+		})
+	}
 }

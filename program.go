@@ -262,7 +262,8 @@ type Result struct {
 	// bpf_redirect_neigh or bpf_redirect_peer call of the last run, whose
 	// return value then says XDP_REDIRECT or TC_ACT_REDIRECT.
 	Redirect Redirect
-	// Clones are the copies of the packet sent with bpf_clone_redirect.
+	// Clones are the copies of the packet the last run sent with
+	// bpf_clone_redirect.
 	Clones []Clone
 	// Tunnel is the packet's tunnel metadata after the run: what
 	// bpf_skb_set_tunnel_key and bpf_skb_set_tunnel_opt set, else what it

@@ -12,7 +12,7 @@ import (
 // and tc's common ones (xdp.go). What they do to the world is recorded
 // for the host: Result.Redirect, Result.Clones.
 var redirectHelpers = []Helper{
-	{Proto: Proto{Name: "bpf_clone_redirect", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: helperCloneRedirect},
+	{Proto: Proto{Name: "bpf_clone_redirect", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: skbOnly(helperCloneRedirect)},
 	{Proto: Proto{Name: "bpf_redirect_neigh", Args: [5]ArgType{ArgAnything, ArgMemOrNull, ArgConstSizeOrZero, ArgAnything}}, Func: helperRedirectNeigh},
 	{Proto: Proto{Name: "bpf_redirect_peer", Args: [5]ArgType{ArgAnything, ArgAnything}}, Func: helperRedirectPeer},
 	{Proto: Proto{Name: "bpf_check_mtu", Args: [5]ArgType{ArgCtx, ArgAnything, ArgPtrToInt, ArgAnything, ArgAnything}}, Func: helperCheckMTU},
@@ -121,6 +121,9 @@ func helperCheckMTU(e *vm.Env, _, r2, r3, r4, r5 uint64) (uint64, error) {
 			ifindex = binary.LittleEndian.Uint32(vm.Slice(e.Ctx.Start+xdpIngressIfindex, 4))
 		} else {
 			ctx := r.SkbContext()
+			if ctx == nil {
+				return 0, errNoSkb
+			}
 			ifindex = binary.LittleEndian.Uint32(ctx[runner.SkbIfindex:])
 			gso = skbGSO(ctx)
 		}

@@ -2,9 +2,8 @@ package helper
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/bits"
-
-	"github.com/cilium/ebpf"
 
 	"bpfvm/runner"
 	"bpfvm/vm"
@@ -19,19 +18,19 @@ var skbHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_l4_csum_replace", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: helperL4CsumReplace},
 	{Proto: Proto{Name: "bpf_csum_diff", Args: [5]ArgType{ArgMemOrNull, ArgConstSizeOrZero, ArgMemOrNull, ArgConstSizeOrZero, ArgAnything}, PktAccess: true}, Func: helperCsumDiff},
 	{Proto: Proto{Name: "bpf_csum_update", Args: [5]ArgType{ArgCtx, ArgAnything}}, Func: helperCsumUpdate},
-	{Proto: Proto{Name: "bpf_csum_level", Args: [5]ArgType{ArgCtx, ArgAnything}}, Func: helperCsumLevel},
-	{Proto: Proto{Name: "bpf_skb_load_bytes_relative", Args: [5]ArgType{ArgCtx, ArgAnything, ArgUninitMem, ArgConstSize, ArgAnything}}, Func: helperSkbLoadBytesRelative},
-	{Proto: Proto{Name: "bpf_skb_pull_data", Args: [5]ArgType{ArgCtx, ArgAnything}, ChangesPacket: true}, Func: helperSkbPullData},
-	{Proto: Proto{Name: "bpf_skb_change_tail", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: helperSkbChangeTail},
-	{Proto: Proto{Name: "bpf_skb_change_head", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: helperSkbChangeHead},
-	{Proto: Proto{Name: "bpf_skb_adjust_room", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: helperSkbAdjustRoom},
-	{Proto: Proto{Name: "bpf_skb_change_proto", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: helperSkbChangeProto},
-	{Proto: Proto{Name: "bpf_skb_change_type", Args: [5]ArgType{ArgCtx, ArgAnything}}, Func: helperSkbChangeType},
-	{Proto: Proto{Name: "bpf_skb_vlan_push", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: helperSkbVlanPush},
-	{Proto: Proto{Name: "bpf_skb_vlan_pop", Args: [5]ArgType{ArgCtx}, ChangesPacket: true}, Func: helperSkbVlanPop},
-	{Proto: Proto{Name: "bpf_get_hash_recalc", Args: [5]ArgType{ArgCtx}}, Func: helperGetHashRecalc},
-	{Proto: Proto{Name: "bpf_set_hash", Args: [5]ArgType{ArgCtx, ArgAnything}}, Func: helperSetHash},
-	{Proto: Proto{Name: "bpf_set_hash_invalid", Args: [5]ArgType{ArgCtx}}, Func: helperSetHashInvalid},
+	{Proto: Proto{Name: "bpf_csum_level", Args: [5]ArgType{ArgCtx, ArgAnything}}, Func: skbOnly(helperCsumLevel)},
+	{Proto: Proto{Name: "bpf_skb_load_bytes_relative", Args: [5]ArgType{ArgCtx, ArgAnything, ArgUninitMem, ArgConstSize, ArgAnything}}, Func: skbOnly(helperSkbLoadBytesRelative)},
+	{Proto: Proto{Name: "bpf_skb_pull_data", Args: [5]ArgType{ArgCtx, ArgAnything}, ChangesPacket: true}, Func: skbOnly(helperSkbPullData)},
+	{Proto: Proto{Name: "bpf_skb_change_tail", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: skbOnly(helperSkbChangeTail)},
+	{Proto: Proto{Name: "bpf_skb_change_head", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: skbOnly(helperSkbChangeHead)},
+	{Proto: Proto{Name: "bpf_skb_adjust_room", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: skbOnly(helperSkbAdjustRoom)},
+	{Proto: Proto{Name: "bpf_skb_change_proto", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: skbOnly(helperSkbChangeProto)},
+	{Proto: Proto{Name: "bpf_skb_change_type", Args: [5]ArgType{ArgCtx, ArgAnything}}, Func: skbOnly(helperSkbChangeType)},
+	{Proto: Proto{Name: "bpf_skb_vlan_push", Args: [5]ArgType{ArgCtx, ArgAnything, ArgAnything}, ChangesPacket: true}, Func: skbOnly(helperSkbVlanPush)},
+	{Proto: Proto{Name: "bpf_skb_vlan_pop", Args: [5]ArgType{ArgCtx}, ChangesPacket: true}, Func: skbOnly(helperSkbVlanPop)},
+	{Proto: Proto{Name: "bpf_get_hash_recalc", Args: [5]ArgType{ArgCtx}}, Func: skbOnly(helperGetHashRecalc)},
+	{Proto: Proto{Name: "bpf_set_hash", Args: [5]ArgType{ArgCtx, ArgAnything}}, Func: skbOnly(helperSetHash)},
+	{Proto: Proto{Name: "bpf_set_hash_invalid", Args: [5]ArgType{ArgCtx}}, Func: skbOnly(helperSetHashInvalid)},
 }
 
 // Flags of the skb and checksum helpers, as in linux/bpf.h.
@@ -325,7 +324,24 @@ func skbGSO(ctx []byte) bool { return binary.LittleEndian.Uint32(ctx[runner.SkbG
 func clearHash(r *runner.Runner) {
 	s := r.Skb()
 	s.SWHash, s.L4Hash = false, false
-	binary.LittleEndian.PutUint32(r.SkbContext()[runner.SkbHash:], 0)
+	if ctx := r.SkbContext(); ctx != nil {
+		binary.LittleEndian.PutUint32(ctx[runner.SkbHash:], 0)
+	}
+}
+
+// errNoSkb is the error of a socket buffer helper an unverified program
+// not on a socket buffer calls.
+var errNoSkb = fmt.Errorf("%w for a program not on a socket buffer", vm.ErrHelper)
+
+// skbOnly makes f, a helper of programs on a socket buffer, fail the run
+// of an unverified program of another type that calls it.
+func skbOnly(f vm.Helper) vm.Helper {
+	return func(e *vm.Env, r1, r2, r3, r4, r5 uint64) (uint64, error) {
+		if runner.Of(e).SkbContext() == nil {
+			return 0, errNoSkb
+		}
+		return f(e, r1, r2, r3, r4, r5)
+	}
 }
 
 // resetCsumUnnecessary is __skb_reset_checksum_unnecessary.
@@ -984,11 +1000,4 @@ func flowHash(r *runner.Runner, ctx []byte) (uint32, bool) {
 		h = 1
 	}
 	return h, l4
-}
-
-// isTC reports whether the running program is a tc one (not a socket
-// filter), for the helpers the two differ in.
-func isTC(r *runner.Runner) bool {
-	k := r.Program().Kind
-	return k == ebpf.SchedCLS || k == ebpf.SchedACT
 }

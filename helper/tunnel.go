@@ -11,10 +11,10 @@ import (
 // (net/core/filter.c): the one it was received with (runner.Net.Tunnel),
 // or what it is to be sent with, which the host finds in Result.Tunnel.
 var tunnelHelpers = []Helper{
-	{Proto: Proto{Name: "bpf_skb_get_tunnel_key", Args: [5]ArgType{ArgCtx, ArgUninitMem, ArgConstSize, ArgAnything}}, Func: helperSkbGetTunnelKey},
-	{Proto: Proto{Name: "bpf_skb_set_tunnel_key", Args: [5]ArgType{ArgCtx, ArgMem, ArgConstSize, ArgAnything}}, Func: helperSkbSetTunnelKey},
-	{Proto: Proto{Name: "bpf_skb_get_tunnel_opt", Args: [5]ArgType{ArgCtx, ArgUninitMem, ArgConstSize}}, Func: helperSkbGetTunnelOpt},
-	{Proto: Proto{Name: "bpf_skb_set_tunnel_opt", Args: [5]ArgType{ArgCtx, ArgMem, ArgConstSize}}, Func: helperSkbSetTunnelOpt},
+	{Proto: Proto{Name: "bpf_skb_get_tunnel_key", Args: [5]ArgType{ArgCtx, ArgUninitMem, ArgConstSize, ArgAnything}}, Func: skbOnly(helperSkbGetTunnelKey)},
+	{Proto: Proto{Name: "bpf_skb_set_tunnel_key", Args: [5]ArgType{ArgCtx, ArgMem, ArgConstSize, ArgAnything}}, Func: skbOnly(helperSkbSetTunnelKey)},
+	{Proto: Proto{Name: "bpf_skb_get_tunnel_opt", Args: [5]ArgType{ArgCtx, ArgUninitMem, ArgConstSize}}, Func: skbOnly(helperSkbGetTunnelOpt)},
+	{Proto: Proto{Name: "bpf_skb_set_tunnel_opt", Args: [5]ArgType{ArgCtx, ArgMem, ArgConstSize}}, Func: skbOnly(helperSkbSetTunnelOpt)},
 }
 
 // The tunnel helpers' flags.

@@ -112,7 +112,7 @@ type Output struct {
 	DataSize int
 	// Redirect records the last run's redirect helper call.
 	Redirect Redirect
-	// Clones are the copies of the packet the runs sent with
+	// Clones are the copies of the packet the last run sent with
 	// bpf_clone_redirect.
 	Clones []Clone
 	// Tunnel is the tunnel metadata the packet has after the run

@@ -185,9 +185,10 @@ func (r *Runner) beginSkb(net *Net) {
 // and change.
 func (r *Runner) Skb() *Skb { return &r.sk.skb }
 
-// Net returns the host's world of the run (never nil).
+// Net returns the host's world of the run (never nil; the kernel's test
+// run's for a program not on a socket buffer).
 func (r *Runner) Net() *Net {
-	if r.sk.net == nil {
+	if r.sk.net == nil || !r.prog.Type.Skb {
 		return &noNet
 	}
 	return r.sk.net
@@ -239,8 +240,13 @@ func (r *Runner) Device(ifindex uint32) (Device, bool) {
 	return Device{}, false
 }
 
-// SkbContext returns the run's struct __sk_buff.
+// SkbContext returns the run's struct __sk_buff, nil when the program
+// does not run on a socket buffer (an unverified program of another type
+// may call any helper).
 func (r *Runner) SkbContext() []byte {
+	if !r.prog.Type.Skb {
+		return nil
+	}
 	return vm.Slice(r.buf.Addr(), uint64(r.prog.Type.ContextSize))
 }
 

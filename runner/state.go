@@ -63,6 +63,7 @@ func (r *Runner) beginRun() {
 func (r *Runner) resetRun() {
 	r.env.TailCalls = 0
 	r.redirect = Redirect{}
+	r.sk.clones = r.sk.clones[:0]
 	r.hs.scratchDepth = 0
 }
 
