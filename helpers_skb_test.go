@@ -744,3 +744,54 @@ func TestHelperSkbOtherTypes(t *testing.T) {
 		})
 	}
 }
+
+// TestHelperSkbCombo runs sequences of packet-changing helpers, so that
+// each sees the headers the ones before moved (the MAC header after
+// bpf_skb_change_head, the network header after a VLAN push or an
+// encapsulation), and compares packets, lengths, protocols and tags with
+// the kernel.
+func TestHelperSkbCombo(t *testing.T) {
+	skbConfigsDo(t, "testdata/helpers_skb.o", func(t *testing.T, vm *bpfvm.Collection, kern *ebpf.Collection) {
+		f, f6 := tcpFrame(80), tcp6Frame()
+		q := eth(0x8100, []byte{0x00, 0x05, 0x08, 0x00}, ipv4(6, 0, tcp(80)))
+		const (
+			head, push, pop, growMAC, shrinkNet = 1, 2, 3, 4, 5
+			to6, to4, tail, encap               = 6, 7, 8, 9
+		)
+		seq := func(ops ...uint32) uint32 {
+			var s uint32
+			for i, o := range ops {
+				s |= o << (8 * i)
+			}
+			return s
+		}
+		for _, c := range []struct {
+			name string
+			data []byte
+			ops  uint32
+			len  uint32
+		}{
+			{"head then grow", f, seq(head, growMAC), 92},
+			{"head then to 6", f, seq(head, to6), 104},
+			{"head then encap", f, seq(head, encap), 104},
+			{"push push then grow", f, seq(push, push, growMAC), 84},
+			{"push push pop pop", f, seq(push, push, pop, pop), 80},
+			{"push push pop", f, seq(push, push, pop), 80},
+			{"tagged: pop then to 6", q, seq(pop, to6), 74},
+			{"tagged: to 6", q, seq(to6), 58},
+			{"tagged: push then pop", q, seq(push, pop), 54},
+			{"tagged: push push pop pop", q, seq(push, push, pop, pop), 54},
+			{"encap then encap", f, seq(encap, encap), 100},
+			{"encap then tail", f, seq(encap, tail), 100},
+			{"encap then shrink", f, seq(encap, shrinkNet), 92},
+			{"6 to 4 then grow", f6, seq(to4, growMAC), 62},
+			{"4 to 6 to 4", f, seq(to6, to4), 80},
+			{"shrink then head then tail", f, seq(shrinkNet, head, tail), 79},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				got := checkSkb(t, vm, kern, "combo", c.data, skbCB(c.ops))
+				wantSkb(t, got, got.ret, c.len)
+			})
+		}
+	})
+}

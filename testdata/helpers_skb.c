@@ -15,6 +15,7 @@
 // with the kernel's BPF_PROG_TEST_RUN.
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 
 // change_tail: bpf_skb_change_tail(skb, cb[0], cb[1]); cb[2] = len, cb[3]
 // = data_end - data.
@@ -359,3 +360,45 @@ TUNNEL(tunnel_set8, 44, 8)
 TUNNEL(tunnel_get8, 8, 44)
 TUNNEL(tunnel_get28, 28, 44)
 TUNNEL(tunnel_get12, 12, 44)
+
+// combo: up to four packet-changing helpers in sequence, byte i of cb[0]
+// the i-th: 1 bpf_skb_change_head(4), 2 bpf_skb_vlan_push(802.1Q, 7 + i),
+// 3 bpf_skb_vlan_pop, 4 bpf_skb_adjust_room(+8, MAC), 5
+// bpf_skb_adjust_room(-8, NET), 6 bpf_skb_change_proto(IPv6), 7
+// bpf_skb_change_proto(IPv4), 8 bpf_skb_change_tail(len + 3), 9
+// bpf_skb_adjust_room(+20, MAC, IPIP encapsulation), 0 stops. The return
+// value has each result's low byte; cb[0] = len, cb[1] = protocol, cb[2]
+// = vlan_present | vlan_tci << 16, cb[3] = bpf_skb_load_bytes_relative
+// of the network header's first 4 bytes, cb[4] = its result.
+SEC("tc")
+int combo(struct __sk_buff *skb)
+{
+	__u32 ops = skb->cb[0], rets = 0, w = 0;
+
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__u32 op = (ops >> (8 * i)) & 0xff;
+		long ret = 0;
+
+		switch (op) {
+		case 0: goto done;
+		case 1: ret = bpf_skb_change_head(skb, 4, 0); break;
+		case 2: ret = bpf_skb_vlan_push(skb, bpf_htons(0x8100), 7 + i); break;
+		case 3: ret = bpf_skb_vlan_pop(skb); break;
+		case 4: ret = bpf_skb_adjust_room(skb, 8, BPF_ADJ_ROOM_MAC, 0); break;
+		case 5: ret = bpf_skb_adjust_room(skb, -8, BPF_ADJ_ROOM_NET, 0); break;
+		case 6: ret = bpf_skb_change_proto(skb, bpf_htons(0x86dd), 0); break;
+		case 7: ret = bpf_skb_change_proto(skb, bpf_htons(0x0800), 0); break;
+		case 8: ret = bpf_skb_change_tail(skb, skb->len + 3, 0); break;
+		case 9: ret = bpf_skb_adjust_room(skb, 20, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV4); break;
+		}
+		rets |= (ret & 0xff) << (8 * i);
+	}
+done:
+	skb->cb[0] = skb->len;
+	skb->cb[1] = skb->protocol;
+	skb->cb[2] = skb->vlan_present | skb->vlan_tci << 16;
+	skb->cb[4] = bpf_skb_load_bytes_relative(skb, 0, &w, 4, BPF_HDR_START_NET);
+	skb->cb[3] = w;
+	return rets;
+}
