@@ -795,3 +795,34 @@ func TestHelperSkbCombo(t *testing.T) {
 		}
 	})
 }
+
+// TestHelperSkbGSO covers GSO packets (gso_size in the context input): the
+// test run's have no GSO type, so bpf_skb_adjust_room refuses them, while
+// bpf_skb_change_head lets them grow past BPF_SKB_MAX_LEN and
+// bpf_check_mtu lets them exceed the MTU.
+func TestHelperSkbGSO(t *testing.T) {
+	skbConfigsDo(t, "testdata/helpers_skb.o", func(t *testing.T, vm *bpfvm.Collection, kern *ebpf.Collection) {
+		f := tcpFrame(64)
+		gso := func(ctx []byte) []byte {
+			binary.NativeEndian.PutUint32(ctx[176:], 1400)
+			return ctx
+		}
+		got := checkSkb(t, vm, kern, "adjust_room", f, gso(skbCB(8, 0)))
+		wantSkb(t, got, errno(eNOTSUPP), 64)
+		got = checkSkb(t, vm, kern, "adjust_room", f, gso(skbCB(uint32(0xfffffff8), 0)))
+		wantSkb(t, got, errno(eNOTSUPP), 64)
+		got = checkSkb(t, vm, kern, "change_head", f, gso(skbCB(runner.SkbMaxLen-63)))
+		wantSkb(t, got, 0, nil, nil, runner.SkbMaxLen+1)
+		got = checkSkb(t, vm, kern, "check_mtu", f, gso(skbCB(0, 1<<17)))
+		wantSkb(t, got, 0, nil, nil, 1<<16)
+		got = checkSkb(t, vm, kern, "check_mtu", f, gso(skbCB(0, 0, 0, 1)))
+		wantSkb(t, got, 0, nil, nil, 1<<16)
+		// Over a small MTU, a GSO packet passes, but its segments cannot
+		// be checked without a transport header.
+		small := &bpfvm.Net{Devices: []bpfvm.Device{{Ifindex: 1, MTU: 40, HeaderLen: 14}}}
+		got = runSkb(t, vm.Programs["check_mtu"], f, gso(skbCB(0, 0)), small)
+		wantSkb(t, got, 0, nil, nil, 40)
+		got = runSkb(t, vm.Programs["check_mtu"], f, gso(skbCB(0, 0, 0, 1)), small)
+		wantSkb(t, got, errno(eINVAL), nil, nil, 0)
+	})
+}
