@@ -71,7 +71,8 @@ type Skb struct {
 
 // Net is the host's side of a run of a networking program: what its
 // helpers read of the world beyond the packet. The zero value is the
-// world of the kernel's test run on the loopback device.
+// world of the kernel's test run on the loopback device. Runs only read
+// it, so that concurrent runs may share one.
 type Net struct {
 	// Socket is the socket the packet belongs to (skb->sk); nil is the
 	// kernel's test run's: a socket of uid 0 in the root cgroup, with a
