@@ -4,7 +4,13 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+
+	"bpfvm/maps"
 )
+
+// rodata48 is a frozen read-only array with room for a struct
+// bpf_tunnel_key.
+var rodata48 = maps.Spec{Name: "rodata48", Type: maps.Array, KeySize: 4, ValueSize: 48, MaxEntries: 1, Flags: maps.FlagRdonlyProg}
 
 // TestSelftestSkbHelpers covers the socket buffer, redirect and tunnel
 // helpers: which of them invalidate packet pointers (the kernel's
@@ -60,6 +66,12 @@ func TestSelftestSkbHelpers(t *testing.T) {
 		withKmsg(vcase{name: "redirect neigh null with size", typ: tc, asm: "r1 = 1\nr2 = 0\nr3 = 20\nr4 = 0\ncall bpf_redirect_neigh#152\nexit", err: "R2 type=scalar expected=fp"}),
 		{name: "redirect neigh uninit", typ: tc, asm: "r1 = 1\nr2 = r10\nr2 += -24\nr3 = 20\nr4 = 0\ncall bpf_redirect_neigh#152\nexit"},
 		{name: "xdp load bytes uninit", typ: x, asm: "r2 = 0\nr3 = r10\nr3 += -8\nr4 = 8\ncall bpf_xdp_load_bytes#189\nr0 = *(u64 *)(r10 -8)\nexit"},
+		// A read-only map value is memory xdp_store_bytes and
+		// set_tunnel_key read (MEM_RDONLY), but xdp_load_bytes writes.
+		{name: "xdp store bytes from rodata", typ: x, maps: []maps.Spec{rodata}, values: map[int][]byte{0: make([]byte, 16)}, asm: "r6 = r1\nr3 = map_value[fd:0]+0 ll\nr1 = r6\nr2 = 0\nr4 = 8\ncall bpf_xdp_store_bytes#190\nr0 = 0\nexit"},
+		withKmsg(vcase{name: "xdp load bytes into rodata", typ: x, maps: []maps.Spec{rodata}, values: map[int][]byte{0: make([]byte, 16)}, asm: "r6 = r1\nr3 = map_value[fd:0]+0 ll\nr1 = r6\nr2 = 0\nr4 = 8\ncall bpf_xdp_load_bytes#189\nr0 = 0\nexit", err: "write into map forbidden"}),
+		{name: "set tunnel key from rodata", typ: tc, maps: []maps.Spec{rodata48}, values: map[int][]byte{0: make([]byte, 48)}, asm: "r6 = r1\nr2 = map_value[fd:0]+0 ll\nr1 = r6\nr3 = 44\nr4 = 0\ncall bpf_skb_set_tunnel_key#21\nr0 = 0\nexit"},
+		withKmsg(vcase{name: "get tunnel key into rodata", typ: tc, maps: []maps.Spec{rodata48}, values: map[int][]byte{0: make([]byte, 48)}, asm: "r6 = r1\nr2 = map_value[fd:0]+0 ll\nr1 = r6\nr3 = 44\nr4 = 0\ncall bpf_skb_get_tunnel_key#20\nr0 = 0\nexit", err: "write into map forbidden"}),
 		{name: "xdp store bytes uninit", typ: x, asm: "r2 = 0\nr3 = r10\nr3 += -8\nr4 = 8\ncall bpf_xdp_store_bytes#190\nr0 = 0\nexit"},
 		withKmsg(pktCase("xdp load bytes into the packet", x, "r6 = r1\n"+p14+"r1 = r6\nr3 = r2\nr2 = 0\nr4 = 8\ncall bpf_xdp_load_bytes#189", "helper access to the packet is not allowed")),
 		withKmsg(pktCase("check mtu in the packet", tc, "r6 = r1\n"+p14+"r1 = r6\nr3 = r2\nr2 = 0\nr4 = 0\nr5 = 0\ncall bpf_check_mtu#163", "helper access to the packet is not allowed")),
