@@ -285,6 +285,10 @@ func (t *Type) Validate() error {
 	if t.Name == "" {
 		return fmt.Errorf("program type without a name")
 	}
+	if t.Skb && t.ContextSize < skbContextSize {
+		// The skb helpers keep the fields of a whole struct __sk_buff.
+		return fmt.Errorf("program type %s: a socket buffer's context of %d bytes, struct __sk_buff has %d", t.Name, t.ContextSize, skbContextSize)
+	}
 	for i, f := range t.Fields {
 		if f.Size == 0 || f.Offset+f.Size > t.ContextSize {
 			return fmt.Errorf("program type %s: field %s (off %d size %d) outside a %d byte context", t.Name, f.Name, f.Offset, f.Size, t.ContextSize)
