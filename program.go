@@ -251,7 +251,31 @@ type RunOptions struct {
 	CPU       uint32
 	BatchSize uint32
 	Reset     func()
+	// Net is the host's world that networking programs' helpers read:
+	// the packet's socket and tunnel metadata, the devices. Optional: nil
+	// is the world of the kernel's test run on the loopback device.
+	Net *Net
 }
+
+// Net is the host's side of a run of a networking program (RunOptions.Net).
+type Net = runner.Net
+
+// Socket is the socket a packet belongs to (Net.Socket).
+type Socket = runner.Socket
+
+// Device is a network device of the host (Net.Devices).
+type Device = runner.Device
+
+// Tunnel is a packet's tunnel metadata: received (Net.Tunnel) or set by
+// bpf_skb_set_tunnel_key (Result.Tunnel).
+type Tunnel = runner.Tunnel
+
+// Clone is a copy of the packet sent with bpf_clone_redirect
+// (Result.Clones).
+type Clone = runner.Clone
+
+// NextHop is the next hop of a bpf_redirect_neigh (Redirect.NextHop).
+type NextHop = runner.NextHop
 
 // Result is what Execute returns about a run.
 type Result struct {
@@ -261,9 +285,17 @@ type Result struct {
 	Duration time.Duration
 	// DataSize is the size of the output packet.
 	DataSize int
-	// Redirect records a bpf_redirect or bpf_redirect_map call of the last
-	// run, whose return value then says XDP_REDIRECT or TC_ACT_REDIRECT.
+	// Redirect records a bpf_redirect, bpf_redirect_map,
+	// bpf_redirect_neigh or bpf_redirect_peer call of the last run, whose
+	// return value then says XDP_REDIRECT or TC_ACT_REDIRECT.
 	Redirect Redirect
+	// Clones are the copies of the packet the last run sent with
+	// bpf_clone_redirect.
+	Clones []Clone
+	// Tunnel is the packet's tunnel metadata after the run: what
+	// bpf_skb_set_tunnel_key and bpf_skb_set_tunnel_opt set, else what it
+	// was received with (Net.Tunnel); nil for none.
+	Tunnel *Tunnel
 }
 
 // Redirect is the target a program chose with bpf_redirect or
@@ -277,6 +309,13 @@ type Redirect struct {
 	Flags uint64
 	// Valid is set when a redirect helper was called.
 	Valid bool
+	// Peer marks bpf_redirect_peer: to the ingress of the peer of device
+	// Key (veth, netkit) in its network namespace.
+	Peer bool
+	// Neigh marks bpf_redirect_neigh: out of device Key to the neighbour
+	// of NextHop, or, when its Family is 0, of the packet's route.
+	Neigh   bool
+	NextHop NextHop
 }
 
 // NewProgram loads a single program that references no maps.
@@ -367,7 +406,11 @@ func (p *Program) Run(opts *RunOptions) (uint32, error) {
 
 // Test runs the program once on in and returns its result and output packet.
 func (p *Program) Test(in []byte) (uint32, []byte, error) {
-	out := make([]byte, len(in)+runner.Headroom+runner.Tailroom)
+	room := runner.Headroom + runner.Tailroom
+	if p.run.Type.Skb {
+		room = 2 * runner.SkbMaxLen
+	}
+	out := make([]byte, len(in)+room)
 	res, err := p.Execute(&RunOptions{Data: in, DataOut: out})
 	if err != nil {
 		return 0, nil, err
@@ -406,7 +449,7 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	if err != nil {
 		return fmt.Errorf("run %s: %w", p.name, err)
 	}
-	in := runner.Input{Data: opts.Data, DataOut: opts.DataOut, Repeat: opts.Repeat, RunContext: opts.RunContext, Timed: timed, OnCPU: on, CPU: cpu}
+	in := runner.Input{Data: opts.Data, DataOut: opts.DataOut, Repeat: opts.Repeat, RunContext: opts.RunContext, Timed: timed, OnCPU: on, CPU: cpu, Net: opts.Net}
 	if opts.Context != nil {
 		b, err := contextBytes(opts.Context)
 		if err != nil {
@@ -434,8 +477,9 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	}
 	res.R0, res.Duration, res.DataSize = out.R0, out.Duration, out.DataSize
 	if rd := out.Redirect; rd.Valid {
-		res.Redirect = Redirect{Map: p.mapOf(rd.Map), Key: rd.Key, Flags: rd.Flags, Valid: true}
+		res.Redirect = Redirect{Map: p.mapOf(rd.Map), Key: rd.Key, Flags: rd.Flags, Valid: true, Peer: rd.Peer, Neigh: rd.Neigh, NextHop: rd.NextHop}
 	}
+	res.Clones, res.Tunnel = out.Clones, out.Tunnel
 	return nil
 }
 

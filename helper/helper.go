@@ -67,6 +67,9 @@ var families = [][]Helper{
 	printkHelpers,
 	strtolHelpers,
 	skbHelpers,
+	sockHelpers,
+	redirectHelpers,
+	tunnelHelpers,
 	xdpHelpers,
 }
 

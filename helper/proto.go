@@ -39,6 +39,10 @@ const (
 	ArgConstStr
 	// ArgPtrToLong points at 8 writable bytes (strtol results).
 	ArgPtrToLong
+	// ArgPtrToInt points at 4 initialised, aligned bytes the helper reads
+	// and writes (bpf_check_mtu's mtu_len: the kernel's
+	// ARG_PTR_TO_FIXED_SIZE_MEM | MEM_WRITE | MEM_ALIGNED of 4 bytes).
+	ArgPtrToInt
 	// ArgMemOrNull is ArgMem, or NULL when the size is 0 (the kernel's
 	// ARG_PTR_TO_MEM | PTR_MAYBE_NULL | MEM_RDONLY). As in the kernel, a
 	// pointer that may be NULL passes too: the helper must check for NULL.
@@ -56,7 +60,7 @@ const (
 // IsMem reports whether an argument points at memory the helper accesses.
 func (t ArgType) IsMem() bool {
 	switch t {
-	case ArgMapKey, ArgMapValue, ArgUninitMapValue, ArgMem, ArgUninitMem, ArgConstStr, ArgPtrToLong, ArgMemOrNull, ArgWriteMemOrNull:
+	case ArgMapKey, ArgMapValue, ArgUninitMapValue, ArgMem, ArgUninitMem, ArgConstStr, ArgPtrToLong, ArgPtrToInt, ArgMemOrNull, ArgWriteMemOrNull:
 		return true
 	}
 	return false
@@ -67,7 +71,7 @@ func (t ArgType) OrNull() bool { return t == ArgMemOrNull || t == ArgWriteMemOrN
 
 // Writes reports whether the helper writes a memory argument (MEM_WRITE).
 func (t ArgType) Writes() bool {
-	return t == ArgUninitMapValue || t == ArgUninitMem || t == ArgPtrToLong || t == ArgWriteMemOrNull
+	return t == ArgUninitMapValue || t == ArgUninitMem || t == ArgPtrToLong || t == ArgPtrToInt || t == ArgWriteMemOrNull
 }
 
 // Uninit reports whether a memory argument may be uninitialised stack the

@@ -14,6 +14,9 @@ var xdpHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_xdp_adjust_tail", Args: [5]ArgType{ArgCtx, ArgAnything}, ChangesPacket: true}, Func: helperXDPAdjustTail},
 	{Proto: Proto{Name: "bpf_xdp_adjust_meta", Args: [5]ArgType{ArgCtx, ArgAnything}, ChangesPacket: true}, Func: helperXDPAdjustMeta},
 	{Proto: Proto{Name: "bpf_redirect", Args: [5]ArgType{ArgAnything, ArgAnything}}, Func: helperRedirect},
+	{Proto: Proto{Name: "bpf_xdp_get_buff_len", Args: [5]ArgType{ArgCtx}}, Func: helperXDPGetBuffLen},
+	{Proto: Proto{Name: "bpf_xdp_load_bytes", Args: [5]ArgType{ArgCtx, ArgAnything, ArgUninitMem, ArgConstSize}}, Func: helperXDPLoadBytes},
+	{Proto: Proto{Name: "bpf_xdp_store_bytes", Args: [5]ArgType{ArgCtx, ArgAnything, ArgMem, ArgConstSize}}, Func: helperXDPStoreBytes},
 	{Proto: Proto{Name: "bpf_redirect_map", Args: [5]ArgType{ArgConstMapPtr, ArgAnything, ArgAnything}}, Func: helperRedirectMap},
 }
 
@@ -164,4 +167,58 @@ func helperRedirectMap(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
 		return xdpRedirect, nil
 	}
 	return tcActRedirect, nil
+}
+
+// helperXDPGetBuffLen is bpf_xdp_get_buff_len(xdp): the packet's length
+// (bpfvm's XDP packets have no fragments).
+func helperXDPGetBuffLen(e *vm.Env, _, _, _, _, _ uint64) (uint64, error) {
+	p := runner.Of(e).Packet()
+	return p.End - p.Data, nil
+}
+
+// xdpBytes returns the n packet bytes at off for bpf_xdp_load_bytes and
+// bpf_xdp_store_bytes, or their errno: -EFAULT for an offset or length
+// over 0xffff, -EINVAL past the packet's end.
+func xdpBytes(e *vm.Env, off, n uint64) ([]byte, int64) {
+	if off > 0xffff || n > 0xffff {
+		return nil, efault
+	}
+	p := runner.Of(e).Packet()
+	if off+n > p.End-p.Data {
+		return nil, einval
+	}
+	return vm.Slice(p.Data+off, n), 0
+}
+
+// helperXDPLoadBytes is bpf_xdp_load_bytes(xdp, offset, buf, len): len
+// packet bytes from offset. On an error buf is left as it was, as in the
+// kernel.
+func helperXDPLoadBytes(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error) {
+	n := uint64(uint32(r4))
+	to, err := e.Bytes(r3, n, true)
+	if err != nil {
+		return 0, err
+	}
+	b, errno := xdpBytes(e, uint64(uint32(r2)), n)
+	if errno != 0 {
+		return neg(errno), nil
+	}
+	copy(to, b)
+	return 0, nil
+}
+
+// helperXDPStoreBytes is bpf_xdp_store_bytes(xdp, offset, buf, len): it
+// writes len bytes of buf into the packet at offset.
+func helperXDPStoreBytes(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error) {
+	n := uint64(uint32(r4))
+	from, err := e.Bytes(r3, n, false)
+	if err != nil {
+		return 0, err
+	}
+	b, errno := xdpBytes(e, uint64(uint32(r2)), n)
+	if errno != 0 {
+		return neg(errno), nil
+	}
+	copy(b, from)
+	return 0, nil
 }

@@ -136,6 +136,10 @@ type Type struct {
 	// fields the input left zero. It returns an error for an input the
 	// kernel's test run refuses. nil for none.
 	Setup func(ctx, frame, pkt []byte, given bool) error
+	// Skb says the context is struct __sk_buff over a socket buffer,
+	// which test runs model (runner.Skb): the skb helpers keep its
+	// fields, the packet has room to grow to runner.SkbMaxLen bytes.
+	Skb bool
 	// MetaInput returns how many leading bytes of a test run's input are
 	// packet metadata rather than packet (xdp_md.data of the input), after
 	// Setup accepted the context; nil for none.
@@ -281,6 +285,10 @@ func putUint(b []byte, v uint64) {
 func (t *Type) Validate() error {
 	if t.Name == "" {
 		return fmt.Errorf("program type without a name")
+	}
+	if t.Skb && t.ContextSize < skbContextSize {
+		// The skb helpers keep the fields of a whole struct __sk_buff.
+		return fmt.Errorf("program type %s: a socket buffer's context of %d bytes, struct __sk_buff has %d", t.Name, t.ContextSize, skbContextSize)
 	}
 	for i, f := range t.Fields {
 		if f.Size == 0 || f.Offset+f.Size > t.ContextSize {

@@ -131,3 +131,16 @@ func TestInputOutput(t *testing.T) {
 		t.Errorf("output: len %d mark %d gso_size % x", run[0], run[8], run[176:180])
 	}
 }
+
+// TestValidateSkb checks that a host type on a socket buffer has room for
+// struct __sk_buff, whose fields the skb helpers keep.
+func TestValidateSkb(t *testing.T) {
+	small := &Type{Name: "small", ContextSize: 8, Skb: true}
+	if err := small.Validate(); err == nil {
+		t.Error("a socket buffer type with an 8-byte context validated")
+	}
+	whole := &Type{Name: "whole", ContextSize: 192, Skb: true}
+	if err := whole.Validate(); err != nil {
+		t.Errorf("validate: %v", err)
+	}
+}

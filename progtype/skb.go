@@ -90,6 +90,9 @@ func skbFields(hidden, writable string) []Field {
 // it or more does nothing.
 const noQueueMapping = 0xffff
 
+// skbContextSize is sizeof(struct __sk_buff).
+const skbContextSize = 192
+
 // struct __sk_buff offsets.
 const (
 	skbLen      = 0

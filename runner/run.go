@@ -68,6 +68,13 @@ type Redirect struct {
 	Flags uint64
 	// Valid is set when a redirect helper was called.
 	Valid bool
+	// Peer marks bpf_redirect_peer: to the ingress of the peer of device
+	// Key (veth, netkit) in its network namespace.
+	Peer bool
+	// Neigh marks bpf_redirect_neigh: out of device Key to the neighbour
+	// of NextHop, or, when its Family is 0, of the packet's route.
+	Neigh   bool
+	NextHop NextHop
 }
 
 // Input is a test run's input, as the kernel's BPF_PROG_TEST_RUN takes it.
@@ -94,6 +101,9 @@ type Input struct {
 	CPU   int
 	// Timed measures Output.Duration.
 	Timed bool
+	// Net is the host's world for programs on a socket buffer (nil: the
+	// kernel's test run's).
+	Net *Net
 }
 
 // Output is what a test run returns.
@@ -106,6 +116,13 @@ type Output struct {
 	DataSize int
 	// Redirect records the last run's redirect helper call.
 	Redirect Redirect
+	// Clones are the copies of the packet the last run sent with
+	// bpf_clone_redirect.
+	Clones []Clone
+	// Tunnel is the tunnel metadata the packet has after the run
+	// (bpf_skb_set_tunnel_key's, or the one it was received with), nil
+	// for none.
+	Tunnel *Tunnel
 }
 
 // Run runs p on one of its runners as the kernel's test run does, filling
@@ -140,7 +157,12 @@ func Run(p *Program, in *Input, out *Output) error {
 		return maps.ErrClosed
 	}
 	ctxArea := contextArea(pt)
-	if err := r.memory(ctxArea + Headroom + len(in.Data) + Tailroom); err != nil {
+	headroom, tailroom := Headroom, Tailroom
+	if pt.Skb {
+		// Room for the skb helpers to grow the packet in place.
+		headroom, tailroom = max(headroom, SkbMaxLen), max(tailroom, SkbMaxLen)
+	}
+	if err := r.memory(ctxArea + headroom + len(in.Data) + tailroom); err != nil {
 		return err
 	}
 	r.prog = p
@@ -158,17 +180,17 @@ func Run(p *Program, in *Input, out *Output) error {
 	if in.ContextOut != nil {
 		given = bytes.Clone(ctx[:pt.ContextSize])
 	}
-	frame := buf[ctxArea+Headroom : ctxArea+Headroom+len(in.Data)]
+	frame := buf[ctxArea+headroom : ctxArea+headroom+len(in.Data)]
 	copy(frame, in.Data)
 	pkt := frame
 	if pt.NetworkHeader {
 		pkt = frame[ethHeader:]
 	}
-	pktStart := base + uint64(ctxArea+Headroom+len(frame)-len(pkt))
+	pktStart := base + uint64(ctxArea+headroom+len(frame)-len(pkt))
 	// Field by field: a composite literal would be built on the stack
 	// and copied with wide loads that stall on store forwarding.
 	r.pkt.Start, r.pkt.Meta, r.pkt.Data = base+uint64(ctxArea), pktStart, pktStart
-	r.pkt.End, r.pkt.Limit = pktStart+uint64(len(pkt)), pktStart+uint64(len(pkt))+Tailroom
+	r.pkt.End, r.pkt.Limit = pktStart+uint64(len(pkt)), pktStart+uint64(len(pkt))+uint64(tailroom)
 	if pt.Setup != nil {
 		// The kernel's test run has a context when it is given one or
 		// asked for one.
@@ -204,6 +226,9 @@ func Run(p *Program, in *Input, out *Output) error {
 		}
 		r1 = base
 	}
+	if pt.Skb {
+		r.beginSkb(in.Net)
+	}
 	r.beginRun()
 	repeat := max(in.Repeat, 1)
 	var start time.Time
@@ -220,15 +245,27 @@ func Run(p *Program, in *Input, out *Output) error {
 		out.Duration = time.Since(start) / time.Duration(repeat)
 	}
 	out.Redirect = r.redirect
+	if pt.Skb {
+		if len(r.sk.clones) > 0 {
+			out.Clones = append([]Clone(nil), r.sk.clones...)
+		}
+		if t := r.sk.skb.Tunnel; t != nil {
+			c := *t
+			c.Options = append([]byte(nil), t.Options...)
+			out.Tunnel = &c
+		}
+	}
 	// The kernel's XDP test run returns the metadata in front of the packet.
 	outStart := r.pkt.Data
 	switch {
 	case p.Kind == ebpf.XDP:
 		outStart = r.pkt.Meta
 	case pt.NetworkHeader:
-		// Socket filters saw the packet from the network header, but the
-		// kernel's test run returns the whole frame.
+		// Socket filters saw the packet from the network header; the
+		// kernel's test run pushes an Ethernet header of zeroes back
+		// in front of it.
 		outStart -= ethHeader
+		clear(vm.Slice(outStart, ethHeader))
 	}
 	out.DataSize = int(r.pkt.End - outStart)
 	if in.DataOut != nil {

@@ -46,9 +46,13 @@ const (
 // The headroom is zeroed, as in the kernel's test run (whose buffer is
 // freshly allocated), so that bytes bpf_xdp_adjust_head or
 // bpf_xdp_adjust_meta expose never leak from an earlier run. (A socket
-// filter's packet starts after the Ethernet header, which stays.)
+// filter's packet starts after the Ethernet header, which stays.) The skb
+// helpers zero the room they grow a socket buffer into themselves, as the
+// kernel's do.
 func (r *Runner) beginRun() {
-	clear(vm.Slice(r.pkt.Start, min(r.pkt.Meta, r.pkt.Start+Headroom)-r.pkt.Start))
+	if !r.prog.Type.Skb {
+		clear(vm.Slice(r.pkt.Start, min(r.pkt.Meta, r.pkt.Start+Headroom)-r.pkt.Start))
+	}
 	r.resetRun()
 }
 
@@ -59,6 +63,7 @@ func (r *Runner) beginRun() {
 func (r *Runner) resetRun() {
 	r.env.TailCalls = 0
 	r.redirect = Redirect{}
+	r.sk.clones = r.sk.clones[:0]
 	r.hs.scratchDepth = 0
 }
 

@@ -140,6 +140,14 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			if err := v.checkAlign(pc, reg, 0, 8, true); err != nil {
 				return err
 			}
+		case ArgPtrToInt:
+			if err := v.checkHelperMem(pc, regno, reg, 4, at, true, false, &raw); err != nil {
+				return err
+			}
+			// MEM_ALIGNED: the helper reads and stores a u32 there.
+			if err := v.checkAlign(pc, reg, 0, 4, true); err != nil {
+				return err
+			}
 		case ArgConstStr:
 			if err := v.checkConstStr(pc, regno, reg); err != nil {
 				return err

@@ -58,7 +58,8 @@ func TestHelperSets(t *testing.T) {
 		cannot("socket skb_pull_data", sf, "r2 = 0\ncall bpf_skb_pull_data#39\n", "bpf_skb_pull_data#39"),
 		cannot("socket probe_read", sf, "call bpf_probe_read#4\n", "bpf_probe_read#4"),
 		cannot("socket xdp_load_bytes", sf, "call bpf_xdp_load_bytes#189\n", "bpf_xdp_load_bytes#189"),
-		lacking("socket get_socket_cookie", sf, "call bpf_get_socket_cookie#46\n", "bpf_get_socket_cookie#46"),
+		lacking("socket get_netns_cookie", sf, "call bpf_get_netns_cookie#122\n", "bpf_get_netns_cookie#122"),
+		ok("socket get_socket_cookie", sf, "call bpf_get_socket_cookie#46\n"),
 		// XDP: xdp_func_proto.
 		ok("xdp adjust_head", xdp, "r2 = 0\ncall bpf_xdp_adjust_head#44\n"),
 		ok("xdp csum_diff", xdp, csumDiff),
@@ -68,7 +69,8 @@ func TestHelperSets(t *testing.T) {
 		cannot("xdp l4_csum_replace", xdp, "r2 = 0\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_l4_csum_replace#11\n", "bpf_l4_csum_replace#11"),
 		cannot("xdp skb_vlan_push", xdp, "call bpf_skb_vlan_push#18\n", "bpf_skb_vlan_push#18"),
 		cannot("xdp get_socket_cookie", xdp, "call bpf_get_socket_cookie#46\n", "bpf_get_socket_cookie#46"),
-		lacking("xdp xdp_load_bytes", xdp, "call bpf_xdp_load_bytes#189\n", "bpf_xdp_load_bytes#189"),
+		lacking("xdp tcp_gen_syncookie", xdp, "call bpf_tcp_gen_syncookie#110\n", "bpf_tcp_gen_syncookie#110"),
+		ok("xdp xdp_load_bytes", xdp, buf+"r2 = 0\nr3 = r10\nr3 += -8\nr4 = 8\ncall bpf_xdp_load_bytes#189\n"),
 		lacking("xdp fib_lookup", xdp, "call bpf_fib_lookup#69\n", "bpf_fib_lookup#69"),
 		// tc: tc_cls_act_func_proto, for both tc types.
 		ok("cls store_bytes", cls, storeBytes),
@@ -79,8 +81,10 @@ func TestHelperSets(t *testing.T) {
 		cannot("act xdp_adjust_tail", act, "r2 = 0\ncall bpf_xdp_adjust_tail#65\n", "bpf_xdp_adjust_tail#65"),
 		cannot("cls redirect_map", cls, "r2 = 0\nr3 = 0\ncall bpf_redirect_map#51\n", "bpf_redirect_map#51"),
 		cannot("cls xdp_get_buff_len", cls, "call bpf_xdp_get_buff_len#188\n", "bpf_xdp_get_buff_len#188"),
-		lacking("cls skb_pull_data", cls, "r2 = 0\ncall bpf_skb_pull_data#39\n", "bpf_skb_pull_data#39"),
-		lacking("act skb_vlan_pop", act, "call bpf_skb_vlan_pop#19\n", "bpf_skb_vlan_pop#19"),
+		lacking("cls skb_ecn_set_ce", cls, "call bpf_skb_ecn_set_ce#97\n", "bpf_skb_ecn_set_ce#97"),
+		lacking("act skb_get_xfrm_state", act, "call bpf_skb_get_xfrm_state#66\n", "bpf_skb_get_xfrm_state#66"),
+		ok("cls skb_pull_data", cls, "r2 = 0\ncall bpf_skb_pull_data#39\n"),
+		ok("act skb_vlan_pop", act, "call bpf_skb_vlan_pop#19\n"),
 		// Without CAP_BPF: the first tier of bpf_base_func_proto, the
 		// type's own helpers and bpf_sk_base_func_proto's untiered one.
 		unpriv(ok("socket load_bytes", sf, loadBytes)),
@@ -94,7 +98,8 @@ func TestHelperSets(t *testing.T) {
 		unpriv(cannot("socket snprintf", sf, "call bpf_snprintf#165\n", "bpf_snprintf#165")),
 		unpriv(cannot("socket skc_to_tcp_sock", sf, "call bpf_skc_to_tcp_sock#137\n", "bpf_skc_to_tcp_sock#137")),
 		unpriv(cannot("socket store_bytes", sf, storeBytes, "bpf_skb_store_bytes#9")),
-		unpriv(lacking("socket get_socket_uid", sf, "call bpf_get_socket_uid#47\n", "bpf_get_socket_uid#47")),
+		unpriv(lacking("socket get_netns_cookie", sf, "call bpf_get_netns_cookie#122\n", "bpf_get_netns_cookie#122")),
+		unpriv(ok("socket get_socket_uid", sf, "call bpf_get_socket_uid#47\n")),
 	})
 }
 

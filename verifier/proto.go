@@ -32,6 +32,7 @@ const (
 	ArgRingbufMem      = helper.ArgRingbufMem
 	ArgConstStr        = helper.ArgConstStr
 	ArgPtrToLong       = helper.ArgPtrToLong
+	ArgPtrToInt        = helper.ArgPtrToInt
 	ArgMemOrNull       = helper.ArgMemOrNull
 	ArgWriteMemOrNull  = helper.ArgWriteMemOrNull
 	ArgStackOrNull     = helper.ArgStackOrNull
