@@ -1,15 +1,19 @@
 // Command bpfvm loads, inspects and runs eBPF programs in userspace.
 //
-//	bpfvm dump FILE.o
-//	bpfvm run FILE.o -p PROG [--data FILE | --data-hex HEX] [--repeat N] [--engine E] [--data-out FILE]
+//	bpfvm dump [--xlated | --jited] [-p PROG] FILE.o
+//	bpfvm run FILE.o -p PROG [--data FILE | --data-hex HEX] [--repeat N] [--engine E] [--data-out FILE|-]
 //	bpfvm run --type raw FILE.bin|FILE.s [--data FILE | --data-hex HEX]
 //	bpfvm verify [-l LEVEL] [-p PROG] [--type T] [--unpriv] FILE
-//	bpfvm veristat [-e FIELDS] [-s SORT] [-n N] [-o table|csv] [-q] [-j JOBS] [--kernel] FILES...
-//	bpfvm veristat -C base.csv new.csv
+//	bpfvm veristat [-e FIELDS] [-s SORT] [-n N] [-f FILTER]... [-o table|csv|json] [-v [-l LEVEL]] [-q] [-j JOBS] [--kernel] FILES...
+//	bpfvm veristat -C [-f FILTER]... [-s SORT] base.csv new.csv
+//	bpfvm veristat -R [-f FILTER]... [-s SORT] results.csv
 //	bpfvm conformance [--engine E] PATH...
 //	bpfvm plugin [--engine E] [MEMORY-HEX] < PROGRAM-HEX
 //	bpfvm bench [--repeat N] [--run REGEXP]
 //	bpfvm version
+//
+// As with bpftool, -j (--json) or -p (--pretty) before the command, or
+// --json or --pretty after it, prints JSON.
 //
 // Exit status: 0 when all went well, 1 when a program or an input was
 // refused (a file that cannot be read or is not an ELF object, a program
@@ -55,6 +59,7 @@ func main() {
 
 // run dispatches a command line and returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	args = globalJSON(args)
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -68,18 +73,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		err := c.run(args[1:], stdin, stdout, stderr)
 		var exit exitError
+		code := 1
 		switch {
 		case err == nil:
 			return 0
 		case errors.As(err, &exit):
 			return int(exit)
 		case errors.Is(err, errUsage):
-			fmt.Fprintf(stderr, "bpfvm %s: %v\n", c.name, err)
-			return 2
-		default:
-			fmt.Fprintf(stderr, "bpfvm %s: %v\n", c.name, err)
-			return 1
+			code = 2
 		}
+		if wantsJSON(args[1:]) {
+			// As bpftool in JSON mode: the error is the document.
+			(&jsonOutput{on: true}).write(stdout, jsonError{fmt.Sprintf("%v", err)})
+		} else {
+			fmt.Fprintf(stderr, "bpfvm %s: %v\n", c.name, err)
+		}
+		return code
 	}
 	fmt.Fprintf(stderr, "bpfvm: unknown command %q\n", args[0])
 	usage(stderr)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -23,6 +24,7 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	repeat := fs.Uint("repeat", 1, "run this many times and report the mean duration")
 	engineName := fs.String("engine", "default", "engine: "+strings.Join(engineNames, ", "))
 	typ := fs.String("type", "", "input kind: empty for an ELF object, raw for instructions (.bin) or assembly text")
+	js := addJSONFlags(fs, true)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -105,15 +107,23 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		ret = uint64(uint32(ret)) // the kernel's test run returns 32 bits
 	}
 	// bpftool prints the output data before the return value.
+	var doc runJSON
 	switch *dataOut {
 	case "":
 	case "-":
-		fmt.Fprintln(stdout, "data_out:")
-		hexLines(stdout, out[:res.DataSize])
+		if js.enabled() {
+			doc.DataOut = jsonBytes(out[:res.DataSize])
+		} else {
+			hexDump(stdout, out[:res.DataSize])
+		}
 	default:
 		if err := os.WriteFile(*dataOut, out[:res.DataSize], 0o644); err != nil {
 			return err
 		}
+	}
+	if js.enabled() {
+		doc.Retval, doc.Duration = ret, res.Duration.Nanoseconds()
+		return js.write(stdout, doc)
 	}
 	average := ""
 	if *repeat > 1 {
@@ -123,15 +133,64 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// runJSON is bpftool -j prog run's document.
+type runJSON struct {
+	DataOut  jsonBytes `json:"data_out,omitempty"`
+	CtxOut   jsonBytes `json:"ctx_out,omitempty"`
+	Retval   uint64    `json:"retval"`
+	Duration int64     `json:"duration"`
+}
+
+// jsonBytes is bytes as bpftool's print_data_json prints them: an array
+// of numbers, not base64.
+type jsonBytes []byte
+
+func (b jsonBytes) MarshalJSON() ([]byte, error) {
+	out := make([]byte, 0, 1+4*len(b))
+	out = append(out, '[')
+	for i, c := range b {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendUint(out, uint64(c), 10)
+	}
+	return append(out, ']'), nil
+}
+
 // engineNames are the names ParseEngine takes.
 var engineNames = []string{"default", "interp", "jit"}
 
-// hexLines prints bytes as bpftool's hex dump does: 16 a line, space-separated.
-func hexLines(w io.Writer, b []byte) {
-	for len(b) > 0 {
-		n := min(len(b), 16)
-		fmt.Fprintf(w, "% x\n", b[:n])
-		b = b[n:]
+// hexDump prints bytes as bpftool prog run prints data_out and ctx_out
+// to stdout: the offset in 7 hex digits and a tab, 16 bytes a line in
+// groups of two, then "| " and the bytes as ASCII ('.' where not
+// printable) with a space after the eighth.
+func hexDump(w io.Writer, b []byte) {
+	var line []byte
+	for i := 0; i < len(b); i += 16 {
+		line = fmt.Appendf(line[:0], "%07x\t", i)
+		for j := i; j < i+16; j++ {
+			if j < len(b) {
+				line = fmt.Appendf(line, "%02x", b[j])
+			} else {
+				line = append(line, "  "...)
+			}
+			if j%2 == 1 {
+				line = append(line, ' ')
+			}
+		}
+		line = append(line, "| "...)
+		for j := i; j < i+16 && j < len(b); j++ {
+			c := b[j]
+			if c < ' ' || c > '~' {
+				c = '.'
+			}
+			line = append(line, c)
+			if j == i+7 {
+				line = append(line, ' ')
+			}
+		}
+		line = append(line, '\n')
+		w.Write(line)
 	}
 }
 
