@@ -521,6 +521,10 @@ func (p *Program) Name() string { return p.name }
 // Type returns the program's type.
 func (p *Program) Type() ebpf.ProgramType { return p.typ }
 
+// ContextSize is the size of the program type's context structure: what
+// RunOptions.ContextOut receives (0 for programs without one).
+func (p *Program) ContextSize() int { return int(p.pt.ContextSize) }
+
 // Instructions returns the program as loaded (map references by index).
 func (p *Program) Instructions() []isa.Instruction { return p.insns }
 

@@ -65,6 +65,9 @@ func TestBadInput(t *testing.T) {
 		{"verify", "F"},
 		{"veristat", "F"},
 		{"veristat", "--kernel", "F"},
+		{"map", "dump", "F", "m"},
+		{"prog", "run", "F", "p"},
+		{"batch", "F", "-"},
 	}
 	for name, path := range in {
 		if strings.HasSuffix(name, ".bin") || strings.HasSuffix(name, ".s") || strings.HasSuffix(name, ".csv") {

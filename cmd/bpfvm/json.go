@@ -29,22 +29,22 @@ func addJSONFlags(fs *flag.FlagSet, short bool) *jsonOutput {
 // as bpftool's -p implies -j).
 func (j *jsonOutput) enabled() bool { return j != nil && (j.on || j.pretty) }
 
-// write prints v as one JSON document and a newline, indented by four
-// spaces when pretty, as bpftool's json_writer.
+// write prints v as one JSON document and a newline, laid out as
+// bpftool's json_writer when pretty.
 func (j *jsonOutput) write(w io.Writer, v any) error {
-	var b []byte
-	var err error
-	if j.pretty {
-		b, err = json.MarshalIndent(v, "", "    ")
-	} else {
-		b, err = json.Marshal(v)
-	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	jw := newJSONWriter(w, j.pretty)
+	if err := jw.value(b); err != nil {
+		return err
+	}
+	return jw.flush()
 }
+
+// writer returns a streaming writer for the command's document.
+func (j *jsonOutput) writer(w io.Writer) *jsonWriter { return newJSONWriter(w, j.pretty) }
 
 // globalJSON takes bpftool's global -j/--json and -p/--pretty before the
 // command name (bpfvm -j version) and passes them on to the command as

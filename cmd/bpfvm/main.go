@@ -10,6 +10,9 @@
 //	bpfvm conformance [--engine E] PATH...
 //	bpfvm plugin [--engine E] [MEMORY-HEX] < PROGRAM-HEX
 //	bpfvm bench [--repeat N] [--run REGEXP]
+//	bpfvm map {dump|lookup|update|delete|getnext|show} FILE.o [name] MAP [key [hex] BYTES] [value [hex] BYTES] [any|noexist|exist]
+//	bpfvm prog run FILE.o [name] PROG [data_in FILE] [data_out FILE|-] [ctx_in FILE] [ctx_out FILE|-] [repeat N] ...
+//	bpfvm batch FILE.o SCRIPT|-
 //	bpfvm version
 //
 // As with bpftool, -j (--json) or -p (--pretty) before the command, or
@@ -46,6 +49,9 @@ func commands() []command {
 		{"run", "run a program on an input packet like bpftool prog run", runRun},
 		{"verify", "verify programs and print verdicts and verifier logs", runVerify},
 		{"veristat", "verifier statistics per program, like the kernel's veristat", runVeristat},
+		{"map", "bpftool map dump/lookup/update/delete/getnext/show on the maps of an object", runMap},
+		{"prog", "bpftool prog run in its keyword syntax (data_in, ctx_in, ...) on a program of an object", runProg},
+		{"batch", "run map and prog commands from a file on one loaded object, like bpftool batch", runBatch},
 		{"conformance", "run bpf_conformance .data tests", runConformance},
 		{"bench", "benchmark suite: interpreter, JIT and the kernel on the same programs", runBench},
 		{"plugin", "act as a bpf_conformance plugin: program hex on stdin, memory hex as argument", runPlugin},
