@@ -111,6 +111,9 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 		if funcs != nil {
 			popts.Funcs = funcs
 		}
+		if lines := lineInfos(ps); lines != nil {
+			popts.Lines = lines
+		}
 		if t := opts.Types[name]; t != nil {
 			popts.Type = t
 		} else if t := opts.Types[ps.SectionName]; t != nil {
@@ -210,6 +213,21 @@ func convertFuncs(spec *ebpf.ProgramSpec) ([]isa.Instruction, []string, []verifi
 		pc += int(ins.Size() / asm.InstructionSize)
 	}
 	return insns, refs, funcs, nil
+}
+
+// lineInfos returns a program's BTF line_info, one record per instruction
+// that starts a source line, for the verifier log.
+func lineInfos(spec *ebpf.ProgramSpec) []verifier.LineInfo {
+	var lines []verifier.LineInfo
+	pc := 0
+	for i := range spec.Instructions {
+		ins := &spec.Instructions[i]
+		if li, ok := ins.Source().(*btf.Line); ok && li != nil {
+			lines = append(lines, verifier.LineInfo{Insn: pc, File: li.FileName(), Line: li.Line(), LineNum: li.LineNumber()})
+		}
+		pc += int(ins.Size() / asm.InstructionSize)
+	}
+	return lines
 }
 
 // encode is convert without func_info.

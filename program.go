@@ -131,6 +131,10 @@ type ProgramOptions struct {
 	// hold LD_ABS and tail calls, as in the kernel. Programs from a
 	// ProgramSpec take theirs from its instructions' btf.FuncMetadata.
 	Funcs []verifier.FuncInfo
+	// Lines is the BTF line_info of a raw program, ordered by instruction,
+	// for the source lines in the verifier log. Programs from a
+	// ProgramSpec take theirs from its instructions' Source.
+	Lines []verifier.LineInfo
 	// NoInline keeps helper calls that the rewrite would inline (map
 	// lookups, bpf_get_smp_processor_id, bpf_loop, bpf_iter_num_next),
 	// for measuring what inlining gains. Code the verifier never reached
@@ -311,6 +315,9 @@ func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Progra
 	}
 	if funcs != nil {
 		opts.Funcs = funcs
+	}
+	if lines := lineInfos(spec); lines != nil {
+		opts.Lines = lines
 	}
 	if len(refs) > 0 {
 		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, refs[0])

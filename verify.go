@@ -107,6 +107,7 @@ func (p *Program) verify() error {
 		LogLevel:     p.opts.LogLevel,
 		LogSize:      p.opts.LogSize,
 		Funcs:        p.opts.Funcs,
+		Lines:        p.opts.Lines,
 	}
 	res, err := verifier.Verify(p.insns, vopts)
 	// A log that did not fit: double the buffer and verify again, as

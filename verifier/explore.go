@@ -51,7 +51,7 @@ func (v *verifier) explore() error {
 				v.nextPC = pc + 2
 			}
 		}
-		if v.log.level > 1 {
+		if v.log.level > 0 {
 			v.log.closeInsn(v.touchedString(ins))
 		}
 		if !done {

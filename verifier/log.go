@@ -2,10 +2,21 @@ package verifier
 
 import (
 	"fmt"
+	"path"
+	"sort"
 	"strings"
 
 	"bpfvm/isa"
 )
+
+// LineInfo is one BTF line_info record: the source line whose code starts
+// at an instruction, which the log shows before it at levels 1 and 2.
+type LineInfo struct {
+	Insn    int    // the first instruction of the line
+	File    string // the source file's name as BTF holds it
+	Line    string // the source text
+	LineNum uint32 // the line's number in File
+}
 
 // logger collects the verifier log within a size limit.
 type logger struct {
@@ -16,6 +27,11 @@ type logger struct {
 	// open is the length of an instruction line still waiting for the
 	// state that follows it at level 2 (0 when no line is open).
 	open int
+	// lines are the program's line_info records by instruction, and
+	// lastLine is 1 + the index of the one printed last (0: none yet),
+	// the kernel's prev_linfo.
+	lines    []LineInfo
+	lastLine int
 }
 
 func (l *logger) printf(format string, args ...any) {
@@ -38,16 +54,40 @@ func (l *logger) printf(format string, args ...any) {
 // String returns the log so far.
 func (l *logger) String() string { return l.b.String() }
 
-// insn logs an instruction in the kernel's "pc: (op) text" form. At level
-// 2 the line stays open for the registers the instruction touched.
+// insn logs an instruction in the kernel's "pc: (op) text" form, after its
+// source line when a new one starts there. The line stays open for the
+// registers the instruction touched, which the kernel prints at level 1
+// as at level 2 (print_insn_state under BPF_LOG_LEVEL).
 func (l *logger) insn(pc int, insns []isa.Instruction) {
+	l.sourceLine(pc)
 	line := fmt.Sprintf("%d: (%02x) %s", pc, insns[pc].Op, isa.Format(insns, pc, nil))
-	if l.level < 2 {
-		l.printf("%s\n", line)
-		return
-	}
 	l.printf("%s", line)
 	l.open = len(line)
+}
+
+// sourceLine logs the line_info record that covers pc, as the kernel's
+// verbose_linfo: "; " and the source text without its indentation, " @ ",
+// the file's base name and the line number; not when the record printed
+// last is the same, or names the same file and line (clang emits several
+// records for the columns of one line), so a run of instructions of one
+// line shows it once and a line that a jump comes back to shows again.
+func (l *logger) sourceLine(pc int) {
+	if len(l.lines) == 0 {
+		return
+	}
+	// The last record starting at or before pc.
+	i := sort.Search(len(l.lines), func(i int) bool { return l.lines[i].Insn > pc }) - 1
+	if i < 0 || i+1 == l.lastLine {
+		return
+	}
+	li := &l.lines[i]
+	if l.lastLine > 0 {
+		if prev := &l.lines[l.lastLine-1]; prev.File == li.File && prev.LineNum == li.LineNum {
+			return
+		}
+	}
+	l.printf("; %s @ %s:%d\n", strings.TrimLeft(li.Line, " \t\n\v\f\r"), path.Base(li.File), li.LineNum)
+	l.lastLine = i + 1
 }
 
 // closeInsn ends an open instruction line with the state it changed,

@@ -93,6 +93,9 @@ type Options struct {
 	// tail calls in subprograms; global functions are verified on their
 	// own against their prototypes.
 	Funcs []FuncInfo
+	// Lines is the program's BTF line_info, ordered by instruction: the
+	// log shows the source lines, as the kernel's does.
+	Lines []LineInfo
 }
 
 // Program load flags (the kernel's BPF_F_* prog_flags) and what they do
@@ -276,7 +279,7 @@ func newVerifier(insns []isa.Instruction, opts Options) *verifier {
 	}
 	v := &verifier{insns: insns, opts: opts, pt: pt, aux: make([]InsnAux, len(insns))}
 	v.strictAlign = (opts.StrictAlignment || opts.Flags&FlagStrictAlignment != 0) && opts.Flags&FlagAnyAlignment == 0
-	v.log = logger{level: opts.LogLevel & 3, limit: opts.LogSize}
+	v.log = logger{level: opts.LogLevel & 3, limit: opts.LogSize, lines: opts.Lines}
 	return v
 }
 

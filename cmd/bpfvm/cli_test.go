@@ -435,7 +435,7 @@ func TestJSONOutput(t *testing.T) {
 		{[]string{"-j", "run", "testdata/missing.o", "-p", "x"}, 1, `^\{"error":"open testdata/missing.o: no such file or directory"\}\n$`},
 		{[]string{"verify", "-j", mixed}, 1, `^\[\{"program":"ok","verdict":"accepted"\},` +
 			`\{"program":"probe","verdict":"error","error":"testdata/mixed.o: program probe: program type kprobe: not supported"\},` +
-			`\{"program":"rejected","verdict":"rejected","error":"invalid access to packet, off=0 size=1, R1\(id=0,off=0,r=0\)","log":\[[^]]*"processed 2 insns \(limit 1000000\) [^"]*"\]\},` +
+			`\{"program":"rejected","verdict":"rejected","error":"invalid access to packet, off=0 size=1, R1\(id=0,off=0,r=0\)","log":\[.*"; return data\[0\]; @ mixed.c:17",.*"processed 2 insns \(limit 1000000\) [^"]*"\]\},` +
 			`\{"program":"unspec","verdict":"not verified"\}\]\n$`},
 		{[]string{"-j", "dump", "-p", "ok", mixed}, 0, `^\{"programs":\[\{"name":"ok","section":"xdp","type":"xdp","insns":2,"xlated":\[\{"src":"return XDP_PASS;","disasm":"r0 = 2"\},\{"disasm":"exit"\}\]\}\],"maps":\[\]\}\n$`},
 		{[]string{"-j", "dump", "--xlated", mixed}, 1, `"name":"probe","section":"kprobe/do_sys_openat2","type":"kprobe","insns":2,"error":"testdata/mixed.o: program probe: program type kprobe: not supported"`},
@@ -570,7 +570,7 @@ func TestVeristatVerbose(t *testing.T) {
 		not  string
 	}{
 		{[]string{"-v", "-f", "/ok"}, `^PROCESSING testdata/mixed.o/ok, DURATION US: \d+, VERDICT: success, VERIFIER LOG:\n` +
-			`0: R1=ctx\(\) R10=fp0\n0: \(b7\) r0 = 2\n1: \(95\) exit\nverification time \d+ usec\nstack depth 0\nprocessed 2 insns .*\n(.*\n)*\nFile `, "; R0=2"},
+			`0: R1=ctx\(\) R10=fp0\n; return XDP_PASS; @ mixed.c:9\n0: \(b7\) r0 = 2 +; R0=2\n1: \(95\) exit\nverification time \d+ usec\nstack depth 0\nprocessed 2 insns .*\n(.*\n)*\nFile `, ""},
 		{[]string{"-v", "-l", "2", "-f", "/ok"}, `\n0: \(b7\) r0 = 2 +; R0=2\n`, ""},
 		{[]string{"-v", "-f", "/rejected"}, `VERDICT: failure, VERIFIER LOG:\n(.*\n)*invalid access to packet, off=0 size=1, R1\(id=0,off=0,r=0\)\n`, ""},
 		{[]string{"-v", "-f", "/probe"}, `VERDICT: error, VERIFIER LOG:\ntestdata/mixed.o: program probe: program type kprobe: not supported\n`, ""},

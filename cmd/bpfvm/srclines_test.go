@@ -1,0 +1,109 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/rlimit"
+
+	"bpfvm"
+)
+
+// kernelLog loads one program of an object into the running kernel at a
+// log level and returns its verifier log; ok is false without bpf().
+func kernelLog(t *testing.T, obj, prog string, level ebpf.LogLevel) (string, bool) {
+	t.Helper()
+	if os.Getuid() != 0 || rlimit.RemoveMemlock() != nil {
+		return "", false
+	}
+	spec, err := openObject(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range spec.Programs {
+		if name != prog {
+			delete(spec.Programs, name)
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: level, LogSizeStart: 1 << 20}})
+	if err == nil {
+		defer coll.Close()
+		return coll.Programs[prog].VerifierLog, true
+	}
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		return strings.Join(ve.Log, "\n"), true
+	}
+	t.Logf("kernel: %v", err)
+	return "", false
+}
+
+// ourLog verifies one program of an object here at a log level.
+func ourLog(t *testing.T, obj, prog string, level int) string {
+	t.Helper()
+	spec, err := openObject(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := loadOne(obj, spec, prog, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{LogLevel: level}})
+	defer l.close()
+	var ve *bpfvm.VerifierError
+	switch {
+	case l.err == nil:
+		return l.prog.VerifierLog
+	case errors.As(l.err, &ve):
+		return ve.Log
+	}
+	t.Fatal(l.err)
+	return ""
+}
+
+var insnLine = regexp.MustCompile(`^(\d+): \(`)
+
+// sourceTrace is where a log shows source lines: each "; line @ file:N"
+// and the number of each instruction line, in order.
+func sourceTrace(log string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.HasPrefix(l, "; ") {
+			out = append(out, l)
+		} else if m := insnLine.FindStringSubmatch(l); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// TestVerifierSourceLines compares where the verifier log shows BTF source
+// lines ("; text @ file.c:N", the kernel's verbose_linfo) with the running
+// kernel's log, at levels 1 and 2, on programs both walk the same way.
+func TestVerifierSourceLines(t *testing.T) {
+	for _, tc := range []struct {
+		obj, prog string
+		level     int
+		want      string // a line ours must hold, with or without the kernel
+	}{
+		{"testdata/mixed.o", "rejected", 1, "; unsigned char *data = (void *)(long)ctx->data; @ mixed.c:16"},
+		{"testdata/mixed.o", "rejected", 2, "; return data[0]; @ mixed.c:17"},
+		{"testdata/maps_cli.o", "count", 2, "; if (data + sizeof(struct flow) <= end) { @ maps_cli.c:69"},
+		{"../../testdata/subprog.o", "subprog_entry", 2, "; "},
+		{"../../testdata/loops.o", "bad_iter_leak", 1, "; "},
+		{"../../testdata/loops.o", "bad_iter_deref_null", 2, "; "},
+	} {
+		ours := ourLog(t, tc.obj, tc.prog, tc.level)
+		if !strings.Contains(ours, "\n"+tc.want) {
+			t.Errorf("%s/%s level %d: no %q in\n%s", tc.obj, tc.prog, tc.level, tc.want, ours)
+		}
+		klog, ok := kernelLog(t, tc.obj, tc.prog, ebpf.LogLevel(tc.level))
+		if !ok {
+			continue
+		}
+		if got, want := sourceTrace(ours), sourceTrace(klog); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s/%s level %d: source lines and instructions\nours:\n%s\nkernel:\n%s", tc.obj, tc.prog, tc.level, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
