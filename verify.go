@@ -110,10 +110,11 @@ func (p *Program) verify() error {
 		Lines:        p.opts.Lines,
 	}
 	res, err := verifier.Verify(p.insns, vopts)
-	// A log that did not fit: double the buffer and verify again, as
-	// libbpf and cilium/ebpf do with the kernel's ENOSPC.
+	// A log that did not fit: verify again with the buffer it needs (the
+	// kernel's log_true_size), as cilium/ebpf does with the kernel's
+	// ENOSPC, up to maxLogSize.
 	for errors.Is(err, verifier.ErrLogTruncated) && vopts.LogSize < maxLogSize {
-		vopts.LogSize *= 2
+		vopts.LogSize = min(max(vopts.LogSize*2, res.LogTrueSize), maxLogSize)
 		res, err = verifier.Verify(p.insns, vopts)
 	}
 	if res != nil {

@@ -60,6 +60,11 @@ func (v *verifier) explore() error {
 		// The path ended: continue with a pending branch.
 		v.pathDone()
 		if len(v.pending) == 0 {
+			if v.log.level&2 == 0 {
+				// A level-1 log keeps only what failed: none of an
+				// accepted function (the kernel's do_check_common).
+				v.log.reset(0)
+			}
 			return nil
 		}
 		p := v.pending[len(v.pending)-1]
@@ -68,8 +73,14 @@ func (v *verifier) explore() error {
 		v.cur, v.pc = p.st, p.pc
 		v.hist = v.hist[:p.histLen]
 		v.prevPC, v.segLast, v.nextPC = p.from, p.from, p.from+1
-		if v.log.level > 0 {
+		if v.log.level&2 != 0 {
 			v.log.printf("from %d to %d: %s\n", p.from, p.pc, v.stateString(v.cur, false))
+		} else {
+			// Only the path that fails stays in a level-1 log: back to
+			// where this branch was queued, as the kernel's pop_stack,
+			// then the branch's registers.
+			v.log.reset(p.logPos)
+			v.log.printf("%d: %s\n", p.pc, v.stateString(v.cur, false))
 		}
 	}
 }
@@ -82,7 +93,7 @@ func (v *verifier) push(st *State, from, pc int) error {
 	if st.parent != nil {
 		st.parent.branches++
 	}
-	v.pending = append(v.pending, pending{st: st, pc: pc, from: from, histLen: len(v.hist)})
+	v.pending = append(v.pending, pending{st: st, pc: pc, from: from, histLen: len(v.hist), logPos: v.log.mark()})
 	if len(v.pending) > v.stats.PendingBranchPeak {
 		v.stats.PendingBranchPeak = len(v.pending)
 	}

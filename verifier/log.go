@@ -18,24 +18,34 @@ type LineInfo struct {
 	LineNum uint32 // the line's number in File
 }
 
-// logger collects the verifier log within a size limit.
+// logger collects the verifier log as the kernel's bpf_verifier_log does
+// with a buffer of limit bytes (0: unlimited). The log is a stream of
+// positions: rewinding (reset) drops what came after a position, as level 1
+// does when a path ends. A log that outgrows the buffer keeps its last
+// limit-1 bytes (the kernel's rotating log), or with fixed its first
+// (BPF_LOG_FIXED), and truncated reports it, as the kernel's ENOSPC, even
+// when a rewind later made it fit: what counts is the most it ever held.
 type logger struct {
-	level     int
-	limit     int
-	b         strings.Builder
-	truncated bool
+	level int
+	limit int
+	fixed bool
+	// buf holds positions start to end of the log; max is the furthest
+	// end ever reached, the kernel's len_max.
+	buf        []byte
+	start, end int
+	max        int
 	// open is the length of an instruction line still waiting for the
-	// state that follows it at level 2 (0 when no line is open).
+	// registers that follow it (0 when no line is open).
 	open int
 	// lines are the program's line_info records by instruction, and
 	// lastLine is 1 + the index of the one printed last (0: none yet),
-	// the kernel's prev_linfo.
+	// the kernel's prev_linfo, which rewinds leave alone as they do there.
 	lines    []LineInfo
 	lastLine int
 }
 
 func (l *logger) printf(format string, args ...any) {
-	if l.level == 0 || l.truncated {
+	if l.level == 0 {
 		return
 	}
 	s := fmt.Sprintf(format, args...)
@@ -43,16 +53,76 @@ func (l *logger) printf(format string, args ...any) {
 		l.open = 0
 		s = "\n" + s
 	}
-	if l.limit > 0 && l.b.Len()+len(s) > l.limit {
-		l.b.WriteString(s[:l.limit-l.b.Len()])
-		l.truncated = true
-		return
-	}
-	l.b.WriteString(s)
+	l.write(s)
 }
 
-// String returns the log so far.
-func (l *logger) String() string { return l.b.String() }
+// write appends s at the end of the log.
+func (l *logger) write(s string) {
+	l.end += len(s)
+	l.max = max(l.max, l.end)
+	room := l.limit - 1 // the kernel's buffer ends with a NUL
+	switch {
+	case l.limit <= 0:
+		l.buf = append(l.buf, s...)
+	case l.fixed:
+		if n := room - len(l.buf); n > 0 {
+			l.buf = append(l.buf, s[:min(n, len(s))]...)
+		}
+	default:
+		l.buf = append(l.buf, s...)
+		if over := len(l.buf) - room; over > 0 {
+			// Drop the oldest bytes; compact once they are most of buf.
+			l.start += over
+			if over >= len(l.buf)/2 {
+				l.buf = append(l.buf[:0], l.buf[over:]...)
+			} else {
+				l.buf = l.buf[over:]
+			}
+		}
+	}
+}
+
+// mark is the log's position for a later reset. Inside an instruction line
+// still open for its registers it is one byte further: the kernel ends the
+// line before it queues a branch and then writes the registers over the
+// newline, so its rewind keeps the first byte of them (a space, or the
+// newline when nothing followed).
+func (l *logger) mark() int {
+	if l.open > 0 {
+		return l.end + 1
+	}
+	return l.end
+}
+
+// reset rewinds the log to pos, dropping what was written after it (the
+// kernel's bpf_vlog_reset).
+func (l *logger) reset(pos int) {
+	if pos >= l.end {
+		return
+	}
+	l.end, l.open = pos, 0
+	switch {
+	case pos >= l.start:
+		l.buf = l.buf[:min(len(l.buf), pos-l.start)]
+	default:
+		l.start, l.buf = pos, l.buf[:0]
+	}
+}
+
+// truncated reports whether the log ever outgrew its buffer.
+func (l *logger) truncated() bool { return l.limit > 0 && l.max+1 > l.limit }
+
+// trueSize is the buffer the whole log needs, with its NUL: the kernel's
+// log_true_size.
+func (l *logger) trueSize() int {
+	if l.max == 0 {
+		return 0
+	}
+	return l.max + 1
+}
+
+// String returns the log as the buffer holds it.
+func (l *logger) String() string { return string(l.buf) }
 
 // insn logs an instruction in the kernel's "pc: (op) text" form, after its
 // source line when a new one starts there. The line stays open for the

@@ -39,3 +39,33 @@ func TestLogSourceLines(t *testing.T) {
 		}
 	}
 }
+
+// TestLogBuffer keeps a log that outgrows its buffer as the kernel's does:
+// the last limit-1 bytes (rotating) or the first (fixed), rewinds that
+// reach before what is kept, and the true size of the whole.
+func TestLogBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		limit     int
+		fixed     bool
+		ops       func(l *logger)
+		want      string
+		truncated bool
+		trueSize  int
+	}{
+		{"unlimited", 0, false, func(l *logger) { l.write("abcdef") }, "abcdef", false, 7},
+		{"fits", 7, false, func(l *logger) { l.write("abc"); l.write("def") }, "abcdef", false, 7},
+		{"rotating", 5, false, func(l *logger) { l.write("abc"); l.write("defg") }, "defg", true, 8},
+		{"fixed", 5, true, func(l *logger) { l.write("abc"); l.write("defg") }, "abcd", true, 8},
+		{"rewind fits again", 5, false, func(l *logger) { l.write("abc"); p := l.mark(); l.write("defghij"); l.reset(p); l.write("x") }, "x", true, 11},
+		{"rewind within", 5, false, func(l *logger) { l.write("abcdef"); l.reset(5); l.write("X") }, "cdeX", true, 7},
+		{"fixed rewind", 5, true, func(l *logger) { l.write("abcdef"); l.reset(2); l.write("XY") }, "abXY", true, 7},
+		{"empty", 5, false, func(l *logger) {}, "", false, 0},
+	} {
+		l := logger{level: 1, limit: tc.limit, fixed: tc.fixed}
+		tc.ops(&l)
+		if l.String() != tc.want || l.truncated() != tc.truncated || l.trueSize() != tc.trueSize {
+			t.Errorf("%s: %q truncated %v true size %d, want %q %v %d", tc.name, l.String(), l.truncated(), l.trueSize(), tc.want, tc.truncated, tc.trueSize)
+		}
+	}
+}

@@ -226,9 +226,11 @@ func TestVerifyOutput(t *testing.T) {
 		{args: []string{"verify", "-p", "bad_iter_leak", loops}, code: 1, first: "bad_iter_leak: rejected: Unreleased reference id=1 alloc_insn=4",
 			minLines: 3, maxLines: contextLines + 2, processed: true, contains: "\nUnreleased reference id=1 alloc_insn=4\nprocessed "},
 		{args: []string{"verify", "-l", "0", "-p", "bad_iter_leak", loops}, code: 1, first: "bad_iter_leak: rejected: Unreleased reference id=1 alloc_insn=4", minLines: 1, maxLines: 1},
-		{args: []string{"verify", "-l", "1", "-p", "forever", loops}, first: "forever: accepted", minLines: 10, maxLines: 1000, processed: true},
+		// Level 1 keeps nothing of an accepted program, as the kernel's.
+		{args: []string{"verify", "-l", "1", "-p", "forever", loops}, first: "forever: accepted", minLines: 2, maxLines: 2, processed: true},
 		{args: []string{"verify", "-l", "1", "-p", "bad_iter_leak", loops}, code: 1, first: "bad_iter_leak: rejected: Unreleased reference id=1 alloc_insn=4", minLines: 4, maxLines: 1000, processed: true},
-		{args: []string{"verify", "-l", "5", "-p", "forever", loops}, first: "forever: accepted", minLines: 10, maxLines: 1000, contains: "\nverification time "},
+		{args: []string{"verify", "-l", "5", "-p", "forever", loops}, first: "forever: accepted", minLines: 6, maxLines: 6, contains: "\nverification time "},
+		{args: []string{"verify", "-l", "6", "-p", "forever", loops}, first: "forever: accepted", minLines: 10, maxLines: 1000, contains: "\nverification time "},
 		{args: []string{"verify", "-l", "2", "-p", "forever", loops}, first: "forever: accepted", minLines: 10, maxLines: 1000, processed: true},
 		// Programs the verifier has no rules for are not "accepted".
 		{args: []string{"verify", "-p", "unspec", "testdata/mixed.o"}, first: "unspec: " + notVerified, minLines: 1, maxLines: 1},
@@ -570,7 +572,7 @@ func TestVeristatVerbose(t *testing.T) {
 		not  string
 	}{
 		{[]string{"-v", "-f", "/ok"}, `^PROCESSING testdata/mixed.o/ok, DURATION US: \d+, VERDICT: success, VERIFIER LOG:\n` +
-			`0: R1=ctx\(\) R10=fp0\n; return XDP_PASS; @ mixed.c:9\n0: \(b7\) r0 = 2 +; R0=2\n1: \(95\) exit\nverification time \d+ usec\nstack depth 0\nprocessed 2 insns .*\n(.*\n)*\nFile `, ""},
+			`verification time \d+ usec\nstack depth 0\nprocessed 2 insns .*\n(.*\n)*\nFile `, ""},
 		{[]string{"-v", "-l", "2", "-f", "/ok"}, `\n0: \(b7\) r0 = 2 +; R0=2\n`, ""},
 		{[]string{"-v", "-f", "/rejected"}, `VERDICT: failure, VERIFIER LOG:\n(.*\n)*invalid access to packet, off=0 size=1, R1\(id=0,off=0,r=0\)\n`, ""},
 		{[]string{"-v", "-f", "/probe"}, `VERDICT: error, VERIFIER LOG:\ntestdata/mixed.o: program probe: program type kprobe: not supported\n`, ""},

@@ -92,6 +92,8 @@ type veristatOptions struct {
 	logLevel, logSize, topLines int
 	// flags are added to each program's load flags (-t, -r).
 	flags uint32
+	// flagsLog is added to the log level (--log-fixed).
+	flagsLog int
 }
 
 func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -106,7 +108,8 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("q", false, "quiet: no load errors or progress on stderr")
 	verbose := fs.Bool("v", false, "verbose: print each program's verifier log (at -l, default 1) before the table")
 	level := fs.Int("l", 0, "verifier log level with -v (default 1; 2 for every instruction)")
-	logSize := fs.Int("log-size", 0, "verifier log buffer in bytes with -v (default: unlimited)")
+	logSize := fs.Int("log-size", 0, "verifier log buffer in bytes to start with (default: unlimited); a log that outgrows it is verified again with the size it needs, as libbpf does")
+	logFixed := fs.Bool("log-fixed", false, "keep the start of a log that outgrows its buffer, not the end (BPF_LOG_FIXED)")
 	topLines := fs.Int("S", 0, "print each program's N most frequent source lines in its log")
 	stateFreq := fs.Bool("t", false, "remember states at every jump (BPF_F_TEST_STATE_FREQ)")
 	regInv := fs.Bool("r", false, "fail verification on a register invariant violation (BPF_F_TEST_REG_INVARIANTS)")
@@ -173,6 +176,9 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	opts := veristatOptions{kernel: *withKernel, filters: &flt, logSize: *logSize, topLines: *topLines}
 	if *verbose {
 		opts.logLevel = max(*level, 1)
+	}
+	if *logFixed {
+		opts.flagsLog = verifier.LogFixed
 	}
 	if *stateFreq {
 		opts.flags |= verifier.FlagTestStateFreq
@@ -382,7 +388,7 @@ func veristatFile(file string, opts veristatOptions) fileStats {
 	if err != nil {
 		return fileStats{err: err}
 	}
-	level := 4 | opts.logLevel
+	level := 4 | opts.logLevel | opts.flagsLog
 	if opts.topLines > 0 && opts.logLevel == 0 {
 		level |= 2 // -S needs the log, as veristat asks for level 2
 	}
