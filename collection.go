@@ -223,7 +223,7 @@ func lineInfos(spec *ebpf.ProgramSpec) []verifier.LineInfo {
 	for i := range spec.Instructions {
 		ins := &spec.Instructions[i]
 		if li, ok := ins.Source().(*btf.Line); ok && li != nil {
-			lines = append(lines, verifier.LineInfo{Insn: pc, File: li.FileName(), Line: li.Line(), LineNum: li.LineNumber()})
+			lines = append(lines, verifier.LineInfo{Insn: pc, File: li.FileName(), Line: li.Line(), LineNum: li.LineNumber(), Column: li.LineColumn()})
 		}
 		pc += int(ins.Size() / asm.InstructionSize)
 	}

@@ -236,6 +236,10 @@ type Program struct {
 	// unverified programs, for verified ones with ProgramOptions.Checks.
 	checked bool
 	xlated  []isa.Instruction // after rewriting
+	// xlatedLines and xlatedFuncs are the BTF line and func info moved to
+	// the rewritten instructions (nil when not rewritten).
+	xlatedLines []verifier.LineInfo
+	xlatedFuncs []verifier.FuncInfo
 	// xlatedAux are the verifier's facts, aligned with xlated.
 	xlatedAux []verifier.InsnAux
 	// ctxInsns and aux are the verified program with context accesses
@@ -539,6 +543,25 @@ func (p *Program) Instructions() []isa.Instruction { return p.insns }
 // and rewriting (context conversion, inlined helpers), with map references
 // still by index: what `bpftool prog dump xlated` shows.
 func (p *Program) XlatedInstructions() []isa.Instruction { return p.xlated }
+
+// XlatedLineInfo returns the program's BTF line_info moved to the
+// instructions of XlatedInstructions, as the kernel moves it for bpftool
+// prog dump xlated; nil without line info.
+func (p *Program) XlatedLineInfo() []verifier.LineInfo {
+	if p.xlatedLines == nil && len(p.xlated) == len(p.insns) {
+		return p.opts.Lines
+	}
+	return p.xlatedLines
+}
+
+// XlatedFuncInfo returns the program's BTF func_info moved to the
+// instructions of XlatedInstructions; nil without BTF.
+func (p *Program) XlatedFuncInfo() []verifier.FuncInfo {
+	if p.xlatedFuncs == nil && len(p.xlated) == len(p.insns) {
+		return p.opts.Funcs
+	}
+	return p.xlatedFuncs
+}
 
 // Maps returns the maps the program references, in the order of the indices
 // its map loads use.

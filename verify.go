@@ -165,6 +165,21 @@ func (p *Program) inline(e Engine) error {
 		}
 	}
 	p.xlated, p.xlatedAux = rp.Insns, rp.Aux
+	// Line and func info follow their instructions, as the kernel's
+	// bpf_adj_linfo after its patches.
+	p.xlatedLines, p.xlatedFuncs = nil, nil
+	for _, l := range p.opts.Lines {
+		if pc, ok := rp.At(l.Insn); ok {
+			l.Insn = pc
+			p.xlatedLines = append(p.xlatedLines, l)
+		}
+	}
+	for _, f := range p.opts.Funcs {
+		if pc, ok := rp.At(f.Start); ok {
+			f.Start = pc
+			p.xlatedFuncs = append(p.xlatedFuncs, f)
+		}
+	}
 	return nil
 }
 

@@ -16,6 +16,7 @@ type LineInfo struct {
 	File    string // the source file's name as BTF holds it
 	Line    string // the source text
 	LineNum uint32 // the line's number in File
+	Column  uint32 // the column the code starts at (0: unknown)
 }
 
 // logger collects the verifier log as the kernel's bpf_verifier_log does

@@ -14,12 +14,16 @@ import (
 //
 //	bpfvm prog run FILE.o [name] PROG [data_in FILE] [data_out FILE] [data_size_out N]
 //	    [ctx_in FILE] [ctx_out FILE] [ctx_size_out N] [repeat N]
+//	bpfvm prog dump { xlated | jited } FILE.o [name] PROG [opcodes] [linum] [visual]
 func runProg(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("prog", stderr)
 	flags := addSessionFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
+	}
+	if len(pos) > 0 && pos[0] == "dump" {
+		return runProgDump(pos[1:], stdout, flags.js)
 	}
 	if len(pos) < 3 || pos[0] != "run" {
 		return usageErr("usage: bpfvm prog run FILE.o [name] PROG [data_in FILE] [data_out FILE] [data_size_out N] [ctx_in FILE] [ctx_out FILE] [ctx_size_out N] [repeat N]")

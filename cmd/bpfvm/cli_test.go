@@ -439,7 +439,7 @@ func TestJSONOutput(t *testing.T) {
 			`\{"program":"probe","verdict":"error","error":"testdata/mixed.o: program probe: program type kprobe: not supported"\},` +
 			`\{"program":"rejected","verdict":"rejected","error":"invalid access to packet, off=0 size=1, R1\(id=0,off=0,r=0\)","log":\[.*"; return data\[0\]; @ mixed.c:17",.*"processed 2 insns \(limit 1000000\) [^"]*"\]\},` +
 			`\{"program":"unspec","verdict":"not verified"\}\]\n$`},
-		{[]string{"-j", "dump", "-p", "ok", mixed}, 0, `^\{"programs":\[\{"name":"ok","section":"xdp","type":"xdp","insns":2,"xlated":\[\{"src":"return XDP_PASS;","disasm":"r0 = 2"\},\{"disasm":"exit"\}\]\}\],"maps":\[\]\}\n$`},
+		{[]string{"-j", "dump", "-p", "ok", mixed}, 0, `^\{"programs":\[\{"name":"ok","section":"xdp","type":"xdp","insns":2,"xlated":\[\{"src":"return XDP_PASS;","disasm":"\(b7\) r0 = 2"\},\{"disasm":"\(95\) exit"\}\]\}\],"maps":\[\]\}\n$`},
 		{[]string{"-j", "dump", "--xlated", mixed}, 1, `"name":"probe","section":"kprobe/do_sys_openat2","type":"kprobe","insns":2,"error":"testdata/mixed.o: program probe: program type kprobe: not supported"`},
 		// veristat: -o json, and --json (-j is its jobs) as bpfvm -j.
 		{[]string{"veristat", "-q", "-o", "json", "-e", "file,prog,verdict,insns", mixed}, 1, `^\[\{"file_name":"mixed.o","prog_name":"ok","verdict":"success","total_insns":2\},` +

@@ -120,6 +120,10 @@ func runDump(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 			continue
 		}
 		if js.enabled() {
+			// bpftool's disasm starts with the opcode.
+			for k := range insns {
+				insns[k].Disasm = fmt.Sprintf("(%02x) %s", insns[k].Op, insns[k].Disasm)
+			}
 			doc.Programs[i].Xlated = insns
 		} else {
 			printInsns(stdout, insns)

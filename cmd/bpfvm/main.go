@@ -12,6 +12,7 @@
 //	bpfvm bench [--repeat N] [--run REGEXP]
 //	bpfvm map {dump|lookup|update|delete|getnext|show} FILE.o [name] MAP [key [hex] BYTES] [value [hex] BYTES] [any|noexist|exist]
 //	bpfvm prog run FILE.o [name] PROG [data_in FILE] [data_out FILE|-] [ctx_in FILE] [ctx_out FILE|-] [repeat N] ...
+//	bpfvm prog dump {xlated|jited} FILE.o [name] PROG [opcodes] [linum] [visual]
 //	bpfvm batch FILE.o SCRIPT|-
 //	bpfvm version
 //
@@ -50,7 +51,7 @@ func commands() []command {
 		{"verify", "verify programs and print verdicts and verifier logs", runVerify},
 		{"veristat", "verifier statistics per program, like the kernel's veristat", runVeristat},
 		{"map", "bpftool map dump/lookup/update/delete/getnext/show on the maps of an object", runMap},
-		{"prog", "bpftool prog run in its keyword syntax (data_in, ctx_in, ...) on a program of an object", runProg},
+		{"prog", "bpftool prog run (data_in, ctx_in, ...) and prog dump xlated|jited on a program of an object", runProg},
 		{"batch", "run map and prog commands from a file on one loaded object, like bpftool batch", runBatch},
 		{"conformance", "run bpf_conformance .data tests", runConformance},
 		{"bench", "benchmark suite: interpreter, JIT and the kernel on the same programs", runBench},
