@@ -66,8 +66,8 @@ func (s *session) progCommand(args []string, stdin io.Reader) error {
 		return usageErr("no program %q loaded from %s", name, s.path)
 	}
 	in := runArgs{repeat: 1}
-	var dataIn, ctxIn string
-	keywords := []string{"data_in", "data_out", "data_size_out", "ctx_in", "ctx_out", "ctx_size_out", "repeat"}
+	var dataIn, ctxIn, pcapIn, pcapOut string
+	keywords := []string{"data_in", "data_out", "data_size_out", "ctx_in", "ctx_out", "ctx_size_out", "repeat", "pcap_in", "pcap_out"}
 	for len(args) > 0 {
 		kw, err := keyword(args[0], keywords)
 		if err != nil {
@@ -99,7 +99,17 @@ func (s *session) progCommand(args []string, stdin io.Reader) error {
 			in.ctxSizeOut = uint(n)
 		case "repeat":
 			in.repeat = uint32(n)
+		case "pcap_in":
+			pcapIn = arg
+		case "pcap_out":
+			pcapOut = arg
 		}
+	}
+	if pcapIn != "" {
+		if dataIn != "" || ctxIn != "" {
+			return usageErr("pcap_in takes the packets from the capture: no data_in or ctx_in")
+		}
+		return runPcap(prog, pcapIn, pcapOut, in.repeat, s.out, s.jw)
 	}
 	var err error
 	if in.data, in.ctx, err = readRunInputs(dataIn, ctxIn, stdin); err != nil {

@@ -1,7 +1,7 @@
 // Command bpfvm loads, inspects and runs eBPF programs in userspace.
 //
 //	bpfvm dump [--xlated | --jited] [-p PROG] FILE.o
-//	bpfvm run FILE.o -p PROG [--data FILE | --data-hex HEX] [--repeat N] [--engine E] [--data-out FILE|-]
+//	bpfvm run FILE.o -p PROG [--data FILE | --data-hex HEX | --pcap FILE [--pcap-out FILE]] [--ctx-in FILE] [--ctx-out FILE|-] [--repeat N] [--engine E] [--data-out FILE|-]
 //	bpfvm run --type raw FILE.bin|FILE.s [--data FILE | --data-hex HEX]
 //	bpfvm verify [-l LEVEL] [-p PROG] [--type T] [--unpriv] FILE
 //	bpfvm veristat [-e FIELDS] [-s SORT] [-n N] [-f FILTER]... [-o table|csv|json] [-v [-l LEVEL]] [-q] [-j JOBS] [--kernel] FILES...

@@ -29,6 +29,8 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	repeat := fs.Uint("repeat", 1, "run this many times and report the mean duration")
 	engineName := fs.String("engine", "default", "engine: "+strings.Join(engineNames, ", "))
 	typ := fs.String("type", "", "input kind: empty for an ELF object, raw for instructions (.bin) or assembly text")
+	pcapIn := fs.String("pcap", "", "run on each packet of a pcap capture (Ethernet), one test run each")
+	pcapOut := fs.String("pcap-out", "", "with --pcap: write the packets as the program left them to this pcap file")
 	trace := fs.String("trace", "-", "where bpf_trace_printk output goes, as trace_pipe shows it: - for stderr, a file, or none")
 	js := addJSONFlags(fs, true)
 	pos, err := parse(fs, args)
@@ -106,7 +108,14 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if js.enabled() {
 		jw = js.writer(stdout)
 	}
-	if err := execRun(prog, in, stdout, jw); err != nil {
+	if *pcapIn != "" {
+		if in.data != nil || in.ctx != nil {
+			return usageErr("--pcap takes the packets from the capture: no --data or --ctx-in")
+		}
+		if err := runPcap(prog, *pcapIn, *pcapOut, in.repeat, stdout, jw); err != nil {
+			return fmt.Errorf("%s: program %s: %w", pos[0], prog.Name(), err)
+		}
+	} else if err := execRun(prog, in, stdout, jw); err != nil {
 		return fmt.Errorf("%s: program %s: %w", pos[0], prog.Name(), err)
 	}
 	if jw != nil {
