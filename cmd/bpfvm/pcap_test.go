@@ -98,5 +98,3 @@ func TestRunPcap(t *testing.T) {
 		t.Errorf("big-endian: %v %+v", err, p)
 	}
 }
-
-
