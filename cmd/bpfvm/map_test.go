@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -310,5 +311,60 @@ func TestBTFDump(t *testing.T) {
 	// Short data never reads past the buffer.
 	if err := btfDump(newJSONWriter(&strings.Builder{}, false), u32, []byte{1}, false); err == nil {
 		t.Errorf("a 4-byte int from 1 byte printed")
+	}
+}
+
+// TestMapLoad fills maps from JSON in bpftool -j map dump's shape: a dump
+// from bpfvm (or from the kernel's bpftool) loads back, per-CPU values
+// too, and malformed elements are refused by index.
+func TestMapLoad(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(s), 0o644)
+		return p
+	}
+	counters := write("counters.json", `[{"key":["0x00","0x00","0x00","0x00"],"value":["0x09",0,0,0,0,0,0,"1"]},{"key":[2,0,0,0],"value":[3,0,0,0,0,0,0,0],"formatted":{"key":2,"value":3}}]`)
+	percpu := write("percpu.json", `[{"key":[1,0,0,0],"values":[`+func() string {
+		var v []string
+		for cpu := range runtime.NumCPU() {
+			v = append(v, `{"cpu":`+strconv.Itoa(cpu)+`,"value":[`+strconv.Itoa(cpu+1)+`,0,0,0]}`)
+		}
+		return strings.Join(v, ",")
+	}()+`]}]`)
+	script := "map load name counters file " + counters + "\nmap dump name counters\nmap load name percpu " + percpu + "\nmap lookup name percpu key 1 0 0 0\n"
+	code, stdout, stderr := runCLI(t, script, "batch", mapsObj, "-")
+	if code != 0 || !strings.HasPrefix(stdout, "Updated 2 elements\n[{\n        \"key\": 0,\n        \"value\": 72057594037927945\n    },{\n        \"key\": 1,\n        \"value\": 0\n    },{\n        \"key\": 2,\n        \"value\": 3\n") ||
+		!strings.Contains(stdout, "\"cpu\": 0,\n            \"value\": 1\n") {
+		t.Errorf("exit %d, stderr %q\n%s", code, stderr, stdout)
+	}
+	// A dump loads back as it was.
+	_, first, _ := runCLI(t, "map load name counters "+counters+"\nmap dump name counters\n", "-j", "batch", mapsObj, "-")
+	var doc []struct {
+		Output json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal([]byte(first), &doc); err != nil || len(doc) != 2 {
+		t.Fatalf("%v: %s", err, first)
+	}
+	again := write("again.json", string(doc[1].Output))
+	_, second, _ := runCLI(t, "map load name counters "+again+"\nmap dump name counters\n", "-j", "batch", mapsObj, "-")
+	var doc2 []struct {
+		Output json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal([]byte(second), &doc2); err != nil || len(doc2) != 2 || string(doc2[1].Output) != string(doc[1].Output) {
+		t.Errorf("dump, load, dump (%v):\n%s\n%s", err, first, second)
+	}
+	for _, tc := range []struct{ json, err string }{
+		{`[{"key":[0,0,0],"value":[1,0,0,0,0,0,0,0]}]`, "element 0: key of 3 bytes, the map's are 4"},
+		{`[{"key":[0,0,0,0],"value":[1,0,0,0,0,0,0,0]},{"key":[1,0,0,0],"value":[1]}]`, "element 1: value of 1 bytes, the map's are 8"},
+		{`[{"key":[0,0,0,0],"values":[{"cpu":0,"value":[1,0,0,0,0,0,0,0]}]}]`, "element 0: per-CPU values for a array map"},
+		{`[{"key":["0x100",0,0,0],"value":[1,0,0,0,0,0,0,0]}]`, `byte "0x100"`},
+		{`{"key":[]}`, "cannot unmarshal object"},
+		{`[{"key":[9,0,0,0],"value":[1,0,0,0,0,0,0,0]}]`, "element 0: update failed: Argument list too long"},
+	} {
+		f := write("bad.json", tc.json)
+		if code, _, stderr := runCLI(t, "map load name counters "+f+"\n", "batch", mapsObj, "-"); code != 1 || !strings.Contains(stderr, tc.err) {
+			t.Errorf("%s: exit %d, stderr %q, want %q", tc.json, code, stderr, tc.err)
+		}
 	}
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -136,7 +138,7 @@ func runMap(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 }
 
 // mapSubcommands are the map commands, as bpftool's.
-var mapSubcommands = []string{"dump", "lookup", "update", "delete", "getnext", "show", "list"}
+var mapSubcommands = []string{"dump", "lookup", "update", "delete", "getnext", "show", "list", "load"}
 
 // errNotFound is a lookup or getnext that found no element: the output
 // says so, and the status is 1, as bpftool's.
@@ -204,6 +206,27 @@ func (s *session) mapCommand(args []string) error {
 			s.jw.raw("null")
 		}
 		return nil
+	case "load":
+		// load [file] FILE: the elements of a bpftool -j map dump.
+		if len(args) > 0 && args[0] == "file" {
+			args = args[1:]
+		}
+		if len(args) != 1 {
+			return usageErr("map load: want one JSON file (bpftool -j map dump's output)")
+		}
+		n, err := s.mapLoad(m, args[0])
+		if err != nil {
+			return err
+		}
+		if s.jw != nil {
+			s.jw.startObject()
+			s.jw.name("updated")
+			s.jw.int(int64(n))
+			s.jw.endObject()
+		} else {
+			fmt.Fprintf(s.out, "Updated %d element%s\n", n, map[bool]string{true: "", false: "s"}[n == 1])
+		}
+		return nil
 	case "getnext":
 		var key []byte
 		if len(args) > 0 {
@@ -243,6 +266,96 @@ func (s *session) mapCommand(args []string) error {
 		return nil
 	}
 	return usageErr("unknown map subcommand %q", sub)
+}
+
+// jsonElem is an element as bpftool -j map dump writes it: key and value
+// as arrays of bytes ("0x01" strings or numbers), per-CPU values as
+// {"cpu", "value"} objects.
+type jsonElem struct {
+	Key    []jsonByte `json:"key"`
+	Value  []jsonByte `json:"value"`
+	Values []struct {
+		CPU   int        `json:"cpu"`
+		Value []jsonByte `json:"value"`
+	} `json:"values"`
+}
+
+// jsonByte is a byte written as "0x1f", "31" or 31.
+type jsonByte byte
+
+func (b *jsonByte) UnmarshalJSON(data []byte) error {
+	s := strings.Trim(string(data), `"`)
+	v, err := strconv.ParseUint(s, 0, 8)
+	if err != nil {
+		return fmt.Errorf("byte %s: %w", data, err)
+	}
+	*b = jsonByte(v)
+	return nil
+}
+
+func bytesOf(b []jsonByte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[i] = byte(c)
+	}
+	return out
+}
+
+// mapLoad updates a map with the elements of a JSON file in bpftool -j
+// map dump's shape, so that a dump taken from the kernel (or from bpfvm)
+// fills the map again; it returns how many it updated.
+func (s *session) mapLoad(m *bpfvm.Map, path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	var elems []jsonElem
+	if err := json.Unmarshal(b, &elems); err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	for i, e := range elems {
+		key := bytesOf(e.Key)
+		if len(key) != int(m.KeySize()) {
+			return i, fmt.Errorf("%s: element %d: key of %d bytes, the map's are %d", path, i, len(key), m.KeySize())
+		}
+		var value any
+		switch {
+		case e.Values != nil:
+			if !isPerCPU(m.Type()) {
+				return i, fmt.Errorf("%s: element %d: per-CPU values for a %s map", path, i, mapTypeName(m.Type()))
+			}
+			vals := make([][]byte, s.ncpu)
+			for _, v := range e.Values {
+				if v.CPU < 0 || v.CPU >= s.ncpu {
+					return i, fmt.Errorf("%s: element %d: CPU %d of %d", path, i, v.CPU, s.ncpu)
+				}
+				vals[v.CPU] = bytesOf(v.Value)
+			}
+			for c := range vals {
+				if len(vals[c]) != int(m.ValueSize()) {
+					return i, fmt.Errorf("%s: element %d: CPU %d: value of %d bytes, the map's are %d", path, i, c, len(vals[c]), m.ValueSize())
+				}
+			}
+			value = vals
+		default:
+			v := bytesOf(e.Value)
+			if len(v) != int(m.ValueSize()) {
+				return i, fmt.Errorf("%s: element %d: value of %d bytes, the map's are %d", path, i, len(v), m.ValueSize())
+			}
+			value = v
+			if isPerCPU(m.Type()) {
+				vals := make([][]byte, s.ncpu)
+				for c := range vals {
+					vals[c] = v
+				}
+				value = vals
+			}
+		}
+		if err := m.Update(key, value, bpfvm.UpdateAny); err != nil {
+			return i, fmt.Errorf("%s: element %d: update failed: %s", path, i, strerror(err))
+		}
+	}
+	return len(elems), nil
 }
 
 // mapRef takes a map reference: "name MAP" as bpftool's, or just MAP.
