@@ -149,3 +149,18 @@ func splitLog(log string) (body, stats string) {
 	}
 	return log, ""
 }
+
+// TestVerifierLevel2Branches checks how a level-2 log shows a branch
+// taken from the queue, against the kernel's: a blank line, "from X to
+// Y:" with the registers, the registers again at Y (print_insn_state),
+// then Y's source line and instruction.
+func TestVerifierLevel2Branches(t *testing.T) {
+	const want = "\n\nfrom 7 to 13: R0=2 R1=pkt(r=4) R2=1 R3=pkt(off=4,r=4) R10=fp0\n13: R0=2 R1=pkt(r=4) R2=1 R3=pkt(off=4,r=4) R10=fp0\n" +
+		"; return p[9]; @ logs.c:52\n13: (71) r0 = *(u8 *)(r1 +9)\ninvalid access to packet, off=9 size=1, R1(id=0,off=9,r=4)\n"
+	if ours := ourLog(t, "testdata/logs.o", "queued_reject", 2); !strings.Contains(ours, want) {
+		t.Errorf("ours lacks\n%s\nin\n%s", want, ours)
+	}
+	if klog, ok := kernelLog(t, "testdata/logs.o", "queued_reject", ebpf.LogLevelInstruction); ok && !strings.Contains(klog, want) {
+		t.Errorf("the kernel's lacks\n%s\nin\n%s", want, klog)
+	}
+}
