@@ -170,6 +170,9 @@ func newCollection(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collec
 		if enc.funcs != nil {
 			popts.Funcs = enc.funcs
 		}
+		if lines := lineInfos(ps); lines != nil {
+			popts.Lines = lines
+		}
 		if t := opts.Types[name]; t != nil {
 			popts.Type = t
 		} else if t := opts.Types[ps.SectionName]; t != nil {
@@ -289,6 +292,21 @@ func convertFuncs(spec *ebpf.ProgramSpec, targets *coreTargets) (encoded, error)
 		pc += int(ins.Size() / asm.InstructionSize)
 	}
 	return encoded{insns: prog, refs: refs, funcs: funcs, poisons: poisons}, nil
+}
+
+// lineInfos returns a program's BTF line_info, one record per instruction
+// that starts a source line, for the verifier log.
+func lineInfos(spec *ebpf.ProgramSpec) []verifier.LineInfo {
+	var lines []verifier.LineInfo
+	pc := 0
+	for i := range spec.Instructions {
+		ins := &spec.Instructions[i]
+		if li, ok := ins.Source().(*btf.Line); ok && li != nil {
+			lines = append(lines, verifier.LineInfo{Insn: pc, File: li.FileName(), Line: li.Line(), LineNum: li.LineNumber(), Column: li.LineColumn()})
+		}
+		pc += int(ins.Size() / asm.InstructionSize)
+	}
+	return lines
 }
 
 // encode turns instructions into wire form, in place: map references

@@ -35,7 +35,8 @@ func TestGlobalFunctionsObject(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				opts := bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{NoVerify: noVerify, Engine: engine, LogLevel: 1 | 4}}
+				// Level 2: level 1 keeps nothing of accepted functions, as the kernel's.
+				opts := bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{NoVerify: noVerify, Engine: engine, LogLevel: 2 | 4}}
 				vm, err := bpfvm.NewCollectionWithOptions(spec, opts)
 				if err != nil {
 					t.Fatal(err)
@@ -152,10 +153,10 @@ func TestGlobalFunctionsAPI(t *testing.T) {
 				t.Errorf("%s %s: returned %d, want 7", c.name, how, got.ret)
 			}
 		}
-		p, err := bpfvm.NewProgramWithOptions(&ebpf.ProgramSpec{Name: "spec", Type: ebpf.XDP, Instructions: kinsns, License: "GPL"}, bpfvm.ProgramOptions{LogLevel: 1})
+		p, err := bpfvm.NewProgramWithOptions(&ebpf.ProgramSpec{Name: "spec", Type: ebpf.XDP, Instructions: kinsns, License: "GPL"}, bpfvm.ProgramOptions{LogLevel: 2})
 		check("spec", p, err)
 		funcs := []verifier.FuncInfo{verifier.NewFuncInfo(0, main), verifier.NewFuncInfo(5, g)}
-		p, err = bpfvm.NewRawProgram("raw", ebpf.XDP, insns, bpfvm.ProgramOptions{LogLevel: 1, Funcs: funcs})
+		p, err = bpfvm.NewRawProgram("raw", ebpf.XDP, insns, bpfvm.ProgramOptions{LogLevel: 2, Funcs: funcs})
 		check("raw", p, err)
 	}
 }

@@ -91,7 +91,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	run.Start()
 	return &Program{
 		name: name, typ: typ, insns: insns, maps: ms, opts: opts, run: run,
-		kind: e.kind, jit: e.info, xlated: e.xlated, stats: v.stats, VerifierLog: v.log,
+		kind: e.kind, jit: e.info, xlated: e.x.insns, xlatedLines: e.x.lines, xlatedFuncs: e.x.funcs, stats: v.stats, VerifierLog: v.log,
 	}, nil
 }
 
@@ -170,12 +170,14 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		LogLevel:     opts.LogLevel,
 		LogSize:      opts.LogSize,
 		Funcs:        opts.Funcs,
+		Lines:        opts.Lines,
 	}
 	res, err := verifier.Verify(insns, vopts)
-	// A log that did not fit: double the buffer and verify again, as
-	// libbpf and cilium/ebpf do with the kernel's ENOSPC.
+	// A log that did not fit: verify again with the buffer it needs (the
+	// kernel's log_true_size), as cilium/ebpf does with the kernel's
+	// ENOSPC, up to maxLogSize.
 	for errors.Is(err, verifier.ErrLogTruncated) && vopts.LogSize < maxLogSize {
-		vopts.LogSize *= 2
+		vopts.LogSize = min(max(vopts.LogSize*2, res.LogTrueSize), maxLogSize)
 		res, err = verifier.Verify(insns, vopts)
 	}
 	if err != nil {
@@ -230,10 +232,13 @@ func fixedContents(m maps.Map) bool {
 }
 
 // rewritten is a program rewritten for an engine, with the verifier's
-// facts aligned with it (nil for an unverified program).
+// facts aligned with it (nil for an unverified program), and its BTF line
+// and func info moved with its instructions (nil when not rewritten).
 type rewritten struct {
 	insns []isa.Instruction
 	aux   []verifier.InsnAux
+	lines []verifier.LineInfo
+	funcs []verifier.FuncInfo
 }
 
 // rewriteFor rewrites a program for engine e. A verified program first
@@ -269,6 +274,20 @@ func rewriteFor(e Engine, insns []isa.Instruction, v *verified, hs *helper.Set, 
 			}
 		}
 		out.insns, out.aux = rp.Insns, rp.Aux
+		// Line and func info follow their instructions, as the kernel's
+		// bpf_adj_linfo after its patches.
+		for _, l := range opts.Lines {
+			if pc, ok := rp.At(l.Insn); ok {
+				l.Insn = pc
+				out.lines = append(out.lines, l)
+			}
+		}
+		for _, f := range opts.Funcs {
+			if pc, ok := rp.At(f.Start); ok {
+				f.Start = pc
+				out.funcs = append(out.funcs, f)
+			}
+		}
 	}
 	if v.aux == nil {
 		out.insns = poisonedToDead(out.insns)
@@ -402,7 +421,7 @@ type built struct {
 	engine runner.Engine
 	kind   Engine // EngineInterpreter or EngineJIT
 	info   JITInfo
-	xlated []isa.Instruction
+	x      rewritten
 }
 
 // build rewrites, resolves and compiles the program for its engine: the
@@ -432,7 +451,7 @@ func build(insns []isa.Instruction, v *verified, ms []*Map, hs *helper.Set, run 
 			Budgeted: opts.Budget != 0, NonStack: nonStack(x.aux, run.Checked),
 		})
 		if err == nil {
-			return built{engine: jp, kind: EngineJIT, info: jp.Info(mode == amd64.Checked), xlated: x.insns}, nil
+			return built{engine: jp, kind: EngineJIT, info: jp.Info(mode == amd64.Checked), x: x}, nil
 		}
 	}
 	x, err := rewriteFor(EngineInterpreter, insns, v, hs, opts)
@@ -447,7 +466,7 @@ func build(insns []isa.Instruction, v *verified, ms []*Map, hs *helper.Set, run 
 	if err != nil {
 		return built{}, err
 	}
-	return built{engine: ip, kind: EngineInterpreter, xlated: x.insns}, nil
+	return built{engine: ip, kind: EngineInterpreter, x: x}, nil
 }
 
 // nonStack marks the loads and stores of a rewritten, verified program

@@ -109,6 +109,10 @@ type ProgramOptions struct {
 	// hold LD_ABS and tail calls, as in the kernel. Programs from a
 	// ProgramSpec take theirs from its instructions' btf.FuncMetadata.
 	Funcs []verifier.FuncInfo
+	// Lines is the BTF line_info of a raw program, ordered by instruction,
+	// for the source lines in the verifier log. Programs from a
+	// ProgramSpec take theirs from its instructions' Source.
+	Lines []verifier.LineInfo
 	// NoInline keeps helper calls that the rewrite would inline (map
 	// lookups, bpf_get_smp_processor_id, bpf_loop, bpf_iter_num_next),
 	// for measuring what inlining gains. Code the verifier never reached
@@ -215,7 +219,11 @@ type Program struct {
 	jit  JITInfo
 	// xlated is the program after rewriting, map references by index.
 	xlated []isa.Instruction
-	stats  verifier.Stats
+	// xlatedLines and xlatedFuncs are the BTF line and func info moved to
+	// the rewritten instructions (nil when not rewritten).
+	xlatedLines []verifier.LineInfo
+	xlatedFuncs []verifier.FuncInfo
+	stats       verifier.Stats
 
 	// VerifierLog is the verifier's log (with ProgramOptions.LogLevel > 0).
 	VerifierLog string
@@ -332,6 +340,9 @@ func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Progra
 	if enc.funcs != nil {
 		opts.Funcs = enc.funcs
 	}
+	if lines := lineInfos(spec); lines != nil {
+		opts.Lines = lines
+	}
 	if len(enc.refs) > 0 {
 		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, enc.refs[0])
 	}
@@ -351,6 +362,10 @@ func (p *Program) Name() string { return p.name }
 // Type returns the program's type.
 func (p *Program) Type() ebpf.ProgramType { return p.typ }
 
+// ContextSize is the size of the program type's context structure: what
+// RunOptions.ContextOut receives (0 for programs without one).
+func (p *Program) ContextSize() int { return int(p.run.Type.ContextSize) }
+
 // Instructions returns the program as loaded (map references by index).
 func (p *Program) Instructions() []isa.Instruction { return p.insns }
 
@@ -358,6 +373,25 @@ func (p *Program) Instructions() []isa.Instruction { return p.insns }
 // and rewriting (context conversion, inlined helpers), with map references
 // still by index: what `bpftool prog dump xlated` shows.
 func (p *Program) XlatedInstructions() []isa.Instruction { return p.xlated }
+
+// XlatedLineInfo returns the program's BTF line_info moved to the
+// instructions of XlatedInstructions, as the kernel moves it for bpftool
+// prog dump xlated; nil without line info.
+func (p *Program) XlatedLineInfo() []verifier.LineInfo {
+	if p.xlatedLines == nil && len(p.xlated) == len(p.insns) {
+		return p.opts.Lines
+	}
+	return p.xlatedLines
+}
+
+// XlatedFuncInfo returns the program's BTF func_info moved to the
+// instructions of XlatedInstructions; nil without BTF.
+func (p *Program) XlatedFuncInfo() []verifier.FuncInfo {
+	if p.xlatedFuncs == nil && len(p.xlated) == len(p.insns) {
+		return p.opts.Funcs
+	}
+	return p.xlatedFuncs
+}
 
 // Maps returns the maps the program references, in the order of the indices
 // its map loads use.

@@ -13,6 +13,9 @@ func (v *verifier) explore() error {
 	if v.log.level > 0 {
 		v.log.printf("%d: %s\n", v.pc, v.stateString(v.cur, true))
 	}
+	// popped is the branch just taken from the queue, whose state the log
+	// shows once the prune check has run, as the kernel's do_print_state.
+	var popped *pending
 	for {
 		v.stats.Processed++
 		if v.stats.Processed > MaxProcessed {
@@ -30,11 +33,22 @@ func (v *verifier) explore() error {
 			return err
 		}
 		if pruned {
-			if v.log.level > 0 {
+			switch {
+			case v.log.level > 0 && popped != nil:
+				v.log.printf("\nfrom %d to %d: safe\n", popped.from, pc)
+			case v.log.level > 0:
 				v.log.printf("%d: safe\n", pc)
 			}
 			done = true
 		} else {
+			if v.log.level > 0 && popped != nil {
+				// Level 2 names the branch; both print its registers
+				// (print_insn_state: all are scratched after a pop).
+				if v.log.level&2 != 0 {
+					v.log.printf("\nfrom %d to %d: %s\n", popped.from, pc, v.stateString(v.cur, false))
+				}
+				v.log.printf("%d: %s\n", pc, v.stateString(v.cur, false))
+			}
 			v.aux[pc].Seen = true
 			if v.log.level > 0 {
 				v.log.insn(pc, v.insns)
@@ -56,15 +70,21 @@ func (v *verifier) explore() error {
 				v.nextPC = pc + 2
 			}
 		}
-		if v.log.level > 1 {
+		if v.log.level > 0 {
 			v.log.closeInsn(v.touchedString(ins))
 		}
+		popped = nil
 		if !done {
 			continue
 		}
 		// The path ended: continue with a pending branch.
 		v.pathDone()
 		if len(v.pending) == 0 {
+			if v.log.level&2 == 0 {
+				// A level-1 log keeps only what failed: none of an
+				// accepted function (the kernel's do_check_common).
+				v.log.reset(0)
+			}
 			return nil
 		}
 		p := v.pending[len(v.pending)-1]
@@ -73,9 +93,12 @@ func (v *verifier) explore() error {
 		v.cur, v.pc = p.st, p.pc
 		v.hist = v.hist[:p.histLen]
 		v.prevPC, v.segLast, v.nextPC = p.from, p.from, p.from+1
-		if v.log.level > 0 {
-			v.log.printf("from %d to %d: %s\n", p.from, p.pc, v.stateString(v.cur, false))
+		if v.log.level&2 == 0 {
+			// Only the path that fails stays in a level-1 log: back to
+			// where this branch was queued, as the kernel's pop_stack.
+			v.log.reset(p.logPos)
 		}
+		popped = &p
 	}
 }
 
@@ -87,7 +110,7 @@ func (v *verifier) push(st *State, from, pc int) error {
 	if st.parent != nil {
 		st.parent.branches++
 	}
-	v.pending = append(v.pending, pending{st: st, pc: pc, from: from, histLen: len(v.hist)})
+	v.pending = append(v.pending, pending{st: st, pc: pc, from: from, histLen: len(v.hist), logPos: v.log.mark()})
 	if len(v.pending) > v.stats.PendingBranchPeak {
 		v.stats.PendingBranchPeak = len(v.pending)
 	}

@@ -469,6 +469,7 @@ func (v *verifier) verifyGlobals() error {
 				continue
 			}
 			v.log.printf("Validating %s() func#%d...\n", m.name, sub)
+			v.log.lastLine = 0 // as the kernel's do_check_common
 			v.cur, v.pc, v.hist = v.globalEntry(sub), v.subs[sub].Start, v.hist[:0]
 			if err := v.explore(); err != nil {
 				return err

@@ -2,24 +2,51 @@ package verifier
 
 import (
 	"fmt"
+	"path"
+	"sort"
 	"strings"
 
 	"bpfvm/isa"
 )
 
-// logger collects the verifier log within a size limit.
+// LineInfo is one BTF line_info record: the source line whose code starts
+// at an instruction, which the log shows before it at levels 1 and 2.
+type LineInfo struct {
+	Insn    int    // the first instruction of the line
+	File    string // the source file's name as BTF holds it
+	Line    string // the source text
+	LineNum uint32 // the line's number in File
+	Column  uint32 // the column the code starts at (0: unknown)
+}
+
+// logger collects the verifier log as the kernel's bpf_verifier_log does
+// with a buffer of limit bytes (0: unlimited). The log is a stream of
+// positions: rewinding (reset) drops what came after a position, as level 1
+// does when a path ends. A log that outgrows the buffer keeps its last
+// limit-1 bytes (the kernel's rotating log), or with fixed its first
+// (BPF_LOG_FIXED), and truncated reports it, as the kernel's ENOSPC, even
+// when a rewind later made it fit: what counts is the most it ever held.
 type logger struct {
-	level     int
-	limit     int
-	b         strings.Builder
-	truncated bool
+	level int
+	limit int
+	fixed bool
+	// buf holds positions start to end of the log; max is the furthest
+	// end ever reached, the kernel's len_max.
+	buf        []byte
+	start, end int
+	max        int
 	// open is the length of an instruction line still waiting for the
-	// state that follows it at level 2 (0 when no line is open).
+	// registers that follow it (0 when no line is open).
 	open int
+	// lines are the program's line_info records by instruction, and
+	// lastLine is 1 + the index of the one printed last (0: none yet),
+	// the kernel's prev_linfo, which rewinds leave alone as they do there.
+	lines    []LineInfo
+	lastLine int
 }
 
 func (l *logger) printf(format string, args ...any) {
-	if l.level == 0 || l.truncated {
+	if l.level == 0 {
 		return
 	}
 	s := fmt.Sprintf(format, args...)
@@ -27,27 +54,111 @@ func (l *logger) printf(format string, args ...any) {
 		l.open = 0
 		s = "\n" + s
 	}
-	if l.limit > 0 && l.b.Len()+len(s) > l.limit {
-		l.b.WriteString(s[:l.limit-l.b.Len()])
-		l.truncated = true
-		return
-	}
-	l.b.WriteString(s)
+	l.write(s)
 }
 
-// String returns the log so far.
-func (l *logger) String() string { return l.b.String() }
+// write appends s at the end of the log.
+func (l *logger) write(s string) {
+	l.end += len(s)
+	l.max = max(l.max, l.end)
+	room := l.limit - 1 // the kernel's buffer ends with a NUL
+	switch {
+	case l.limit <= 0:
+		l.buf = append(l.buf, s...)
+	case l.fixed:
+		if n := room - len(l.buf); n > 0 {
+			l.buf = append(l.buf, s[:min(n, len(s))]...)
+		}
+	default:
+		l.buf = append(l.buf, s...)
+		if over := len(l.buf) - room; over > 0 {
+			// Drop the oldest bytes; compact once they are most of buf.
+			l.start += over
+			if over >= len(l.buf)/2 {
+				l.buf = append(l.buf[:0], l.buf[over:]...)
+			} else {
+				l.buf = l.buf[over:]
+			}
+		}
+	}
+}
 
-// insn logs an instruction in the kernel's "pc: (op) text" form. At level
-// 2 the line stays open for the registers the instruction touched.
-func (l *logger) insn(pc int, insns []isa.Instruction) {
-	line := fmt.Sprintf("%d: (%02x) %s", pc, insns[pc].Op, isa.Format(insns, pc, nil))
-	if l.level < 2 {
-		l.printf("%s\n", line)
+// mark is the log's position for a later reset. Inside an instruction line
+// still open for its registers it is one byte further: the kernel ends the
+// line before it queues a branch and then writes the registers over the
+// newline, so its rewind keeps the first byte of them (a space, or the
+// newline when nothing followed).
+func (l *logger) mark() int {
+	if l.open > 0 {
+		return l.end + 1
+	}
+	return l.end
+}
+
+// reset rewinds the log to pos, dropping what was written after it (the
+// kernel's bpf_vlog_reset).
+func (l *logger) reset(pos int) {
+	if pos >= l.end {
 		return
 	}
+	l.end, l.open = pos, 0
+	switch {
+	case pos >= l.start:
+		l.buf = l.buf[:min(len(l.buf), pos-l.start)]
+	default:
+		l.start, l.buf = pos, l.buf[:0]
+	}
+}
+
+// truncated reports whether the log ever outgrew its buffer.
+func (l *logger) truncated() bool { return l.limit > 0 && l.max+1 > l.limit }
+
+// trueSize is the buffer the whole log needs, with its NUL: the kernel's
+// log_true_size.
+func (l *logger) trueSize() int {
+	if l.max == 0 {
+		return 0
+	}
+	return l.max + 1
+}
+
+// String returns the log as the buffer holds it.
+func (l *logger) String() string { return string(l.buf) }
+
+// insn logs an instruction in the kernel's "pc: (op) text" form, after its
+// source line when a new one starts there. The line stays open for the
+// registers the instruction touched, which the kernel prints at level 1
+// as at level 2 (print_insn_state under BPF_LOG_LEVEL).
+func (l *logger) insn(pc int, insns []isa.Instruction) {
+	l.sourceLine(pc)
+	line := fmt.Sprintf("%d: (%02x) %s", pc, insns[pc].Op, isa.Format(insns, pc, nil))
 	l.printf("%s", line)
 	l.open = len(line)
+}
+
+// sourceLine logs the line_info record that covers pc, as the kernel's
+// verbose_linfo: "; " and the source text without its indentation, " @ ",
+// the file's base name and the line number; not when the record printed
+// last is the same, or names the same file and line (clang emits several
+// records for the columns of one line), so a run of instructions of one
+// line shows it once and a line that a jump comes back to shows again.
+func (l *logger) sourceLine(pc int) {
+	if len(l.lines) == 0 {
+		return
+	}
+	// The last record starting at or before pc.
+	i := sort.Search(len(l.lines), func(i int) bool { return l.lines[i].Insn > pc }) - 1
+	if i < 0 || i+1 == l.lastLine {
+		return
+	}
+	li := &l.lines[i]
+	if l.lastLine > 0 {
+		if prev := &l.lines[l.lastLine-1]; prev.File == li.File && prev.LineNum == li.LineNum {
+			return
+		}
+	}
+	l.printf("; %s @ %s:%d\n", strings.TrimLeft(li.Line, " \t\n\v\f\r"), path.Base(li.File), li.LineNum)
+	l.lastLine = i + 1
 }
 
 // closeInsn ends an open instruction line with the state it changed,

@@ -1,6 +1,7 @@
 package verifier_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -80,5 +81,63 @@ func TestLogStatsLines(t *testing.T) {
 		if got := strings.Contains(res.Log, "verification time "); got != c.time {
 			t.Errorf("level %d: verification time line %v, want %v", c.level, got, c.time)
 		}
+	}
+}
+
+// A rejected program's log that outgrows LogSize keeps its end, the error,
+// as the kernel's rotating log does (its start with LogFixed), fails with
+// ErrLogTruncated wrapping the rejection, and LogTrueSize fits it whole.
+func TestLogTruncatedRejection(t *testing.T) {
+	insns, err := isa.Assemble(`
+		r2 = *(u32 *)(r1 +0)
+		r3 = *(u32 *)(r1 +4)
+		r4 = r2
+		r4 += 4
+		if r4 > r3 goto out
+		r0 = *(u8 *)(r2 +0)
+		if r0 == 1 goto out
+		r0 = *(u8 *)(r2 +8)
+	out:
+		r0 = 2
+		exit`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := verifier.Options{Type: progtype.XDP, LogLevel: 2}
+	full, err := verifier.Verify(insns, opts)
+	if !errors.Is(err, verifier.ErrRejected) || errors.Is(err, verifier.ErrLogTruncated) {
+		t.Fatalf("unlimited: %v", err)
+	}
+	if full.LogTrueSize != len(full.Log)+1 {
+		t.Errorf("true size %d for a %d byte log", full.LogTrueSize, len(full.Log))
+	}
+	for _, fixed := range []bool{false, true} {
+		o := opts
+		o.LogSize = 64
+		if fixed {
+			o.LogLevel |= verifier.LogFixed
+		}
+		res, err := verifier.Verify(insns, o)
+		var ve *verifier.Error
+		if !errors.Is(err, verifier.ErrLogTruncated) || !errors.As(err, &ve) || !errors.Is(err, verifier.ErrRejected) {
+			t.Errorf("fixed %v: %v, want a truncated rejection", fixed, err)
+		}
+		want := full.Log[len(full.Log)-63:]
+		if fixed {
+			want = full.Log[:63]
+		}
+		if res.Log != want || res.LogTrueSize != full.LogTrueSize {
+			t.Errorf("fixed %v: log %q (true size %d), want %q (%d)", fixed, res.Log, res.LogTrueSize, want, full.LogTrueSize)
+		}
+		o.LogSize = res.LogTrueSize
+		if again, err := verifier.Verify(insns, o); again.Log != full.Log || errors.Is(err, verifier.ErrLogTruncated) {
+			t.Errorf("fixed %v: with the true size: %v\n%s", fixed, err, again.Log)
+		}
+	}
+	// Level 1 keeps only the path that failed: not the branch to out
+	// explored before it.
+	res, _ := verifier.Verify(insns, verifier.Options{Type: progtype.XDP, LogLevel: 1})
+	if strings.Contains(res.Log, "from ") || !strings.HasSuffix(strings.TrimSpace(strings.Split(res.Log, "\nprocessed")[0]), "invalid access to packet, off=8 size=1, R2(id=0,off=8,r=4)") {
+		t.Errorf("level 1:\n%s", res.Log)
 	}
 }

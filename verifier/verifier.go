@@ -85,15 +85,21 @@ type Options struct {
 	// LogLevel: 0 none, 1 instructions and states at branches, 2 the state
 	// after every instruction; bit 2 (4) adds statistics.
 	LogLevel int
-	// LogSize caps the log in bytes (0: unlimited). A log that would exceed
-	// it makes verification fail with ErrLogTruncated, like the kernel's
-	// ENOSPC.
+	// LogSize is the log buffer in bytes, with the kernel's NUL (0:
+	// unlimited). A log that outgrows it keeps its end, as the kernel's
+	// rotating log, or its start with LogFixed (BPF_LOG_FIXED, 8) in
+	// LogLevel, and verification fails with ErrLogTruncated, like the
+	// kernel's ENOSPC (wrapping the rejection, if any);
+	// Result.LogTrueSize says what would fit.
 	LogSize int
 	// Funcs is the program's BTF func_info: one record per function, in
 	// order. Nil means the program has no BTF, which forbids LD_ABS and
 	// tail calls in subprograms; global functions are verified on their
 	// own against their prototypes.
 	Funcs []FuncInfo
+	// Lines is the program's BTF line_info, ordered by instruction: the
+	// log shows the source lines, as the kernel's does.
+	Lines []LineInfo
 }
 
 // Program load flags (the kernel's BPF_F_* prog_flags) and what they do
@@ -127,6 +133,10 @@ const (
 	knownFlags = FlagStrictAlignment | FlagAnyAlignment | FlagTestRndHi32 | FlagTestStateFreq |
 		FlagSleepable | FlagXDPHasFrags | FlagXDPDevBoundOnly | FlagTestRegInvariants
 )
+
+// LogFixed in Options.LogLevel keeps the start of a log that outgrows
+// LogSize instead of its end (the kernel's BPF_LOG_FIXED).
+const LogFixed = 8
 
 // ErrLogTruncated is returned when the log did not fit Options.LogSize.
 var ErrLogTruncated = errors.New("verifier log truncated")
@@ -184,6 +194,10 @@ type Result struct {
 	Log   string
 	Stats Stats
 	Aux   []InsnAux
+	// LogTrueSize is the buffer the whole log needs (its bytes and a
+	// NUL), the kernel's log_true_size: with LogSize at least this, the
+	// log is not truncated.
+	LogTrueSize int
 }
 
 // Verify checks that insns is safe to run. Map loads are LD_IMM64 with a map
@@ -208,9 +222,15 @@ func verify(insns []isa.Instruction, opts Options, exact bool, hook func(pc int)
 	if opts.LogLevel != 0 {
 		v.logStats(opts.LogLevel&4 != 0)
 	}
-	res := &Result{Log: v.log.String(), Stats: v.stats, Aux: v.aux}
-	if err == nil && v.log.truncated {
-		err = ErrLogTruncated
+	res := &Result{Log: v.log.String(), Stats: v.stats, Aux: v.aux, LogTrueSize: v.log.trueSize()}
+	if v.log.truncated() {
+		// The kernel's ENOSPC, which it returns for rejected programs
+		// too; the rejection stays in the chain (errors.As an *Error).
+		if err == nil {
+			err = ErrLogTruncated
+		} else {
+			err = fmt.Errorf("%w (%w)", err, ErrLogTruncated)
+		}
 	}
 	return res, err
 }
@@ -271,6 +291,9 @@ type pending struct {
 	from int
 	// histLen is the length of the instruction history at the branch.
 	histLen int
+	// logPos is where the log was at the branch: level 1 rewinds there
+	// when the path before it ends, as the kernel's pop_stack.
+	logPos int
 }
 
 func newVerifier(insns []isa.Instruction, opts Options) *verifier {
@@ -280,7 +303,7 @@ func newVerifier(insns []isa.Instruction, opts Options) *verifier {
 	}
 	v := &verifier{insns: insns, opts: opts, pt: pt, aux: make([]InsnAux, len(insns))}
 	v.strictAlign = (opts.StrictAlignment || opts.Flags&FlagStrictAlignment != 0) && opts.Flags&FlagAnyAlignment == 0
-	v.log = logger{level: opts.LogLevel & 3, limit: opts.LogSize}
+	v.log = logger{level: opts.LogLevel & 3, limit: opts.LogSize, fixed: opts.LogLevel&LogFixed != 0, lines: opts.Lines}
 	return v
 }
 

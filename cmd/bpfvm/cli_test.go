@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -64,6 +65,9 @@ func TestBadInput(t *testing.T) {
 		{"verify", "F"},
 		{"veristat", "F"},
 		{"veristat", "--kernel", "F"},
+		{"map", "dump", "F", "m"},
+		{"prog", "run", "F", "p"},
+		{"batch", "F", "-"},
 	}
 	for name, path := range in {
 		if strings.HasSuffix(name, ".bin") || strings.HasSuffix(name, ".s") || strings.HasSuffix(name, ".csv") {
@@ -164,7 +168,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"verify", "-l", "9", mixed}, 2, `^$`, "usage: -l 9"},
 		{[]string{"veristat", "-s", "nope", mixed}, 2, `^$`, `usage: unknown sort field "nope"`},
 		{[]string{"veristat", "-e", "nope", mixed}, 2, `^$`, `usage: unknown field "nope"`},
-		{[]string{"veristat", "-o", "xml", mixed}, 2, `^$`, "usage: -o must be table or csv"},
+		{[]string{"veristat", "-o", "xml", mixed}, 2, `^$`, "usage: -o must be table, csv or json"},
 		{[]string{"version", "x"}, 2, `^$`, "usage:"},
 		// Help: every engine, and status 0.
 		{[]string{"run", "-h"}, 0, `^$`, "engine: default, interp, jit"},
@@ -190,7 +194,8 @@ func TestRunDataOut(t *testing.T) {
 	t.Chdir(t.TempDir())
 	pkt := "--data-hex=" + strings.Repeat("ab", 20)
 	code, stdout, stderr := runCLI(t, "", "run", obj, "-p", "ok", pkt, "--data-out", "-")
-	want := regexp.MustCompile(`^data_out:\n(ab ){15}ab\n(ab ){3}ab\nReturn value: 2, duration: \d+ns\n$`)
+	// bpftool's hex_print: offset, tab, 2-byte groups, "| " and ASCII.
+	want := regexp.MustCompile(`^0000000\t(abab ){8}\| \.{8} \.{8}\n0000010\tabab abab {31}\| \.{4}\nReturn value: 2, duration: \d+ns\n$`)
 	if code != 0 || !want.MatchString(stdout) {
 		t.Fatalf("exit %d, stderr %q, stdout %q", code, stderr, stdout)
 	}
@@ -221,9 +226,11 @@ func TestVerifyOutput(t *testing.T) {
 		{args: []string{"verify", "-p", "bad_iter_leak", loops}, code: 1, first: "bad_iter_leak: rejected: Unreleased reference id=1 alloc_insn=4",
 			minLines: 3, maxLines: contextLines + 2, processed: true, contains: "\nUnreleased reference id=1 alloc_insn=4\nprocessed "},
 		{args: []string{"verify", "-l", "0", "-p", "bad_iter_leak", loops}, code: 1, first: "bad_iter_leak: rejected: Unreleased reference id=1 alloc_insn=4", minLines: 1, maxLines: 1},
-		{args: []string{"verify", "-l", "1", "-p", "forever", loops}, first: "forever: accepted", minLines: 10, maxLines: 1000, processed: true},
+		// Level 1 keeps nothing of an accepted program, as the kernel's.
+		{args: []string{"verify", "-l", "1", "-p", "forever", loops}, first: "forever: accepted", minLines: 2, maxLines: 2, processed: true},
 		{args: []string{"verify", "-l", "1", "-p", "bad_iter_leak", loops}, code: 1, first: "bad_iter_leak: rejected: Unreleased reference id=1 alloc_insn=4", minLines: 4, maxLines: 1000, processed: true},
-		{args: []string{"verify", "-l", "5", "-p", "forever", loops}, first: "forever: accepted", minLines: 10, maxLines: 1000, contains: "\nverification time "},
+		{args: []string{"verify", "-l", "5", "-p", "forever", loops}, first: "forever: accepted", minLines: 6, maxLines: 6, contains: "\nverification time "},
+		{args: []string{"verify", "-l", "6", "-p", "forever", loops}, first: "forever: accepted", minLines: 10, maxLines: 1000, contains: "\nverification time "},
 		{args: []string{"verify", "-l", "2", "-p", "forever", loops}, first: "forever: accepted", minLines: 10, maxLines: 1000, processed: true},
 		// Programs the verifier has no rules for are not "accepted".
 		{args: []string{"verify", "-p", "unspec", "testdata/mixed.o"}, first: "unspec: " + notVerified, minLines: 1, maxLines: 1},
@@ -329,7 +336,7 @@ func TestVeristatParallel(t *testing.T) {
 		t.Errorf("-j 1:\n%s\n-j 8:\n%s", one, all)
 	}
 	var progress bytes.Buffer
-	results := veristatFiles(append(files, "../../testdata/jhash.o"), false, 1, &progress, 0, time.Millisecond)
+	results := veristatFiles(append(files, "../../testdata/jhash.o"), veristatOptions{}, 1, &progress, 0, time.Millisecond)
 	if len(results) != 6 || len(results[5].rows) != 1 || results[5].rows[0]["verdict"] != "success" {
 		t.Errorf("results %v", results)
 	}
@@ -381,5 +388,260 @@ func TestVersion(t *testing.T) {
 	}
 	if jit := runtime.GOARCH == "amd64" && runtime.GOOS == "linux"; jit != strings.HasSuffix(lines[2], ", jit") {
 		t.Errorf("engines %q on %s/%s", lines[2], runtime.GOOS, runtime.GOARCH)
+	}
+}
+
+// TestHexDump prints bytes as bpftool prog run's hex_print, compared with
+// the output of bpftool 7.1 for the same bytes.
+func TestHexDump(t *testing.T) {
+	telnet, err := os.ReadFile("../../examples/xdp_filter/telnet.pkt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"empty", nil, ""},
+		{"telnet.pkt", telnet, "0000000\t0200 0000 0002 0200 0000 0001 0800 4500 | ........ ......E.\n" +
+			"0000010\t0028 0001 0000 4006 66cd 0a00 0001 0a00 | .(....@. f.......\n" +
+			"0000020\t0002 9c40 0017 0000 0001 0000 0000 5002 | ...@.... ......P.\n" +
+			"0000030\tffff 0000 0000                          | ......\n"},
+		{"24 zeros", make([]byte, 24), "0000000\t0000 0000 0000 0000 0000 0000 0000 0000 | ........ ........\n" +
+			"0000010\t0000 0000 0000 0000                     | ........ \n"},
+		{"odd", []byte("abc"), "0000000\t6162 63" + strings.Repeat(" ", 33) + "| abc\n"},
+	} {
+		var b bytes.Buffer
+		hexDump(&b, tc.in)
+		if b.String() != tc.want {
+			t.Errorf("%s:\n%q\nwant\n%q", tc.name, b.String(), tc.want)
+		}
+	}
+}
+
+// TestJSONOutput checks -j/--json/--pretty, before the command as with
+// bpftool (bpfvm -j run ...) or after it, and errors as {"error": ...}.
+func TestJSONOutput(t *testing.T) {
+	const mixed = "testdata/mixed.o"
+	pkt := "--data-hex=" + strings.Repeat("ab", 20)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string // a regular expression for the compact document
+	}{
+		{[]string{"-j", "version"}, 0, `^\{"version":"[^"]+","go_version":"go[^"]+","platform":"` + runtime.GOOS + "/" + runtime.GOARCH + `","engines":\["interp"(,"jit")?\]\}\n$`},
+		{[]string{"run", mixed, "-p", "ok", pkt, "-j"}, 0, `^\{"retval":2,"duration":\d+\}\n$`},
+		{[]string{"-j", "run", mixed, "-p", "ok", pkt, "--data-out", "-"}, 0, `^\{"data_out":\[(171,){19}171\],"retval":2,"duration":\d+\}\n$`},
+		{[]string{"run", "--json", mixed, "-p", "nope"}, 2, `^\{"error":"usage: no program \\"nope\\" in testdata/mixed.o; programs: ok, probe, rejected, unspec"\}\n$`},
+		{[]string{"-j", "run", "testdata/missing.o", "-p", "x"}, 1, `^\{"error":"open testdata/missing.o: no such file or directory"\}\n$`},
+		{[]string{"verify", "-j", mixed}, 1, `^\[\{"program":"ok","verdict":"accepted"\},` +
+			`\{"program":"probe","verdict":"error","error":"testdata/mixed.o: program probe: program type kprobe: not supported"\},` +
+			`\{"program":"rejected","verdict":"rejected","error":"invalid access to packet, off=0 size=1, R1\(id=0,off=0,r=0\)","log":\[.*"; return data\[0\]; @ mixed.c:17",.*"processed 2 insns \(limit 1000000\) [^"]*"\]\},` +
+			`\{"program":"unspec","verdict":"not verified"\}\]\n$`},
+		{[]string{"-j", "dump", "-p", "ok", mixed}, 0, `^\{"programs":\[\{"name":"ok","section":"xdp","type":"xdp","insns":2,"xlated":\[\{"src":"return XDP_PASS;","disasm":"\(b7\) r0 = 2"\},\{"disasm":"\(95\) exit"\}\]\}\],"maps":\[\]\}\n$`},
+		{[]string{"-j", "dump", "--xlated", mixed}, 1, `"name":"probe","section":"kprobe/do_sys_openat2","type":"kprobe","insns":2,"error":"testdata/mixed.o: program probe: program type kprobe: not supported"`},
+		// veristat: -o json, and --json (-j is its jobs) as bpfvm -j.
+		{[]string{"veristat", "-q", "-o", "json", "-e", "file,prog,verdict,insns", mixed}, 1, `^\[\{"file_name":"mixed.o","prog_name":"ok","verdict":"success","total_insns":2\},` +
+			`\{"file_name":"mixed.o","prog_name":"probe","verdict":"error","total_insns":null\},` +
+			`\{"file_name":"mixed.o","prog_name":"rejected","verdict":"failure","total_insns":2\},` +
+			`\{"file_name":"mixed.o","prog_name":"unspec","verdict":"not verified","total_insns":null\}\]\n$`},
+		{[]string{"-j", "veristat", "-q", "-e", "prog,verdict", "-f", "ok", mixed}, 0, `^\[\{"prog_name":"ok","verdict":"success"\}\]\n$`},
+		{[]string{"-j", "dump", "testdata/stack_map.o"}, 0, `"maps":\[\{"name":"stacks","type":"stack_trace","key_size":4,"value_size":\d+,"max_entries":\d+,"flags":0\}\]`},
+	} {
+		code, stdout, stderr := runCLI(t, "", tc.args...)
+		if code != tc.code || !regexp.MustCompile(tc.want).MatchString(stdout) {
+			t.Errorf("bpfvm %s: exit %d (want %d)\nstdout %q\nwant %q\nstderr %q", strings.Join(tc.args, " "), code, tc.code, stdout, tc.want, stderr)
+		}
+		if stderr != "" {
+			t.Errorf("bpfvm %s: stderr %q in JSON mode", strings.Join(tc.args, " "), stderr)
+		}
+		if !json.Valid([]byte(stdout)) {
+			t.Errorf("bpfvm %s: not one JSON document: %q", strings.Join(tc.args, " "), stdout)
+		}
+	}
+	// --pretty (-p before the command): bpftool's four-space indent.
+	code, stdout, _ := runCLI(t, "", "-p", "run", mixed, "-p", "ok", pkt)
+	if want := regexp.MustCompile("^\\{\n    \"retval\": 2,\n    \"duration\": \\d+\n\\}\n$"); code != 0 || !want.MatchString(stdout) {
+		t.Errorf("-p run: exit %d, %q", code, stdout)
+	}
+}
+
+// veristatProgs returns the program column of a veristat table, in order.
+func veristatProgs(out string) []string {
+	var progs []string
+	lines := strings.Split(out, "\n")
+	for _, l := range lines[min(2, len(lines)):] {
+		f := strings.Fields(l)
+		if len(f) < 2 || strings.HasPrefix(l, "----") || f[0] == "Done." {
+			continue
+		}
+		progs = append(progs, f[1])
+	}
+	return progs
+}
+
+// TestVeristatFilters checks -f (name globs, statistic comparisons,
+// denials, @file), -s with veristat's order suffixes and -n, with the
+// kernel's veristat's rules, and the summary's counts.
+func TestVeristatFilters(t *testing.T) {
+	const mixed, loops = "testdata/mixed.o", "../../testdata/loops.o"
+	filterFile := filepath.Join(t.TempDir(), "filters")
+	os.WriteFile(filterFile, []byte("# comment\n\nloops.o/for_*\n!for_const\n"), 0o644)
+	for _, tc := range []struct {
+		args    []string
+		progs   string // the programs in the table, in order
+		summary string
+	}{
+		// A glob matches the file or the program name.
+		{[]string{"-f", "ok", mixed, loops}, "ok", "Processed 2 files, 1 programs. Skipped 0 files, 18 programs."},
+		// A glob without / lets every file through to check its programs.
+		{[]string{"-f", "mixed.o", mixed, loops}, "ok probe rejected unspec", "Processed 2 files, 4 programs. Skipped 0 files, 15 programs."},
+		{[]string{"-f", "*.o/*_sum", mixed, loops}, "for_sum loop_sum", "Processed 2 files, 2 programs. Skipped 0 files, 17 programs."},
+		{[]string{"-f", "/*iter*", loops}, "bad_iter_deref_null bad_iter_leak bad_iter_uninit", "Processed 1 files, 3 programs. Skipped 0 files, 12 programs."},
+		{[]string{"-f", "mix*/", mixed, loops}, "ok probe rejected unspec", "Processed 1 files, 4 programs. Skipped 1 files, 0 programs."},
+		// Denials win; a file denial drops the whole file.
+		{[]string{"-f", "!loops.o", mixed, loops}, "ok probe rejected unspec", "Processed 1 files, 4 programs. Skipped 1 files, 0 programs."},
+		{[]string{"-f", "!*e*", mixed}, "", "Processed 0 files, 0 programs. Skipped 1 files, 0 programs."},
+		{[]string{"-f", "!/*e*", mixed}, "ok", "Processed 1 files, 1 programs. Skipped 0 files, 3 programs."},
+		{[]string{"-f", "@" + filterFile, loops}, "for_array for_empty for_nested for_sum", "Processed 1 files, 4 programs. Skipped 0 files, 11 programs."},
+		// Statistics: the rows shown; the programs were processed.
+		{[]string{"-f", "insns>140", loops}, "for_array for_const for_nested", "Processed 1 files, 15 programs."},
+		{[]string{"-f", "insns>=141", "-f", "insns<9", loops}, "bad_iter_leak bad_iter_uninit for_array for_const for_nested", "Processed 1 files, 15 programs."},
+		{[]string{"-f", "verdict=failure", loops}, "bad_iter_deref_null bad_iter_leak bad_iter_uninit", "Processed 1 files, 15 programs."},
+		// N/A matches no comparison.
+		{[]string{"-f", "!verdict==success", "-f", "!insns<>2", mixed}, "probe rejected unspec", "Processed 1 files, 4 programs."},
+		{[]string{"-f", "insns=2", mixed}, "ok rejected", "Processed 1 files, 4 programs."},
+		{[]string{"-f", "states=1", "-f", "!verdict=s", loops}, "bad_iter_leak bad_iter_uninit", "Processed 1 files, 15 programs."},
+		// Sorting: numbers descending by default, ^ ascending, v descending.
+		{[]string{"-s", "insns", "-n", "3", loops}, "for_const for_nested for_array", "Processed 1 files, 15 programs."},
+		{[]string{"-s", "insns^", "-n", "2", loops}, "bad_iter_uninit bad_iter_leak", "Processed 1 files, 15 programs."},
+		{[]string{"-s", "verdict,insns^", "-n", "4", loops}, "bad_iter_uninit bad_iter_leak bad_iter_deref_null forever", "Processed 1 files, 15 programs."},
+		{[]string{"-s", "verdictv,insns^", "-n", "2", loops}, "forever loop_empty", "Processed 1 files, 15 programs."},
+		{[]string{"-s", "prog_name:desc", "-n", "2", loops}, "repeat loop_sum", "Processed 1 files, 15 programs."},
+	} {
+		args := append([]string{"veristat", "-q", "-e", "file,prog,verdict,insns"}, tc.args...)
+		_, stdout, stderr := runCLI(t, "", args...)
+		if got := strings.Join(veristatProgs(stdout), " "); got != tc.progs || !strings.Contains(stdout, "Done. "+tc.summary) {
+			t.Errorf("bpfvm %s:\nprograms %q, want %q (summary %q)\n%s%s", strings.Join(args, " "), got, tc.progs, tc.summary, stdout, stderr)
+		}
+	}
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"-f", "nope>1"}, `usage: filter "nope>1": unknown statistic "nope"`},
+		{[]string{"-f", "insns>many"}, `usage: filter "insns>many": "many" is not an integer`},
+		{[]string{"-f", "prog=1"}, `usage: filter "prog=1": prog_name is not a number`},
+		{[]string{"-f", "@/no/such/file"}, "filters: open /no/such/file"},
+		{[]string{"-s", "insns:up"}, `usage: sort field "insns": unknown order "up"`},
+		{[]string{"-v", "-q"}, "usage: -v and -q are exclusive"},
+		{[]string{"-C", "-R", "a", "b"}, "usage: -C and -R are exclusive"},
+	} {
+		args := append(append([]string{"veristat"}, tc.args...), mixed)
+		if code, _, stderr := runCLI(t, "", args...); code != 2 || !strings.Contains(stderr, tc.stderr) {
+			t.Errorf("bpfvm %s: exit %d, stderr %q, want 2 and %q", strings.Join(args, " "), code, stderr, tc.stderr)
+		}
+	}
+}
+
+// TestGlobMatch matches as veristat's glob_matches: * only.
+func TestGlobMatch(t *testing.T) {
+	for _, tc := range []struct {
+		s, pat string
+		want   bool
+	}{
+		{"", "", true}, {"a", "", false}, {"", "*", true}, {"abc", "*", true},
+		{"abc", "a*", true}, {"abc", "*c", true}, {"abc", "a*c", true}, {"abc", "*b*", true},
+		{"abc", "*d*", false}, {"abc", "ab", false}, {"ab", "abc", false}, {"a?c", "a?c", true},
+		{"abc", "a?c", false}, {"aXbXc", "a*b*c", true}, {"acb", "a*b*c", false}, {"abcbc", "a**bc", true},
+	} {
+		if got := globMatch(tc.s, tc.pat); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v", tc.s, tc.pat, got)
+		}
+	}
+}
+
+// TestVeristatVerbose checks -v (each program's log, veristat's
+// PROCESSING header, at -l), and -t's flag reaching the verifier.
+func TestVeristatVerbose(t *testing.T) {
+	const mixed = "testdata/mixed.o"
+	for _, tc := range []struct {
+		args []string
+		want string // a regular expression
+		not  string
+	}{
+		{[]string{"-v", "-f", "/ok"}, `^PROCESSING testdata/mixed.o/ok, DURATION US: \d+, VERDICT: success, VERIFIER LOG:\n` +
+			`verification time \d+ usec\nstack depth 0\nprocessed 2 insns .*\n(.*\n)*\nFile `, ""},
+		{[]string{"-v", "-l", "2", "-f", "/ok"}, `\n0: \(b7\) r0 = 2 +; R0=2\n`, ""},
+		{[]string{"-v", "-f", "/rejected"}, `VERDICT: failure, VERIFIER LOG:\n(.*\n)*invalid access to packet, off=0 size=1, R1\(id=0,off=0,r=0\)\n`, ""},
+		{[]string{"-v", "-f", "/probe"}, `VERDICT: error, VERIFIER LOG:\ntestdata/mixed.o: program probe: program type kprobe: not supported\n`, ""},
+		{[]string{"-v", "-f", "nope/"}, `^Skipping 'testdata/mixed.o' due to filters...\n`, "PROCESSING"},
+		// Without -v, -l changes nothing, as in veristat.
+		{[]string{"-l", "2", "-f", "/ok"}, `^File `, "PROCESSING"},
+	} {
+		args := append(append([]string{"veristat"}, tc.args...), mixed)
+		_, stdout, _ := runCLI(t, "", args...)
+		if !regexp.MustCompile(tc.want).MatchString(stdout) || tc.not != "" && strings.Contains(stdout, tc.not) {
+			t.Errorf("bpfvm %s:\n%s\nwant %q, not %q", strings.Join(args, " "), stdout, tc.want, tc.not)
+		}
+	}
+	// -t and -r reach the verifier as load flags it takes (BPF_F_TEST_STATE_FREQ
+	// and BPF_F_TEST_REG_INVARIANTS): the same verdicts.
+	args := []string{"veristat", "-q", "-o", "csv", "-e", "prog,verdict", "../../testdata/loops.o"}
+	_, plain, _ := runCLI(t, "", args...)
+	for _, flag := range []string{"-t", "-r"} {
+		if _, out, _ := runCLI(t, "", append(args, flag)...); out != plain || !strings.Contains(out, "for_sum,success") {
+			t.Errorf("%s:\n%s\nwithout:\n%s", flag, out, plain)
+		}
+	}
+}
+
+// TestVeristatReplay checks -R (a CSV printed again, filtered and sorted)
+// and that veristat's own CSV columns are read, and -C's CSV columns.
+func TestVeristatReplay(t *testing.T) {
+	dir := t.TempDir()
+	// The kernel veristat's CSV header and rows, as veristat 0.5 writes them.
+	csvFile := filepath.Join(dir, "veristat.csv")
+	os.WriteFile(csvFile, []byte("file_name,prog_name,verdict,duration,total_insns,total_states,peak_states,max_states_per_insn,max_mark_read_len,prog_size,prog_size_jited,prog_type,attach_type,stack_depth,mem_peak\n"+
+		"a.o,p1,success,10,100,5,5,1,0,20,120,xdp,xdp,8,0\n"+
+		"a.o,p2,failure,20,300,9,8,2,0,30,0,xdp,xdp,0,0\n"+
+		"b.o,p3,success,30,200,7,6,1,0,25,140,sched_cls,N/A,16,0\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-R", "-o", "csv", csvFile}, "file_name,prog_name,verdict,duration,total_insns,total_states,peak_states,max_states_per_insn,max_mark_read_len,prog_size,prog_size_jited,prog_type,attach_type,stack_depth,mem_peak\n" +
+			"a.o,p1,success,10,100,5,5,1,0,20,120,xdp,xdp,8,0\na.o,p2,failure,20,300,9,8,2,0,30,0,xdp,xdp,0,0\nb.o,p3,success,30,200,7,6,1,0,25,140,sched_cls,N/A,16,0\n"},
+		{[]string{"-R", "-o", "csv", "-e", "prog,insns,stack", "-s", "insns", csvFile}, "prog_name,total_insns,stack_depth\np2,300,0\np3,200,16\np1,100,8\n"},
+		{[]string{"-R", "-o", "csv", "-e", "prog", "-f", "verdict=success", "-f", "!b.o", csvFile}, "prog_name\np1\n"},
+		{[]string{"-R", "-o", "json", "-e", "prog,insns,prog_type", "-n", "1", csvFile}, `[{"prog_name":"p1","total_insns":100,"prog_type":"xdp"}]` + "\n"},
+	} {
+		code, stdout, stderr := runCLI(t, "", append([]string{"veristat"}, tc.args...)...)
+		if code != 0 || stdout != tc.want {
+			t.Errorf("veristat %s: exit %d, stderr %q\n%s\nwant\n%s", strings.Join(tc.args, " "), code, stderr, stdout, tc.want)
+		}
+	}
+	// -C: veristat's NAME_base, NAME_comp, NAME_diff columns, and
+	// filters and sorting on the variants.
+	other := filepath.Join(dir, "other.csv")
+	os.WriteFile(other, []byte("file_name,prog_name,verdict,total_insns\na.o,p1,success,150\na.o,p2,success,300\nb.o,p3,success,100\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-e", "verdict,insns"}, "file_name,prog_name,verdict_base,verdict_comp,verdict_diff,total_insns_base,total_insns_comp,total_insns_diff\n" +
+			"a.o,p1,success,success,MATCH,100,150,+50 (+50.00%)\na.o,p2,failure,success,MISMATCH,300,300,+0 (+0.00%)\nb.o,p3,success,success,MATCH,200,100,-100 (-50.00%)\n"},
+		{[]string{"-e", "prog,insns", "-f", "insns_diff<0"}, "file_name,prog_name,total_insns_base,total_insns_comp,total_insns_diff\nb.o,p3,200,100,-100 (-50.00%)\n"},
+		{[]string{"-e", "prog,insns", "-f", "verdict_diff=mismatch"}, "file_name,prog_name,total_insns_base,total_insns_comp,total_insns_diff\na.o,p2,300,300,+0 (+0.00%)\n"},
+		{[]string{"-e", "prog,insns", "-s", "|insns_pct|"}, "file_name,prog_name,total_insns_base,total_insns_comp,total_insns_diff\n" +
+			"a.o,p1,100,150,+50 (+50.00%)\nb.o,p3,200,100,-100 (-50.00%)\na.o,p2,300,300,+0 (+0.00%)\n"},
+		{[]string{"-e", "prog,insns", "-s", "insns_a^", "-n", "1"}, "file_name,prog_name,total_insns_base,total_insns_comp,total_insns_diff\na.o,p1,100,150,+50 (+50.00%)\n"},
+	} {
+		args := append(append([]string{"veristat", "-C", "-o", "csv"}, tc.args...), csvFile, other)
+		code, stdout, stderr := runCLI(t, "", args...)
+		if code != 0 || stdout != tc.want {
+			t.Errorf("bpfvm %s: exit %d, stderr %q\n%s\nwant\n%s", strings.Join(args, " "), code, stderr, stdout, tc.want)
+		}
 	}
 }

@@ -26,6 +26,7 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	progName := fs.String("p", "", "verify only this program")
 	typ := fs.String("type", "", "for raw instructions (.bin) or assembly (.s): the program type (xdp, tc, socket)")
 	unpriv := fs.Bool("unpriv", false, "verify with the rules for unprivileged loads")
+	js := addJSONFlags(fs, true)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -37,6 +38,10 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return usageErr("-l %d: want 0 to 7", *level)
 	}
 	path := pos[0]
+	out := stdout
+	if js.enabled() {
+		out = io.Discard // the text; the JSON document comes at the end
+	}
 	// The programs loaded at a log level (only the one named, when not
 	// empty): the default asks only for the statistics, cheap on success,
 	// and loads a rejected program again for its log.
@@ -86,29 +91,35 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return results[0].err // the file, not a program
 	}
 	refused := false
+	var doc []verifyJSON
 	for _, r := range results {
 		defer r.close()
 		if r.prog != nil && r.coll == nil {
 			defer r.prog.Close()
 		}
 		var ve *bpfvm.VerifierError
+		v := verifyJSON{Program: r.name}
+		var log []string
 		switch {
 		case r.err == nil && unverified(r.prog):
-			fmt.Fprintf(stdout, "%s: %s\n", r.name, notVerified)
+			v.Verdict = "not verified"
+			fmt.Fprintf(out, "%s: %s\n", r.name, notVerified)
 		case r.err == nil:
-			fmt.Fprintf(stdout, "%s: accepted\n", r.name)
+			v.Verdict = "accepted"
+			fmt.Fprintf(out, "%s: accepted\n", r.name)
 			if *level > 0 {
-				printLog(stdout, r.prog.VerifierLog, *level, 0)
+				log = logLines(r.prog.VerifierLog, *level, 0)
 			}
 		case errors.As(r.err, &ve):
 			refused = true
-			fmt.Fprintf(stdout, "%s: rejected: %v\n", r.name, ve.Err)
-			log := ve.Log
+			v.Verdict, v.Error = "rejected", ve.Err.Error()
+			fmt.Fprintf(out, "%s: rejected: %v\n", r.name, ve.Err)
+			full := ve.Log
 			if *level < 0 {
 				again := loadAt(1|4, r.name)
 				var ve2 *bpfvm.VerifierError
 				if len(again) == 1 && errors.As(again[0].err, &ve2) {
-					log = ve2.Log
+					full = ve2.Log
 				}
 				for _, a := range again {
 					a.close()
@@ -116,13 +127,26 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 			}
 			switch {
 			case *level > 0:
-				printLog(stdout, log, *level, 0)
+				log = logLines(full, *level, 0)
 			case *level < 0:
-				printLog(stdout, log, 1, contextLines)
+				log = logLines(full, 1, contextLines)
 			}
 		default:
 			refused = true
-			fmt.Fprintf(stderr, "bpfvm verify: %v\n", r.err)
+			v.Verdict, v.Error = "error", r.err.Error()
+			if !js.enabled() {
+				fmt.Fprintf(stderr, "bpfvm verify: %v\n", r.err)
+			}
+		}
+		for _, l := range log {
+			fmt.Fprintln(out, l)
+		}
+		v.Log = log
+		doc = append(doc, v)
+	}
+	if js.enabled() {
+		if err := js.write(stdout, doc); err != nil {
+			return err
 		}
 	}
 	if refused {
@@ -143,23 +167,30 @@ func isRawFile(path string) bool {
 	return strings.HasSuffix(path, ".bin") || strings.HasSuffix(path, ".s")
 }
 
-// printLog prints a verifier log loaded at level|4 as the kernel's would
-// read at level: the statistics only with 4 set, but the "processed N
-// insns" line always, as the kernel ends every log with it. last > 0 keeps
-// only the last lines before the statistics.
-func printLog(w io.Writer, log string, level, last int) {
+// verifyJSON is one program's verdict in verify's JSON output.
+type verifyJSON struct {
+	Program string   `json:"program"`
+	Verdict string   `json:"verdict"` // accepted, rejected, not verified or error
+	Error   string   `json:"error,omitempty"`
+	Log     []string `json:"log,omitempty"`
+}
+
+// logLines returns the lines of a verifier log loaded at level|4 as the
+// kernel's would read at level: the statistics only with 4 set, but the
+// "processed N insns" line always, as the kernel ends every log with it.
+// last > 0 keeps only the last lines before the statistics.
+func logLines(log string, level, last int) []string {
 	body, stats := splitStats(log)
 	if last > 0 && len(body) > last {
 		body = body[len(body)-last:]
 	}
-	for _, l := range body {
-		fmt.Fprintln(w, l)
-	}
+	out := append([]string(nil), body...)
 	for _, l := range stats {
 		if level&4 != 0 || strings.HasPrefix(l, "processed ") {
-			fmt.Fprintln(w, l)
+			out = append(out, l)
 		}
 	}
+	return out
 }
 
 // statsPrefixes start the lines of the statistics block that ends a log at

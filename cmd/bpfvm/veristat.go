@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +25,8 @@ import (
 	"bpfvm/verifier"
 )
 
-// veristat fields, with the kernel tool's names and aliases, and ours.
+// veristat fields, with the kernel tool's names (the first is the CSV
+// column's) and aliases, and ours.
 type statField struct {
 	name    string
 	aliases []string
@@ -33,16 +35,21 @@ type statField struct {
 }
 
 var statFields = []statField{
-	{"file_name", []string{"file"}, "File", false},
-	{"prog_name", []string{"prog"}, "Program", false},
+	{"file_name", []string{"filename", "file"}, "File", false},
+	{"prog_name", []string{"progname", "prog"}, "Program", false},
 	{"verdict", nil, "Verdict", false},
 	{"duration", []string{"dur"}, "Duration (us)", true},
 	{"total_insns", []string{"insns"}, "Insns", true},
 	{"total_states", []string{"states"}, "States", true},
 	{"peak_states", nil, "Peak states", true},
 	{"max_states_per_insn", []string{"max_states"}, "Max states per insn", true},
-	{"mark_read", nil, "Mark read", true},
-	{"stack_depth", nil, "Stack depth", false},
+	{"max_mark_read_len", []string{"mark_read"}, "Max mark read length", true},
+	{"prog_size", nil, "Program size", true},
+	{"prog_size_jited", nil, "Jited size", true},
+	{"stack_depth", []string{"stack"}, "Stack depth", true},
+	{"prog_type", nil, "Program type", false},
+	{"attach_type", nil, "Attach type", false},
+	{"mem_peak", nil, "Peak memory (MiB)", true},
 	{"pending_peak", nil, "Pending peak", true},
 	{"hist_allocs", nil, "History allocs", true},
 	{"hist_entries", nil, "History entries", true},
@@ -78,31 +85,81 @@ func contains(s []string, v string) bool {
 // statRow is one program's statistics, by field name.
 type statRow map[string]string
 
+// veristatOptions are what veristat does with each program.
+type veristatOptions struct {
+	kernel  bool
+	filters *filters
+	// logLevel > 0 keeps each program's log at that level (-v), and
+	// topLines > 0 counts its source lines (-S).
+	logLevel, logSize, topLines int
+	// flags are added to each program's load flags (-t, -r).
+	flags uint32
+	// flagsLog is added to the log level (--log-fixed).
+	flagsLog int
+}
+
 func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("veristat", stderr)
 	fieldsFlag := fs.String("e", "", "comma-separated fields to show (default "+defaultFields+")")
-	sortFlag := fs.String("s", "", "comma-separated fields to sort by; append :desc for descending")
+	sortFlag := fs.String("s", "", "comma-separated fields to sort by, each ending in ^ (ascending) or v (descending), or :asc/:desc")
 	topN := fs.Int("n", 0, "show only the first N rows")
-	output := fs.String("o", "table", "output format: table or csv")
+	output := fs.String("o", "table", "output format: table, csv or json")
 	compare := fs.Bool("C", false, "compare two CSV files: veristat -C base.csv new.csv")
+	replay := fs.Bool("R", false, "replay a CSV file: filter, sort and print it again: veristat -R results.csv")
 	withKernel := fs.Bool("kernel", false, "also load each program into the running kernel and report its verdict, instructions and time")
 	quiet := fs.Bool("q", false, "quiet: no load errors or progress on stderr")
+	verbose := fs.Bool("v", false, "verbose: print each program's verifier log (at -l, default 1) before the table")
+	level := fs.Int("l", 0, "verifier log level with -v (default 1; 2 for every instruction)")
+	logSize := fs.Int("log-size", 0, "verifier log buffer in bytes to start with (default: unlimited); a log that outgrows it is verified again with the size it needs, as libbpf does")
+	logFixed := fs.Bool("log-fixed", false, "keep the start of a log that outgrows its buffer, not the end (BPF_LOG_FIXED)")
+	topLines := fs.Int("S", 0, "print each program's N most frequent source lines in its log")
+	stateFreq := fs.Bool("t", false, "remember states at every jump (BPF_F_TEST_STATE_FREQ)")
+	regInv := fs.Bool("r", false, "fail verification on a register invariant violation (BPF_F_TEST_REG_INVARIANTS)")
+	showVersion := fs.Bool("V", false, "print the version")
+	var flt filters
+	fs.Func("f", "filter: GLOB, FILE-GLOB/PROG-GLOB or STAT OP VALUE (insns>1000, verdict=failure, insns_diff<0); !EXPR denies; @FILE reads them from a file (repeatable)", flt.add)
 	jobs := fs.Int("j", runtime.GOMAXPROCS(0), "files verified at once (default: every core)")
+	js := addJSONFlags(fs, false)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if *output != "table" && *output != "csv" {
-		return usageErr("-o must be table or csv")
+	format := *output
+	switch {
+	case js.pretty:
+		format = "json-pretty"
+	case js.on:
+		format = "json"
+	case format != "table" && format != "csv" && format != "json":
+		return usageErr("-o must be table, csv or json")
 	}
 	if *jobs < 1 {
 		return usageErr("-j %d: want at least 1", *jobs)
+	}
+	if *showVersion {
+		return runVersion(nil, nil, stdout, stderr)
+	}
+	if *verbose && *quiet {
+		return usageErr("-v and -q are exclusive")
+	}
+	if *compare && *replay {
+		return usageErr("-C and -R are exclusive")
+	}
+	keys, err := parseSortSpec(*sortFlag)
+	if err != nil {
+		return err // a bad sort field, before the work
 	}
 	if *compare {
 		if len(pos) != 2 {
 			return usageErr("-C takes two CSV files")
 		}
-		return veristatCompare(pos[0], pos[1], *fieldsFlag, *output, stdout)
+		return veristatCompare(pos[0], pos[1], *fieldsFlag, format, keys, &flt, *topN, stdout)
+	}
+	if *replay {
+		if len(pos) != 1 {
+			return usageErr("-R takes one CSV file")
+		}
+		return veristatReplay(pos[0], *fieldsFlag, format, keys, &flt, *topN, stdout)
 	}
 	if len(pos) == 0 {
 		return usageErr("no object files given")
@@ -118,26 +175,56 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := sortRows(nil, *sortFlag); err != nil {
-		return err // a bad sort field, before the work
+	opts := veristatOptions{kernel: *withKernel, filters: &flt, logSize: *logSize, topLines: *topLines}
+	if *verbose {
+		opts.logLevel = max(*level, 1)
+	}
+	if *logFixed {
+		opts.flagsLog = verifier.LogFixed
+	}
+	if *stateFreq {
+		opts.flags |= verifier.FlagTestStateFreq
+	}
+	if *regInv {
+		opts.flags |= verifier.FlagTestRegInvariants
 	}
 	var progress io.Writer
 	if !*quiet {
 		progress = stderr
 	}
-	results := veristatFiles(pos, *withKernel, *jobs, progress, progressAfter, time.Second)
+	results := veristatFiles(pos, opts, *jobs, progress, progressAfter, time.Second)
 	var rows []statRow
-	failed, skipped := false, 0
-	for _, r := range results {
-		if r.err != nil {
+	failed := false
+	var files, filesSkipped, progsSkipped int
+	for i, r := range results {
+		// What -v and -S print, in the files' order, before the table.
+		for _, l := range r.logs {
+			if *verbose {
+				fmt.Fprintf(stdout, "PROCESSING %s/%s, DURATION US: %s, VERDICT: %s, VERIFIER LOG:\n%s\n",
+					pos[i], l.row["prog_name"], l.row["duration"], l.row["verdict"], l.log)
+			}
+			if *topLines > 0 {
+				printTopLines(stdout, l.log, l.row["prog_name"], *topLines)
+			}
+		}
+		progsSkipped += r.progsSkipped
+		switch {
+		case r.filtered:
+			filesSkipped++
+			if *verbose {
+				fmt.Fprintf(stdout, "Skipping '%s' due to filters...\n", pos[i])
+			}
+			continue
+		case r.err != nil:
 			// Like the kernel's veristat: report the file and go on.
 			if !*quiet {
 				fmt.Fprintf(stderr, "bpfvm veristat: %v\n", r.err)
 			}
 			failed = true
-			skipped++
+			filesSkipped++
 			continue
 		}
+		files++
 		for _, err := range r.progErrs {
 			if !*quiet {
 				fmt.Fprintf(stderr, "bpfvm veristat: %v\n", err)
@@ -147,16 +234,12 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		rows = append(rows, r.rows...)
 	}
 	nrows := len(rows)
-	if err := sortRows(rows, *sortFlag); err != nil {
-		return err
-	}
-	if *topN > 0 && len(rows) > *topN {
-		rows = rows[:*topN]
-	}
-	// The kernel's summary, after the table's closing rule.
+	rows = filterRows(rows, &flt, keys, *topN)
+	// The kernel's summary, after the table's closing rule (in the order
+	// its format means: veristat's own passes the counts out of order).
 	summary := fmt.Sprintf("Done. Processed %d files, %d programs. Skipped %d files, %d programs.",
-		len(pos)-skipped, nrows, skipped, 0)
-	if err := printRows(stdout, *output, cols, rows, summary); err != nil {
+		files, nrows, filesSkipped, progsSkipped)
+	if err := printRows(stdout, format, cols, rows, summary); err != nil {
 		return err
 	}
 	if failed {
@@ -165,12 +248,73 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// filterRows applies the statistic filters, sorts and keeps the first n
+// rows (all for n <= 0).
+func filterRows[T statView](rows []T, flt *filters, keys []sortKey, n int) []T {
+	var out []T
+	for _, r := range rows {
+		if flt.wantStats(r) {
+			out = append(out, r)
+		}
+	}
+	sortViews(out, keys)
+	if n > 0 && len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// printTopLines prints the most frequent source lines ("; line @ file:N")
+// of a log, as veristat -S: count, then the place in parentheses and the
+// line.
+func printTopLines(w io.Writer, log, prog string, n int) {
+	counts := map[string]int{}
+	for _, l := range strings.Split(log, "\n") {
+		if src, ok := strings.CutPrefix(l, "; "); ok {
+			counts[src]++
+		}
+	}
+	if len(counts) == 0 {
+		return
+	}
+	lines := make([]string, 0, len(counts))
+	for l := range counts {
+		lines = append(lines, l)
+	}
+	sort.Slice(lines, func(i, j int) bool {
+		if counts[lines[i]] != counts[lines[j]] {
+			return counts[lines[i]] > counts[lines[j]]
+		}
+		return lines[i] < lines[j]
+	})
+	fmt.Fprintf(w, "Top source lines (%s):\n", prog)
+	for _, l := range lines[:min(n, len(lines))] {
+		if i := strings.LastIndexByte(l, '@'); i >= 0 {
+			fmt.Fprintf(w, "%5d: (%s)\t%s\n", counts[l], strings.TrimSpace(l[i+1:]), strings.TrimSpace(l[:i]))
+		} else {
+			fmt.Fprintf(w, "%5d: %s\n", counts[l], l)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
 // fileStats is the outcome of one object file: its rows, or why it could
 // not be read.
 type fileStats struct {
 	rows     []statRow
-	progErrs []error // programs that failed to load (not verdicts)
+	logs     []progLog // with -v or -S
+	progErrs []error   // programs that failed to load (not verdicts)
 	err      error
+	// filtered is set for a file the filters skip; progsSkipped counts its
+	// programs they skip.
+	filtered     bool
+	progsSkipped int
+}
+
+// progLog is a program's verifier log for -v and -S.
+type progLog struct {
+	row statRow
+	log string
 }
 
 // progressAfter is how long a run goes before it shows progress.
@@ -179,7 +323,7 @@ const progressAfter = 3 * time.Second
 // veristatFiles verifies the files on jobs goroutines and returns their
 // results in the files' order. A run longer than after shows how far it
 // is on progress, when not nil, every interval.
-func veristatFiles(files []string, withKernel bool, jobs int, progress io.Writer, after, every time.Duration) []fileStats {
+func veristatFiles(files []string, opts veristatOptions, jobs int, progress io.Writer, after, every time.Duration) []fileStats {
 	results := make([]fileStats, len(files))
 	next := make(chan int)
 	var done atomic.Int64
@@ -189,7 +333,7 @@ func veristatFiles(files []string, withKernel bool, jobs int, progress io.Writer
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				results[i] = veristatFile(files[i], withKernel)
+				results[i] = veristatFile(files[i], opts)
 				done.Add(1)
 			}
 		}()
@@ -237,32 +381,59 @@ func parseFields(s string) ([]statField, error) {
 
 // veristatFile verifies every program of an object on its own, as the
 // kernel's veristat does: each is a row, whatever the others do.
-func veristatFile(file string, withKernel bool) fileStats {
+func veristatFile(file string, opts veristatOptions) fileStats {
+	base := filepath.Base(file)
+	if opts.filters != nil && !opts.filters.wantProg(base, "") {
+		return fileStats{filtered: true}
+	}
 	spec, err := openObject(file)
 	if err != nil {
 		return fileStats{err: err}
 	}
+	level := 4 | opts.logLevel | opts.flagsLog
+	if opts.topLines > 0 && opts.logLevel == 0 {
+		level |= 2 // -S needs the log, as veristat asks for level 2
+	}
 	var out fileStats
 	for _, name := range specNames(spec) {
-		row := statRow{"file_name": filepath.Base(file), "prog_name": name}
-		l := loadOne(file, spec, name, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{LogLevel: 4}})
+		if opts.filters != nil && !opts.filters.wantProg(base, name) {
+			out.progsSkipped++
+			continue
+		}
+		ps := spec.Programs[name]
+		ps.Flags |= opts.flags
+		row := statRow{"file_name": base, "prog_name": name, "prog_type": progTypeName(ps.Type)}
+		if insns, _, err := bpfvm.EncodeProgram(ps); err == nil {
+			row["prog_size"] = fmt.Sprint(len(insns))
+		}
+		l := loadOne(file, spec, name, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{LogLevel: level, LogSize: opts.logSize}})
 		var ve *bpfvm.VerifierError
+		log := ""
 		switch {
 		case l.err == nil && unverified(l.prog):
 			row["verdict"] = "not verified"
 		case l.err == nil:
 			row["verdict"] = "success"
 			fillFromStats(row, l.prog.Stats())
+			if code, _, ok := l.prog.NativeCode(); ok {
+				row["prog_size_jited"] = fmt.Sprint(len(code))
+			}
+			log = l.prog.VerifierLog
 		case errors.As(l.err, &ve):
 			row["verdict"] = "failure"
 			fillFromLog(row, ve.Log)
+			log = ve.Log
 		default:
 			// Not a verdict: the program could not be loaded here.
 			row["verdict"] = "error"
 			out.progErrs = append(out.progErrs, l.err)
+			log = l.err.Error() + "\n"
 		}
 		l.close()
-		if withKernel {
+		if opts.logLevel > 0 || opts.topLines > 0 {
+			out.logs = append(out.logs, progLog{row, log})
+		}
+		if opts.kernel {
 			if err := kernelStats(row, spec, name); err != nil {
 				out.progErrs = append(out.progErrs, fmt.Errorf("%s: program %s: kernel: %w", file, name, err))
 			}
@@ -278,20 +449,23 @@ func fillFromStats(row statRow, s verifier.Stats) {
 	row["total_states"] = fmt.Sprint(s.TotalStates)
 	row["peak_states"] = fmt.Sprint(s.PeakStates)
 	row["max_states_per_insn"] = fmt.Sprint(s.MaxStatesPerInsn)
-	row["mark_read"] = fmt.Sprint(s.MarkRead)
-	var depths []string
+	row["max_mark_read_len"] = fmt.Sprint(s.MarkRead)
+	// As veristat: the sum of the functions' stack depths.
+	depth := 0
 	for _, d := range s.StackDepth {
-		depths = append(depths, fmt.Sprint(d))
+		depth += d
 	}
-	row["stack_depth"] = strings.Join(depths, "+")
+	row["stack_depth"] = fmt.Sprint(depth)
 	row["pending_peak"] = fmt.Sprint(s.PendingBranchPeak)
 	row["hist_allocs"] = fmt.Sprint(s.HistoryAllocs)
 	row["hist_entries"] = fmt.Sprint(s.HistoryEntries)
 	row["hist_peak"] = fmt.Sprint(s.HistoryPeak)
 	row["peak_mem"] = fmt.Sprint(s.PeakMemory)
+	row["mem_peak"] = fmt.Sprint(s.PeakMemory >> 20)
 }
 
 var (
+	stackRe     = regexp.MustCompile(`(?m)^stack depth ([\d+]+)$`)
 	processedRe = regexp.MustCompile(`processed (\d+) insns \(limit \d+\) max_states_per_insn (\d+) total_states (\d+) peak_states (\d+) mark_read (\d+)`)
 	durationRe  = regexp.MustCompile(`verification time (\d+) usec`)
 )
@@ -300,10 +474,18 @@ var (
 // no Stats but its log ends with them).
 func fillFromLog(row statRow, log string) {
 	if m := processedRe.FindStringSubmatch(log); m != nil {
-		row["total_insns"], row["max_states_per_insn"], row["total_states"], row["peak_states"], row["mark_read"] = m[1], m[2], m[3], m[4], m[5]
+		row["total_insns"], row["max_states_per_insn"], row["total_states"], row["peak_states"], row["max_mark_read_len"] = m[1], m[2], m[3], m[4], m[5]
 	}
 	if m := durationRe.FindStringSubmatch(log); m != nil {
 		row["duration"] = m[1]
+	}
+	if m := stackRe.FindStringSubmatch(log); m != nil {
+		depth := 0
+		for _, d := range strings.Split(m[1], "+") {
+			n, _ := strconv.Atoi(d)
+			depth += n
+		}
+		row["stack_depth"] = fmt.Sprint(depth)
 	}
 }
 
@@ -355,46 +537,19 @@ func kernelStats(row statRow, spec *ebpf.CollectionSpec, name string) error {
 	return nil
 }
 
-func sortRows(rows []statRow, spec string) error {
-	if spec == "" {
-		spec = "file_name,prog_name"
-	}
-	type key struct {
-		f    statField
-		desc bool
-	}
-	var keys []key
-	for _, part := range strings.Split(spec, ",") {
-		name, dir, _ := strings.Cut(strings.TrimSpace(part), ":")
-		f, ok := lookupField(name)
-		if !ok {
-			return usageErr("unknown sort field %q", name)
-		}
-		keys = append(keys, key{f, dir == "desc"})
-	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		for _, k := range keys {
-			a, b := rows[i][k.f.name], rows[j][k.f.name]
-			if a == b {
-				continue
-			}
-			less := a < b
-			if k.f.numeric {
-				x, _ := strconv.ParseInt(a, 10, 64)
-				y, _ := strconv.ParseInt(b, 10, 64)
-				less = x < y
-			}
-			return less != k.desc
-		}
-		return false
-	})
-	return nil
-}
-
-// printRows prints a table or CSV; a table ends with a rule and the
+// printRows prints a table, CSV or JSON; a table ends with a rule and the
 // summary, when there is one.
 func printRows(w io.Writer, format string, cols []statField, rows []statRow, summary string) error {
-	if format == "csv" {
+	switch format {
+	case "json", "json-pretty":
+		// The kernel's veristat has no JSON: an array of objects keyed
+		// by the CSV columns' names, numbers as numbers, N/A as null.
+		doc := []jsonRow{}
+		for _, r := range rows {
+			doc = append(doc, jsonRow{cols, r})
+		}
+		return (&jsonOutput{on: true, pretty: format == "json-pretty"}).write(w, doc)
+	case "csv":
 		cw := csv.NewWriter(w)
 		var header []string
 		for _, c := range cols {
@@ -445,7 +600,7 @@ func printRows(w io.Writer, format string, cols []statField, rows []statRow, sum
 
 // veristatCompare joins two CSV outputs on file and program name and prints
 // each statistic for both with the difference, as veristat -C does.
-func veristatCompare(basePath, newPath, fields, format string, w io.Writer) error {
+func veristatCompare(basePath, newPath, fields, format string, keys []sortKey, flt *filters, n int, w io.Writer) error {
 	base, bcols, err := readStatsCSV(basePath)
 	if err != nil {
 		return err
@@ -469,40 +624,64 @@ func veristatCompare(basePath, newPath, fields, format string, w io.Writer) erro
 	for _, r := range next {
 		byKey[keyOf(r)] = r
 	}
+	// veristat's CSV columns: NAME_base, NAME_comp, NAME_diff.
 	cols := []statField{{name: "file_name", header: "File"}, {name: "prog_name", header: "Program"}}
 	for _, s := range stats {
 		if s.name == "file_name" || s.name == "prog_name" {
 			continue
 		}
 		cols = append(cols,
-			statField{name: s.name + "_base", header: s.header + " (A)"},
-			statField{name: s.name + "_new", header: s.header + " (B)"},
+			statField{name: s.name + "_base", header: s.header + " (A)", numeric: s.numeric},
+			statField{name: s.name + "_comp", header: s.header + " (B)", numeric: s.numeric},
 			statField{name: s.name + "_diff", header: s.header + " (DIFF)"})
 	}
-	var rows []statRow
+	var joined []joinedRow
 	seen := map[string]bool{}
-	add := func(a, b statRow) {
+	for _, a := range base {
+		seen[keyOf(a)] = true
+		joined = append(joined, joinedRow{a, byKey[keyOf(a)]})
+	}
+	for _, b := range next {
+		if !seen[keyOf(b)] {
+			joined = append(joined, joinedRow{nil, b})
+		}
+	}
+	var rows []statRow
+	for _, j := range filterRows(joined, flt, keys, n) {
+		a, b := j.a, j.b
 		r := statRow{"file_name": a["file_name"], "prog_name": a["prog_name"]}
-		if a["file_name"] == "" {
+		if a == nil {
 			r["file_name"], r["prog_name"] = b["file_name"], b["prog_name"]
 		}
 		for _, s := range stats {
 			x, y := a[s.name], b[s.name]
-			r[s.name+"_base"], r[s.name+"_new"] = x, y
+			r[s.name+"_base"], r[s.name+"_comp"] = x, y
 			r[s.name+"_diff"] = diff(x, y, s.numeric)
 		}
 		rows = append(rows, r)
 	}
-	for _, a := range base {
-		seen[keyOf(a)] = true
-		add(a, byKey[keyOf(a)])
+	return printRows(w, format, cols, rows, "")
+}
+
+// veristatReplay prints a CSV output again, filtered and sorted, as
+// veristat -R: in the table, CSV or JSON, with its columns or -e's.
+func veristatReplay(path, fields, format string, keys []sortKey, flt *filters, n int, w io.Writer) error {
+	rows, cols, err := readStatsCSV(path)
+	if err != nil {
+		return err
 	}
-	for _, b := range next {
-		if !seen[keyOf(b)] {
-			add(statRow{}, b)
+	if fields != "" {
+		if cols, err = parseFields(fields); err != nil {
+			return err
 		}
 	}
-	return printRows(w, format, cols, rows, "")
+	var kept []statRow
+	for _, r := range rows {
+		if flt.wantProg(r["file_name"], r["prog_name"]) {
+			kept = append(kept, r)
+		}
+	}
+	return printRows(w, format, cols, filterRows(kept, flt, keys, n), "")
 }
 
 func diff(a, b string, numeric bool) string {
@@ -521,17 +700,7 @@ func diff(a, b string, numeric bool) string {
 		return "N/A"
 	}
 	// As the kernel's veristat: a percentage always, +-100% from 0.
-	d, p := y-x, 0.0
-	switch {
-	case d == 0:
-	case x == 0 && d < 0:
-		p = -100
-	case x == 0:
-		p = 100
-	default:
-		p = 100 * d / x
-	}
-	return fmt.Sprintf("%+.0f (%+.2f%%)", d, p)
+	return fmt.Sprintf("%+.0f (%+.2f%%)", y-x, pct(x, y))
 }
 
 func readStatsCSV(path string) ([]statRow, []statField, error) {
@@ -566,4 +735,42 @@ func readStatsCSV(path string) ([]statRow, []statField, error) {
 		rows = append(rows, r)
 	}
 	return rows, cols, nil
+}
+
+// jsonRow is a row as a JSON object with its keys in the columns' order.
+type jsonRow struct {
+	cols []statField
+	row  statRow
+}
+
+func (j jsonRow) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, c := range j.cols {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, c.name)
+		b = append(b, ':')
+		v, ok := j.row[c.name]
+		switch {
+		case !ok || v == "" || v == "N/A":
+			b = append(b, "null"...)
+		case c.numeric && isNumber(v):
+			b = append(b, v...)
+		default:
+			s, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, s...)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// isNumber reports whether s is a decimal integer, as veristat prints its
+// numeric statistics.
+func isNumber(s string) bool {
+	_, err := strconv.ParseInt(s, 10, 64)
+	return err == nil
 }

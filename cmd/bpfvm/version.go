@@ -17,6 +17,7 @@ import (
 // that work here, as `bpftool version` prints its own and its features.
 func runVersion(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("version", stderr)
+	js := addJSONFlags(fs, true)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -25,25 +26,41 @@ func runVersion(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return usageErr("version takes no arguments")
 	}
 	version, goVersion := "(unknown)", runtime.Version()
+	var rev string
+	modified := false
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		version, goVersion = bi.Main.Version, bi.GoVersion
-		var rev, modified string
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
 				rev = s.Value
 			case "vcs.modified":
-				if s.Value == "true" {
-					modified = ", modified"
-				}
+				modified = s.Value == "true"
 			}
 		}
-		if rev != "" {
-			version += fmt.Sprintf(" (revision %.12s%s)", rev, modified)
+	}
+	platform := runtime.GOOS + "/" + runtime.GOARCH
+	if js.enabled() {
+		// bpftool -j version's shape: the version, then what it was
+		// built with and what it can do.
+		return js.write(stdout, struct {
+			Version   string   `json:"version"`
+			Revision  string   `json:"revision,omitempty"`
+			Modified  bool     `json:"modified,omitempty"`
+			GoVersion string   `json:"go_version"`
+			Platform  string   `json:"platform"`
+			Engines   []string `json:"engines"`
+		}{version, rev, modified, goVersion, platform, availableEngines()})
+	}
+	if rev != "" {
+		m := ""
+		if modified {
+			m = ", modified"
 		}
+		version += fmt.Sprintf(" (revision %.12s%s)", rev, m)
 	}
 	fmt.Fprintf(stdout, "bpfvm %s\n", version)
-	fmt.Fprintf(stdout, "go: %s %s/%s\n", goVersion, runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(stdout, "go: %s %s\n", goVersion, platform)
 	fmt.Fprintf(stdout, "engines: %s\n", strings.Join(availableEngines(), ", "))
 	return nil
 }

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// normalizeKernelXlated blanks what the kernel's own rewrites change in a
+// dump: its internal helper for bpf_get_prandom_u32, and the program tags
+// of bpf-to-bpf calls (with their encodings).
+func normalizeKernelXlated(s string) string {
+	s = strings.ReplaceAll(s, "call bpf_user_rnd_u32#23440", "call bpf_get_prandom_u32#7")
+	s = regexp.MustCompile(`call pc\+(\d+)#bpf_prog_[0-9a-f]+_\w+`).ReplaceAllString(s, "call pc+$1")
+	// The opcode lines of calls: the kernel's imm and off are its own.
+	return regexp.MustCompile(`(?m)^ {7}85 [0-9a-f ]+\n`).ReplaceAllString(s, "")
+}
+
+// TestProgDump checks prog dump xlated (plain, linum, opcodes, visual,
+// JSON) and jited, and compares the xlated dumps with bpftool's on the
+// kernel for a program both rewrite alike, where bpftool and root are.
+func TestProgDump(t *testing.T) {
+	const obj = "testdata/dump.o"
+	for _, tc := range []struct {
+		args []string
+		want string // a regular expression
+	}{
+		{[]string{"prog", "dump", "xlated", obj, "pick"}, `^int pick\(struct xdp_md \* ctx\):\n; unsigned int r = bpf_get_prandom_u32\(\);\n   0: \(85\) call bpf_get_prandom_u32#7\n   1: \(b7\) r1 = 1\n; if \(r & 1\)\n   2: \(bf\) r2 = r0\n`},
+		{[]string{"prog", "dump", "xlated", obj, "name", "pick", "linum"}, `\n; if \(r & 1\) \[file:\./dump\.c line_num:16 line_col:\d+\]\n`},
+		{[]string{"prog", "dump", "xlated", obj, "pick", "opcodes"}, `\n   1: \(b7\) r1 = 1\n       b7 01 00 00 01 00 00 00\n`},
+		{[]string{"prog", "dump", "xlated", obj, "pick", "visual"}, `^digraph "DOT graph for eBPF program" \{\nsubgraph "cluster_0" \{\n(.*\n)*subgraph "cluster_1" \{\n(.*\n)*\tfn_1_bb_0:s -> fn_1_bb_1:n \[style="invis", constraint=true\];\n\}\n\}\n$`},
+		{[]string{"-j", "prog", "dump", "xlated", obj, "pick", "opcodes"}, `^\[\{"proto":"int pick\(struct xdp_md \* ctx\)","src":"unsigned int r = bpf_get_prandom_u32\(\);","disasm":"\(85\) call bpf_get_prandom_u32#7","opcodes":\{"code":"0x85","src_reg":"0x0","dst_reg":"0x0","off":\["0x00","0x00"\],"imm":\["0x07","0x00","0x00","0x00"\]\}\},`},
+		{[]string{"prog", "dump", "jited", obj, "pick"}, `^int pick\(struct xdp_md \* ctx\):\n; unsigned int r = bpf_get_prandom_u32\(\);\n +0:\t`},
+	} {
+		code, stdout, stderr := runCLI(t, "", tc.args...)
+		if code != 0 || !regexp.MustCompile(tc.want).MatchString(stdout) {
+			t.Errorf("bpfvm %s: exit %d, stderr %q\n%s\nwant %q", strings.Join(tc.args, " "), code, stderr, stdout, tc.want)
+		}
+	}
+	for _, args := range [][]string{
+		{"prog", "dump", "xlated", obj, "nope"},
+		{"prog", "dump", "xlated", obj, "pick", "frob"},
+		{"prog", "dump", "jited", obj, "pick", "visual"},
+		{"prog", "dump", "source", obj, "pick"},
+	} {
+		if code, _, _ := runCLI(t, "", args...); code != 2 {
+			t.Errorf("bpfvm %s: exit %d, want 2", strings.Join(args, " "), code)
+		}
+	}
+	bpftool, err := exec.LookPath("bpftool")
+	if err != nil || os.Getuid() != 0 {
+		t.Skip("needs bpftool and root for the comparison")
+	}
+	pin := filepath.Join("/sys/fs/bpf", "bpfvm-dump-"+filepath.Base(t.TempDir()))
+	if out, err := exec.Command(bpftool, "prog", "load", obj, pin).CombinedOutput(); err != nil {
+		t.Skipf("bpftool prog load: %v: %s", err, out)
+	}
+	defer os.Remove(pin)
+	for _, opts := range [][]string{nil, {"linum"}, {"opcodes"}, {"visual"}} {
+		kout, err := exec.Command(bpftool, append([]string{"prog", "dump", "xlated", "pinned", pin}, opts...)...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ours, _ := runCLI(t, "", append([]string{"prog", "dump", "xlated", obj, "pick"}, opts...)...)
+		if normalizeKernelXlated(ours) != normalizeKernelXlated(string(kout)) {
+			t.Errorf("prog dump xlated %v:\nbpfvm\n%s\nbpftool\n%s", opts, ours, kout)
+		}
+	}
+	kout, _ := exec.Command(bpftool, "-j", "prog", "dump", "xlated", "pinned", pin).Output()
+	if _, ours, _ := runCLI(t, "", "-j", "prog", "dump", "xlated", obj, "pick"); normalizeKernelXlated(ours) != normalizeKernelXlated(string(kout)) {
+		t.Errorf("-j prog dump xlated:\nbpfvm\n%s\nbpftool\n%s", ours, kout)
+	}
+}
