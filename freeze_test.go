@@ -6,11 +6,11 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
-	"golang.org/x/sys/unix"
 
 	"bpfvm"
 	"bpfvm/maps"
@@ -22,15 +22,15 @@ func errClass(err error) string {
 	switch {
 	case err == nil:
 		return "ok"
-	case errors.Is(err, unix.EPERM):
+	case errors.Is(err, syscall.EPERM):
 		return "EPERM"
-	case errors.Is(err, unix.EBUSY):
+	case errors.Is(err, syscall.EBUSY):
 		return "EBUSY"
-	case errors.Is(err, unix.ENOENT), errors.Is(err, ebpf.ErrKeyNotExist), errors.Is(err, maps.ErrKeyNotExist):
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, ebpf.ErrKeyNotExist), errors.Is(err, maps.ErrKeyNotExist):
 		return "ENOENT"
-	case errors.Is(err, unix.EINVAL), errors.Is(err, maps.ErrInvalid):
+	case errors.Is(err, syscall.EINVAL), errors.Is(err, maps.ErrInvalid):
 		return "EINVAL"
-	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.Errno(524)),
+	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.Errno(524)),
 		errors.Is(err, maps.ErrNotSupported), errors.Is(err, bpfvm.ErrNotSupported):
 		return "ENOTSUPP"
 	}
@@ -283,7 +283,7 @@ func TestFreezeErrors(t *testing.T) {
 		t.Fatal("not frozen after Freeze")
 	}
 	err := m.Put(uint32(0), uint32(1))
-	for _, target := range []error{bpfvm.ErrPermission, os.ErrPermission, unix.EPERM} {
+	for _, target := range []error{bpfvm.ErrPermission, os.ErrPermission, syscall.EPERM} {
 		if !errors.Is(err, target) {
 			t.Errorf("Put on a frozen map: %v is not %v", err, target)
 		}
@@ -291,7 +291,7 @@ func TestFreezeErrors(t *testing.T) {
 	// A frozen map is not writable, which freezing needs: EPERM in the
 	// kernel (TestFreezeKernel), not EBUSY.
 	err = m.Freeze()
-	for _, target := range []error{bpfvm.ErrPermission, unix.EPERM} {
+	for _, target := range []error{bpfvm.ErrPermission, syscall.EPERM} {
 		if !errors.Is(err, target) {
 			t.Errorf("second Freeze: %v is not %v", err, target)
 		}

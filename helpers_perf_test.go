@@ -1,3 +1,5 @@
+//go:build linux
+
 package bpfvm_test
 
 import (
@@ -12,7 +14,6 @@ import (
 	"github.com/cilium/ebpf"
 	ebpfperf "github.com/cilium/ebpf/perf"
 	"github.com/cilium/ebpf/rlimit"
-	"golang.org/x/sys/unix"
 
 	"bpfvm"
 	"bpfvm/loader"
@@ -52,18 +53,6 @@ func perfSample(size int, pkt []byte) []byte {
 	b = append(b, pkt...)
 	total := (len(b) + 4 + 7) &^ 7
 	return append(b, make([]byte, total-4-len(b))...)
-}
-
-// pinCPU keeps the calling goroutine on CPU 0, so that the kernel's test
-// runs output to one ring.
-func pinCPU(t *testing.T) {
-	runtime.LockOSThread()
-	t.Cleanup(runtime.UnlockOSThread)
-	var set unix.CPUSet
-	set.Set(0)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		t.Skipf("sched_setaffinity: %v", err)
-	}
 }
 
 // TestPerfEventOutput compares bpf_perf_event_output from tc, XDP and

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/rlimit"
-	"golang.org/x/sys/unix"
 
 	"bpfvm"
 	"bpfvm/maps"
@@ -165,7 +165,7 @@ func kernelInnerPut(t *testing.T, name string, tmpl, inner *ebpf.MapSpec, ok boo
 	}
 	defer in.Close()
 	err = outer.Put(uint32(0), in)
-	if ok != (err == nil) || err != nil && !errors.Is(err, unix.EINVAL) {
+	if ok != (err == nil) || err != nil && !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("%s: kernel put: %v, want accepted %v (or EINVAL)", name, err, ok)
 	}
 }

@@ -11,12 +11,12 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"golang.org/x/sys/unix"
 
 	"bpfvm"
 	"bpfvm/maps"
@@ -148,7 +148,7 @@ func wantRun(t *testing.T, p *bpfvm.Program, want uint32) {
 // isClosed reports whether err is the sentinel of a closed object, in each
 // of the forms callers may test for.
 func isClosed(err error) bool {
-	return errors.Is(err, bpfvm.ErrClosed) && errors.Is(err, os.ErrClosed) && errors.Is(err, unix.EBADF)
+	return errors.Is(err, bpfvm.ErrClosed) && errors.Is(err, os.ErrClosed) && errors.Is(err, syscall.EBADF)
 }
 
 // waitReclaimed waits for the frees that the last references deferred.

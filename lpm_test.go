@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 
 	"bpfvm"
 	"bpfvm/maps"
@@ -162,10 +162,10 @@ func errnoOf(err error) string {
 	}{
 		{"ENOENT", []error{maps.ErrKeyNotExist, ebpf.ErrKeyNotExist}},
 		{"EEXIST", []error{maps.ErrKeyExist, ebpf.ErrKeyExist}},
-		{"EINVAL", []error{maps.ErrInvalid, unix.EINVAL}},
-		{"ENOSPC", []error{maps.ErrNoSpace, unix.ENOSPC}},
-		{"E2BIG", []error{maps.ErrFull, unix.E2BIG}},
-		{"EOPNOTSUPP", []error{maps.ErrNotSupported, unix.EOPNOTSUPP, unix.Errno(524), ebpf.ErrNotSupported}},
+		{"EINVAL", []error{maps.ErrInvalid, syscall.EINVAL}},
+		{"ENOSPC", []error{maps.ErrNoSpace, syscall.ENOSPC}},
+		{"E2BIG", []error{maps.ErrFull, syscall.E2BIG}},
+		{"EOPNOTSUPP", []error{maps.ErrNotSupported, syscall.EOPNOTSUPP, syscall.Errno(524), ebpf.ErrNotSupported}},
 	} {
 		for _, target := range e.errs {
 			if errors.Is(err, target) {

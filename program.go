@@ -455,7 +455,7 @@ func (p *Program) Test(in []byte) (uint32, []byte, error) {
 // Benchmark runs the program repeat times on in and returns its result and
 // the mean duration of one run.
 func (p *Program) Benchmark(in []byte, repeat int, reset func()) (uint32, time.Duration, error) {
-	if repeat < 0 || repeat > 1<<32-1 {
+	if repeat < 0 || int64(repeat) > 1<<32-1 {
 		return 0, 0, fmt.Errorf("repeat %d out of range", repeat)
 	}
 	if reset != nil {

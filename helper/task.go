@@ -1,8 +1,6 @@
 package helper
 
 import (
-	"golang.org/x/sys/unix"
-
 	"bpfvm/runner"
 	"bpfvm/vm"
 )
@@ -18,7 +16,7 @@ var taskHelpers = []Helper{
 func helperGetCurrentPidTgid(e *vm.Env, _, _, _, _, _ uint64) (uint64, error) {
 	t, host := runner.Of(e).Task()
 	if host {
-		t.PID = uint32(unix.Gettid())
+		t.PID = threadID()
 	}
 	return uint64(t.TGID)<<32 | uint64(t.PID), nil
 }

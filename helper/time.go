@@ -3,8 +3,6 @@ package helper
 import (
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"bpfvm/vm"
 )
 
@@ -21,16 +19,8 @@ var timeHelpers = []Helper{
 // monoBase + time.Since(monoStart).
 var (
 	monoStart = time.Now()
-	monoBase  = clockNS(unix.CLOCK_MONOTONIC)
+	monoBase  = clockMonotonic()
 )
-
-func clockNS(clock int32) uint64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(clock, &ts); err != nil {
-		return 0
-	}
-	return uint64(ts.Nano())
-}
 
 // monotonicNS returns CLOCK_MONOTONIC in nanoseconds.
 func monotonicNS() uint64 { return monoBase + uint64(time.Since(monoStart)) }
@@ -50,7 +40,7 @@ func helperKtimeGetNS(*vm.Env, uint64, uint64, uint64, uint64, uint64) (uint64, 
 // helperKtimeGetBootNS is bpf_ktime_get_boot_ns: CLOCK_BOOTTIME, which also
 // counts time suspended.
 func helperKtimeGetBootNS(*vm.Env, uint64, uint64, uint64, uint64, uint64) (uint64, error) {
-	return clockNS(unix.CLOCK_BOOTTIME), nil
+	return clockBoot(), nil
 }
 
 // helperKtimeGetCoarseNS is bpf_ktime_get_coarse_ns. The kernel's coarse

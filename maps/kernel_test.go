@@ -5,11 +5,11 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"golang.org/x/sys/unix"
 )
 
 // Differential tests: the same Go-side operations on a kernel map (through
@@ -22,7 +22,7 @@ func requireKernelMaps(t *testing.T) int {
 		t.Skip("differential tests need root")
 	}
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 1})
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) || errors.Is(err, ebpf.ErrNotSupported) {
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, ebpf.ErrNotSupported) {
 		t.Skipf("kernel maps unavailable: %v", err)
 	}
 	if err != nil {
@@ -41,21 +41,21 @@ func kernelSentinel(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ebpf.ErrKeyNotExist), errors.Is(err, unix.ENOENT):
+	case errors.Is(err, ebpf.ErrKeyNotExist), errors.Is(err, syscall.ENOENT):
 		return ErrKeyNotExist
-	case errors.Is(err, ebpf.ErrKeyExist), errors.Is(err, unix.EEXIST):
+	case errors.Is(err, ebpf.ErrKeyExist), errors.Is(err, syscall.EEXIST):
 		return ErrKeyExist
-	case errors.Is(err, unix.E2BIG):
+	case errors.Is(err, syscall.E2BIG):
 		return ErrFull
-	case errors.Is(err, unix.ENOSPC):
+	case errors.Is(err, syscall.ENOSPC):
 		return ErrNoSpace
-	case errors.Is(err, unix.EINVAL):
+	case errors.Is(err, syscall.EINVAL):
 		return ErrInvalid
-	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.Errno(524)):
+	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.Errno(524)):
 		return ErrNotSupported
-	case errors.Is(err, unix.EBUSY):
+	case errors.Is(err, syscall.EBUSY):
 		return ErrBusy
-	case errors.Is(err, unix.EAGAIN):
+	case errors.Is(err, syscall.EAGAIN):
 		return ErrAgain
 	}
 	return err

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"bpfvm/vm"
 )
 
@@ -119,26 +117,6 @@ func newRingBuf(spec Spec, opts Options) (Map, error) {
 	*(*uint64)(r.field(RingBufFieldConsumer)) = r.base + ringConsOff
 	*(*uint64)(r.field(RingBufFieldProducer)) = r.base + ringProdOff
 	return r, nil
-}
-
-// doubleMap maps the same size bytes of a memory file at addr and at
-// addr+size, over the block vm.Alloc reserved (whose Free unmaps both).
-func doubleMap(addr, size uint64) error {
-	fd, err := unix.MemfdCreate("bpfvm-ringbuf", unix.MFD_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("ring buffer memory: %w", err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Ftruncate(fd, int64(size)); err != nil {
-		return fmt.Errorf("ring buffer memory: %w", err)
-	}
-	for _, at := range []uint64{addr, addr + size} {
-		_, err := unix.MmapPtr(fd, 0, vm.Ptr(at), uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED)
-		if err != nil {
-			return fmt.Errorf("ring buffer mapping: %w", err)
-		}
-	}
-	return nil
 }
 
 // Spec returns the spec the ring was created with.

@@ -135,7 +135,7 @@ func validateHash(s Spec) error {
 		return fmt.Errorf("%s value size %d over %d: %w", s.Type, s.ValueSize, pcpuMinUnitSize, ErrFull)
 	}
 	if s.MaxEntries > 1<<31 {
-		return fmt.Errorf("%s max_entries %d over %d: %w", s.Type, s.MaxEntries, 1<<31, ErrFull)
+		return fmt.Errorf("%s max_entries %d over %d: %w", s.Type, s.MaxEntries, uint32(1<<31), ErrFull)
 	}
 	return nil
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package perf_test
 
 import (
@@ -12,7 +14,6 @@ import (
 	"github.com/cilium/ebpf"
 	ebpfperf "github.com/cilium/ebpf/perf"
 	"github.com/cilium/ebpf/rlimit"
-	"golang.org/x/sys/unix"
 
 	"bpfvm"
 	"bpfvm/loader"
@@ -20,14 +21,6 @@ import (
 )
 
 const object = "../testdata/helpers_perf.o"
-
-type config struct {
-	Flags uint64
-	Size  uint32
-	Pad   uint32
-}
-
-const currentCPU = 0xffffffff
 
 // output is one program run's outcome: the helper's result.
 type output func(t *testing.T) int32
@@ -79,9 +72,7 @@ func kernel(t *testing.T, size uint32) (*ebpf.Collection, output) {
 	t.Cleanup(c.Close)
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
-	var set unix.CPUSet
-	set.Set(0)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
+	if err := pinToCPU0(); err != nil {
 		t.Skip(err)
 	}
 	if err := c.Maps["config"].Put(uint32(0), config{Flags: currentCPU, Size: size}); err != nil {

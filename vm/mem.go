@@ -2,12 +2,12 @@ package vm
 
 import (
 	"fmt"
+	"os"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
-// Mem is memory outside the Go heap, mapped with mmap. Programs (interpreted
+// Mem is memory outside the Go heap, mapped with the OS's own call (mmap,
+// VirtualAlloc: mem_unix.go, mem_windows.go). Programs (interpreted
 // or native) hold raw addresses into it; the garbage collector neither scans
 // nor moves it, and checkptr instrumentation does not apply to it.
 type Mem struct {
@@ -19,11 +19,11 @@ func Alloc(size int) (*Mem, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("alloc %d bytes: size must be positive", size)
 	}
-	page := unix.Getpagesize()
+	page := os.Getpagesize()
 	size = (size + page - 1) &^ (page - 1)
-	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	b, err := mapMemory(size)
 	if err != nil {
-		return nil, fmt.Errorf("mmap %d bytes: %w", size, err)
+		return nil, fmt.Errorf("map %d bytes: %w", size, err)
 	}
 	return &Mem{b: b}, nil
 }
@@ -39,7 +39,7 @@ func (m *Mem) Free() error {
 	if m.b == nil {
 		return nil
 	}
-	err := unix.Munmap(m.b)
+	err := unmapMemory(m.b)
 	m.b = nil
 	return err
 }

@@ -9,8 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/cilium/ebpf"
 
 	"bpfvm"
@@ -152,15 +150,6 @@ func benchLoopOurs(spec *ebpf.CollectionSpec, c loopCase, opts bpfvm.ProgramOpti
 		return 0, err
 	}
 	return perRound(c, uint32(res.R0), (t1-t0)/time.Duration(c.repeat))
-}
-
-// threadCPU returns the CPU time the calling thread has used.
-func threadCPU() (time.Duration, error) {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return 0, err
-	}
-	return time.Duration(ts.Nano()), nil
 }
 
 func benchLoopKernel(spec *ebpf.CollectionSpec, c loopCase) (float64, error) {

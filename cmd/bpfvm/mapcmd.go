@@ -10,9 +10,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 
 	"bpfvm"
 	"bpfvm/maps"
@@ -799,11 +799,11 @@ func isMapOfMaps(t ebpf.MapType) bool { return t == ebpf.ArrayOfMaps || t == ebp
 func strerror(err error) string {
 	for _, e := range []struct {
 		err   error
-		errno unix.Errno
+		errno syscall.Errno
 	}{
-		{maps.ErrKeyNotExist, unix.ENOENT}, {maps.ErrKeyExist, unix.EEXIST}, {maps.ErrFull, unix.E2BIG},
-		{maps.ErrNoSpace, unix.ENOSPC}, {maps.ErrInvalid, unix.EINVAL}, {maps.ErrNotSupported, unix.EOPNOTSUPP},
-		{maps.ErrPermission, unix.EPERM}, {maps.ErrBusy, unix.EBUSY}, {maps.ErrAgain, unix.EAGAIN},
+		{maps.ErrKeyNotExist, syscall.ENOENT}, {maps.ErrKeyExist, syscall.EEXIST}, {maps.ErrFull, syscall.E2BIG},
+		{maps.ErrNoSpace, syscall.ENOSPC}, {maps.ErrInvalid, syscall.EINVAL}, {maps.ErrNotSupported, syscall.EOPNOTSUPP},
+		{maps.ErrPermission, syscall.EPERM}, {maps.ErrBusy, syscall.EBUSY}, {maps.ErrAgain, syscall.EAGAIN},
 	} {
 		if errors.Is(err, e.err) {
 			msg := e.errno.Error()

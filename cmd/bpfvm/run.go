@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 
 	"bpfvm"
 	"bpfvm/isa"
@@ -190,7 +190,7 @@ func execRun(prog *bpfvm.Program, in runArgs, stdout io.Writer, jw *jsonWriter) 
 		}
 		if int(size) < prog.ContextSize() {
 			// The kernel's bpf_ctx_finish refuses a short buffer.
-			return fmt.Errorf("ctx_size_out %d is smaller than the %d byte context: %w", size, prog.ContextSize(), unix.ENOSPC)
+			return fmt.Errorf("ctx_size_out %d is smaller than the %d byte context: %w", size, prog.ContextSize(), syscall.ENOSPC)
 		}
 		ctxOut = make([]byte, prog.ContextSize())
 		opts.ContextOut = ctxOut

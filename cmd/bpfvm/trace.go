@@ -6,8 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-
-	"golang.org/x/sys/unix"
+	"time"
 )
 
 // tracePipe prefixes each bpf_trace_printk message with what the kernel's
@@ -32,11 +31,10 @@ func newTracePipe(w io.Writer) *tracePipe {
 
 // Write takes one message, as ProgramOptions.Output gets it.
 func (t *tracePipe) Write(msg []byte) (int, error) {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	now := monotonicNow()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	line := fmt.Appendf(nil, "%16s-%-7d [%03d] ..... %5d.%06d: %s", t.comm, t.pid, 0, ts.Sec, ts.Nsec/1000, msg)
+	line := fmt.Appendf(nil, "%16s-%-7d [%03d] ..... %5d.%06d: %s", t.comm, t.pid, 0, now/time.Second, now%time.Second/time.Microsecond, msg)
 	if _, err := t.w.Write(line); err != nil {
 		return 0, err
 	}

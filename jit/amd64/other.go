@@ -21,6 +21,14 @@ func (p *Program) Run(env *vm.Env, r1, r2, budget uint64) (uint64, error) {
 	return 0, ErrNotSupported
 }
 
+// Repeat fails with ErrNotSupported.
+func (p *Program) Repeat(env *vm.Env, r1, r2, budget uint64, n uint32, between func() error) (uint64, error) {
+	return 0, ErrNotSupported
+}
+
+// Code returns no machine code.
+func (p *Program) Code(checked bool) (code []byte, offsets []uint32) { return nil, nil }
+
 // Call fails with ErrNotSupported.
 func (p *Program) Call(env *vm.Env, fn uint64, r1, r2, r3, r4, r5 uint64) (uint64, error) {
 	return 0, ErrNotSupported

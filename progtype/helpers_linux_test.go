@@ -1,0 +1,150 @@
+//go:build linux
+
+package progtype_test
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"bpfvm/isa"
+	"bpfvm/progtype"
+)
+
+// TestHelperSetsKernel compares every type's set with the running kernel's
+// func_proto, helper by helper: a program calling helper id with nothing
+// else set up is rejected with "program of this type cannot use helper"
+// exactly when the helper is outside the type's set (any other verdict or
+// message means the kernel found the helper's prototype). Root loads have
+// every capability (CapPerfmon); a thread with CAP_BPF and CAP_NET_ADMIN
+// only checks the CapBPF level. Loads without CAP_BPF (CapNone) need
+// kernel.unprivileged_bpf_disabled=0 and are compared where it is.
+func TestHelperSetsKernel(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("not root")
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		t.Skip(err)
+	}
+	levels := []struct {
+		name string
+		cap  progtype.Cap
+		keep []int // the capabilities the loading thread keeps
+	}{
+		{"CAP_PERFMON", progtype.CapPerfmon, nil},
+		{"CAP_BPF", progtype.CapBPF, []int{unix.CAP_BPF, unix.CAP_NET_ADMIN}},
+		{"unprivileged", progtype.CapNone, []int{}},
+	}
+	for _, l := range levels {
+		t.Run(l.name, func(t *testing.T) {
+			mismatches, compared := kernelSets(t, l.keep, l.cap)
+			if compared == 0 {
+				t.Skip("bpf() not permitted at this level")
+			}
+			for _, m := range mismatches {
+				t.Error(m)
+			}
+			t.Logf("%d helper and type pairs compared", compared)
+		})
+	}
+}
+
+// kernelSets loads the probes on a thread of its own that keeps only the
+// capabilities keep (all if nil), and returns the disagreements and the
+// number of comparisons.
+func kernelSets(t *testing.T, keep []int, c progtype.Cap) ([]string, int) {
+	type result struct {
+		mismatches []string
+		compared   int
+		allowed    int
+		err        error
+	}
+	done := make(chan result)
+	go func() {
+		var r result
+		defer func() { done <- r }()
+		// The thread never unlocks: it exits with the goroutine, its
+		// capabilities with it.
+		runtime.LockOSThread()
+		if keep != nil {
+			if r.err = dropCaps(keep); r.err != nil {
+				return
+			}
+		}
+		for _, typ := range kernelTypes {
+			pt, _ := progtype.Of(typ)
+			for id := int32(0); id <= 211; id++ {
+				kernelCan, ok, err := kernelCanCall(typ, id)
+				if err != nil {
+					r.err = err
+					return
+				}
+				if !ok {
+					return // bpf() not permitted
+				}
+				r.compared++
+				if kernelCan {
+					r.allowed++
+				}
+				if ours := pt.CanCall(id, c); ours != kernelCan {
+					r.mismatches = append(r.mismatches, pt.Name+": "+isa.HelperLabel(id)+": kernel "+verdict(kernelCan)+", bpfvm "+verdict(ours))
+				}
+			}
+		}
+	}()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	t.Logf("the kernel allows %d of %d", r.allowed, r.compared)
+	return r.mismatches, r.compared
+}
+
+func verdict(can bool) string {
+	if can {
+		return "allows"
+	}
+	return "refuses"
+}
+
+// kernelCanCall loads "call id; r0 = 0; exit" and reports whether the
+// kernel found a prototype for the helper, and whether bpf() was permitted.
+func kernelCanCall(typ ebpf.ProgramType, id int32) (can, ok bool, err error) {
+	p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
+		Type:         typ,
+		License:      "GPL",
+		Instructions: asm.Instructions{asm.BuiltinFunc(id).Call(), asm.Mov.Imm(asm.R0, 0), asm.Return()},
+	}, ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 16})
+	var ve *ebpf.VerifierError
+	switch {
+	case err == nil:
+		p.Close()
+		return true, true, nil
+	case errors.As(err, &ve):
+		return !strings.Contains(strings.Join(ve.Log, "\n"), "program of this type cannot use helper"), true, nil
+	case errors.Is(err, os.ErrPermission):
+		return false, false, nil
+	}
+	return false, false, err
+}
+
+// dropCaps leaves the calling thread only the effective capabilities keep.
+func dropCaps(keep []int) error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return err
+	}
+	data[0].Effective, data[1].Effective = 0, 0
+	for _, c := range keep {
+		data[c/32].Effective |= 1 << (c % 32)
+	}
+	return unix.Capset(&hdr, &data[0])
+}
