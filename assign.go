@@ -10,7 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/loader"
+	"github.com/bpfvm/bpfvm/loader"
 )
 
 // ProgramSpec, MapSpec and VariableSpec are cilium/ebpf's: specs are plain

@@ -17,12 +17,12 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/rlimit"
 
-	"bpfvm"
-	"bpfvm/isa"
-	"bpfvm/kernelbtf"
-	"bpfvm/loader"
-	"bpfvm/verifier"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/kernelbtf"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // coreTarget is a target BTF the CO-RE tests relocate testdata/core.o

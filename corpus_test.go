@@ -11,9 +11,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
 
-	"bpfvm"
-	"bpfvm/loader"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Every program of the C corpus gets the same verdict from bpfvm's verifier

@@ -7,9 +7,9 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/internal/errs"
-	"bpfvm/maps"
-	"bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/internal/errs"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
 )
 
 // Errors returned by this package.

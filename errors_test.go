@@ -11,8 +11,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
-	"bpfvm"
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // ciliumTargets are what code written against cilium/ebpf checks errors

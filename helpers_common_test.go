@@ -9,8 +9,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
-	"bpfvm/loader"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/loader"
 )
 
 // modes runs f in both execution modes: unverified, where checked mode

@@ -7,9 +7,9 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
-	"bpfvm/isa"
-	"bpfvm/runner"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/runner"
 )
 
 // skbConfig is one way of loading a test object: unverified (checked), or

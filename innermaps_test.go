@@ -11,8 +11,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/rlimit"
 
-	"bpfvm"
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // innerSpec is a collection with a map of maps outer of type typ, whose

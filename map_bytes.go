@@ -6,7 +6,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // MapLookupFlags control lookups (LookupWithFlags), as cilium/ebpf's type.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 // infoOf is what Info reports, from either back end.

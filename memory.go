@@ -7,9 +7,9 @@ import (
 	"runtime"
 	"syscall"
 
-	"bpfvm/internal/errs"
-	"bpfvm/maps"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/internal/errs"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // errAccess is the kernel's EACCES for a mapping the map's permissions

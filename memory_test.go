@@ -11,7 +11,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 // memOps are what Memory is compared on, for our maps and the kernel's.

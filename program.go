@@ -10,14 +10,14 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 
-	"bpfvm/isa"
-	"bpfvm/jit/amd64"
-	"bpfvm/loader"
-	"bpfvm/maps"
-	"bpfvm/progtype"
-	"bpfvm/runner"
-	"bpfvm/verifier"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/jit/amd64"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Engine selects how a program runs.

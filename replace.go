@@ -6,7 +6,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // checkReplacements fails for a replacement naming no map of the spec, as

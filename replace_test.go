@@ -6,7 +6,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 // TestMapReplacements shares maps between collections: the replaced map

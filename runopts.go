@@ -6,8 +6,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/internal/errs"
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/internal/errs"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // Test-run flags (RunOptions.Flags), the kernel's BPF_F_TEST_*.

@@ -10,8 +10,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
-	"bpfvm"
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // runClass names a test run's outcome, ours or the kernel's.

@@ -3,8 +3,8 @@ package helper
 import (
 	"encoding/binary"
 
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // redirectHelpers send tc packets elsewhere and check them against device

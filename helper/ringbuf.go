@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // ringbufHelpers are the ring buffer's (kernel/bpf/ringbuf.c).

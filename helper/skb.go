@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math/bits"
 
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // skbHelpers read and write socket buffers and compute checksums

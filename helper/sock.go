@@ -1,8 +1,8 @@
 package helper
 
 import (
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // sockHelpers tell programs on a socket buffer about the packet's socket,

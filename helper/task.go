@@ -1,8 +1,8 @@
 package helper
 
 import (
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // taskHelpers describe the current task (kernel/bpf/helpers.c).

@@ -3,7 +3,7 @@ package helper
 import (
 	"time"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // timeHelpers read the clocks (kernel/bpf/helpers.c).

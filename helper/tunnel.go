@@ -3,8 +3,8 @@ package helper
 import (
 	"encoding/binary"
 
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // tunnelHelpers read and set a tc packet's tunnel metadata

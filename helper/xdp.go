@@ -3,8 +3,8 @@ package helper
 import (
 	"github.com/cilium/ebpf"
 
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // xdpHelpers move an XDP packet's boundaries and redirect packets

@@ -8,7 +8,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 
-	"bpfvm/kernelbtf"
+	"github.com/bpfvm/bpfvm/kernelbtf"
 )
 
 // patchPortable, which bpfvm uses where cilium/ebpf's COREFixup.Apply

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Array maps.

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Maps of maps.

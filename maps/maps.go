@@ -21,8 +21,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/internal/errs"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/internal/errs"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Errors returned by map operations. Each also matches the errno the

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unsafe"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // PerfEventArray is BPF_MAP_TYPE_PERF_EVENT_ARRAY (see PerfEvents).

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Queue and stack maps.

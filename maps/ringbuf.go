@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // RingBuf is BPF_MAP_TYPE_RINGBUF (see RingBuffer).

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // doubleMap maps the same size bytes of a memory file at addr and at

@@ -15,9 +15,9 @@ import (
 	ebpfperf "github.com/cilium/ebpf/perf"
 	"github.com/cilium/ebpf/rlimit"
 
-	"bpfvm"
-	"bpfvm/loader"
-	"bpfvm/perf"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/perf"
 )
 
 const object = "../testdata/helpers_perf.o"

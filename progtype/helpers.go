@@ -4,7 +4,7 @@ import (
 	"maps"
 	"strings"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // Cap is the privilege a program is loaded with, as the kernel's func_proto

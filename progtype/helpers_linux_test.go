@@ -14,8 +14,8 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
-	"bpfvm/isa"
-	"bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/progtype"
 )
 
 // TestHelperSetsKernel compares every type's set with the running kernel's

@@ -5,8 +5,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/isa"
-	"bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/progtype"
 )
 
 // kernelTypes are the kernel program types with a func_proto set here.

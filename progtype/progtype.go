@@ -18,7 +18,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/internal/errs"
+	"github.com/bpfvm/bpfvm/internal/errs"
 )
 
 // ErrNotSupported is wrapped by errors for inputs the kernel takes and

@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"bpfvm/maps"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // CPUs is the set of runners shared by the programs and maps of a

@@ -5,8 +5,8 @@ import (
 	"io"
 	"slices"
 
-	"bpfvm/maps"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Runner holds the off-heap memory and the state of the runs on one CPU:

@@ -3,7 +3,7 @@ package runner
 import (
 	"encoding/binary"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // The socket buffer model. A run of a program on struct __sk_buff (a

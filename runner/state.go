@@ -3,7 +3,7 @@ package runner
 import (
 	"unsafe"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // helperState is what helpers keep per runner between calls: it belongs to

@@ -3,7 +3,7 @@ package verifier
 import (
 	"math"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // maxVarOff bounds pointer offsets (the kernel's BPF_MAX_VAR_OFF).

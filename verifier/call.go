@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"slices"
 
-	"bpfvm/helper"
-	"bpfvm/isa"
-	"bpfvm/maps"
-	"bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/helper"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
 )
 
 // releaseRef drops an acquired reference.

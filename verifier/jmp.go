@@ -1,7 +1,7 @@
 package verifier
 
 import (
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {

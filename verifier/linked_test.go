@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // linkedCase is a program that copies an unknown scalar r1 to r2, moves r2

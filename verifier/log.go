@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // LineInfo is one BTF line_info record: the source line whose code starts

@@ -3,7 +3,7 @@ package verifier
 import (
 	"testing"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // TestLogSourceLines prints line_info records as the kernel's

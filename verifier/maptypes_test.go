@@ -7,7 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // TestMapHelperCompatibility passes every map type bpfvm implements to

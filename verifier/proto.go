@@ -1,6 +1,6 @@
 package verifier
 
-import "bpfvm/helper"
+import "github.com/bpfvm/bpfvm/helper"
 
 // Helper prototypes are defined with the helpers, in package helper; these
 // names forward to them.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // Programs where pruning once explored far more states than the kernel's:

@@ -8,8 +8,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/isa"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // ctxOps are the ways a program touches one context offset: loads, sign

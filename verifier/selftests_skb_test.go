@@ -5,7 +5,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // rodata48 is a frozen read-only array with room for a struct

@@ -11,10 +11,10 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/arch/x86/x86asm"
 
-	"bpfvm"
-	"bpfvm/isa"
-	"bpfvm/loader"
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 func loadSpec(path string) (*ebpf.CollectionSpec, error) {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // session is an object loaded for map commands and program runs: its

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 // errPcap is a file that is not a pcap capture bpfvm reads.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
-	"bpfvm"
-	"bpfvm/isa"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // progDumpOptions are bpftool prog dump's keywords.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {

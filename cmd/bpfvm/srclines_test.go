@@ -10,7 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 // kernelLog loads one program of an object into the running kernel at a

@@ -21,8 +21,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
 
-	"bpfvm"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // veristat fields, with the kernel tool's names (the first is the CSV

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"io"
 
-	ebpf "bpfvm"
+	ebpf "github.com/bpfvm/bpfvm"
 )
 
 // Names of all BPF objects in the ELF.
