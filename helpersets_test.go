@@ -127,3 +127,31 @@ func TestUnknownHelperIDUnreached(t *testing.T) {
 		}
 	}
 }
+
+// A program type gets its own variant of a helper: XDP's
+// bpf_get_cgroup_classid takes no argument, tc's the skb; both load and
+// run.
+func TestHelperVariantLoads(t *testing.T) {
+	for _, c := range []struct {
+		typ ebpf.ProgramType
+		src string
+	}{
+		{ebpf.XDP, "r1 = 0\ncall bpf_get_cgroup_classid#17\nexit"},
+		{ebpf.SchedCLS, "call bpf_get_cgroup_classid#17\nexit"},
+	} {
+		insns, err := isa.Assemble(c.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []bpfvm.Engine{bpfvm.EngineInterpreter, bpfvm.EngineJIT} {
+			p, err := bpfvm.NewRawProgram("classid", c.typ, insns, bpfvm.ProgramOptions{Engine: e})
+			if err != nil {
+				t.Fatalf("%s %s: %v", c.typ, e, err)
+			}
+			if r0, err := p.Run(&bpfvm.RunOptions{Data: make([]byte, 64)}); err != nil || r0 != 0 {
+				t.Errorf("%s %s: %d, %v; want the test run's class id 0", c.typ, e, r0, err)
+			}
+			p.Close()
+		}
+	}
+}

@@ -49,7 +49,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	if err != nil {
 		return nil, err
 	}
-	hs := &helper.Set{Host: opts.Helpers, Protos: opts.HelperProtos, NoNatives: opts.JIT.NoNatives}
+	hs := &helper.Set{Host: opts.Helpers, Protos: opts.HelperProtos, NoNatives: opts.JIT.NoNatives, Type: pt}
 	if err := check(insns, opts); err != nil {
 		return nil, err
 	}

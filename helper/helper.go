@@ -19,6 +19,7 @@ import (
 
 	"github.com/bpfvm/bpfvm/isa"
 	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
 	"github.com/bpfvm/bpfvm/runner"
 	"github.com/bpfvm/bpfvm/vm"
 )
@@ -36,6 +37,11 @@ type Helper struct {
 	// Native is the JIT's native routine implementing the helper exactly
 	// as Func does (vm.NoNative: calls exit to Func).
 	Native vm.Native
+	// Variant names one of the kernel's several bpf_func_protos for the
+	// same helper id ("" for the main one), which program types choose
+	// (progtype.HelperRule.Variant): bpf_get_cgroup_classid takes the
+	// skb in tc and none elsewhere.
+	Variant string
 }
 
 // Inline says how the rewrite may replace a helper's calls with
@@ -73,15 +79,20 @@ var families = [][]Helper{
 	xdpHelpers,
 }
 
-// Table is a set of helpers by id.
+// Table is a set of helpers by id and variant.
 type Table struct {
-	byID map[int32]*Helper
+	byID map[variantKey]*Helper
+}
+
+type variantKey struct {
+	id      int32
+	variant string
 }
 
 // Builtin returns the table of every helper bpfvm implements. It is built
 // once and never changes.
 var Builtin = sync.OnceValue(func() *Table {
-	t := &Table{byID: make(map[int32]*Helper)}
+	t := &Table{byID: make(map[variantKey]*Helper)}
 	for _, fam := range families {
 		for i := range fam {
 			h := &fam[i]
@@ -89,31 +100,37 @@ var Builtin = sync.OnceValue(func() *Table {
 			if !ok {
 				panic("helper: unknown kernel helper " + h.Proto.Name)
 			}
-			if t.byID[id] != nil {
+			k := variantKey{id, h.Variant}
+			if t.byID[k] != nil {
 				panic("helper: " + h.Proto.Name + " defined twice")
 			}
 			h.ID = id
-			t.byID[id] = h
+			t.byID[k] = h
 		}
 	}
 	return t
 })
 
-// Lookup returns the helper with kernel id id, or nil.
-func (t *Table) Lookup(id int32) *Helper { return t.byID[id] }
+// Lookup returns the main variant of the helper with kernel id id, or nil.
+func (t *Table) Lookup(id int32) *Helper { return t.byID[variantKey{id, ""}] }
 
-// Proto returns the prototype of helper id, or nil: what
+// LookupVariant returns a variant of the helper with kernel id id, or nil.
+func (t *Table) LookupVariant(id int32, variant string) *Helper {
+	return t.byID[variantKey{id, variant}]
+}
+
+// Proto returns the prototype of helper id's main variant, or nil: what
 // verifier.Options.Helpers takes.
 func (t *Table) Proto(id int32) *Proto {
-	if h := t.byID[id]; h != nil {
+	if h := t.Lookup(id); h != nil {
 		return &h.Proto
 	}
 	return nil
 }
 
-// Func returns the implementation of helper id, or nil.
+// Func returns the implementation of helper id's main variant, or nil.
 func (t *Table) Func(id int32) vm.Helper {
-	if h := t.byID[id]; h != nil {
+	if h := t.Lookup(id); h != nil {
 		return h.Func
 	}
 	return nil
@@ -204,15 +221,18 @@ type Set struct {
 	Protos map[int32]*Proto
 	// NoNatives serves every helper from Go, for measuring.
 	NoNatives bool
+	// Type is the program's type, whose helper set chooses among a
+	// helper's variants (nil: the main ones).
+	Type *progtype.Type
 }
 
-// Lookup returns the built-in helper id stands for, nil when the host
-// replaces it or there is none.
+// Lookup returns the built-in helper id stands for in the program's type,
+// nil when the host replaces it or there is none.
 func (s *Set) Lookup(id int32) *Helper {
 	if _, ok := s.Host[id]; ok {
 		return nil
 	}
-	return Builtin().Lookup(id)
+	return Builtin().LookupVariant(id, s.Type.HelperVariant(id))
 }
 
 // Func returns the implementation of id: the host's, a kfunc's for its
@@ -227,7 +247,10 @@ func (s *Set) Func(id int32) vm.Helper {
 		}
 		return nil
 	}
-	return Builtin().Func(id)
+	if h := s.Lookup(id); h != nil {
+		return h.Func
+	}
+	return nil
 }
 
 // Proto returns the prototype the verifier checks calls of id by, or nil

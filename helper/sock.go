@@ -12,10 +12,11 @@ var sockHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_get_socket_cookie", Args: [5]ArgType{ArgCtx}}, Func: helperGetSocketCookie},
 	{Proto: Proto{Name: "bpf_get_socket_uid", Args: [5]ArgType{ArgCtx}}, Func: helperGetSocketUID},
 	{Proto: Proto{Name: "bpf_skb_cgroup_id", Args: [5]ArgType{ArgCtx}}, Func: helperSkbCgroupID},
-	// The tc and socket-filter version (bpf_get_cgroup_classid_proto); the
-	// base set's, which takes no argument, is the classid of the current
-	// task.
+	// tc's (bpf_get_cgroup_classid_proto), from the skb; the base set's
+	// (bpf_get_cgroup_classid_curr_proto), which takes no argument, is the
+	// current task's, which the host gives as well.
 	{Proto: Proto{Name: "bpf_get_cgroup_classid", Args: [5]ArgType{ArgCtx}}, Func: helperGetCgroupClassid},
+	{Proto: Proto{Name: "bpf_get_cgroup_classid"}, Func: helperGetCgroupClassid, Variant: "curr"},
 	{Proto: Proto{Name: "bpf_get_route_realm", Args: [5]ArgType{ArgCtx}}, Func: helperGetRouteRealm},
 }
 

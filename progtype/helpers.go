@@ -25,10 +25,22 @@ const (
 
 // HelperSet is the helpers a program type may call, by kernel name
 // ("bpf_map_lookup_elem"), each with the least privilege a load needs to
-// call it: a kernel func_proto function as data. A helper outside the set
-// is the kernel's "program of this type cannot use helper"; a helper in it
-// that bpfvm does not implement is a load error of its own.
-type HelperSet map[string]Cap
+// call it and the variant it gets: a kernel func_proto function as data. A
+// helper outside the set is the kernel's "program of this type cannot use
+// helper"; a helper in it that bpfvm does not implement is a load error of
+// its own.
+type HelperSet map[string]HelperRule
+
+// HelperRule is what a program type's func_proto says of one helper.
+type HelperRule struct {
+	// Cap is the least privilege a load needs to call the helper.
+	Cap Cap
+	// Variant names the kernel's bpf_func_proto the type gets when the
+	// kernel has several for one helper id ("" for the main one;
+	// "curr" for bpf_get_cgroup_classid_curr_proto): package helper
+	// has an entry per variant (helper.Helper.Variant).
+	Variant string
+}
 
 // Helpers composes sets as a func_proto function falls through to the
 // next one (xdp_func_proto to bpf_sk_base_func_proto to
@@ -52,12 +64,14 @@ func Helpers(sets ...HelperSet) HelperSet {
 func BaseHelpers() HelperSet { return maps.Clone(baseHelpers) }
 
 // names gives the helpers named (without their "bpf_" prefix, separated by
-// spaces) the privilege c: the type-specific cases of a func_proto switch
-// return before any capability test, so they need none.
+// spaces, "@variant" after a name for a variant's proto) the privilege c:
+// the type-specific cases of a func_proto switch return before any
+// capability test, so they need none.
 func names(c Cap, list string) HelperSet {
 	s := HelperSet{}
 	for _, n := range strings.Fields(list) {
-		s["bpf_"+n] = c
+		name, variant, _ := strings.Cut(n, "@")
+		s["bpf_"+name] = HelperRule{Cap: c, Variant: variant}
 	}
 	return s
 }
@@ -79,7 +93,7 @@ var baseHelpers = Helpers(
 		dynptr_from_mem dynptr_read dynptr_write dynptr_data
 		cgrp_storage_get cgrp_storage_delete
 		get_current_cgroup_id get_current_ancestor_cgroup_id
-		current_task_under_cgroup get_cgroup_classid
+		current_task_under_cgroup get_cgroup_classid@curr
 		task_storage_get task_storage_delete`),
 	names(CapPerfmon, `trace_printk get_current_task get_current_task_btf
 		get_current_comm probe_read_user probe_read_kernel
@@ -111,6 +125,15 @@ func (t *Type) CanCall(id int32, c Cap) bool {
 	if t.Helpers == nil || name == "" {
 		return true
 	}
-	need, ok := t.Helpers[name]
-	return ok && need <= c
+	r, ok := t.Helpers[name]
+	return ok && r.Cap <= c
+}
+
+// HelperVariant returns the variant of helper id the type's set gives
+// (HelperRule.Variant): "" for the main one, and for types without a set.
+func (t *Type) HelperVariant(id int32) string {
+	if t == nil || t.Helpers == nil {
+		return ""
+	}
+	return t.Helpers[isa.HelperName(id)].Variant
 }

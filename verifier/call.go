@@ -29,7 +29,10 @@ func (v *verifier) proto(id int32) *Proto {
 	if v.opts.Helpers != nil {
 		return v.opts.Helpers(id)
 	}
-	return helper.Builtin().Proto(id)
+	if h := helper.Builtin().LookupVariant(id, v.pt.HelperVariant(id)); h != nil {
+		return &h.Proto
+	}
+	return nil
 }
 
 // caps is the privilege of the load: root's, or none.
