@@ -109,7 +109,7 @@ func NewCollectionWithOptions(spec *ebpf.CollectionSpec, opts CollectionOptions)
 			progMaps = append(progMaps, m)
 		}
 		popts := opts.Programs
-		popts.flags = ps.Flags
+		popts.flags, popts.AttachType = ps.Flags, ps.AttachType
 		if funcs != nil {
 			popts.Funcs = funcs
 		}

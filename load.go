@@ -94,7 +94,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 }
 
 // programType returns the description of the program's type: the host's
-// (ProgramOptions.Type) or the kernel type's.
+// (ProgramOptions.Type) or the kernel type's for the expected attach type.
 func programType(typ ebpf.ProgramType, opts ProgramOptions) (*progtype.Type, error) {
 	if pt := opts.Type; pt != nil {
 		if err := pt.Validate(); err != nil {
@@ -102,7 +102,7 @@ func programType(typ ebpf.ProgramType, opts ProgramOptions) (*progtype.Type, err
 		}
 		return pt, nil
 	}
-	return progtype.Of(typ)
+	return progtype.OfAttach(typ, opts.AttachType)
 }
 
 // check refuses what no engine loads: options out of range, malformed

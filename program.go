@@ -71,6 +71,12 @@ type ProgramOptions struct {
 	Helpers map[int32]vm.Helper
 	// Type overrides the program type, e.g. with a host-defined context.
 	Type *progtype.Type
+	// AttachType is the expected attach type of a program NewRawProgram
+	// loads, where the kernel's rules depend on it (cgroup_sock_addr's
+	// fields and return values, cgroup_skb egress's return values):
+	// progtype.OfAttach. NewProgram and NewCollection take the spec's
+	// (ProgramSpec.AttachType) instead.
+	AttachType ebpf.AttachType
 	// Output receives the messages of bpf_trace_printk and
 	// bpf_trace_vprintk, one Write per message, formatted as lines of the
 	// kernel's trace_pipe: "bpf_trace_printk: " and the message, ending in
@@ -269,7 +275,7 @@ func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Progra
 	if len(refs) > 0 {
 		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, refs[0])
 	}
-	opts.flags = spec.Flags
+	opts.flags, opts.AttachType = spec.Flags, spec.AttachType
 	return newProgram(spec.Name, spec.Type, insns, nil, nil, opts)
 }
 

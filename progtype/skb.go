@@ -92,14 +92,18 @@ const noQueueMapping = 0xffff
 
 // struct __sk_buff offsets.
 const (
-	skbLen      = 0
-	skbPktType  = 4
-	skbProtocol = 16
-	skbIfindex  = 40
-	skbFamily   = 88
-	skbDataMeta = 140
-	skbWireLen  = 160
-	skbGSOSegs  = 164
+	skbLen       = 0
+	skbPktType   = 4
+	skbProtocol  = 16
+	skbIfindex   = 40
+	skbFamily    = 88
+	skbRemoteIP4 = 92
+	skbLocalIP4  = 96
+	skbRemoteIP6 = 100
+	skbLocalIP6  = 116
+	skbDataMeta  = 140
+	skbWireLen   = 160
+	skbGSOSegs   = 164
 )
 
 // Limits of the kernel's test run on the context input.

@@ -698,7 +698,7 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		}
 		return true, nil
 	}
-	if v.pt.ReturnMax > v.pt.ReturnMin {
+	if v.pt.CheckReturn {
 		if r0.Type != ScalarValue {
 			return false, v.errorf(pc, "At program exit the register R0 is not a known value (%s)", regTypeString(r0))
 		}

@@ -400,7 +400,7 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 	case a.signed:
 		op = progtype.LoadSigned
 	}
-	f, err := v.pt.Access(uint32(off), uint32(a.size), op)
+	f, err := v.pt.AccessAs(uint32(off), uint32(a.size), op, v.caps())
 	if err != nil {
 		return Reg{}, v.errorf(a.pc, "%v", err)
 	}

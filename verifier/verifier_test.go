@@ -26,8 +26,10 @@ import (
 // the assembly as `rN = map[idx:I]`... written as LD_IMM64 with PseudoMapFD
 // and the map's index.
 type vcase struct {
-	name   string
-	typ    ebpf.ProgramType
+	name string
+	typ  ebpf.ProgramType
+	// attach is the expected attach type (ProgramSpec.AttachType).
+	attach ebpf.AttachType
 	maps   []maps.Spec
 	asm    string
 	err    string // "" accepts; otherwise a substring of the error
@@ -72,7 +74,13 @@ var hashMap = maps.Spec{Name: "hash", Type: maps.Hash, KeySize: 8, ValueSize: 16
 
 // progType is the description of t, Raw for a type bpfvm lacks.
 func progType(t ebpf.ProgramType) *progtype.Type {
-	pt, err := progtype.Of(t)
+	return progTypeAttach(t, 0)
+}
+
+// progTypeAttach is the description of t for attach type a, Raw for a type
+// bpfvm lacks.
+func progTypeAttach(t ebpf.ProgramType, a ebpf.AttachType) *progtype.Type {
+	pt, err := progtype.OfAttach(t, a)
 	if err != nil {
 		return progtype.Raw
 	}
@@ -106,7 +114,7 @@ func runCases(t *testing.T, cases []vcase) {
 			if !c.noBTF {
 				funcs = funcInfos(insns, c.funcs)
 			}
-			res, err := verifier.Verify(insns, verifier.Options{Type: progType(typ), Maps: infos, Unprivileged: c.unpriv, Flags: c.flags, LogLevel: 2, Funcs: funcs})
+			res, err := verifier.Verify(insns, verifier.Options{Type: progTypeAttach(typ, c.attach), Maps: infos, Unprivileged: c.unpriv, Flags: c.flags, LogLevel: 2, Funcs: funcs})
 			switch {
 			case c.err == "" && err != nil:
 				t.Errorf("rejected: %v\n%s", err, res.Log)
@@ -118,7 +126,7 @@ func runCases(t *testing.T, cases []vcase) {
 				t.Errorf("error %v does not wrap ErrRejected", err)
 			}
 			if !c.unpriv && !c.noKernel {
-				klog, ran := kernelVerdict(t, typ, c.flags, c.maps, c.values, !c.unfrozen, insns, funcs, err)
+				klog, ran := kernelVerdictAttach(t, typ, c.attach, c.flags, c.maps, c.values, !c.unfrozen, insns, funcs, err)
 				want := c.klog
 				if c.kmsg {
 					want = c.err
@@ -153,6 +161,13 @@ func lastLines(log string, n int) string {
 // verdict with ours; it skips where bpf() is not permitted. It returns the
 // kernel's log of a rejection and whether the comparison ran.
 func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, bool) {
+	t.Helper()
+	return kernelVerdictAttach(t, typ, 0, flags, specs, values, freeze, insns, funcs, ours)
+}
+
+// kernelVerdictAttach is kernelVerdict for a program of expected attach
+// type attach.
+func kernelVerdictAttach(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachType, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, bool) {
 	t.Helper()
 	if os.Getuid() != 0 {
 		return "", false
@@ -203,7 +218,7 @@ func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []map
 		t.Fatalf("unmarshal for the kernel: %v", err)
 	}
 	withFuncInfo(kinsns, funcs)
-	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, Flags: flags, Instructions: kinsns, License: "GPL"},
+	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, AttachType: attach, Flags: flags, Instructions: kinsns, License: "GPL"},
 		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 20})
 	if kerr == nil {
 		p.Close()
