@@ -133,7 +133,8 @@ var SKReuseport = &Type{
 		{Name: "sk", Offset: 40, Size: 8},
 		{Name: "migrating_sk", Offset: 48, Size: 8},
 	},
-	ContextNames: []string{"sk_reuseport_md", "sk_reuseport_kern"},
+	ContextNames:   []string{"sk_reuseport_md", "sk_reuseport_kern"},
+	PacketReadOnly: true,
 	Setup: func(ctx, frame, pkt []byte, given bool) error {
 		binary.LittleEndian.PutUint32(ctx[16:], uint32(len(pkt)))
 		return nil

@@ -37,10 +37,12 @@ func cgroupSKB(a ebpf.AttachType) *Type {
 		MinData:       ethHeader,
 		NetworkHeader: true,
 		Setup:         socketSetup,
-		Helpers:       Helpers(cgroupCommon(a), cgroupSKBHelpers, socketFilterHelpers, sockBaseHelpers),
-		Attach:        a,
-		CheckReturn:   true,
-		ReturnMax:     1,
+		// cg_skb programs read the packet, never write it.
+		PacketReadOnly: true,
+		Helpers:        Helpers(cgroupCommon(a), cgroupSKBHelpers, socketFilterHelpers, sockBaseHelpers),
+		Attach:         a,
+		CheckReturn:    true,
+		ReturnMax:      1,
 	}
 	if a == ebpf.AttachCGroupInetEgress {
 		t.ReturnMax = 3

@@ -8,25 +8,26 @@ var lwtFields = skbFields("tc_classid ip data_meta tstamp wire_len hwtstamp", "m
 // lwt returns a lightweight tunnel type: the test run is the skb one, the
 // packet seen from its network header (a route's packets have no link
 // header yet).
-func lwt(name string, helpers HelperSet) *Type {
+func lwt(name string, helpers HelperSet, readOnly bool) *Type {
 	return &Type{
-		Name:          name,
-		ContextSize:   192,
-		Fields:        lwtFields,
-		ContextNames:  skbNames,
-		MinData:       ethHeader,
-		NetworkHeader: true,
-		Setup:         skbSetup,
-		Helpers:       helpers,
+		Name:           name,
+		ContextSize:    192,
+		Fields:         lwtFields,
+		ContextNames:   skbNames,
+		MinData:        ethHeader,
+		NetworkHeader:  true,
+		Setup:          skbSetup,
+		Helpers:        helpers,
+		PacketReadOnly: readOnly,
 	}
 }
 
 // LWTIn, LWTOut and LWTXmit are BPF_PROG_TYPE_LWT_IN, LWT_OUT and
-// LWT_XMIT with struct __sk_buff.
+// LWT_XMIT with struct __sk_buff; only lwt_xmit programs write the packet.
 var (
-	LWTIn   = lwt("lwt_in", Helpers(names(CapNone, "lwt_push_encap"), lwtOutHelpers, sockBaseHelpers))
-	LWTOut  = lwt("lwt_out", Helpers(lwtOutHelpers, sockBaseHelpers))
-	LWTXmit = lwt("lwt_xmit", Helpers(lwtXmitHelpers, lwtOutHelpers, sockBaseHelpers))
+	LWTIn   = lwt("lwt_in", Helpers(names(CapNone, "lwt_push_encap"), lwtOutHelpers, sockBaseHelpers), true)
+	LWTOut  = lwt("lwt_out", Helpers(lwtOutHelpers, sockBaseHelpers), true)
+	LWTXmit = lwt("lwt_xmit", Helpers(lwtXmitHelpers, lwtOutHelpers, sockBaseHelpers), false)
 )
 
 // lwtOutHelpers is lwt_out_func_proto's own cases, which lwt_in and

@@ -139,6 +139,10 @@ type Type struct {
 	// it projects, "xdp_md" and "xdp_buff"): a global function's argument
 	// pointing at one of them is the context.
 	ContextNames []string
+	// PacketReadOnly says programs may read the packet through its
+	// pointers but not write it (the kernel's may_access_direct_pkt_data:
+	// cgroup_skb, lwt_in, lwt_out, sk_reuseport).
+	PacketReadOnly bool
 	// MinData is the smallest input a test run accepts.
 	MinData int
 	// NetworkHeader makes the packet start after the 14-byte Ethernet header

@@ -58,10 +58,12 @@ func sockOps(a ebpf.AttachType) *Type {
 			binary.LittleEndian.PutUint32(ctx[sockOpsSKBLen:], uint32(len(pkt)))
 			return nil
 		},
-		Helpers:     Helpers(cgroupCommon(a), sockOpsHelpers, sockBaseHelpers),
-		Attach:      a,
-		CheckReturn: true,
-		ReturnMax:   1,
+		Helpers: Helpers(cgroupCommon(a), sockOpsHelpers, sockBaseHelpers),
+		// The verifier lets sock_ops programs read the packet, not write it.
+		PacketReadOnly: true,
+		Attach:         a,
+		CheckReturn:    true,
+		ReturnMax:      1,
 	}
 }
 

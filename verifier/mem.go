@@ -359,6 +359,9 @@ func (v *verifier) mapValueAccess(ptr *Reg, a access) (Reg, error) {
 }
 
 func (v *verifier) packetAccess(ptr *Reg, a access) (Reg, error) {
+	if a.write && v.pt.PacketReadOnly {
+		return Reg{}, v.errorf(a.pc, "cannot write into packet")
+	}
 	s := ptr.Scalar
 	if s.Smin < 0 {
 		return Reg{}, v.errorf(a.pc, "R%d min value is negative, either use unsigned index or do a if (index >=0) check.", a.reg)

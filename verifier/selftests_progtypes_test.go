@@ -1,0 +1,107 @@
+package verifier_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cilium/ebpf"
+)
+
+// TestSelftestProgTypePackets covers the packet pointers of the socket and
+// cgroup types through the verifier, compared with the kernel: 32-bit
+// __sk_buff fields and 64-bit sk_msg_md, bpf_sock_ops, bpf_sockopt and
+// sk_reuseport_md ones give packet pointers that bounds checks open, and
+// the types that only read the packet (may_access_direct_pkt_data) may
+// not write it.
+func TestSelftestProgTypePackets(t *testing.T) {
+	const (
+		skb     = "r2 = *(u32 *)(r1 +76)\nr3 = *(u32 *)(r1 +80)\n"
+		msg     = "r2 = *(u64 *)(r1 +0)\nr3 = *(u64 *)(r1 +8)\n"
+		ops     = "r2 = *(u64 *)(r1 +192)\nr3 = *(u64 *)(r1 +200)\n"
+		opt     = "r2 = *(u64 *)(r1 +8)\nr3 = *(u64 *)(r1 +16)\n"
+		check   = "r4 = r2\nr4 += 4\nif r4 > r3 goto out\n"
+		read    = "r0 = *(u32 *)(r2 +0)\n"
+		write   = "*(u32 *)(r2 +0) = 1\n"
+		out     = "out: r0 = 1\nexit"
+		nocheck = "r0 = *(u32 *)(r2 +0)\n"
+	)
+	c := func(name string, typ ebpf.ProgramType, attach ebpf.AttachType, asm, err string) vcase {
+		return vcase{name: name, typ: typ, attach: attach, asm: asm + out, err: err, kmsg: err != ""}
+	}
+	in, eg := ebpf.AttachCGroupInetIngress, ebpf.AttachCGroupInetEgress
+	runCases(t, []vcase{
+		c("cgroup_skb read", ebpf.CGroupSKB, in, skb+check+read, ""),
+		c("cgroup_skb egress read", ebpf.CGroupSKB, eg, skb+check+read, ""),
+		c("cgroup_skb unchecked", ebpf.CGroupSKB, in, skb+nocheck, "invalid access to packet, off=0 size=4, R2(id=0,off=0,r=0)"),
+		c("cgroup_skb write", ebpf.CGroupSKB, in, skb+check+write, "cannot write into packet"),
+		c("lwt_in write", ebpf.LWTIn, 0, skb+check+write, "cannot write into packet"),
+		c("lwt_out write", ebpf.LWTOut, 0, skb+check+write, "cannot write into packet"),
+		c("lwt_xmit write", ebpf.LWTXmit, 0, skb+check+write, ""),
+		c("lwt_in read", ebpf.LWTIn, 0, skb+check+read, ""),
+		c("sk_skb write", ebpf.SkSKB, 0, skb+check+write, ""),
+		c("sk_skb unchecked", ebpf.SkSKB, 0, skb+nocheck, "invalid access to packet, off=0 size=4, R2(id=0,off=0,r=0)"),
+		c("sk_msg read", ebpf.SkMsg, 0, msg+check+read, ""),
+		c("sk_msg write", ebpf.SkMsg, 0, msg+check+write, ""),
+		c("sk_msg unchecked", ebpf.SkMsg, 0, msg+nocheck, "invalid access to packet, off=0 size=4, R2(id=0,off=0,r=0)"),
+		c("sock_ops read", ebpf.SockOps, 0, ops+check+read, ""),
+		c("sock_ops write", ebpf.SockOps, 0, ops+check+write, "cannot write into packet"),
+		c("sockopt read", ebpf.CGroupSockopt, ebpf.AttachCGroupGetsockopt, opt+check+read, ""),
+		c("sockopt write", ebpf.CGroupSockopt, ebpf.AttachCGroupSetsockopt, opt+check+write, ""),
+		c("sk_reuseport read", ebpf.SkReuseport, ebpf.AttachSkReuseportSelect, msg+check+read, ""),
+		c("sk_reuseport write", ebpf.SkReuseport, ebpf.AttachSkReuseportSelect, msg+check+write, "cannot write into packet"),
+		// A 32-bit load of a 64-bit packet pointer field.
+		c("sk_msg data u32", ebpf.SkMsg, 0, "r2 = *(u32 *)(r1 +0)\n", "invalid bpf_context access off=0 size=4"),
+		c("sockopt optval_end u32", ebpf.CGroupSockopt, ebpf.AttachCGroupSetsockopt, "r2 = *(u32 *)(r1 +16)\n", "invalid bpf_context access off=16 size=4"),
+		// data and data_end of cgroup_skb need CAP_BPF (cg_skb_is_valid_access).
+		{name: "cgroup_skb data unprivileged", typ: ebpf.CGroupSKB, asm: skb + out, err: "invalid bpf_context access off=76 size=4", unpriv: true},
+		{name: "cgroup_skb mark unprivileged", typ: ebpf.CGroupSKB, asm: "r2 = *(u32 *)(r1 +8)\n" + out, unpriv: true},
+		{name: "cgroup_skb tstamp write unprivileged", typ: ebpf.CGroupSKB, asm: "r2 = 1\n*(u64 *)(r1 +152) = r2\n" + out, err: "invalid bpf_context access off=152 size=8", unpriv: true},
+		c("cgroup_skb tstamp write", ebpf.CGroupSKB, in, "r2 = 1\n*(u64 *)(r1 +152) = r2\n", ""),
+	})
+}
+
+// TestSelftestReturnRanges covers check_return_code's ranges per type and
+// attach type, compared with the kernel's verdict and message.
+func TestSelftestReturnRanges(t *testing.T) {
+	ret := func(v int) string { return fmt.Sprintf("r0 = %d\nexit", v) }
+	bad := func(v, lo, hi int) string {
+		return fmt.Sprintf("At program exit the register R0 has smin=%d smax=%d should have been in [%d, %d]", v, v, lo, hi)
+	}
+	c := func(name string, typ ebpf.ProgramType, attach ebpf.AttachType, v int, err string) vcase {
+		return vcase{name: name, typ: typ, attach: attach, asm: ret(v), err: err, kmsg: err != ""}
+	}
+	runCases(t, []vcase{
+		c("cgroup_skb ingress 1", ebpf.CGroupSKB, ebpf.AttachCGroupInetIngress, 1, ""),
+		c("cgroup_skb ingress 2", ebpf.CGroupSKB, ebpf.AttachCGroupInetIngress, 2, bad(2, 0, 1)),
+		c("cgroup_skb egress 3", ebpf.CGroupSKB, ebpf.AttachCGroupInetEgress, 3, ""),
+		c("cgroup_skb egress 4", ebpf.CGroupSKB, ebpf.AttachCGroupInetEgress, 4, bad(4, 0, 3)),
+		c("cgroup_skb egress -1", ebpf.CGroupSKB, ebpf.AttachCGroupInetEgress, -1, bad(-1, 0, 3)),
+		c("sock_ops 1", ebpf.SockOps, 0, 1, ""),
+		c("sock_ops 2", ebpf.SockOps, 0, 2, bad(2, 0, 1)),
+		c("cgroup_sock create 2", ebpf.CGroupSock, ebpf.AttachCGroupInetSockCreate, 2, bad(2, 0, 1)),
+		c("cgroup_sock post_bind 0", ebpf.CGroupSock, ebpf.AttachCGroupInet6PostBind, 0, ""),
+		c("bind4 3", ebpf.CGroupSockAddr, ebpf.AttachCGroupInet4Bind, 3, ""),
+		c("bind6 4", ebpf.CGroupSockAddr, ebpf.AttachCGroupInet6Bind, 4, bad(4, 0, 3)),
+		c("connect4 2", ebpf.CGroupSockAddr, ebpf.AttachCGroupInet4Connect, 2, bad(2, 0, 1)),
+		c("connect_unix 0", ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixConnect, 0, ""),
+		c("getpeername4 0", ebpf.CGroupSockAddr, ebpf.AttachCgroupInet4GetPeername, 0, bad(0, 1, 1)),
+		c("getsockname6 1", ebpf.CGroupSockAddr, ebpf.AttachCgroupInet6GetSockname, 1, ""),
+		c("recvmsg_unix 0", ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixRecvmsg, 0, bad(0, 1, 1)),
+		c("recvmsg4 2", ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP4Recvmsg, 2, bad(2, 1, 1)),
+		c("sendmsg6 0", ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP6Sendmsg, 0, ""),
+		c("sk_lookup 2", ebpf.SkLookup, ebpf.AttachSkLookup, 2, bad(2, 0, 1)),
+		c("sk_lookup 1", ebpf.SkLookup, ebpf.AttachSkLookup, 1, ""),
+		c("sysctl 2", ebpf.CGroupSysctl, 0, 2, bad(2, 0, 1)),
+		c("sockopt 2", ebpf.CGroupSockopt, ebpf.AttachCGroupGetsockopt, 2, bad(2, 0, 1)),
+		c("device 2", ebpf.CGroupDevice, 0, 2, bad(2, 0, 1)),
+		// The types without a range return anything.
+		c("sk_skb 7", ebpf.SkSKB, 0, 7, ""),
+		c("sk_msg -1", ebpf.SkMsg, 0, -1, ""),
+		c("sk_reuseport 9", ebpf.SkReuseport, 0, 9, ""),
+		c("lwt_xmit 5", ebpf.LWTXmit, 0, 5, ""),
+		// An unknown value.
+		{name: "cgroup_skb unknown", typ: ebpf.CGroupSKB, asm: "r0 = *(u32 *)(r1 +0)\nexit", err: "At program exit the register R0 has smin=0 smax=4294967295 should have been in [0, 1]", kmsg: true},
+		{name: "cgroup_skb masked", typ: ebpf.CGroupSKB, asm: "r0 = *(u32 *)(r1 +0)\nr0 &= 1\nexit"},
+		{name: "sock_ops pointer", typ: ebpf.SockOps, asm: "r0 = r1\nexit", err: "R0 is not a known value (ctx)", kmsg: true},
+	})
+}
