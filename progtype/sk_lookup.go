@@ -27,7 +27,7 @@ var SKLookup = &Type{
 	}, u32Fields(16, "remote_ip4 remote_ip6[4]", Field{Read: true, Narrow: true, Input: true})...),
 		Field{Name: "remote_port", Offset: 36, Size: 4, Read: true, Narrow: true, Input: true}),
 		append(u32Fields(40, "local_ip4 local_ip6[4]", Field{Read: true, Narrow: true, Input: true}),
-			Field{Name: "local_port", Offset: 60, Size: 4, Read: true, Narrow: true, Input: true},
+			Field{Name: "local_port", Offset: 60, Size: 4, Read: true, Narrow: true, Backing: 2, Input: true},
 			Field{Name: "ingress_ifindex", Offset: 64, Size: 4, Read: true, Narrow: true})...),
 	ContextNames: []string{"bpf_sk_lookup", "bpf_sk_lookup_kern"},
 	Setup:        skLookupSetup,

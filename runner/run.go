@@ -216,9 +216,11 @@ func Run(p *Program, in *Input, out *Output) error {
 	case p.Kind == ebpf.XDP:
 		outStart = r.pkt.Meta
 	case pt.NetworkHeader:
-		// Socket filters saw the packet from the network header, but the
-		// kernel's test run returns the whole frame.
+		// Socket filters (and cgroup_skb, lwt) saw the packet from the
+		// network header; the kernel's test run pushes a link header
+		// back, zeroed, in front of it.
 		outStart -= ethHeader
+		clear(vm.Slice(outStart, ethHeader))
 	}
 	out.DataSize = int(r.pkt.End - outStart)
 	if in.DataOut != nil {
