@@ -190,3 +190,86 @@ func TestSKLookupRun(t *testing.T) {
 	}
 	t.Logf("sk_lookup test runs: %d/%d agree with the kernel", agreed, compared)
 }
+
+// TestProgTypeContextInputs runs the types the kernel has no test run for
+// with the context inputs bpfvm documents for them (progtype): fields from
+// the input, lengths from the packet, writable fields in the context
+// output, inputs outside the input fields refused; on both engines and in
+// checked mode.
+func TestProgTypeContextInputs(t *testing.T) {
+	u32 := func(size int, kv ...uint32) []byte {
+		b := make([]byte, size)
+		for i := 0; i < len(kv); i += 2 {
+			binary.LittleEndian.PutUint32(b[kv[i]:], kv[i+1])
+		}
+		return b
+	}
+	pkt := []byte{0xa5, 2, 3, 4, 5, 6, 7, 8}
+	for _, c := range []struct {
+		name   string
+		typ    ebpf.ProgramType
+		attach ebpf.AttachType
+		asm    string
+		data   []byte
+		ctx    []byte
+		ret    uint32
+		// out is a u32 of the context output and its value.
+		outOff, out uint32
+		err         bool
+	}{
+		{name: "sk_skb len", typ: ebpf.SkSKB, asm: "r0 = *(u32 *)(r1 +0)\nexit", data: pkt, ret: 8},
+		{name: "sk_skb remote_port", typ: ebpf.SkSKB, asm: "r0 = *(u32 *)(r1 +132)\nexit", data: pkt, ctx: u32(192, 132, 0x5000), ret: 0x5000},
+		{name: "sk_skb priority", typ: ebpf.SkSKB, asm: "r2 = *(u32 *)(r1 +96)\n*(u32 *)(r1 +32) = r2\nr0 = 0\nexit", data: pkt, ctx: u32(192, 96, 0x0100007f), outOff: 32, out: 0x0100007f},
+		{name: "sk_skb data", typ: ebpf.SkSKB, asm: "r2 = *(u32 *)(r1 +76)\nr3 = *(u32 *)(r1 +80)\nr4 = r2\nr4 += 1\nr0 = 0\nif r4 > r3 goto out\nr0 = *(u8 *)(r2 +0)\nout: exit", data: pkt, ret: 0xa5},
+		{name: "sk_skb bad len", typ: ebpf.SkSKB, asm: "r0 = 0\nexit", data: pkt, ctx: u32(192, 0, 1), err: true},
+		{name: "sk_msg size", typ: ebpf.SkMsg, asm: "r0 = *(u32 *)(r1 +68)\nexit", data: pkt, ret: 8},
+		{name: "sk_msg family", typ: ebpf.SkMsg, asm: "r0 = *(u32 *)(r1 +16)\nexit", ctx: u32(80, 16, 10), ret: 10},
+		{name: "sk_msg data", typ: ebpf.SkMsg, asm: "r2 = *(u64 *)(r1 +0)\nr3 = *(u64 *)(r1 +8)\nr0 = r3\nr0 -= r2\nexit", data: pkt, ret: 8},
+		{name: "sk_msg bad size", typ: ebpf.SkMsg, asm: "r0 = 0\nexit", ctx: u32(80, 68, 1), err: true},
+		{name: "sock_ops reply", typ: ebpf.SockOps, asm: "r2 = *(u32 *)(r1 +8)\n*(u32 *)(r1 +4) = r2\nr0 = 1\nexit", ctx: u32(224, 0, 4, 8, 77), ret: 1, outOff: 4, out: 77},
+		{name: "sock_ops skb_len", typ: ebpf.SockOps, asm: "r2 = *(u32 *)(r1 +208)\n*(u32 *)(r1 +164) = r2\nr0 = 1\nexit", data: pkt, ret: 1, outOff: 164, out: 8},
+		{name: "cgroup_sock mark", typ: ebpf.CGroupSock, attach: ebpf.AttachCGroupInetSockCreate, asm: "r2 = *(u32 *)(r1 +12)\n*(u32 *)(r1 +16) = r2\nr0 = 1\nexit", ctx: u32(80, 4, 2, 12, 6), ret: 1, outOff: 16, out: 6},
+		{name: "cgroup_sock post_bind port", typ: ebpf.CGroupSock, attach: ebpf.AttachCGroupInet4PostBind, asm: "r0 = *(u32 *)(r1 +44)\nr0 &= 1\nexit", ctx: u32(80, 44, 8081), ret: 1},
+		{name: "connect4 port", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupInet4Connect, asm: "r2 = *(u32 *)(r1 +4)\n*(u32 *)(r1 +24) = r2\nr0 = 1\nexit", ctx: u32(72, 0, 2, 4, 0x0100007f), ret: 1, outOff: 24, out: 0x0100007f},
+		{name: "sendmsg6 source", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupUDP6Sendmsg, asm: "r2 = 7\n*(u64 *)(r1 +48) = r2\nr0 = 1\nexit", ctx: u32(72, 0, 10), ret: 1, outOff: 48, out: 7},
+		{name: "getpeername6 address", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCgroupInet6GetPeername, asm: "r2 = *(u64 *)(r1 +8)\n*(u64 *)(r1 +16) = r2\nr0 = 1\nexit", ctx: u32(72, 8, 0x20010db8), ret: 1, outOff: 16, out: 0x20010db8},
+		{name: "sock_addr bad sk", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupInet4Bind, asm: "r0 = 1\nexit", ctx: u32(72, 64, 1), err: true},
+		{name: "sysctl file_pos", typ: ebpf.CGroupSysctl, asm: "r2 = *(u8 *)(r1 +0)\nr2 += 100\n*(u32 *)(r1 +4) = r2\nr0 = 1\nexit", ctx: u32(8, 0, 1, 4, 5), ret: 1, outOff: 4, out: 101},
+		{name: "getsockopt retval", typ: ebpf.CGroupSockopt, attach: ebpf.AttachCGroupGetsockopt, asm: "r2 = *(u32 *)(r1 +24)\n*(u32 *)(r1 +36) = r2\nr0 = 1\nexit", ctx: u32(40, 24, 6, 36, 0xffffffff), ret: 1, outOff: 36, out: 6},
+		{name: "setsockopt optval", typ: ebpf.CGroupSockopt, attach: ebpf.AttachCGroupSetsockopt, asm: "r2 = *(u64 *)(r1 +8)\nr3 = *(u64 *)(r1 +16)\nr4 = r2\nr4 += 1\nr0 = 0\nif r4 > r3 goto out\nr5 = *(u8 *)(r2 +0)\n*(u32 *)(r1 +32) = r5\nr0 = 1\nout: exit", data: pkt, ctx: u32(40, 32, 8), ret: 1, outOff: 32, out: 0xa5},
+		{name: "device major", typ: ebpf.CGroupDevice, asm: "r0 = *(u32 *)(r1 +4)\nr0 &= 1\nexit", ctx: u32(12, 0, 2, 4, 1), ret: 1},
+		{name: "sk_reuseport hash", typ: ebpf.SkReuseport, attach: ebpf.AttachSkReuseportSelect, asm: "r0 = *(u32 *)(r1 +32)\nr2 = *(u32 *)(r1 +16)\nr0 += r2\nexit", data: pkt, ctx: u32(56, 32, 1000), ret: 1008},
+		{name: "sk_reuseport bad len", typ: ebpf.SkReuseport, asm: "r0 = 0\nexit", ctx: u32(56, 16, 1), err: true},
+	} {
+		insns, err := isa.Assemble(c.asm)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for _, opts := range []bpfvm.ProgramOptions{{Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT}, {NoVerify: true}} {
+			opts.AttachType = c.attach
+			p, err := bpfvm.NewRawProgram(c.name, c.typ, insns, opts)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			pt, _ := progtype.OfAttach(c.typ, c.attach)
+			out := make([]byte, pt.ContextSize)
+			ro := &bpfvm.RunOptions{Data: c.data, ContextOut: out}
+			if c.ctx != nil {
+				ro.Context = c.ctx
+			}
+			ret, err := p.Run(ro)
+			p.Close()
+			switch {
+			case c.err && err == nil:
+				t.Errorf("%s: accepted the input", c.name)
+			case c.err:
+			case err != nil:
+				t.Errorf("%s: %v", c.name, err)
+			case ret != c.ret:
+				t.Errorf("%s: returned %d, want %d", c.name, ret, c.ret)
+			case c.outOff != 0 && binary.LittleEndian.Uint32(out[c.outOff:]) != c.out:
+				t.Errorf("%s: context out %d at %d, want %d", c.name, binary.LittleEndian.Uint32(out[c.outOff:]), c.outOff, c.out)
+			}
+		}
+	}
+}
