@@ -51,6 +51,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	if err := check(insns, opts); err != nil {
 		return nil, err
 	}
+	if err := typeHelpers(insns, pt, hs); err != nil {
+		return nil, err
+	}
 	v, err := verify(insns, pt, ms, hs, opts)
 	if err != nil {
 		return nil, err
@@ -120,6 +123,19 @@ func check(insns []isa.Instruction, opts ProgramOptions) error {
 	return isa.Validate(insns)
 }
 
+// typeHelpers refuses calls of the helpers the program type has a function
+// of its own for that bpfvm lacks (progtype.Type.Unimplemented), verified
+// or not: another function by the same id would run instead. A host
+// helper of that id (ProgramOptions.Helpers) is the host's to give.
+func typeHelpers(insns []isa.Instruction, pt *progtype.Type, hs *helper.Set) error {
+	for pc, ins := range insns {
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && pt.Unimplemented[isa.HelperName(ins.Imm)] && hs.Host[ins.Imm] == nil {
+			return fmt.Errorf("insn %d: %w %s (the %s program type's own)", pc, vm.ErrHelper, isa.HelperLabel(ins.Imm), pt.Name)
+		}
+	}
+	return nil
+}
+
 // verified is the verifier's result: the facts about each instruction
 // (nil when the program was not verified) and the program with its
 // context accesses converted for unchecked execution, which every rewrite
@@ -182,6 +198,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 	shadow := runner.Shadow(pt)
 	ctx := rewrite.ConvertContext(insns, res.Aux, rewrite.Shadow{
 		Data: shadow + runner.ShadowData, End: shadow + runner.ShadowEnd, Meta: shadow + runner.ShadowMeta,
+		FlowKeys: shadow + runner.ShadowFlowKeys,
 	})
 	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats}, nil
 }

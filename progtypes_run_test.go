@@ -3,14 +3,19 @@ package bpfvm_test
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/rlimit"
 
 	"bpfvm"
 	"bpfvm/isa"
 	"bpfvm/progtype"
+	"bpfvm/vm"
 )
 
 // TestNetworkHeaderDataOut compares the output packet of the types whose
@@ -272,4 +277,202 @@ func TestProgTypeContextInputs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFlowDissectorRun compares flow_dissector test runs with the kernel's
+// BPF_PROG_TEST_RUN, on both engines and in checked mode: the flow keys the
+// program starts from and fills (the output packet, nhoff and thoff
+// clamped), the keys' input (flags only) as the context input and output,
+// repetitions each starting from fresh keys, refused inputs.
+func TestFlowDissectorRun(t *testing.T) {
+	const keys = "r2 = *(u64 *)(r1 +144)\n"
+	progs := map[string]string{
+		"ok":        "r0 = 0\nexit",
+		"drop":      "r0 = 2\nexit",
+		"flags":     keys + "r0 = *(u32 *)(r2 +48)\nexit",
+		"clamp":     keys + "r3 = 1000\n*(u16 *)(r2 +0) = r3\nr3 = 5\n*(u16 *)(r2 +2) = r3\nr0 = 0\nexit",
+		"clamp low": keys + "r3 = 3\n*(u16 *)(r2 +0) = r3\n*(u16 *)(r2 +2) = r3\nr0 = 0\nexit",
+		"fill": keys + "r6 = *(u32 *)(r1 +76)\nr7 = *(u32 *)(r1 +80)\nr4 = r6\nr4 += 34\nr0 = -1\nif r4 > r7 goto out\n" +
+			"r3 = *(u8 *)(r6 +23)\n*(u8 *)(r2 +9) = r3\nr3 = *(u32 *)(r6 +26)\n*(u32 *)(r2 +16) = r3\nr3 = *(u32 *)(r6 +30)\n*(u32 *)(r2 +20) = r3\n" +
+			"r3 = 0x0800\n*(u16 *)(r2 +4) = r3\nr3 = 34\n*(u16 *)(r2 +2) = r3\nr0 = 0\nout: exit",
+		"repeat": keys + "r3 = *(u8 *)(r2 +10)\nr3 += 1\n*(u8 *)(r2 +10) = r3\nr0 = *(u16 *)(r2 +8)\nexit",
+	}
+	flagsIn := func(f uint32) []byte {
+		b := make([]byte, 56)
+		binary.LittleEndian.PutUint32(b[48:], f)
+		return b
+	}
+	ip := ctxFrame("\x00\x00\x00\x00\x00\x00", 0x0800, 0x45, 64)
+	frames := map[string][]byte{
+		"ipv4":     ip,
+		"ethernet": ip[:14],
+		"short":    ip[:13],
+		"ipv6":     ctxFrame("\x00\x00\x00\x00\x00\x00", 0x86dd, 0x60, 80),
+	}
+	inputs := map[string][]byte{
+		"none":      nil,
+		"flags":     flagsIn(0x7),
+		"long":      append(flagsIn(1), 0, 0, 0, 0),
+		"bad nhoff": func() []byte { b := flagsIn(0); b[0] = 1; return b }(),
+		"bad long":  append(flagsIn(1), 1),
+	}
+	engines := []bpfvm.ProgramOptions{{Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT}, {NoVerify: true}}
+	var compared, agreed int
+	for pname, src := range progs {
+		insns, err := isa.Assemble(src)
+		if err != nil {
+			t.Fatalf("%s: %v", pname, err)
+		}
+		var ours []*bpfvm.Program
+		for _, opts := range engines {
+			p, err := bpfvm.NewRawProgram(pname, ebpf.FlowDissector, insns, opts)
+			if err != nil {
+				t.Fatalf("%s: %v", pname, err)
+			}
+			defer p.Close()
+			ours = append(ours, p)
+		}
+		kp := kernelRawProgram(t, ebpf.FlowDissector, insns)
+		for fname, frame := range frames {
+			for iname, in := range inputs {
+				for _, repeat := range []uint32{1, 3} {
+					id := fmt.Sprintf("%s, %s, keys %s, repeat %d", pname, fname, iname, repeat)
+					type result struct {
+						ret       uint32
+						err       error
+						data, ctx []byte
+					}
+					runOurs := func(p *bpfvm.Program) result {
+						r := result{data: make([]byte, 64), ctx: make([]byte, 56)}
+						ro := &bpfvm.RunOptions{Data: frame, DataOut: r.data, ContextOut: r.ctx, Repeat: repeat}
+						if in != nil {
+							ro.Context = in
+						}
+						res, err := p.Execute(ro)
+						r.err = err
+						if err == nil {
+							r.ret, r.data = uint32(res.R0), r.data[:res.DataSize]
+						}
+						return r
+					}
+					got := runOurs(ours[0])
+					for i, p := range ours[1:] {
+						o := runOurs(p)
+						if o.ret != got.ret || (o.err == nil) != (got.err == nil) || !bytes.Equal(o.data, got.data) {
+							t.Errorf("%s: engine %d: %d %v % x; engine 0: %d %v % x", id, i+1, o.ret, o.err, o.data, got.ret, got.err, got.data)
+						}
+					}
+					if kp == nil {
+						continue
+					}
+					k := result{data: make([]byte, 64), ctx: make([]byte, 56)}
+					ko := &ebpf.RunOptions{Data: frame, DataOut: k.data, ContextOut: k.ctx, Repeat: repeat}
+					if in != nil {
+						ko.Context = in
+					}
+					k.ret, k.err = kp.Run(ko)
+					k.data = ko.DataOut
+					compared++
+					switch {
+					case (k.err == nil) != (got.err == nil):
+						t.Errorf("%s: bpfvm %d, %v; kernel %d, %v", id, got.ret, got.err, k.ret, k.err)
+					case k.err == nil && k.ret != got.ret:
+						t.Errorf("%s: bpfvm %d, kernel %d", id, got.ret, k.ret)
+					case k.err == nil && !bytes.Equal(k.data, got.data):
+						t.Errorf("%s: flow keys\nbpfvm  % x\nkernel % x", id, got.data, k.data)
+					case k.err == nil && !bytes.Equal(k.ctx, got.ctx):
+						t.Errorf("%s: context out\nbpfvm  % x\nkernel % x", id, got.ctx, k.ctx)
+					default:
+						agreed++
+					}
+				}
+			}
+		}
+	}
+	// bpf_flow_dissector_load_bytes, flow_dissector's skb_load_bytes, is
+	// not bpfvm's: a load error, not the skb one run instead.
+	insns, _ := isa.Assemble("r2 = 14\nr3 = r10\nr3 += -8\nr4 = 4\ncall bpf_skb_load_bytes#26\nr0 = 0\nexit")
+	for _, opts := range engines {
+		if _, err := bpfvm.NewRawProgram("load_bytes", ebpf.FlowDissector, insns, opts); !errors.Is(err, vm.ErrHelper) {
+			t.Errorf("load_bytes: %v, want vm.ErrHelper", err)
+		}
+	}
+	if compared == 0 {
+		t.Skip("no kernel to compare with")
+	}
+	t.Logf("flow_dissector test runs: %d/%d agree with the kernel", agreed, compared)
+}
+
+// TestDataOnlyPerfOutput checks bpf_perf_event_output of the types whose
+// kernel helper is bpf_event_output_data (sk_lookup here, which has a test
+// run to compare with): a packet length in the flags is -EINVAL, as no
+// packet is appended; without one the sample goes out.
+func TestDataOnlyPerfOutput(t *testing.T) {
+	prog := func(flags int64) asm.Instructions {
+		return asm.Instructions{
+			asm.Mov.Imm(asm.R6, 7),
+			asm.StoreMem(asm.R10, -8, asm.R6, asm.DWord),
+			asm.LoadMapPtr(asm.R2, 0).WithReference("events"),
+			asm.LoadImm(asm.R3, flags, asm.DWord),
+			asm.Mov.Reg(asm.R4, asm.R10),
+			asm.Add.Imm(asm.R4, -8),
+			asm.Mov.Imm(asm.R5, 8),
+			asm.FnPerfEventOutput.Call(),
+			// 1 for -EINVAL, 0 for success, else 0 too (compared below).
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.Mov.Imm(asm.R0, 0),
+			asm.JNE.Imm(asm.R1, -22, "out"),
+			asm.Mov.Imm(asm.R0, 1),
+			asm.Return().WithSymbol("out"),
+		}
+	}
+	const current = 0xffffffff
+	spec := &ebpf.CollectionSpec{
+		Maps: map[string]*ebpf.MapSpec{"events": {Name: "events", Type: ebpf.PerfEventArray}},
+		Programs: map[string]*ebpf.ProgramSpec{
+			"plain":  {Name: "plain", Type: ebpf.SkLookup, AttachType: ebpf.AttachSkLookup, License: "GPL", Instructions: prog(current)},
+			"ctxlen": {Name: "ctxlen", Type: ebpf.SkLookup, AttachType: ebpf.AttachSkLookup, License: "GPL", Instructions: prog(current | 4<<32)},
+		},
+	}
+	coll, err := bpfvm.NewCollection(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coll.Close()
+	kern := kernelCollectionSpec(t, spec)
+	ctx := skLookupCtx(2, 6, 1, 2, [4]uint32{}, [4]uint32{}, 80, 8080)
+	for name, want := range map[string]uint32{"plain": 0, "ctxlen": 1} {
+		got, err := coll.Programs[name].Run(&bpfvm.RunOptions{Context: ctx})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: returned %d, want %d", name, got, want)
+		}
+		if kern == nil {
+			continue
+		}
+		k, err := kern.Programs[name].Run(&ebpf.RunOptions{Context: ctx})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k != got {
+			t.Errorf("%s: kernel %d, bpfvm %d", name, k, got)
+		}
+	}
+}
+
+// kernelCollectionSpec loads spec into the kernel; nil where bpf() is not
+// permitted.
+func kernelCollectionSpec(t *testing.T, spec *ebpf.CollectionSpec) *ebpf.Collection {
+	t.Helper()
+	if os.Getuid() != 0 || rlimit.RemoveMemlock() != nil {
+		return nil
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		t.Fatalf("kernel load: %v", err)
+	}
+	t.Cleanup(coll.Close)
+	return coll
 }

@@ -11,7 +11,7 @@
 // __sk_buff layout and test-run setup the skb types share),
 // socket_filter.go, tc.go, cgroup_skb.go, lwt.go, sockmap.go (sk_skb,
 // sk_msg), sock_ops.go, cgroup_sock.go (cgroup_sock, cgroup_sock_addr),
-// sk_lookup.go, sk_reuseport.go, cgroup.go (cgroup_sysctl, cgroup_sockopt,
+// sk_lookup.go, sk_reuseport.go, flow_dissector.go, cgroup.go (cgroup_sysctl, cgroup_sockopt,
 // cgroup_device); helpers.go holds the shared helper sets
 // (bpf_base_func_proto, bpf_sk_base_func_proto, cgroup_common_func_proto,
 // cgroup_current_func_proto) they compose. Where the kernel's rules depend
@@ -42,7 +42,13 @@ const (
 	PacketEnd
 	// PacketMeta loads the address of the packet's metadata area.
 	PacketMeta
+	// FlowKeys loads the address of the struct bpf_flow_keys a
+	// flow_dissector program fills (FlowKeysSize bytes).
+	FlowKeys
 )
+
+// FlowKeysSize is the size of struct bpf_flow_keys.
+const FlowKeysSize = 56
 
 func (k Kind) String() string {
 	switch k {
@@ -54,6 +60,8 @@ func (k Kind) String() string {
 		return "pkt_end"
 	case PacketMeta:
 		return "pkt_meta"
+	case FlowKeys:
+		return "flow_keys"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -160,6 +168,12 @@ type Type struct {
 	// (ProgramSpec.AttachType) where the kernel's rules depend on it
 	// (OfAttach); 0 otherwise.
 	Attach ebpf.AttachType
+	// Unimplemented names helpers of the set that the kernel serves for
+	// this type with a function of the type's own (flow_dissector's
+	// skb_load_bytes is bpf_flow_dissector_load_bytes), which bpfvm does
+	// not implement: a program calling one fails to load as calling a
+	// helper bpfvm lacks, rather than run another function.
+	Unimplemented map[string]bool
 	// CheckReturn makes the verifier check that R0 at exit is within
 	// [ReturnMin, ReturnMax]: the kernel's check_return_code. The packet
 	// types (xdp, tc, socket filter) have no range.
@@ -171,10 +185,29 @@ type Type struct {
 	// fields the input left zero. It returns an error for an input the
 	// kernel's test run refuses. nil for none.
 	Setup func(ctx, frame, pkt []byte, given bool) error
+	// Keys, for a type whose programs fill a struct bpf_flow_keys
+	// (flow_dissector), is its test run; nil for none.
+	Keys *KeysRun
 	// MetaInput returns how many leading bytes of a test run's input are
 	// packet metadata rather than packet (xdp_md.data of the input), after
 	// Setup accepted the context; nil for none.
 	MetaInput func(ctx []byte) uint32
+}
+
+// KeysRun is the test run of a type whose programs fill a struct
+// bpf_flow_keys through a FlowKeys field (flow_dissector): the context is
+// the type's own (no context input reaches it), the context input is the
+// keys' input, the output packet the keys after the run, and the context
+// output the keys' input as given.
+type KeysRun struct {
+	// Check refuses a keys input the kernel's test run refuses.
+	Check func(in []byte) error
+	// Reset fills the keys before each repetition from the input (zero
+	// when none was given) and the frame.
+	Reset func(keys, in, frame []byte)
+	// Finish adjusts the keys after the last repetition (each repetition
+	// starts from Reset, so only the last one's adjustment is seen).
+	Finish func(keys []byte, frame int)
 }
 
 // Field returns the field containing [off, off+size), or nil.
@@ -361,6 +394,9 @@ func (t *Type) Validate() error {
 		if f.NarrowSpan > f.Size || f.NarrowMin > f.Size {
 			return fmt.Errorf("program type %s: field %s: narrow loads limited beyond its %d bytes", t.Name, f.Name, f.Size)
 		}
+		if f.Kind == FlowKeys && f.Size != 8 {
+			return fmt.Errorf("program type %s: flow keys field %s must be 8 bytes", t.Name, f.Name)
+		}
 		if f.Kind != Scalar && f.Size != 4 && f.Size != 8 {
 			return fmt.Errorf("program type %s: pointer field %s must be 4 or 8 bytes", t.Name, f.Name)
 		}
@@ -452,6 +488,8 @@ func OfAttach(t ebpf.ProgramType, a ebpf.AttachType) (*Type, error) {
 			ebpf.AttachSkReuseportSelect:          SKReuseport,
 			ebpf.AttachSkReuseportSelectOrMigrate: SKReuseport,
 		})
+	case ebpf.FlowDissector:
+		return FlowDissector, nil
 	case ebpf.LWTIn:
 		return LWTIn, nil
 	case ebpf.LWTOut:

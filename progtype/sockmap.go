@@ -59,6 +59,9 @@ var SKSKB = &Type{
 	ContextNames: skbNames,
 	Setup:        streamSetup,
 	Helpers:      Helpers(skSKBHelpers, sockBaseHelpers),
+	// The stream's own variants (sk_skb_pull_data and the like).
+	Unimplemented: map[string]bool{"bpf_skb_pull_data": true, "bpf_skb_change_tail": true,
+		"bpf_skb_change_head": true, "bpf_skb_adjust_room": true},
 }
 
 // streamSetup sets __sk_buff.len to the stream data's length.

@@ -3,6 +3,7 @@ package runner
 import (
 	"unsafe"
 
+	"bpfvm/progtype"
 	"bpfvm/vm"
 )
 
@@ -57,6 +58,10 @@ func (r *Runner) beginRun() {
 // before the run ends, and the packet stays as the run left it, as in the
 // kernel's test run.
 func (r *Runner) resetRun() {
+	if p := r.prog; p != nil && p.Type.Keys != nil {
+		keys := vm.Slice(r.buf.Addr()+flowKeys(p.Type), progtype.FlowKeysSize)
+		p.Type.Keys.Reset(keys, r.keysIn, r.frame)
+	}
 	r.env.TailCalls = 0
 	r.redirect = Redirect{}
 	r.hs.scratchDepth = 0

@@ -107,7 +107,7 @@ func (v *verifier) checkAtomic(pc int, ins isa.Instruction) error {
 		return err
 	}
 	switch ptr.Type {
-	case PtrToCtx, PtrToPacket, PtrToPacketMeta:
+	case PtrToCtx, PtrToPacket, PtrToPacketMeta, PtrToFlowKeys:
 		return v.errorf(pc, "BPF_ATOMIC stores into R%d %s is not allowed", ins.Dst, ptr.Type)
 	}
 	if ins.Imm&isa.AtomicFetch != 0 && ins.Imm != isa.AtomicCmpXchg {
@@ -196,6 +196,15 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 		return v.packetAccess(ptr, a)
 	case PtrToXDPSock:
 		return v.xdpSockAccess(ptr, a)
+	case PtrToFlowKeys:
+		if v.leaks(a) {
+			return Reg{}, v.errorf(a.pc, "R%d leaks addr into flow keys", a.valReg)
+		}
+		// Arithmetic moves the pointer by constants only (alu.go).
+		if off := int64(ptr.Off) + int64(a.off); off < 0 || off+int64(a.size) > progtype.FlowKeysSize {
+			return Reg{}, v.errorf(a.pc, "invalid access to flow keys off=%d size=%d", off, a.size)
+		}
+		return v.loadedScalar(a.size), nil
 	case ConstPtrToMap:
 		return v.mapPtrAccess(ptr, a)
 	case PtrToMem:
@@ -419,6 +428,8 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 		return Reg{Type: PtrToPacketMeta, Scalar: Const(0)}, nil
 	case progtype.PacketEnd:
 		return Reg{Type: PtrToPacketEnd, Scalar: Const(0)}, nil
+	case progtype.FlowKeys:
+		return Reg{Type: PtrToFlowKeys, Scalar: Const(0)}, nil
 	}
 	return v.loadedScalar(a.size), nil
 }
@@ -473,6 +484,8 @@ func alignName(t RegType) string {
 		return "context "
 	case PtrToXDPSock:
 		return "xdp_sock "
+	case PtrToFlowKeys:
+		return "flow keys "
 	}
 	return ""
 }

@@ -76,6 +76,7 @@ var ctxTypes = []struct {
 	{ebpf.CGroupDevice, 0, 12, 0},
 	{ebpf.SkReuseport, ebpf.AttachSkReuseportSelect, 56, 0},
 	{ebpf.SkReuseport, ebpf.AttachSkReuseportSelectOrMigrate, 56, 0},
+	{ebpf.FlowDissector, 0, 192, 0},
 	{ebpf.LWTIn, 0, 192, 0},
 	{ebpf.LWTOut, 0, 192, 0},
 	{ebpf.LWTXmit, 0, 192, 0},

@@ -105,3 +105,37 @@ func TestSelftestReturnRanges(t *testing.T) {
 		{name: "sock_ops pointer", typ: ebpf.SockOps, asm: "r0 = r1\nexit", err: "R0 is not a known value (ctx)", kmsg: true},
 	})
 }
+
+// TestSelftestFlowKeys covers __sk_buff.flow_keys of flow_dissector
+// programs, a struct bpf_flow_keys pointer, compared with the kernel:
+// plain memory of its 56 bytes, any size and alignment, moved by
+// constants only, no atomics; spilled and filled like other pointers.
+func TestSelftestFlowKeys(t *testing.T) {
+	const keys = "r2 = *(u64 *)(r1 +144)\n"
+	c := func(name, asm, err string) vcase {
+		return vcase{name: name, typ: ebpf.FlowDissector, asm: asm + "r0 = 0\nexit", err: err, kmsg: err != ""}
+	}
+	runCases(t, []vcase{
+		c("read last u32", keys+"r0 = *(u32 *)(r2 +52)\n", ""),
+		c("read past end", keys+"r0 = *(u32 *)(r2 +54)\n", "invalid access to flow keys off=54 size=4"),
+		c("misaligned u16", keys+"r0 = *(u16 *)(r2 +1)\n", ""),
+		c("u64 at 48", keys+"r0 = *(u64 *)(r2 +48)\n", ""),
+		c("sign-extending", keys+"r0 = *(s32 *)(r2 +0)\n", ""),
+		c("write", keys+"*(u32 *)(r2 +48) = 1\n", ""),
+		c("write negative", keys+"*(u32 *)(r2 -4) = 1\n", "invalid access to flow keys off=-4 size=4"),
+		c("constant offset", keys+"r2 += 4\nr0 = *(u32 *)(r2 +0)\n", ""),
+		c("constant offset past end", keys+"r2 += 4\nr0 = *(u32 *)(r2 +52)\n", "invalid access to flow keys off=56 size=4"),
+		c("subtract", keys+"r2 -= 4\n", ""),
+		c("variable offset", "r6 = r1\ncall bpf_get_prandom_u32#7\nr2 = *(u64 *)(r6 +144)\nr0 &= 4\nr2 += r0\nr0 = *(u32 *)(r2 +0)\n", "R2 pointer arithmetic on flow_keys prohibited"),
+		c("atomic", keys+"r3 = 1\nlock *(u32 *)(r2 +0) += r3\n", "BPF_ATOMIC stores into R2 flow_keys is not allowed"),
+		c("spill fill", keys+"*(u64 *)(r10 -8) = r2\nr3 = *(u64 *)(r10 -8)\n*(u8 *)(r3 +0) = 1\n", ""),
+		c("pointer stored", keys+"*(u64 *)(r2 +0) = r1\n", ""),
+		c("narrow pointer load", "r2 = *(u32 *)(r1 +144)\n", "invalid bpf_context access off=144 size=4"),
+		c("misaligned pointer load", "r2 = *(u64 *)(r1 +145)\n", "invalid bpf_context access off=145 size=8"),
+		c("not a context", keys+"r1 = r2\nr2 = 0\nr3 = r10\nr3 += -8\nr4 = 4\ncall bpf_skb_load_bytes#26\n", "R1 type=flow_keys expected=ctx"),
+		c("packet read", "r2 = *(u32 *)(r1 +76)\nr3 = *(u32 *)(r1 +80)\nr4 = r2\nr4 += 4\nif r4 > r3 goto +1\nr0 = *(u32 *)(r2 +0)\n", ""),
+		c("packet write", "r2 = *(u32 *)(r1 +76)\nr3 = *(u32 *)(r1 +80)\nr4 = r2\nr4 += 4\nif r4 > r3 goto +1\n*(u32 *)(r2 +0) = 1\n", "cannot write into packet"),
+		{name: "returns a pointer", typ: ebpf.FlowDissector, asm: keys + "r0 = r2\nexit"},
+		{name: "unprivileged leak", typ: ebpf.FlowDissector, asm: keys + "*(u64 *)(r2 +0) = r1\nr0 = 0\nexit", err: "R1 leaks addr into flow keys", unpriv: true},
+	})
+}

@@ -27,6 +27,10 @@ const (
 	// PtrToXDPSock is a socket of an xskmap, what a lookup in one gives
 	// once null-checked: its queue_id may be read, nothing else.
 	PtrToXDPSock
+	// PtrToFlowKeys is the struct bpf_flow_keys of a flow_dissector
+	// program (__sk_buff.flow_keys): plain memory of its size, moved only
+	// by constants.
+	PtrToFlowKeys
 )
 
 // Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY and MEM_RINGBUF.
@@ -50,6 +54,7 @@ var regTypeNames = [...]string{
 	PtrToMem:        "mem",
 	PtrToFunc:       "func",
 	PtrToXDPSock:    "xdp_sock",
+	PtrToFlowKeys:   "flow_keys",
 }
 
 func (t RegType) String() string {
