@@ -49,6 +49,7 @@ var kernelTypes = []kernelType{
 	{ebpf.CGroupDevice, 0}, {ebpf.SkReuseport, ebpf.AttachSkReuseportSelect},
 	{ebpf.SkReuseport, ebpf.AttachSkReuseportSelectOrMigrate},
 	{ebpf.LWTIn, 0}, {ebpf.LWTOut, 0}, {ebpf.LWTXmit, 0}, {ebpf.FlowDissector, 0},
+	{ebpf.LWTSeg6Local, 0},
 }
 
 // TestHelperSetNames checks that every set names kernel helpers only: a

@@ -22,12 +22,16 @@ func lwt(name string, helpers HelperSet, readOnly bool) *Type {
 	}
 }
 
-// LWTIn, LWTOut and LWTXmit are BPF_PROG_TYPE_LWT_IN, LWT_OUT and
-// LWT_XMIT with struct __sk_buff; only lwt_xmit programs write the packet.
+// LWTIn, LWTOut, LWTXmit and LWTSeg6Local are BPF_PROG_TYPE_LWT_IN,
+// LWT_OUT, LWT_XMIT and LWT_SEG6LOCAL with struct __sk_buff; lwt_in,
+// lwt_out and lwt_seg6local programs only read the packet. The kernel has
+// no test run for lwt_seg6local; bpfvm's runs are the others' (the skb
+// test run's).
 var (
-	LWTIn   = lwt("lwt_in", Helpers(names(CapNone, "lwt_push_encap"), lwtOutHelpers, sockBaseHelpers), true)
-	LWTOut  = lwt("lwt_out", Helpers(lwtOutHelpers, sockBaseHelpers), true)
-	LWTXmit = lwt("lwt_xmit", Helpers(lwtXmitHelpers, lwtOutHelpers, sockBaseHelpers), false)
+	LWTIn        = lwt("lwt_in", Helpers(names(CapNone, "lwt_push_encap"), lwtOutHelpers, sockBaseHelpers), true)
+	LWTOut       = lwt("lwt_out", Helpers(lwtOutHelpers, sockBaseHelpers), true)
+	LWTXmit      = lwt("lwt_xmit", Helpers(lwtXmitHelpers, lwtOutHelpers, sockBaseHelpers), false)
+	LWTSeg6Local = lwt("lwt_seg6local", Helpers(names(CapNone, "lwt_seg6_store_bytes lwt_seg6_action lwt_seg6_adjust_srh"), lwtOutHelpers, sockBaseHelpers), true)
 )
 
 // lwtOutHelpers is lwt_out_func_proto's own cases, which lwt_in and

@@ -496,6 +496,8 @@ func OfAttach(t ebpf.ProgramType, a ebpf.AttachType) (*Type, error) {
 		return LWTOut, nil
 	case ebpf.LWTXmit:
 		return LWTXmit, nil
+	case ebpf.LWTSeg6Local:
+		return LWTSeg6Local, nil
 	}
 	return nil, fmt.Errorf("program type %s: %w", t, ErrNotSupported)
 }

@@ -80,6 +80,7 @@ var ctxTypes = []struct {
 	{ebpf.LWTIn, 0, 192, 0},
 	{ebpf.LWTOut, 0, 192, 0},
 	{ebpf.LWTXmit, 0, 192, 0},
+	{ebpf.LWTSeg6Local, 0, 192, 0},
 }
 
 // TestCtxFieldsExhaustive compares every context access of every size at
