@@ -476,3 +476,110 @@ func kernelCollectionSpec(t *testing.T, spec *ebpf.CollectionSpec) *ebpf.Collect
 	t.Cleanup(coll.Close)
 	return coll
 }
+
+// TestProgTypesELF loads a clang-built program of each socket and cgroup
+// family (testdata/progtypes.c) with the attach types their sections name,
+// into bpfvm and the kernel (whose verifier takes them all), and runs them
+// in both modes: against the kernel's BPF_PROG_TEST_RUN where it has one
+// (cgroup_skb, sk_lookup, flow_dissector), with bpfvm's documented context
+// inputs elsewhere.
+func TestProgTypesELF(t *testing.T) {
+	const file = "testdata/progtypes.o"
+	modes(t, func(t *testing.T, noVerify bool) {
+		vm, kern := loadHelpers(t, noVerify, file, bpfvm.CollectionOptions{})
+		for _, c := range []struct {
+			name string
+			data []byte
+			ctx  []byte
+		}{
+			{"egress", eth(0x0800, ipv4(17, 0, udp(53))), nil},
+			{"egress", eth(0x0800, ipv4(6, 0, tcp(80))), nil},
+			{"egress", eth(0x86dd, ipv6(17, udp(53))), nil},
+			{"lookup", nil, skLookupCtx(2, 6, 1, 2, [4]uint32{}, [4]uint32{}, 40000, 80)},
+			{"lookup", nil, skLookupCtx(2, 6, 1, 2, [4]uint32{}, [4]uint32{}, 40000, 443)},
+			{"lookup", nil, skLookupCtx(10, 6, 1, 2, [4]uint32{}, [4]uint32{}, 40000, 80)},
+			{"dissect", eth(0x0800, ipv4(6, 0, tcp(80))), nil},
+			{"dissect", eth(0x86dd, ipv6(17, udp(53))), nil},
+		} {
+			if c.ctx != nil {
+				// sk_lookup: a context, no packet in or out.
+				got, err := vm.Programs[c.name].Run(&bpfvm.RunOptions{Context: c.ctx})
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				if kern != nil {
+					k, err := kern.Programs[c.name].Run(&ebpf.RunOptions{Context: c.ctx})
+					if err != nil {
+						t.Fatalf("%s: kernel: %v", c.name, err)
+					}
+					if k != got {
+						t.Errorf("%s: bpfvm %d, kernel %d", c.name, got, k)
+					}
+				}
+				continue
+			}
+			got := run(t, vm.Programs[c.name], c.data, nil)
+			if k, ok := kernelRun(t, kern, c.name, c.data, nil); ok {
+				if k.ret != got.ret || !bytes.Equal(k.data, got.data) {
+					t.Errorf("%s: bpfvm %d % x, kernel %d % x", c.name, got.ret, got.data, k.ret, k.data)
+				}
+			}
+		}
+		le := binary.LittleEndian
+		for _, c := range []struct {
+			name    string
+			ctx     []byte
+			ret     uint32
+			off, n  int
+			want    uint32
+			wantCtx bool
+		}{
+			// user_port 80 (network order in the low half), TCP.
+			{name: "connect4", ctx: func() []byte {
+				b := make([]byte, 72)
+				le.PutUint32(b[0:], 2)
+				binary.BigEndian.PutUint16(b[24:], 80)
+				le.PutUint32(b[36:], 6)
+				return b
+			}(), ret: 1, off: 4, want: 0x0100007f},
+			{name: "getpeername6", ctx: make([]byte, 72), ret: 1, off: 20, want: 0x01000000},
+			{name: "sock_ops", ctx: func() []byte {
+				b := make([]byte, 224)
+				le.PutUint32(b[0:], 1) // BPF_SOCK_OPS_TIMEOUT_INIT
+				binary.BigEndian.PutUint32(b[64:], 443)
+				return b
+			}(), ret: 1, off: 4, want: 10},
+			{name: "sys_ctl", ctx: []byte{1, 0, 0, 0, 0, 0, 0, 0}, ret: 0},
+			{name: "get_sockopt", ctx: func() []byte {
+				b := make([]byte, 40)
+				le.PutUint32(b[36:], 0xfffffff2) // -EFAULT
+				return b
+			}(), ret: 1, off: 36, want: 0},
+		} {
+			p := vm.Programs[c.name]
+			out := make([]byte, len(c.ctx))
+			ret, err := p.Run(&bpfvm.RunOptions{Context: c.ctx, ContextOut: out})
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if ret != c.ret {
+				t.Errorf("%s: returned %d, want %d", c.name, ret, c.ret)
+			}
+			if c.off != 0 && le.Uint32(out[c.off:]) != c.want {
+				t.Errorf("%s: context out %#x at %d, want %#x", c.name, le.Uint32(out[c.off:]), c.off, c.want)
+			}
+		}
+		for _, c := range []struct {
+			data string
+			ret  uint32
+		}{{"GET /", 1}, {"PUT /", 0}, {"G", 0}} {
+			ret, err := vm.Programs["msg"].Run(&bpfvm.RunOptions{Data: []byte(c.data)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ret != c.ret {
+				t.Errorf("msg %q: returned %d, want %d", c.data, ret, c.ret)
+			}
+		}
+	})
+}
