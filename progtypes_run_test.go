@@ -235,7 +235,14 @@ func TestProgTypeContextInputs(t *testing.T) {
 		{name: "sock_ops skb_len", typ: ebpf.SockOps, asm: "r2 = *(u32 *)(r1 +208)\n*(u32 *)(r1 +164) = r2\nr0 = 1\nexit", data: pkt, ret: 1, outOff: 164, out: 8},
 		{name: "cgroup_sock mark", typ: ebpf.CGroupSock, attach: ebpf.AttachCGroupInetSockCreate, asm: "r2 = *(u32 *)(r1 +12)\n*(u32 *)(r1 +16) = r2\nr0 = 1\nexit", ctx: u32(80, 4, 2, 12, 6), ret: 1, outOff: 16, out: 6},
 		{name: "cgroup_sock post_bind port", typ: ebpf.CGroupSock, attach: ebpf.AttachCGroupInet4PostBind, asm: "r0 = *(u32 *)(r1 +44)\nr0 &= 1\nexit", ctx: u32(80, 44, 8081), ret: 1},
-		{name: "connect4 port", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupInet4Connect, asm: "r2 = *(u32 *)(r1 +4)\n*(u32 *)(r1 +24) = r2\nr0 = 1\nexit", ctx: u32(72, 0, 2, 4, 0x0100007f), ret: 1, outOff: 24, out: 0x0100007f},
+		// user_port is a u16 behind: a store keeps two bytes.
+		{name: "connect4 port", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupInet4Connect, asm: "r2 = *(u32 *)(r1 +4)\n*(u32 *)(r1 +24) = r2\nr0 = 1\nexit", ctx: u32(72, 0, 2, 4, 0x0100007f), ret: 1, outOff: 24, out: 0x7f},
+		{name: "connect4 user_ip4", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupInet4Connect, asm: "r2 = *(u32 *)(r1 +24)\n*(u32 *)(r1 +4) = r2\nr0 = 1\nexit", ctx: u32(72, 0, 2, 24, 0x5000), ret: 1, outOff: 4, out: 0x5000},
+		// and a u16 load of the field's high half reads it, as the
+		// kernel's conversion does.
+		{name: "connect4 port high half", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupInet4Connect, asm: "r2 = *(u16 *)(r1 +26)\n*(u32 *)(r1 +4) = r2\nr0 = 1\nexit", ctx: u32(72, 0, 2, 24, 0x5000), ret: 1, outOff: 4, out: 0x5000},
+		{name: "connect4 port input truncated", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupInet4Connect, asm: "r2 = *(u32 *)(r1 +24)\n*(u32 *)(r1 +4) = r2\nr0 = 1\nexit", ctx: u32(72, 0, 2, 24, 0x12345000), ret: 1, outOff: 4, out: 0x5000},
+		{name: "sk_reuseport eth_protocol high half", typ: ebpf.SkReuseport, asm: "r0 = *(u16 *)(r1 +22)\nexit", ctx: u32(56, 20, 0xdd86), ret: 0xdd86},
 		{name: "sendmsg6 source", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupUDP6Sendmsg, asm: "r2 = 7\n*(u64 *)(r1 +48) = r2\nr0 = 1\nexit", ctx: u32(72, 0, 10), ret: 1, outOff: 48, out: 7},
 		{name: "getpeername6 address", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCgroupInet6GetPeername, asm: "r2 = *(u64 *)(r1 +8)\n*(u64 *)(r1 +16) = r2\nr0 = 1\nexit", ctx: u32(72, 8, 0x20010db8), ret: 1, outOff: 16, out: 0x20010db8},
 		{name: "sock_addr bad sk", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupInet4Bind, asm: "r0 = 1\nexit", ctx: u32(72, 64, 1), err: true},

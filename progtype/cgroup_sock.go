@@ -19,7 +19,9 @@ import (
 func cgroupSock(a ebpf.AttachType) *Type {
 	create := a == ebpf.AttachCGroupInetSockCreate || a == ebpf.AttachCgroupInetSockRelease
 	post4, post6 := a == ebpf.AttachCGroupInet4PostBind, a == ebpf.AttachCGroupInet6PostBind
-	start := Field{Read: true, Input: true, Narrow: true, NarrowStart: true}
+	// The kernel stores family, type and protocol in u16s, state in a
+	// byte, the ports in u16s (Backing).
+	start := Field{Read: true, Input: true, Narrow: true, NarrowStart: true, Backing: 2}
 	addr := Field{Read: true, Input: true, Narrow: true}
 	rw := Field{Read: create, Write: create, Input: true, Output: create}
 	var f []Field
@@ -28,10 +30,14 @@ func cgroupSock(a ebpf.AttachType) *Type {
 	f = append(f, u32Fields(16, "mark priority", rw)...)
 	f = append(f, u32Fields(24, "src_ip4", Field{Read: post4, Input: true, Narrow: true})...)
 	f = append(f, u32Fields(28, "src_ip6[4]", Field{Read: post6, Input: true, Narrow: true})...)
-	f = append(f, u32Fields(44, "src_port", Field{Read: post4 || post6, Input: true, Narrow: true, NarrowStart: true})...)
-	f = append(f, Field{Name: "dst_port", Offset: 48, Size: 4, Read: true, Input: true, Narrow: true, NarrowSpan: 2})
+	f = append(f, u32Fields(44, "src_port", Field{Read: post4 || post6, Input: true, Narrow: true, NarrowStart: true, Backing: 2})...)
+	f = append(f, Field{Name: "dst_port", Offset: 48, Size: 4, Read: true, Input: true, Narrow: true, NarrowSpan: 2, Backing: 2})
 	f = append(f, u32Fields(52, "dst_ip4 dst_ip6[4]", addr)...)
-	f = append(f, u32Fields(72, "state rx_queue_mapping", start)...)
+	state := start
+	state.Backing = 1
+	f = append(f, u32Fields(72, "state", state)...)
+	start.Backing = 0
+	f = append(f, u32Fields(76, "rx_queue_mapping", start)...)
 	return &Type{
 		Name:         "cgroup_sock",
 		ContextSize:  80,
@@ -94,7 +100,11 @@ func cgroupSockAddr(a ebpf.AttachType) *Type {
 	f = append(f, u32Fields(0, "user_family", ro)...)
 	f = append(f, u32Fields(4, "user_ip4", addr(v4, false))...)
 	f = append(f, u32Fields(8, "user_ip6[4]", addr(v6, true))...)
-	f = append(f, u32Fields(24, "user_port", addr(true, false))...)
+	// The port is a u16 behind (sin_port): stores keep two bytes, a u16
+	// load of the field's high half reads it (Backing).
+	port := addr(true, false)
+	port.Backing = 2
+	f = append(f, u32Fields(24, "user_port", port)...)
 	f = append(f, u32Fields(28, "family type protocol", ro)...)
 	f = append(f, u32Fields(40, "msg_src_ip4", addr(a == ebpf.AttachCGroupUDP4Sendmsg, false))...)
 	f = append(f, u32Fields(44, "msg_src_ip6[4]", addr(a == ebpf.AttachCGroupUDP6Sendmsg, true))...)

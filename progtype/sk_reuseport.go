@@ -17,9 +17,10 @@ var SKReuseport = &Type{
 		{Name: "data", Offset: 0, Size: 8, Read: true, Kind: PacketData},
 		{Name: "data_end", Offset: 8, Size: 8, Read: true, Kind: PacketEnd},
 		{Name: "len", Offset: 16, Size: 4, Read: true, Narrow: true},
-		{Name: "eth_protocol", Offset: 20, Size: 4, Read: true, Narrow: true, NarrowMin: 2, Input: true},
-		{Name: "ip_protocol", Offset: 24, Size: 4, Read: true, Narrow: true, Input: true},
-		{Name: "bind_inany", Offset: 28, Size: 4, Read: true, Narrow: true, Input: true},
+		// skb->protocol and sk_protocol are u16s, bind_inany a bool.
+		{Name: "eth_protocol", Offset: 20, Size: 4, Read: true, Narrow: true, NarrowMin: 2, Backing: 2, Input: true},
+		{Name: "ip_protocol", Offset: 24, Size: 4, Read: true, Narrow: true, Backing: 2, Input: true},
+		{Name: "bind_inany", Offset: 28, Size: 4, Read: true, Narrow: true, Backing: 1, Input: true},
 		{Name: "hash", Offset: 32, Size: 4, Read: true, Input: true},
 		{Name: "sk", Offset: 40, Size: 8},
 		{Name: "migrating_sk", Offset: 48, Size: 8},
