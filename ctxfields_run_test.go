@@ -184,6 +184,7 @@ func TestContextFieldsRun(t *testing.T) {
 		{ebpf.SchedACT, progtype.SchedACT, func([]byte) map[string]any { return skbInputs }},
 		{ebpf.SocketFilter, progtype.SocketFilter, func([]byte) map[string]any { return skbInputs }},
 		{ebpf.CGroupSKB, progtype.CGroupSKBIngress, func([]byte) map[string]any { return skbInputs }},
+		{ebpf.CGroupSKB, progtype.CGroupSKBEgress, func([]byte) map[string]any { return skbInputs }},
 		{ebpf.LWTIn, progtype.LWTIn, func([]byte) map[string]any { return skbInputs }},
 		{ebpf.LWTOut, progtype.LWTOut, func([]byte) map[string]any { return skbInputs }},
 		{ebpf.LWTXmit, progtype.LWTXmit, func([]byte) map[string]any { return skbInputs }},
@@ -222,9 +223,10 @@ func TestContextFieldsRun(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			kp := kernelRawProgram(t, ty.typ, insns)
+			kp := kernelRawProgramAttach(t, ty.typ, ty.pt.Attach, insns)
 			var ours []*bpfvm.Program
 			for _, opts := range engines {
+				opts.AttachType = ty.pt.Attach
 				p, err := bpfvm.NewRawProgram(name, ty.typ, insns, opts)
 				if err != nil {
 					t.Fatalf("%s %s: %v", ty.typ, name, err)
@@ -304,6 +306,8 @@ func TestContextFieldsWrite(t *testing.T) {
 		{ebpf.SchedCLS, progtype.SchedCLS},
 		{ebpf.SocketFilter, progtype.SocketFilter},
 		{ebpf.CGroupSKB, progtype.CGroupSKBIngress},
+		{ebpf.LWTIn, progtype.LWTIn},
+		{ebpf.LWTOut, progtype.LWTOut},
 		{ebpf.LWTXmit, progtype.LWTXmit},
 	} {
 		for _, f := range ty.pt.Fields {
