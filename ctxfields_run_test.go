@@ -83,7 +83,8 @@ func ctxReads(pt *progtype.Type) map[string]string {
 			continue
 		}
 		switch f.Kind {
-		case progtype.PacketData:
+		case progtype.PacketData, progtype.SockCommonOrNull, progtype.FlowKeys:
+			// Addresses (the socket's fields: TestSockCommonRun).
 			continue
 		case progtype.PacketEnd, progtype.PacketMeta:
 			data := pt.Fields[0].Offset

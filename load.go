@@ -198,7 +198,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 	shadow := runner.Shadow(pt)
 	ctx := rewrite.ConvertContext(insns, res.Aux, rewrite.Shadow{
 		Data: shadow + runner.ShadowData, End: shadow + runner.ShadowEnd, Meta: shadow + runner.ShadowMeta,
-		FlowKeys: shadow + runner.ShadowFlowKeys,
+		FlowKeys: shadow + runner.ShadowFlowKeys, Socket: shadow + runner.ShadowSocket,
 	})
 	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats}, nil
 }

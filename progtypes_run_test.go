@@ -590,3 +590,78 @@ func TestProgTypesELF(t *testing.T) {
 		}
 	})
 }
+
+// TestSockCommonRun reads every field of __sk_buff.sk's socket, at every
+// size and offset the verifier allows, through bpfvm's test run and the
+// kernel's (which gives the skb a fresh socket of the packet's family and
+// addresses), for each type with the skb test run, on both engines and in
+// checked mode.
+func TestSockCommonRun(t *testing.T) {
+	frames := map[string][]byte{
+		"ipv4": ctxFrame("\x00\x00\x00\x00\x00\x00", 0x0800, 0x45, 64),
+		"ipv6": ctxFrame("\x00\x00\x00\x00\x00\x00", 0x86dd, 0x60, 80),
+		"arp":  ctxFrame("\x01\x00\x5e\x00\x00\x01", 0x0806, 0, 42),
+	}
+	var compared, agreed int
+	for _, ty := range []struct {
+		typ ebpf.ProgramType
+		pt  *progtype.Type
+	}{
+		{ebpf.SchedCLS, progtype.SchedCLS}, {ebpf.SocketFilter, progtype.SocketFilter},
+		{ebpf.CGroupSKB, progtype.CGroupSKBIngress}, {ebpf.LWTIn, progtype.LWTIn}, {ebpf.LWTXmit, progtype.LWTXmit},
+	} {
+		for _, f := range progtype.SockCommon.Fields {
+			for size := uint32(1); size <= f.Size; size *= 2 {
+				for off := f.Offset; off+size <= f.Offset+f.Size; off += size {
+					if _, err := progtype.SockCommon.Access(off, size, progtype.Load); err != nil {
+						continue
+					}
+					src := fmt.Sprintf("r2 = *(u64 *)(r1 +168)\nr0 = 0xdead\nif r2 == 0 goto out\nr0 = *(u%d *)(r2 +%d)\nout: exit", size*8, off)
+					insns, err := isa.Assemble(viaCB(ty.pt, src))
+					if err != nil {
+						t.Fatal(err)
+					}
+					kp := kernelRawProgram(t, ty.typ, insns)
+					for fname, frame := range frames {
+						id := fmt.Sprintf("%s %s u%d@%d, %s", ty.typ, f.Name, size*8, off, fname)
+						var got []uint32
+						for _, opts := range []bpfvm.ProgramOptions{{Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT}, {NoVerify: true}} {
+							p, err := bpfvm.NewRawProgram("sk", ty.typ, insns, opts)
+							if err != nil {
+								t.Fatalf("%s: %v", id, err)
+							}
+							out := make([]byte, 192)
+							r, err := p.Run(&bpfvm.RunOptions{Data: frame, ContextOut: out})
+							p.Close()
+							if err != nil {
+								t.Fatalf("%s: %v", id, err)
+							}
+							got = append(got, cbOut(ty.pt, r, out))
+						}
+						if got[0] != got[1] || got[0] != got[2] {
+							t.Errorf("%s: engines disagree: %#x", id, got)
+						}
+						if kp == nil {
+							continue
+						}
+						kout := make([]byte, 192)
+						kr, err := kp.Run(&ebpf.RunOptions{Data: frame, ContextOut: kout})
+						if err != nil {
+							t.Fatalf("%s: kernel: %v", id, err)
+						}
+						compared++
+						if k := cbOut(ty.pt, kr, kout); k != got[0] {
+							t.Errorf("%s: bpfvm %#x, kernel %#x", id, got[0], k)
+							continue
+						}
+						agreed++
+					}
+				}
+			}
+		}
+	}
+	if compared == 0 {
+		t.Skip("no kernel to compare with")
+	}
+	t.Logf("socket reads: %d/%d agree with the kernel", agreed, compared)
+}

@@ -37,6 +37,7 @@ func cgroupSKB(a ebpf.AttachType) *Type {
 		MinData:       ethHeader,
 		NetworkHeader: true,
 		Setup:         socketSetup,
+		Socket:        skbSocket,
 		// cg_skb programs read the packet, never write it.
 		PacketReadOnly: true,
 		Helpers:        Helpers(cgroupCommon(a), cgroupSKBHelpers, socketFilterHelpers, sockBaseHelpers),

@@ -17,6 +17,7 @@ func lwt(name string, helpers HelperSet, readOnly bool) *Type {
 		MinData:        ethHeader,
 		NetworkHeader:  true,
 		Setup:          skbSetup,
+		Socket:         skbSocket,
 		Helpers:        helpers,
 		PacketReadOnly: readOnly,
 	}

@@ -45,6 +45,10 @@ const (
 	// FlowKeys loads the address of the struct bpf_flow_keys a
 	// flow_dissector program fills (FlowKeysSize bytes).
 	FlowKeys
+	// SockCommonOrNull loads the address of the run's socket, a struct
+	// bpf_sock read as SockCommon describes (Type.Socket), or 0 when the
+	// run has none.
+	SockCommonOrNull
 )
 
 // FlowKeysSize is the size of struct bpf_flow_keys.
@@ -62,6 +66,8 @@ func (k Kind) String() string {
 		return "pkt_meta"
 	case FlowKeys:
 		return "flow_keys"
+	case SockCommonOrNull:
+		return "sock_common_or_null"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -185,6 +191,11 @@ type Type struct {
 	// fields the input left zero. It returns an error for an input the
 	// kernel's test run refuses. nil for none.
 	Setup func(ctx, frame, pkt []byte, given bool) error
+	// Socket fills the run's socket (SockSize bytes, zero before) from
+	// the context after Setup and the input frame, and reports whether
+	// the run has one: what a SockCommonOrNull field points at. nil for
+	// none.
+	Socket func(sk, ctx, frame []byte) bool
 	// Keys, for a type whose programs fill a struct bpf_flow_keys
 	// (flow_dissector), is its test run; nil for none.
 	Keys *KeysRun
@@ -394,8 +405,8 @@ func (t *Type) Validate() error {
 		if f.NarrowSpan > f.Size || f.NarrowMin > f.Size {
 			return fmt.Errorf("program type %s: field %s: narrow loads limited beyond its %d bytes", t.Name, f.Name, f.Size)
 		}
-		if f.Kind == FlowKeys && f.Size != 8 {
-			return fmt.Errorf("program type %s: flow keys field %s must be 8 bytes", t.Name, f.Name)
+		if (f.Kind == FlowKeys || f.Kind == SockCommonOrNull) && f.Size != 8 {
+			return fmt.Errorf("program type %s: pointer field %s must be 8 bytes", t.Name, f.Name)
 		}
 		if f.Kind != Scalar && f.Size != 4 && f.Size != 8 {
 			return fmt.Errorf("program type %s: pointer field %s must be 4 or 8 bytes", t.Name, f.Name)

@@ -11,6 +11,7 @@ var SocketFilter = &Type{
 	MinData:       14,
 	NetworkHeader: true,
 	Setup:         skbSetup,
+	Socket:        skbSocket,
 	Helpers:       Helpers(socketFilterHelpers, sockBaseHelpers),
 }
 

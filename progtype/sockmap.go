@@ -51,7 +51,7 @@ var skSKBFields = func() []Field {
 // bpfvm's runs give the program the input as the stream data it sees
 // (from data to data_end, no link or network header) and take the context
 // input as the skb test run does, with the socket's family, addresses and
-// ports too.
+// ports too; __sk_buff.sk is NULL in them.
 var SKSKB = &Type{
 	Name:         "sk_skb",
 	ContextSize:  192,

@@ -19,6 +19,7 @@ var SchedCLS = &Type{
 	ContextNames: skbNames,
 	MinData:      14,
 	Setup:        skbSetup,
+	Socket:       skbSocket,
 	Helpers:      tcHelpers,
 }
 
@@ -30,6 +31,7 @@ var SchedACT = &Type{
 	ContextNames: skbNames,
 	MinData:      14,
 	Setup:        skbSetup,
+	Socket:       skbSocket,
 	Helpers:      tcHelpers,
 }
 

@@ -10,10 +10,11 @@ import (
 
 // Shadow locates, relative to the context, the slots where the runner keeps
 // the 64-bit packet pointers verified programs load in place of the
-// context's data, data_end and data_meta fields, and the flow keys'
-// address they load in place of __sk_buff.flow_keys.
+// context's data, data_end and data_meta fields, the flow keys' address
+// they load in place of __sk_buff.flow_keys, and the socket's in place of
+// __sk_buff.sk.
 type Shadow struct {
-	Data, End, Meta, FlowKeys uint64
+	Data, End, Meta, FlowKeys, Socket uint64
 }
 
 // ConvertContext turns loads of packet pointer fields, which the verifier
@@ -52,6 +53,8 @@ func ConvertContext(insns []isa.Instruction, aux []verifier.InsnAux, shadow Shad
 			slot = shadow.Meta
 		case progtype.FlowKeys:
 			slot = shadow.FlowKeys
+		case progtype.SockCommonOrNull:
+			slot = shadow.Socket
 		}
 		*ins = isa.Instruction{Op: isa.ClassLDX | isa.ModeMEM | isa.SizeDW, Dst: ins.Dst, Src: ins.Src, Off: int16(slot)}
 	}

@@ -30,14 +30,16 @@ const ethHeader = 14
 // Shadow slots, relative to Shadow: the 64-bit packet pointers that
 // verified programs load in place of the context's data, data_end and
 // data_meta fields, and the address of the flow keys they load in place of
-// __sk_buff.flow_keys (the rewrite turns those loads into loads of these
-// slots; setPacket keeps them up to date). The flow keys follow the slots.
+// __sk_buff.flow_keys and of the socket in place of __sk_buff.sk (the
+// rewrite turns those loads into loads of these slots; setPacket keeps them
+// up to date). The flow keys follow the slots, then the socket.
 const (
 	ShadowData     = 0
 	ShadowEnd      = 8
 	ShadowMeta     = 16
 	ShadowFlowKeys = 24
-	shadowSize     = 32
+	ShadowSocket   = 32
+	shadowSize     = 40
 )
 
 // Shadow is where, in the context area, the shadow slots of a program of
@@ -50,11 +52,15 @@ func Shadow(pt *progtype.Type) uint64 {
 // type pt are.
 func flowKeys(pt *progtype.Type) uint64 { return Shadow(pt) + shadowSize }
 
+// socket is where, in the context area, the socket of a run of a program
+// of type pt is.
+func socket(pt *progtype.Type) uint64 { return flowKeys(pt) + progtype.FlowKeysSize }
+
 // contextArea is the size of the context area at the start of a run's
-// buffer: the context, the shadow slots and the flow keys, at least 256
-// bytes.
+// buffer: the context, the shadow slots, the flow keys and the socket, at
+// least 256 bytes.
 func contextArea(pt *progtype.Type) int {
-	return max(256, int(flowKeys(pt)+progtype.FlowKeysSize+63)&^63)
+	return max(256, int(socket(pt)+progtype.SockSize+63)&^63)
 }
 
 // Packet locates the packet in a runner's buffer: Start <= Meta <= Data
@@ -196,6 +202,14 @@ func Run(p *Program, in *Input, out *Output) error {
 	}
 	// Inputs the kernel stores in narrower fields lose their high bytes.
 	pt.Truncate(ctx[:pt.ContextSize])
+	r.sk = 0
+	if pt.Socket != nil {
+		sk := ctx[socket(pt) : socket(pt)+progtype.SockSize]
+		clear(sk)
+		if pt.Socket(sk, ctx[:pt.ContextSize], frame) {
+			r.sk = base + socket(pt)
+		}
+	}
 	r.startEnv(in.RunContext)
 	env := &r.env
 	if len(frame) >= ethHeader {
@@ -330,6 +344,8 @@ func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, err
 		return r.pkt.Meta, nil
 	case progtype.FlowKeys:
 		return e.Ctx.Start + flowKeys(pt), nil
+	case progtype.SockCommonOrNull:
+		return r.sk, nil
 	}
 	o, n := f.Convert(uint32(off), uint32(size), op)
 	addr, size := e.Ctx.Start+uint64(o), uint64(n)

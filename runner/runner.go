@@ -24,10 +24,12 @@ type Runner struct {
 	// keysIn and frame are what a flow_dissector test run resets the
 	// flow keys from before each repetition (progtype.KeysRun).
 	keysIn, frame []byte
-	hs            helperState  // helpers' per-runner state (state.go)
-	cache         vm.Cache     // the engines' state kept from run to run
-	between       func() error // r.nextRun, made once: what engines call between repetitions
-	pace          vm.Pacer     // nextRun's looks at the run's context
+	// sk is the address of the run's socket, 0 for none (Type.Socket).
+	sk      uint64
+	hs      helperState  // helpers' per-runner state (state.go)
+	cache   vm.Cache     // the engines' state kept from run to run
+	between func() error // r.nextRun, made once: what engines call between repetitions
+	pace    vm.Pacer     // nextRun's looks at the run's context
 }
 
 // setPacket moves the packet boundaries (after bpf_xdp_adjust_head and
@@ -46,6 +48,7 @@ func (r *Runner) setPacket(p Packet) {
 		*(*uint64)(vm.Ptr(shadow + ShadowEnd)) = p.End
 		*(*uint64)(vm.Ptr(shadow + ShadowMeta)) = p.Meta
 		*(*uint64)(vm.Ptr(shadow + ShadowFlowKeys)) = r.buf.Addr() + flowKeys(r.prog.Type)
+		*(*uint64)(vm.Ptr(shadow + ShadowSocket)) = r.sk
 	}
 }
 
@@ -88,6 +91,10 @@ func (r *Runner) progRegions(regions []vm.Region, p *Program) []vm.Region {
 	if p.Type.Keys != nil {
 		keys := base + flowKeys(p.Type)
 		regions = append(regions, vm.Region{Start: keys, End: keys + progtype.FlowKeysSize, Writable: true})
+	}
+	if p.Type.Socket != nil {
+		sk := base + socket(p.Type)
+		regions = append(regions, vm.Region{Start: sk, End: sk + progtype.SockSize})
 	}
 	return append(regions, p.Regions...)
 }

@@ -107,8 +107,8 @@ func (v *verifier) checkAtomic(pc int, ins isa.Instruction) error {
 		return err
 	}
 	switch ptr.Type {
-	case PtrToCtx, PtrToPacket, PtrToPacketMeta, PtrToFlowKeys:
-		return v.errorf(pc, "BPF_ATOMIC stores into R%d %s is not allowed", ins.Dst, ptr.Type)
+	case PtrToCtx, PtrToPacket, PtrToPacketMeta, PtrToFlowKeys, PtrToSockCommon:
+		return v.errorf(pc, "BPF_ATOMIC stores into R%d %s is not allowed", ins.Dst, regTypeString(ptr))
 	}
 	if ins.Imm&isa.AtomicFetch != 0 && ins.Imm != isa.AtomicCmpXchg {
 		// The fetch forms load the old value into src.
@@ -196,6 +196,8 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 		return v.packetAccess(ptr, a)
 	case PtrToXDPSock:
 		return v.xdpSockAccess(ptr, a)
+	case PtrToSockCommon:
+		return v.sockAccess(ptr, a)
 	case PtrToFlowKeys:
 		if v.leaks(a) {
 			return Reg{}, v.errorf(a.pc, "R%d leaks addr into flow keys", a.valReg)
@@ -224,11 +226,34 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 	return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
 }
 
+// sockAccess checks an access to a socket (the kernel's check_sock_access):
+// reads only, of the fields the socket's description allows, after a null
+// check.
+func (v *verifier) sockAccess(ptr *Reg, a access) (Reg, error) {
+	if a.write {
+		return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))
+	}
+	// The pointer is never moved (alu.go), so the access's offset is the
+	// field's.
+	off := int64(ptr.Off) + int64(a.off)
+	op := progtype.Load
+	if a.signed {
+		op = progtype.LoadSigned
+	}
+	if off < 0 || off >= progtype.SockSize {
+		return Reg{}, v.errorf(a.pc, "R%d invalid %s access off=%d size=%d", a.reg, regTypeString(ptr), off, a.size)
+	}
+	if _, err := progtype.SockCommon.Access(uint32(off), uint32(a.size), op); err != nil {
+		return Reg{}, v.errorf(a.pc, "R%d invalid %s access off=%d size=%d", a.reg, regTypeString(ptr), off, a.size)
+	}
+	return v.loadedScalar(a.size), nil
+}
+
 // mixable reports whether one instruction may access memory of type t and
 // of other types on different paths: not the context and sockets, whose
 // accesses the kernel converts (reg_type_mismatch_ok).
 func mixable(t RegType) bool {
-	return t.IsPointer() && t != PtrToCtx && t != PtrToXDPSock
+	return t.IsPointer() && t != PtrToCtx && t != PtrToXDPSock && t != PtrToSockCommon
 }
 
 // xdpSockAccess checks an access to an xskmap socket: only its 4-byte
@@ -430,6 +455,8 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 		return Reg{Type: PtrToPacketEnd, Scalar: Const(0)}, nil
 	case progtype.FlowKeys:
 		return Reg{Type: PtrToFlowKeys, Scalar: Const(0)}, nil
+	case progtype.SockCommonOrNull:
+		return Reg{Type: PtrToSockCommon, Flags: MaybeNull, ID: v.newID(), Scalar: Const(0)}, nil
 	}
 	return v.loadedScalar(a.size), nil
 }

@@ -139,3 +139,45 @@ func TestSelftestFlowKeys(t *testing.T) {
 		{name: "unprivileged leak", typ: ebpf.FlowDissector, asm: keys + "*(u64 *)(r2 +0) = r1\nr0 = 0\nexit", err: "R1 leaks addr into flow keys", unpriv: true},
 	})
 }
+
+// TestSelftestSockCommon covers __sk_buff.sk, a nullable struct
+// bpf_sock_common pointer, compared with the kernel: read after a null
+// check, the fields bpf_sock_common_is_valid_access allows at the sizes it
+// allows, never written or moved.
+func TestSelftestSockCommon(t *testing.T) {
+	const (
+		sk      = "r2 = *(u64 *)(r1 +168)\n"
+		checked = sk + "if r2 == 0 goto out\n"
+		out     = "out: r0 = 0\nexit"
+	)
+	c := func(name string, typ ebpf.ProgramType, asm, err string) vcase {
+		return vcase{name: name, typ: typ, asm: asm + out, err: err, kmsg: err != ""}
+	}
+	tc, sf, cg, sks, lwt := ebpf.SchedCLS, ebpf.SocketFilter, ebpf.CGroupSKB, ebpf.SkSKB, ebpf.LWTXmit
+	runCases(t, []vcase{
+		c("family", tc, checked+"r0 = *(u32 *)(r2 +4)\n", ""),
+		c("family byte", sf, checked+"r0 = *(u8 *)(r2 +4)\n", ""),
+		c("family high byte", tc, checked+"r0 = *(u8 *)(r2 +5)\n", "R2 invalid sock_common access off=5 size=1"),
+		c("src_ip6 narrow", cg, checked+"r0 = *(u16 *)(r2 +30)\n", ""),
+		c("dst_port u32", tc, checked+"r0 = *(u32 *)(r2 +48)\n", ""),
+		c("dst_port second byte", sks, checked+"r0 = *(u8 *)(r2 +49)\n", ""),
+		c("dst_port padding", tc, checked+"r0 = *(u16 *)(r2 +50)\n", "R2 invalid sock_common access off=50 size=2"),
+		c("state", lwt, checked+"r0 = *(u32 *)(r2 +72)\n", ""),
+		c("type", tc, checked+"r0 = *(u32 *)(r2 +8)\n", "R2 invalid sock_common access off=8 size=4"),
+		c("mark", tc, checked+"r0 = *(u32 *)(r2 +16)\n", "R2 invalid sock_common access off=16 size=4"),
+		c("past the end", tc, checked+"r0 = *(u32 *)(r2 +80)\n", "R2 invalid sock_common access off=80 size=4"),
+		c("u64", tc, checked+"r0 = *(u64 *)(r2 +24)\n", "R2 invalid sock_common access off=24 size=8"),
+		c("signed", tc, checked+"r0 = *(s32 *)(r2 +4)\n", ""),
+		c("unchecked", tc, sk+"r0 = *(u32 *)(r2 +4)\n", "R2 invalid mem access 'sock_common_or_null'"),
+		c("write", tc, checked+"*(u32 *)(r2 +4) = 1\n", "R2 cannot write into sock_common"),
+		c("write unchecked", tc, sk+"r3 = 1\n*(u32 *)(r2 +16) = r3\n", "R2 invalid mem access 'sock_common_or_null'"),
+		c("arithmetic", tc, checked+"r2 += 4\n", "R2 pointer arithmetic on sock_common prohibited"),
+		c("arithmetic unchecked", tc, sk+"r2 += 4\n", "R2 pointer arithmetic on sock_common_or_null prohibited, null-check it first"),
+		c("atomic", tc, checked+"r3 = 1\nlock *(u32 *)(r2 +4) += r3\n", "BPF_ATOMIC stores into R2 sock_common is not allowed"),
+		c("copy keeps the check", tc, sk+"r3 = r2\nif r2 == 0 goto out\nr0 = *(u32 *)(r3 +4)\n", ""),
+		c("spill fill", tc, checked+"*(u64 *)(r10 -8) = r2\nr3 = *(u64 *)(r10 -8)\nr0 = *(u32 *)(r3 +76)\n", ""),
+		c("narrow pointer load", tc, "r2 = *(u32 *)(r1 +168)\n", "invalid bpf_context access off=168 size=4"),
+		c("pointer write", tc, "*(u64 *)(r1 +168) = r1\n", "invalid bpf_context access off=168 size=8"),
+		c("flow_dissector", ebpf.FlowDissector, "r2 = *(u64 *)(r1 +168)\n", "invalid bpf_context access off=168 size=8"),
+	})
+}

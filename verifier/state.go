@@ -31,6 +31,9 @@ const (
 	// program (__sk_buff.flow_keys): plain memory of its size, moved only
 	// by constants.
 	PtrToFlowKeys
+	// PtrToSockCommon is a socket as struct bpf_sock_common shows it
+	// (__sk_buff.sk, null-checked): read-only, progtype.SockCommon's fields.
+	PtrToSockCommon
 )
 
 // Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY and MEM_RINGBUF.
@@ -55,6 +58,7 @@ var regTypeNames = [...]string{
 	PtrToFunc:       "func",
 	PtrToXDPSock:    "xdp_sock",
 	PtrToFlowKeys:   "flow_keys",
+	PtrToSockCommon: "sock_common",
 }
 
 func (t RegType) String() string {

@@ -1,0 +1,65 @@
+package progtype
+
+import "encoding/binary"
+
+// SockSize is the size of struct bpf_sock.
+const SockSize = 80
+
+// SockCommon is struct bpf_sock as a PTR_TO_SOCK_COMMON shows it
+// (bpf_sock_common_is_valid_access), a description of the socket a
+// SockCommonOrNull field points at rather than a program type: read-only,
+// everything but type, protocol, mark and priority, the fields narrow as
+// bpf_sock_is_valid_access has them. The socket is laid out as the program
+// reads it: the kernel's u16 and byte fields zero-extended.
+var SockCommon = &Type{
+	Name:        "sock_common",
+	ContextSize: SockSize,
+	Fields: func() []Field {
+		start := Field{Read: true, Narrow: true, NarrowStart: true}
+		addr := Field{Read: true, Narrow: true}
+		var f []Field
+		f = append(f, u32Fields(0, "bound_dev_if", Field{Read: true})...)
+		f = append(f, u32Fields(4, "family", start)...)
+		f = append(f, u32Fields(24, "src_ip4 src_ip6[4]", addr)...)
+		f = append(f, u32Fields(44, "src_port", start)...)
+		f = append(f, Field{Name: "dst_port", Offset: 48, Size: 4, Read: true, Narrow: true, NarrowSpan: 2})
+		f = append(f, u32Fields(52, "dst_ip4 dst_ip6[4]", addr)...)
+		f = append(f, u32Fields(72, "state rx_queue_mapping", start)...)
+		return f
+	}(),
+}
+
+// struct bpf_sock offsets.
+const (
+	sockFamily   = 4
+	sockSrcIP4   = 24
+	sockSrcIP6   = 28
+	sockDstIP4   = 52
+	sockDstIP6   = 56
+	sockState    = 72
+	sockRxQueue  = 76
+	tcpClose     = 7
+	noQueueIndex = 0xffffffff
+)
+
+// skbSocket is the socket of the kernel's skb test run: a fresh one
+// (TCP_CLOSE, no receive queue) of the packet's family, its local address
+// the packet's source and its remote address the destination, as
+// socketSetup gives __sk_buff. The IP header's presence was checked by
+// skbSetup.
+func skbSocket(sk, ctx, frame []byte) bool {
+	le := binary.LittleEndian
+	switch binary.BigEndian.Uint16(frame[12:]) {
+	case ethPIP:
+		le.PutUint32(sk[sockFamily:], afInet)
+		copy(sk[sockSrcIP4:sockSrcIP4+4], frame[ethHeader+12:])
+		copy(sk[sockDstIP4:sockDstIP4+4], frame[ethHeader+16:])
+	case ethPIPv6:
+		le.PutUint32(sk[sockFamily:], afInet6)
+		copy(sk[sockSrcIP6:sockSrcIP6+16], frame[ethHeader+8:])
+		copy(sk[sockDstIP6:sockDstIP6+16], frame[ethHeader+24:])
+	}
+	le.PutUint32(sk[sockState:], tcpClose)
+	le.PutUint32(sk[sockRxQueue:], noQueueIndex)
+	return true
+}
