@@ -74,18 +74,26 @@ func socketSetup(ctx, frame, pkt []byte, given bool) error {
 	if err := skbSetup(ctx, frame, pkt, given); err != nil {
 		return err
 	}
+	testRunSocket(frame, ctx, skbFamily, skbLocalIP4, skbRemoteIP4, skbLocalIP6, skbRemoteIP6)
+	return nil
+}
+
+// testRunSocket writes the family and addresses of the skb test run's
+// socket (AF_INET or AF_INET6 for IP frames, whose header skbSetup
+// checked; else nothing, AF_UNSPEC) at the given offsets of b: the local
+// address is the packet's source, the remote one its destination.
+func testRunSocket(frame, b []byte, family, local4, remote4, local6, remote6 int) {
 	le := binary.LittleEndian
 	switch binary.BigEndian.Uint16(frame[12:]) {
 	case ethPIP:
-		le.PutUint32(ctx[skbFamily:], afInet)
-		copy(ctx[skbLocalIP4:skbLocalIP4+4], frame[ethHeader+12:])
-		copy(ctx[skbRemoteIP4:skbRemoteIP4+4], frame[ethHeader+16:])
+		le.PutUint32(b[family:], afInet)
+		copy(b[local4:local4+4], frame[ethHeader+12:])
+		copy(b[remote4:remote4+4], frame[ethHeader+16:])
 	case ethPIPv6:
-		le.PutUint32(ctx[skbFamily:], afInet6)
-		copy(ctx[skbLocalIP6:skbLocalIP6+16], frame[ethHeader+8:])
-		copy(ctx[skbRemoteIP6:skbRemoteIP6+16], frame[ethHeader+24:])
+		le.PutUint32(b[family:], afInet6)
+		copy(b[local6:local6+16], frame[ethHeader+8:])
+		copy(b[remote6:remote6+16], frame[ethHeader+24:])
 	}
-	return nil
 }
 
 // Address families.

@@ -48,17 +48,8 @@ const (
 // socketSetup gives __sk_buff. The IP header's presence was checked by
 // skbSetup.
 func skbSocket(sk, ctx, frame []byte) bool {
+	testRunSocket(frame, sk, sockFamily, sockSrcIP4, sockDstIP4, sockSrcIP6, sockDstIP6)
 	le := binary.LittleEndian
-	switch binary.BigEndian.Uint16(frame[12:]) {
-	case ethPIP:
-		le.PutUint32(sk[sockFamily:], afInet)
-		copy(sk[sockSrcIP4:sockSrcIP4+4], frame[ethHeader+12:])
-		copy(sk[sockDstIP4:sockDstIP4+4], frame[ethHeader+16:])
-	case ethPIPv6:
-		le.PutUint32(sk[sockFamily:], afInet6)
-		copy(sk[sockSrcIP6:sockSrcIP6+16], frame[ethHeader+8:])
-		copy(sk[sockDstIP6:sockDstIP6+16], frame[ethHeader+24:])
-	}
 	le.PutUint32(sk[sockState:], tcpClose)
 	le.PutUint32(sk[sockRxQueue:], noQueueIndex)
 	return true
