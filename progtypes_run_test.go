@@ -103,7 +103,7 @@ func TestSKLookupRun(t *testing.T) {
 	engines := []bpfvm.ProgramOptions{{Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT}, {NoVerify: true}}
 	var compared, agreed int
 	for _, f := range progtype.SKLookup.Fields {
-		if !f.Read {
+		if !f.Read || f.Kind != progtype.Scalar {
 			continue
 		}
 		for size := uint32(1); size <= f.Size; size *= 2 {
@@ -162,8 +162,30 @@ func TestSKLookupRun(t *testing.T) {
 			}
 		}
 	}
+	// The socket: none selected yet, NULL.
+	insns, _ := isa.Assemble("r2 = *(u64 *)(r1 +0)\nr0 = 0\nif r2 != 0 goto out\nr0 = 1\nout: exit")
+	for _, opts := range engines {
+		opts.AttachType = ebpf.AttachSkLookup
+		p, err := bpfvm.NewRawProgram("lookup", ebpf.SkLookup, insns, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Run(&bpfvm.RunOptions{Context: v4})
+		p.Close()
+		if err != nil || got != 1 {
+			t.Errorf("sk: %d, %v; want NULL (1)", got, err)
+		}
+	}
+	if kp := kernelRawProgramAttach(t, ebpf.SkLookup, ebpf.AttachSkLookup, insns); kp != nil {
+		compared++
+		if k, err := kp.Run(&ebpf.RunOptions{Context: v4}); err != nil || k != 1 {
+			t.Errorf("sk: kernel %d, %v", k, err)
+		} else {
+			agreed++
+		}
+	}
 	// Runs the kernel refuses whatever the program: no context, a packet.
-	insns, _ := isa.Assemble("r0 = 1\nexit")
+	insns, _ = isa.Assemble("r0 = 1\nexit")
 	p, err := bpfvm.NewRawProgram("lookup", ebpf.SkLookup, insns, bpfvm.ProgramOptions{AttachType: ebpf.AttachSkLookup})
 	if err != nil {
 		t.Fatal(err)
@@ -230,6 +252,12 @@ func TestProgTypeContextInputs(t *testing.T) {
 		{name: "sk_msg size", typ: ebpf.SkMsg, asm: "r0 = *(u32 *)(r1 +68)\nexit", data: pkt, ret: 8},
 		{name: "sk_msg family", typ: ebpf.SkMsg, asm: "r0 = *(u32 *)(r1 +16)\nexit", ctx: u32(80, 16, 10), ret: 10},
 		{name: "sk_msg data", typ: ebpf.SkMsg, asm: "r2 = *(u64 *)(r1 +0)\nr3 = *(u64 *)(r1 +8)\nr0 = r3\nr0 -= r2\nexit", data: pkt, ret: 8},
+		{name: "sk_msg socket family", typ: ebpf.SkMsg, asm: "r2 = *(u64 *)(r1 +72)\nr0 = *(u32 *)(r2 +4)\nexit", ctx: u32(80, 16, 10), ret: 10},
+		{name: "sk_msg socket ports", typ: ebpf.SkMsg, asm: "r2 = *(u64 *)(r1 +72)\nr0 = *(u16 *)(r2 +48)\nr3 = *(u32 *)(r2 +44)\nr3 <<= 16\nr0 |= r3\nexit", ctx: u32(80, 60, 0x50000000, 64, 8080), ret: 8080<<16 | 0x5000},
+		{name: "sk_msg socket source", typ: ebpf.SkMsg, asm: "r2 = *(u64 *)(r1 +72)\nr0 = *(u32 *)(r2 +24)\nexit", ctx: u32(80, 24, 0x0100007f), ret: 0x0100007f},
+		{name: "sk_msg socket tcp", typ: ebpf.SkMsg, asm: "r2 = *(u64 *)(r1 +72)\nr0 = *(u32 *)(r2 +12)\nr3 = *(u32 *)(r2 +72)\nr3 <<= 8\nr0 |= r3\nexit", ret: 1<<8 | 6},
+		{name: "sock_ops no socket", typ: ebpf.SockOps, asm: "r2 = *(u64 *)(r1 +184)\nr0 = 1\nif r2 == 0 goto out\nr0 = 0\nout: exit", ret: 1},
+		{name: "sk_reuseport no migrating socket", typ: ebpf.SkReuseport, asm: "r2 = *(u64 *)(r1 +48)\nr0 = 1\nif r2 == 0 goto out\nr0 = 0\nout: exit", ret: 1},
 		{name: "sk_msg bad size", typ: ebpf.SkMsg, asm: "r0 = 0\nexit", ctx: u32(80, 68, 1), err: true},
 		{name: "sock_ops reply", typ: ebpf.SockOps, asm: "r2 = *(u32 *)(r1 +8)\n*(u32 *)(r1 +4) = r2\nr0 = 1\nexit", ctx: u32(224, 0, 4, 8, 77), ret: 1, outOff: 4, out: 77},
 		{name: "sock_ops skb_len", typ: ebpf.SockOps, asm: "r2 = *(u32 *)(r1 +208)\n*(u32 *)(r1 +164) = r2\nr0 = 1\nexit", data: pkt, ret: 1, outOff: 164, out: 8},

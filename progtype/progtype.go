@@ -49,6 +49,12 @@ const (
 	// bpf_sock read as SockCommon describes (Type.Socket), or 0 when the
 	// run has none.
 	SockCommonOrNull
+	// Socket loads the address of the run's socket, a struct bpf_sock
+	// read as Sock describes (Type.Socket), which every run has.
+	Socket
+	// SocketOrNull loads the address of the run's socket, a struct
+	// bpf_sock read as Sock describes, or 0 when the run has none.
+	SocketOrNull
 )
 
 // FlowKeysSize is the size of struct bpf_flow_keys.
@@ -68,6 +74,10 @@ func (k Kind) String() string {
 		return "flow_keys"
 	case SockCommonOrNull:
 		return "sock_common_or_null"
+	case Socket:
+		return "sock"
+	case SocketOrNull:
+		return "sock_or_null"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -405,7 +415,7 @@ func (t *Type) Validate() error {
 		if f.NarrowSpan > f.Size || f.NarrowMin > f.Size {
 			return fmt.Errorf("program type %s: field %s: narrow loads limited beyond its %d bytes", t.Name, f.Name, f.Size)
 		}
-		if (f.Kind == FlowKeys || f.Kind == SockCommonOrNull) && f.Size != 8 {
+		if (f.Kind == FlowKeys || f.Kind == SockCommonOrNull || f.Kind == Socket || f.Kind == SocketOrNull) && f.Size != 8 {
 			return fmt.Errorf("program type %s: pointer field %s must be 8 bytes", t.Name, f.Name)
 		}
 		if f.Kind != Scalar && f.Size != 4 && f.Size != 8 {

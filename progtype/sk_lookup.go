@@ -8,9 +8,9 @@ import (
 // SKLookup is BPF_PROG_TYPE_SK_LOOKUP with struct bpf_sk_lookup
 // (sk_lookup_is_valid_access): read-only; the u32 fields read narrow,
 // remote_port a __be16 read whole as a u32 or narrow, with the zero
-// padding after it. The sk field (cookie in test runs), a nullable struct
-// bpf_sock pointer, is not modelled: never readable here, so no socket is
-// ever selected and a test run's cookie is 0. Programs return SK_DROP (0)
+// padding after it. The sk field (cookie in test runs) is a nullable struct
+// bpf_sock pointer, NULL as in the kernel's test run: no socket is ever
+// selected (bpfvm has no sk_assign), so a test run's cookie is 0. Programs return SK_DROP (0)
 // or SK_PASS (1).
 //
 // The test run is the kernel's (bpf_prog_test_run_sk_lookup): no packet,
@@ -21,7 +21,7 @@ var SKLookup = &Type{
 	Name:        "sk_lookup",
 	ContextSize: 72,
 	Fields: append(append(append([]Field{
-		{Name: "sk", Offset: 0, Size: 8, Output: true},
+		{Name: "sk", Offset: 0, Size: 8, Read: true, Kind: SocketOrNull, Output: true},
 		{Name: "family", Offset: 8, Size: 4, Read: true, Narrow: true, Backing: 2, Input: true},
 		{Name: "protocol", Offset: 12, Size: 4, Read: true, Narrow: true, Backing: 2, Input: true},
 	}, u32Fields(16, "remote_ip4 remote_ip6[4]", Field{Read: true, Narrow: true, Input: true})...),

@@ -5,8 +5,9 @@ import "encoding/binary"
 // SKReuseport is BPF_PROG_TYPE_SK_REUSEPORT with struct sk_reuseport_md
 // (sk_reuseport_is_valid_access): read-only; data and data_end 64-bit
 // packet pointers, hash read whole, the others narrow (eth_protocol, a
-// u16 behind, in halves). sk and migrating_sk, struct bpf_sock pointers,
-// are not modelled: never readable here. The kernel has no test run for
+// u16 behind, in halves). sk, a struct bpf_sock pointer, is not modelled:
+// never readable here; migrating_sk, a nullable one, is NULL in bpfvm's
+// runs. The kernel has no test run for
 // it; bpfvm's runs give the program the input as the packet, its length
 // as len, and take the protocols, bind_inany and hash from the context
 // input.
@@ -23,7 +24,7 @@ var SKReuseport = &Type{
 		{Name: "bind_inany", Offset: 28, Size: 4, Read: true, Narrow: true, Backing: 1, Input: true},
 		{Name: "hash", Offset: 32, Size: 4, Read: true, Input: true},
 		{Name: "sk", Offset: 40, Size: 8},
-		{Name: "migrating_sk", Offset: 48, Size: 8},
+		{Name: "migrating_sk", Offset: 48, Size: 8, Read: true, Kind: SockCommonOrNull},
 	},
 	ContextNames:   []string{"sk_reuseport_md", "sk_reuseport_kern"},
 	PacketReadOnly: true,

@@ -10,8 +10,7 @@ import (
 // fields read whole but skb_tcp_flags, which narrow loads read; the 64-bit
 // counters and skb_hwtstamp read whole; reply and sk_txhash the only
 // writable fields. skb_data and skb_data_end are 64-bit packet pointers;
-// sk, a nullable struct bpf_sock pointer, is not modelled: never readable
-// here.
+// sk a nullable struct bpf_sock pointer, NULL in bpfvm's runs.
 var sockOpsFields = func() []Field {
 	in := Field{Read: true, Input: true}
 	f := u32Fields(0, "op args[4]", in)
@@ -24,7 +23,7 @@ var sockOpsFields = func() []Field {
 	f = append(f,
 		Field{Name: "bytes_received", Offset: 168, Size: 8, Read: true, Input: true},
 		Field{Name: "bytes_acked", Offset: 176, Size: 8, Read: true, Input: true},
-		Field{Name: "sk", Offset: 184, Size: 8},
+		Field{Name: "sk", Offset: 184, Size: 8, Read: true, Kind: SocketOrNull},
 		Field{Name: "skb_data", Offset: 192, Size: 8, Read: true, Kind: PacketData},
 		Field{Name: "skb_data_end", Offset: 200, Size: 8, Read: true, Kind: PacketEnd},
 		Field{Name: "skb_len", Offset: 208, Size: 4, Read: true},

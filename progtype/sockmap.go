@@ -79,11 +79,11 @@ var skSKBHelpers = names(CapNone, `skb_store_bytes skb_load_bytes
 
 // SKMsg is BPF_PROG_TYPE_SK_MSG with struct sk_msg_md
 // (sk_msg_is_valid_access): every field read-only and read whole, data and
-// data_end 64-bit packet pointers. The sk field, a struct bpf_sock
-// pointer, is not modelled: never readable here. The kernel has no test
-// run for it; bpfvm's runs give the program the input as the message's
-// bytes (data to data_end), size their length, and take the socket's
-// family, addresses and ports from the context input.
+// data_end 64-bit packet pointers, sk a struct bpf_sock pointer. The
+// kernel has no test run for it; bpfvm's runs give the program the input
+// as the message's bytes (data to data_end), size their length, and take
+// the socket's family, addresses and ports from the context input; sk is
+// that socket (msgSocket).
 var SKMsg = &Type{
 	Name:        "sk_msg",
 	ContextSize: 80,
@@ -92,17 +92,28 @@ var SKMsg = &Type{
 		{Name: "data_end", Offset: 8, Size: 8, Read: true, Kind: PacketEnd},
 	}, u32Fields(16, "family remote_ip4 local_ip4 remote_ip6[4] local_ip6[4] remote_port local_port", Field{Read: true, Input: true})...),
 		Field{Name: "size", Offset: 68, Size: 4, Read: true},
-		Field{Name: "sk", Offset: 72, Size: 8},
+		Field{Name: "sk", Offset: 72, Size: 8, Read: true, Kind: Socket},
 	),
 	ContextNames: []string{"sk_msg_md", "sk_msg"},
 	Setup: func(ctx, frame, pkt []byte, given bool) error {
 		binary.LittleEndian.PutUint32(ctx[skMsgSize:], uint32(len(pkt)))
 		return nil
 	},
+	Socket:  msgSocket,
 	Helpers: Helpers(skMsgHelpers, sockBaseHelpers),
 }
 
-const skMsgSize = 68
+// struct sk_msg_md offsets.
+const (
+	skMsgFamily     = 16
+	skMsgRemoteIP4  = 20
+	skMsgLocalIP4   = 24
+	skMsgRemoteIP6  = 28
+	skMsgLocalIP6   = 44
+	skMsgRemotePort = 60
+	skMsgLocalPort  = 64
+	skMsgSize       = 68
+)
 
 // skMsgHelpers is sk_msg_func_proto's own cases: the message helpers, the
 // task's identity and classid without CAP_PERFMON, then

@@ -53,7 +53,7 @@ func ConvertContext(insns []isa.Instruction, aux []verifier.InsnAux, shadow Shad
 			slot = shadow.Meta
 		case progtype.FlowKeys:
 			slot = shadow.FlowKeys
-		case progtype.SockCommonOrNull:
+		case progtype.SockCommonOrNull, progtype.Socket, progtype.SocketOrNull:
 			slot = shadow.Socket
 		}
 		*ins = isa.Instruction{Op: isa.ClassLDX | isa.ModeMEM | isa.SizeDW, Dst: ins.Dst, Src: ins.Src, Off: int16(slot)}

@@ -344,7 +344,7 @@ func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, err
 		return r.pkt.Meta, nil
 	case progtype.FlowKeys:
 		return e.Ctx.Start + flowKeys(pt), nil
-	case progtype.SockCommonOrNull:
+	case progtype.SockCommonOrNull, progtype.Socket, progtype.SocketOrNull:
 		return r.sk, nil
 	}
 	o, n := f.Convert(uint32(off), uint32(size), op)

@@ -107,7 +107,7 @@ func (v *verifier) checkAtomic(pc int, ins isa.Instruction) error {
 		return err
 	}
 	switch ptr.Type {
-	case PtrToCtx, PtrToPacket, PtrToPacketMeta, PtrToFlowKeys, PtrToSockCommon:
+	case PtrToCtx, PtrToPacket, PtrToPacketMeta, PtrToFlowKeys, PtrToSockCommon, PtrToSocket:
 		return v.errorf(pc, "BPF_ATOMIC stores into R%d %s is not allowed", ins.Dst, regTypeString(ptr))
 	}
 	if ins.Imm&isa.AtomicFetch != 0 && ins.Imm != isa.AtomicCmpXchg {
@@ -196,7 +196,7 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 		return v.packetAccess(ptr, a)
 	case PtrToXDPSock:
 		return v.xdpSockAccess(ptr, a)
-	case PtrToSockCommon:
+	case PtrToSockCommon, PtrToSocket:
 		return v.sockAccess(ptr, a)
 	case PtrToFlowKeys:
 		if v.leaks(a) {
@@ -227,8 +227,8 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 }
 
 // sockAccess checks an access to a socket (the kernel's check_sock_access):
-// reads only, of the fields the socket's description allows, after a null
-// check.
+// reads only, of the fields the socket's description allows (a
+// sock_common's fewer than a sock's).
 func (v *verifier) sockAccess(ptr *Reg, a access) (Reg, error) {
 	if a.write {
 		return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))
@@ -243,7 +243,11 @@ func (v *verifier) sockAccess(ptr *Reg, a access) (Reg, error) {
 	if off < 0 || off >= progtype.SockSize {
 		return Reg{}, v.errorf(a.pc, "R%d invalid %s access off=%d size=%d", a.reg, regTypeString(ptr), off, a.size)
 	}
-	if _, err := progtype.SockCommon.Access(uint32(off), uint32(a.size), op); err != nil {
+	desc := progtype.SockCommon
+	if ptr.Type == PtrToSocket {
+		desc = progtype.Sock
+	}
+	if _, err := desc.Access(uint32(off), uint32(a.size), op); err != nil {
 		return Reg{}, v.errorf(a.pc, "R%d invalid %s access off=%d size=%d", a.reg, regTypeString(ptr), off, a.size)
 	}
 	return v.loadedScalar(a.size), nil
@@ -253,7 +257,7 @@ func (v *verifier) sockAccess(ptr *Reg, a access) (Reg, error) {
 // of other types on different paths: not the context and sockets, whose
 // accesses the kernel converts (reg_type_mismatch_ok).
 func mixable(t RegType) bool {
-	return t.IsPointer() && t != PtrToCtx && t != PtrToXDPSock && t != PtrToSockCommon
+	return t.IsPointer() && t != PtrToCtx && t != PtrToXDPSock && t != PtrToSockCommon && t != PtrToSocket
 }
 
 // xdpSockAccess checks an access to an xskmap socket: only its 4-byte
@@ -457,6 +461,10 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 		return Reg{Type: PtrToFlowKeys, Scalar: Const(0)}, nil
 	case progtype.SockCommonOrNull:
 		return Reg{Type: PtrToSockCommon, Flags: MaybeNull, ID: v.newID(), Scalar: Const(0)}, nil
+	case progtype.Socket:
+		return Reg{Type: PtrToSocket, Scalar: Const(0)}, nil
+	case progtype.SocketOrNull:
+		return Reg{Type: PtrToSocket, Flags: MaybeNull, ID: v.newID(), Scalar: Const(0)}, nil
 	}
 	return v.loadedScalar(a.size), nil
 }

@@ -181,3 +181,38 @@ func TestSelftestSockCommon(t *testing.T) {
 		c("flow_dissector", ebpf.FlowDissector, "r2 = *(u64 *)(r1 +168)\n", "invalid bpf_context access off=168 size=8"),
 	})
 }
+
+// TestSelftestSock covers the struct bpf_sock pointers of the socket types'
+// contexts, compared with the kernel: sk_msg_md.sk is never null,
+// bpf_sock_ops.sk and bpf_sk_lookup.sk are null-checked first; all of a
+// bpf_sock's fields read as bpf_sock_is_valid_access allows, never
+// written; sk_reuseport_md.migrating_sk a nullable sock_common.
+func TestSelftestSock(t *testing.T) {
+	const out = "out: r0 = 1\nexit"
+	c := func(name string, typ ebpf.ProgramType, attach ebpf.AttachType, asm, err string) vcase {
+		return vcase{name: name, typ: typ, attach: attach, asm: asm + out, err: err, kmsg: err != ""}
+	}
+	msg := "r2 = *(u64 *)(r1 +72)\n"
+	ops := "r2 = *(u64 *)(r1 +184)\n"
+	lookup := "r2 = *(u64 *)(r1 +0)\n"
+	mig := "r2 = *(u64 *)(r1 +48)\n"
+	sl, rs := ebpf.AttachSkLookup, ebpf.AttachSkReuseportSelectOrMigrate
+	runCases(t, []vcase{
+		c("sk_msg mark", ebpf.SkMsg, 0, msg+"r0 = *(u32 *)(r2 +16)\n", ""),
+		c("sk_msg type byte", ebpf.SkMsg, 0, msg+"r0 = *(u8 *)(r2 +8)\n", ""),
+		c("sk_msg protocol high byte", ebpf.SkMsg, 0, msg+"r0 = *(u8 *)(r2 +13)\n", "R2 invalid sock access off=13 size=1"),
+		c("sk_msg mark narrow", ebpf.SkMsg, 0, msg+"r0 = *(u16 *)(r2 +16)\n", "R2 invalid sock access off=16 size=2"),
+		c("sk_msg write", ebpf.SkMsg, 0, msg+"*(u32 *)(r2 +16) = 1\n", "R2 cannot write into sock"),
+		c("sk_msg arithmetic", ebpf.SkMsg, 0, msg+"r2 += 8\n", "R2 pointer arithmetic on sock prohibited"),
+		c("sk_msg null check", ebpf.SkMsg, 0, msg+"if r2 == 0 goto out\nr0 = *(u32 *)(r2 +4)\n", ""),
+		c("sk_msg sk u32", ebpf.SkMsg, 0, "r2 = *(u32 *)(r1 +72)\n", "invalid bpf_context access off=72 size=4"),
+		c("sock_ops unchecked", ebpf.SockOps, 0, ops+"r0 = *(u32 *)(r2 +4)\n", "R2 invalid mem access 'sock_or_null'"),
+		c("sock_ops checked", ebpf.SockOps, 0, ops+"if r2 == 0 goto out\nr0 = *(u32 *)(r2 +20)\n", ""),
+		c("sock_ops past the end", ebpf.SockOps, 0, ops+"if r2 == 0 goto out\nr0 = *(u32 *)(r2 +80)\n", "R2 invalid sock access off=80 size=4"),
+		c("sk_lookup checked", ebpf.SkLookup, sl, lookup+"if r2 == 0 goto out\nr0 = *(u32 *)(r2 +12)\n", ""),
+		c("sk_lookup unchecked", ebpf.SkLookup, sl, lookup+"r0 = *(u32 *)(r2 +12)\n", "R2 invalid mem access 'sock_or_null'"),
+		c("sk_lookup cookie u32", ebpf.SkLookup, sl, "r2 = *(u32 *)(r1 +0)\n", "invalid bpf_context access off=0 size=4"),
+		c("migrating_sk checked", ebpf.SkReuseport, rs, mig+"if r2 == 0 goto out\nr0 = *(u32 *)(r2 +4)\n", ""),
+		c("migrating_sk mark", ebpf.SkReuseport, rs, mig+"if r2 == 0 goto out\nr0 = *(u32 *)(r2 +16)\n", "R2 invalid sock_common access off=16 size=4"),
+	})
+}

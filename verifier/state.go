@@ -34,6 +34,10 @@ const (
 	// PtrToSockCommon is a socket as struct bpf_sock_common shows it
 	// (__sk_buff.sk, null-checked): read-only, progtype.SockCommon's fields.
 	PtrToSockCommon
+	// PtrToSocket is a struct bpf_sock (the socket types' ctx->sk,
+	// null-checked where it may be null): read-only, progtype.Sock's
+	// fields.
+	PtrToSocket
 )
 
 // Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY and MEM_RINGBUF.
@@ -59,6 +63,7 @@ var regTypeNames = [...]string{
 	PtrToXDPSock:    "xdp_sock",
 	PtrToFlowKeys:   "flow_keys",
 	PtrToSockCommon: "sock_common",
+	PtrToSocket:     "sock",
 }
 
 func (t RegType) String() string {
