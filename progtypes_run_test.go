@@ -273,6 +273,7 @@ func TestProgTypeContextInputs(t *testing.T) {
 		{name: "sk_reuseport eth_protocol high half", typ: ebpf.SkReuseport, asm: "r0 = *(u16 *)(r1 +22)\nexit", ctx: u32(56, 20, 0xdd86), ret: 0xdd86},
 		{name: "sendmsg6 source", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupUDP6Sendmsg, asm: "r2 = 7\n*(u64 *)(r1 +48) = r2\nr0 = 1\nexit", ctx: u32(72, 0, 10), ret: 1, outOff: 48, out: 7},
 		{name: "getpeername6 address", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCgroupInet6GetPeername, asm: "r2 = *(u64 *)(r1 +8)\n*(u64 *)(r1 +16) = r2\nr0 = 1\nexit", ctx: u32(72, 8, 0x20010db8), ret: 1, outOff: 16, out: 0x20010db8},
+		{name: "connect6 socket", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupInet6Connect, asm: "r2 = *(u64 *)(r1 +64)\nr3 = *(u32 *)(r2 +4)\nr4 = *(u32 *)(r2 +12)\nr4 <<= 8\nr3 |= r4\n*(u32 *)(r1 +24) = r3\nr0 = 1\nexit", ctx: u32(72, 28, 10, 32, 1, 36, 6), ret: 1, outOff: 24, out: 6<<8 | 10},
 		{name: "sock_addr bad sk", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupInet4Bind, asm: "r0 = 1\nexit", ctx: u32(72, 64, 1), err: true},
 		{name: "sysctl file_pos", typ: ebpf.CGroupSysctl, asm: "r2 = *(u8 *)(r1 +0)\nr2 += 100\n*(u32 *)(r1 +4) = r2\nr0 = 1\nexit", ctx: u32(8, 0, 1, 4, 5), ret: 1, outOff: 4, out: 101},
 		{name: "getsockopt retval", typ: ebpf.CGroupSockopt, attach: ebpf.AttachCGroupGetsockopt, asm: "r2 = *(u32 *)(r1 +24)\n*(u32 *)(r1 +36) = r2\nr0 = 1\nexit", ctx: u32(40, 24, 6, 36, 0xffffffff), ret: 1, outOff: 36, out: 6},

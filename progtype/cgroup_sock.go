@@ -1,6 +1,7 @@
 package progtype
 
 import (
+	"encoding/binary"
 	"slices"
 
 	"github.com/cilium/ebpf"
@@ -84,8 +85,8 @@ var (
 // of the hook's family (IPv4 hooks user_ip4, IPv6 ones user_ip6, sendmsg
 // hooks the message's source too) and user_port read narrow and written
 // whole, the IPv6 addresses in 8-byte halves as well; user_family, family,
-// type and protocol read whole. The sk field, a struct bpf_sock pointer,
-// is not modelled: never readable here. Programs return 0 or 1, the bind
+// type and protocol read whole; sk is the socket (addrSocket). Programs
+// return 0 or 1, the bind
 // hooks up to 3, recvmsg, getpeername and getsockname ones exactly 1
 // (check_return_code). The kernel has no test run for it; bpfvm's runs
 // take every scalar field from the context input and return the writable
@@ -108,12 +109,13 @@ func cgroupSockAddr(a ebpf.AttachType) *Type {
 	f = append(f, u32Fields(28, "family type protocol", ro)...)
 	f = append(f, u32Fields(40, "msg_src_ip4", addr(a == ebpf.AttachCGroupUDP4Sendmsg, false))...)
 	f = append(f, u32Fields(44, "msg_src_ip6[4]", addr(a == ebpf.AttachCGroupUDP6Sendmsg, true))...)
-	f = append(f, Field{Name: "sk", Offset: 64, Size: 8})
+	f = append(f, Field{Name: "sk", Offset: 64, Size: 8, Read: true, Kind: Socket})
 	t := &Type{
 		Name:         "cgroup_sock_addr",
 		ContextSize:  72,
 		Fields:       f,
 		ContextNames: []string{"bpf_sock_addr", "bpf_sock_addr_kern"},
+		Socket:       addrSocket,
 		Helpers:      Helpers(cgroupCommon(a), cgroupCurrentHelpers, sockAddrHelpers(a), sockBaseHelpers),
 		Attach:       a,
 		CheckReturn:  true,
@@ -154,3 +156,23 @@ func typesBy(as []ebpf.AttachType, mk func(ebpf.AttachType) *Type) map[ebpf.Atta
 	}
 	return m
 }
+
+// addrSocket is a cgroup_sock_addr run's socket: the one whose family,
+// type and protocol the context shows (the kernel reads those fields from
+// it), otherwise fresh: unbound, TCP_CLOSE, no receive queue.
+func addrSocket(sk, ctx, frame []byte) bool {
+	le := binary.LittleEndian
+	le.PutUint32(sk[sockFamily:], le.Uint32(ctx[sockAddrFamily:])&0xffff)
+	le.PutUint32(sk[sockType:], le.Uint32(ctx[sockAddrType:])&0xffff)
+	le.PutUint32(sk[sockProtocol:], le.Uint32(ctx[sockAddrProtocol:])&0xffff)
+	le.PutUint32(sk[sockState:], tcpClose)
+	le.PutUint32(sk[sockRxQueue:], noQueueIndex)
+	return true
+}
+
+// struct bpf_sock_addr offsets.
+const (
+	sockAddrFamily   = 28
+	sockAddrType     = 32
+	sockAddrProtocol = 36
+)

@@ -212,6 +212,9 @@ func TestSelftestSock(t *testing.T) {
 		c("sk_lookup checked", ebpf.SkLookup, sl, lookup+"if r2 == 0 goto out\nr0 = *(u32 *)(r2 +12)\n", ""),
 		c("sk_lookup unchecked", ebpf.SkLookup, sl, lookup+"r0 = *(u32 *)(r2 +12)\n", "R2 invalid mem access 'sock_or_null'"),
 		c("sk_lookup cookie u32", ebpf.SkLookup, sl, "r2 = *(u32 *)(r1 +0)\n", "invalid bpf_context access off=0 size=4"),
+		c("connect4 sk", ebpf.CGroupSockAddr, ebpf.AttachCGroupInet4Connect, "r2 = *(u64 *)(r1 +64)\nr0 = *(u32 *)(r2 +20)\n", ""),
+		c("sendmsg6 sk write", ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP6Sendmsg, "r2 = *(u64 *)(r1 +64)\n*(u32 *)(r2 +16) = 1\n", "R2 cannot write into sock"),
+		c("recvmsg4 sk narrow", ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP4Recvmsg, "r2 = *(u64 *)(r1 +64)\nr0 = *(u8 *)(r2 +25)\n", ""),
 		c("migrating_sk checked", ebpf.SkReuseport, rs, mig+"if r2 == 0 goto out\nr0 = *(u32 *)(r2 +4)\n", ""),
 		c("migrating_sk mark", ebpf.SkReuseport, rs, mig+"if r2 == 0 goto out\nr0 = *(u32 *)(r2 +16)\n", "R2 invalid sock_common access off=16 size=4"),
 	})
