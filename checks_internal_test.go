@@ -6,11 +6,11 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/helper"
-	"bpfvm/isa"
-	"bpfvm/runner"
-	"bpfvm/verifier"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/helper"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // With run-time checks a verified program that goes wrong stops with

@@ -17,11 +17,11 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 
-	"bpfvm/isa"
-	"bpfvm/loader"
-	"bpfvm/progtype"
-	"bpfvm/runner"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // CollectionOptions control loading a collection.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/loader"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // TestCollectionProgramNames loads programs one by one from an object where

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"testing"
 
-	"bpfvm"
-	"bpfvm/loader"
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // Programs run on many goroutines while Go code updates and reads the same

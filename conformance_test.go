@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"bpfvm"
-	"bpfvm/conformance"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/conformance"
 )
 
 // conformanceDir holds a copy of the eBPF ISA conformance suite

@@ -6,9 +6,9 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/isa"
-	"bpfvm/maps"
-	"bpfvm/runner"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/runner"
 )
 
 // Code the verifier never reached cannot run: it becomes isa.OpDead, and in

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"bpfvm/maps"
-	"bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
 )
 
 // Errors returned by this package.

@@ -11,10 +11,10 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 
-	"bpfvm"
-	"bpfvm/isa"
-	"bpfvm/loader"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // TestGlobalFunctionsObject loads testdata/global_funcs.o, whose global

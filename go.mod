@@ -1,4 +1,4 @@
-module bpfvm
+module github.com/bpfvm/bpfvm
 
 go 1.26.0
 

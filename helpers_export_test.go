@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // RingRecords drains the committed records of a ring buffer map, for tests

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 func TestHelperStrtol(t *testing.T) {

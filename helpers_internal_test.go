@@ -8,10 +8,10 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/helper"
-	"bpfvm/isa"
-	"bpfvm/loader"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/helper"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // probeID is the id of the host helper probe installs.

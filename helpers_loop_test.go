@@ -7,7 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 // frame returns an Ethernet header followed by the given fields, in host

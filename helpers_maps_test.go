@@ -10,7 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 func TestHelperQueueStack(t *testing.T) {

@@ -14,9 +14,9 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
-	"bpfvm"
-	"bpfvm/loader"
-	"bpfvm/perf"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/perf"
 )
 
 // perfConfig is struct config of testdata/helpers_perf.c.

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 // Errno values the helpers return.

@@ -7,11 +7,11 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
-	"bpfvm/isa"
-	"bpfvm/progtype"
-	"bpfvm/verifier"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // TestHelperSetLoads covers how a load treats the per-type helper sets

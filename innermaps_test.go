@@ -11,8 +11,8 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
-	"bpfvm"
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // innerSpec is a collection with a map of maps outer of type typ, whose

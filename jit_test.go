@@ -6,9 +6,9 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
-	"bpfvm/isa"
-	"bpfvm/jit/amd64"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/jit/amd64"
 )
 
 func haveJIT(t *testing.T) {

@@ -10,10 +10,10 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
-	"bpfvm"
-	"bpfvm/isa"
-	"bpfvm/loader"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // iterNumModel is bpf_iter_num_new followed by next until NULL, as the

@@ -3,7 +3,7 @@ package bpfvm
 import (
 	"fmt"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // NewRingReader returns a reader of a ring buffer map, for tests in package

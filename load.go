@@ -7,16 +7,16 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/helper"
-	"bpfvm/interp"
-	"bpfvm/isa"
-	"bpfvm/jit/amd64"
-	"bpfvm/maps"
-	"bpfvm/progtype"
-	"bpfvm/rewrite"
-	"bpfvm/runner"
-	"bpfvm/verifier"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/helper"
+	"github.com/bpfvm/bpfvm/interp"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/jit/amd64"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/rewrite"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // newProgram is the load pipeline of one program, after the collection has

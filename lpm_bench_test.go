@@ -8,8 +8,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
-	"bpfvm/loader"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/loader"
 )
 
 // BenchmarkLPMLookup measures LPM trie lookups of IPv4 addresses from a

@@ -6,7 +6,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 // wildWriteSpec is an unverified program that looks up key {32, 10.1.2.3}

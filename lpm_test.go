@@ -12,8 +12,8 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	"bpfvm"
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // lpmArgs is struct lpm_args of testdata/lpm_bloom.c.

@@ -12,10 +12,10 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/internal/mapref"
-	"bpfvm/maps"
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/internal/mapref"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // MapUpdateFlags control the behaviour of Map.Update, as in cilium/ebpf.

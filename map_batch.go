@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"unsafe"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // MapBatchCursor keeps the position of a batch lookup across calls, as

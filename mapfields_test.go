@@ -8,7 +8,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/rlimit"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 // Programs may read struct bpf_map fields through a map pointer, as the

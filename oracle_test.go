@@ -17,12 +17,12 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/rlimit"
 
-	"bpfvm/isa"
-	"bpfvm/maps"
-	"bpfvm/progtype"
-	"bpfvm/runner"
-	"bpfvm/verifier"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // The soundness oracle. A generator aimed at the joints where verifiers

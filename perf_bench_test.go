@@ -13,9 +13,9 @@ import (
 	ebpfperf "github.com/cilium/ebpf/perf"
 	"golang.org/x/sys/unix"
 
-	"bpfvm"
-	"bpfvm/loader"
-	"bpfvm/perf"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/perf"
 )
 
 // perfRound is one measurement: producers, one per CPU, each output

@@ -8,7 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // ProgramSpec.Flags reach the verifier from both loaders: a 4-byte read at

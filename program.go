@@ -8,13 +8,13 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/isa"
-	"bpfvm/jit/amd64"
-	"bpfvm/maps"
-	"bpfvm/progtype"
-	"bpfvm/runner"
-	"bpfvm/verifier"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/jit/amd64"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Engine selects how a program runs.

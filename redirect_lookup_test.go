@@ -9,7 +9,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/rlimit"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 // Lookups in devmaps and xskmaps return NULL where the kernel keeps no

@@ -5,10 +5,10 @@ import (
 	"slices"
 	"testing"
 
-	"bpfvm"
-	"bpfvm/isa"
-	"bpfvm/jit/amd64"
-	"bpfvm/loader"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/jit/amd64"
+	"github.com/bpfvm/bpfvm/loader"
 )
 
 // The rewrites of verified programs compose: each addresses instructions

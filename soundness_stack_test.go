@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"bpfvm"
-	"bpfvm/verifier"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // deadFrameCases are programs that reach a stack frame that is not live

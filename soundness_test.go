@@ -12,11 +12,11 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/isa"
-	"bpfvm/progtype"
-	"bpfvm/runner"
-	"bpfvm/verifier"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // The soundness fuzzer generates random but plausible XDP programs, and

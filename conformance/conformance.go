@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"strings"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // Test is one conformance test.

@@ -1,6 +1,6 @@
 package conformance
 
-import "bpfvm/vm"
+import "github.com/bpfvm/bpfvm/vm"
 
 // Helpers returns the helpers the conformance suite's programs call, by id.
 // Helper 5 is the suite's "unwind" helper; these tests only call it with a

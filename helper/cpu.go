@@ -1,8 +1,8 @@
 package helper
 
 import (
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // cpuHelpers report the CPU a run is on and draw random numbers

@@ -17,10 +17,10 @@ import (
 	"sync"
 	"unsafe"
 
-	"bpfvm/isa"
-	"bpfvm/maps"
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Helper is a kernel helper as bpfvm implements it.

@@ -3,8 +3,8 @@ package helper
 import (
 	"fmt"
 
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Kfunc is a kernel function (kfunc) as bpfvm implements it, found by its

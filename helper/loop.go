@@ -3,9 +3,9 @@ package helper
 import (
 	"errors"
 
-	"bpfvm/maps"
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // loopHelpers call a callback of the program's (kernel/bpf/bpf_iter.c,

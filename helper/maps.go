@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"unsafe"
 
-	"bpfvm/maps"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // mapHelpers are the helpers of generic map access (kernel/bpf/helpers.c):

@@ -3,9 +3,9 @@ package helper
 import (
 	"github.com/cilium/ebpf"
 
-	"bpfvm/maps"
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // perfHelpers write to perf event arrays. bpf_perf_event_output is the

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"sync"
 
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // printkHelpers format strings (kernel/trace/bpf_trace.c,

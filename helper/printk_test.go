@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 func TestBprintf(t *testing.T) {

@@ -1,6 +1,6 @@
 package helper
 
-import "bpfvm/maps"
+import "github.com/bpfvm/bpfvm/maps"
 
 // ArgType says what a helper expects in an argument register, as the
 // kernel's enum bpf_arg_type.

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"unsafe"
 
-	"bpfvm/maps"
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // ringbufHelpers are the ring buffer's (kernel/bpf/ringbuf.c).

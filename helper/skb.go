@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // skbHelpers read and write socket buffers and compute checksums

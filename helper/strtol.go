@@ -3,7 +3,7 @@ package helper
 import (
 	"math"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // strtolHelpers parse numbers (kernel/bpf/helpers.c).

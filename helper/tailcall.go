@@ -1,9 +1,9 @@
 package helper
 
 import (
-	"bpfvm/maps"
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // tailCallHelpers jump to another program (kernel/bpf/core.c).

@@ -3,8 +3,8 @@ package helper
 import (
 	"golang.org/x/sys/unix"
 
-	"bpfvm/runner"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/runner"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // taskHelpers describe the current task (kernel/bpf/helpers.c).

@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // timeHelpers read the clocks (kernel/bpf/helpers.c).

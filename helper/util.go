@@ -1,7 +1,7 @@
 package helper
 
 import (
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // More kernel errno values helpers return negated (see helper.go).

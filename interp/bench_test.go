@@ -3,7 +3,7 @@ package interp
 import (
 	"testing"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // aluLoop is an ALU-heavy loop: 7 instructions per iteration over r1 = 1000.

@@ -3,7 +3,7 @@ package interp
 import (
 	"fmt"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // insn is the pre-decoded form of one instruction slot: a dense internal

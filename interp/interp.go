@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"math/bits"
 
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // HelperFunc resolves a helper id to its implementation; nil means unknown.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // env returns an environment with a stack and, when size > 0, a writable

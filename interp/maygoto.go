@@ -3,9 +3,9 @@ package interp
 import (
 	"time"
 
-	"bpfvm/isa"
-	"bpfvm/vm"
-	"bpfvm/vm/tsc"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm/tsc"
 )
 
 // mayGotoBudget is a timed may_goto's budget (microseconds in the

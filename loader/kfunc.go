@@ -6,7 +6,7 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // ErrUnknownKfunc is a call of a kernel function bpfvm does not implement.

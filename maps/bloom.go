@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // bloomFilter is BPF_MAP_TYPE_BLOOM_FILTER: a keyless set of values that

@@ -1,6 +1,6 @@
 package maps
 
-import "bpfvm/vm"
+import "github.com/bpfvm/bpfvm/vm"
 
 // HeaderFieldBytes is the size of the type-specific header fields at
 // HeaderFields.

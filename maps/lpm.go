@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // lpmTrie is BPF_MAP_TYPE_LPM_TRIE: longest-prefix match over keys

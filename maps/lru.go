@@ -4,7 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // LRU hash maps evict with the clock (second chance) algorithm, an

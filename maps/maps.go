@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Errors returned by map operations, matching the kernel's errno values.

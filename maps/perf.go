@@ -10,7 +10,7 @@ import (
 	"time"
 	"unsafe"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // PerfEvents is BPF_MAP_TYPE_PERF_EVENT_ARRAY (the type constant has the

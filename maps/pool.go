@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // pool hands out fixed-size slots of one off-heap block: the elements of a

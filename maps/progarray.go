@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // ProgramArray is BPF_MAP_TYPE_PROG_ARRAY (the type constant takes the name

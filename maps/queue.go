@@ -5,7 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // queueStack is BPF_MAP_TYPE_QUEUE and BPF_MAP_TYPE_STACK: a ring of

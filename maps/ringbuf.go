@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // RingBuffer is BPF_MAP_TYPE_RINGBUF (the type constant has the name

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unsafe"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 func newRing(t testing.TB, size uint32) *RingBuffer {

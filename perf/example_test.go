@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"bpfvm"
-	"bpfvm/perf"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/perf"
 )
 
 // Read the samples a tc program writes with bpf_perf_event_output, as

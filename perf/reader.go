@@ -15,9 +15,9 @@ import (
 	"sync"
 	"time"
 
-	"bpfvm"
-	"bpfvm/internal/mapref"
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/internal/mapref"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // Errors, as cilium/ebpf's.

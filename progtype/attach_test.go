@@ -9,7 +9,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/rlimit"
 
-	"bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/progtype"
 )
 
 // TestKernelTypesValid checks every kernel type's table as a host type's

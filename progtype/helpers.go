@@ -6,7 +6,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // Cap is the privilege a program is loaded with, as the kernel's func_proto

@@ -12,8 +12,8 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
-	"bpfvm/isa"
-	"bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/progtype"
 )
 
 // kernelType is a kernel program type with a func_proto set here, for an

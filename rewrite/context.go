@@ -3,9 +3,9 @@ package rewrite
 import (
 	"fmt"
 
-	"bpfvm/isa"
-	"bpfvm/progtype"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // Shadow locates, relative to the context, the slots where the runner keeps

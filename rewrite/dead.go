@@ -1,6 +1,6 @@
 package rewrite
 
-import "bpfvm/isa"
+import "github.com/bpfvm/bpfvm/isa"
 
 // SanitizeDeadCode makes the code the verifier never reached unreachable at
 // run time, from the aux facts (InsnAux.Seen), as the kernel does after

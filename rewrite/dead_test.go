@@ -3,8 +3,8 @@ package rewrite
 import (
 	"testing"
 
-	"bpfvm/isa"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // SanitizeDeadCode turns every instruction not seen (both slots of an

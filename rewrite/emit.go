@@ -3,8 +3,8 @@ package rewrite
 import (
 	"math/bits"
 
-	"bpfvm/isa"
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // seq builds an instruction sequence for Patch, with forward and backward

@@ -3,9 +3,9 @@ package rewrite
 import (
 	"errors"
 
-	"bpfvm/helper"
-	"bpfvm/isa"
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/helper"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // InlineOptions choose what InlineHelpers inlines, per engine: an inlined

@@ -3,11 +3,11 @@ package rewrite
 import (
 	"testing"
 
-	"bpfvm/interp"
-	"bpfvm/isa"
-	"bpfvm/jit/amd64"
-	"bpfvm/maps"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/interp"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/jit/amd64"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // lookupHelper is bpf_map_lookup_elem as the runtime's helper does it for

@@ -1,8 +1,8 @@
 package rewrite
 
 import (
-	"bpfvm/isa"
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // hashLookup is the inline lookup of a hash, per-CPU hash, LRU hash, LRU

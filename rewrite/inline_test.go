@@ -10,12 +10,12 @@ import (
 	"testing"
 	"unsafe"
 
-	"bpfvm/interp"
-	"bpfvm/isa"
-	"bpfvm/jit/amd64"
-	"bpfvm/maps"
-	"bpfvm/verifier"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/interp"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/jit/amd64"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // engine is what the interpreter and the JIT have in common.

@@ -1,7 +1,7 @@
 package rewrite
 
 import (
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // InlineIterNext replaces calls of bpf_iter_num_next with

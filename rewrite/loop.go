@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"bpfvm/helper"
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/helper"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // InlineLoops replaces calls of bpf_loop whose callback and flags (0) the

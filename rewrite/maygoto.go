@@ -5,9 +5,9 @@ import (
 	"slices"
 	"time"
 
-	"bpfvm/isa"
-	"bpfvm/verifier"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // DefaultMayGotoBudget is how long a frame's may_goto loops may run before

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"bpfvm/isa"
-	"bpfvm/verifier"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // ExpandMayGoto gives each function using may_goto a prologue that calls

@@ -13,8 +13,8 @@ import (
 	"fmt"
 	"slices"
 
-	"bpfvm/isa"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // Program is a program being rewritten with its per-instruction facts.

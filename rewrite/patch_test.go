@@ -5,10 +5,10 @@ import (
 	"slices"
 	"testing"
 
-	"bpfvm/interp"
-	"bpfvm/isa"
-	"bpfvm/verifier"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/interp"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 func run(t *testing.T, insns []isa.Instruction) uint64 {

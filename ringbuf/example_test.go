@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"bpfvm"
-	"bpfvm/ringbuf"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/ringbuf"
 )
 
 // Read the records an XDP program writes with bpf_ringbuf_output, as with

@@ -11,9 +11,9 @@ import (
 	ebpfringbuf "github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 
-	"bpfvm"
-	"bpfvm/loader"
-	"bpfvm/ringbuf"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/ringbuf"
 )
 
 const object = "../testdata/helpers_maps.o"

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"bpfvm/maps"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // CPUs is the set of runners shared by the programs and maps of a

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // Runs hold their runner alone: many goroutines taking and giving back

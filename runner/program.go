@@ -6,9 +6,9 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/maps"
-	"bpfvm/progtype"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Engine is what a runner needs of an engine's compiled program: runs,

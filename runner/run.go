@@ -8,9 +8,9 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/maps"
-	"bpfvm/progtype"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Layout of a run's off-heap buffer: the context area (the context

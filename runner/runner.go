@@ -5,9 +5,9 @@ import (
 	"io"
 	"slices"
 
-	"bpfvm/maps"
-	"bpfvm/progtype"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Runner holds the off-heap memory and the state of the runs on one CPU:

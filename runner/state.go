@@ -3,8 +3,8 @@ package runner
 import (
 	"unsafe"
 
-	"bpfvm/progtype"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // helperState is what helpers keep per runner between calls: it belongs to

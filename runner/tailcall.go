@@ -4,8 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"bpfvm/maps"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // The live-program table gives programs ids, as the kernel's program IDR

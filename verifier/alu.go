@@ -1,7 +1,7 @@
 package verifier
 
 import (
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // maxVarOff bounds pointer offsets (the kernel's BPF_MAX_VAR_OFF).

@@ -3,10 +3,10 @@ package verifier_test
 import (
 	"testing"
 
-	"bpfvm/isa"
-	"bpfvm/maps"
-	"bpfvm/progtype"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // TestAuxConstKey checks the per-instruction summary of a lookup's key: it

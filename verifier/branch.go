@@ -4,7 +4,7 @@ import (
 	"math"
 	"math/bits"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // rel is the relation a conditional jump tests, or its negation.

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 var jumpOps = []struct {

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"bpfvm/helper"
-	"bpfvm/isa"
-	"bpfvm/maps"
-	"bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/helper"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
 )
 
 // releaseRef drops an acquired reference.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // subprog is a function of the program: the entry or a bpf-to-bpf callee.

@@ -1,6 +1,6 @@
 package verifier
 
-import "bpfvm/isa"
+import "github.com/bpfvm/bpfvm/isa"
 
 // VerifyExact verifies comparing every scalar as precise and every stack
 // slot as live, as the verifier did before precision tracking and stack

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // FuncInfo describes one function of a program from its BTF func_info (the

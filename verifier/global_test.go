@@ -13,9 +13,9 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/rlimit"
 
-	"bpfvm/isa"
-	"bpfvm/maps"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // BTF types for global function prototypes.

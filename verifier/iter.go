@@ -3,7 +3,7 @@ package verifier
 import (
 	"fmt"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // Open-coded iterators (bpf_iter_num_*), as the kernel verifies them: the

@@ -1,8 +1,8 @@
 package verifier
 
 import (
-	"bpfvm/isa"
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {

@@ -3,7 +3,7 @@ package verifier
 import (
 	"fmt"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // checkKfuncCall verifies a call of a kernel function (src 2, the immediate

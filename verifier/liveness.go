@@ -1,7 +1,7 @@
 package verifier
 
 import (
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // Register liveness, computed once before the walk by a backward dataflow

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // logger collects the verifier log within a size limit.

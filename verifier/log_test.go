@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"bpfvm/isa"
-	"bpfvm/progtype"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // The level-2 log shows each instruction with the registers it touched,

@@ -5,7 +5,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // LPM tries and bloom filters: which helpers take them, and the key and

@@ -1,9 +1,9 @@
 package verifier
 
 import (
-	"bpfvm/isa"
-	"bpfvm/maps"
-	"bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
 )
 
 // access is one memory access being checked.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // TestPerfEventOutput: bpf_perf_event_output's prototype (ctx, map, flags,

@@ -1,7 +1,7 @@
 package verifier
 
 import (
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // Precision tracking (the kernel's mark_chunk_precise and backtrack_insn).

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"bpfvm/isa"
-	"bpfvm/progtype"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // precisionProgram turns bytes into a program that moves small values

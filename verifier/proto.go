@@ -1,8 +1,8 @@
 package verifier
 
 import (
-	"bpfvm/helper"
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/helper"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // Helper prototypes are defined with the helpers, in package helper; these

@@ -3,7 +3,7 @@ package verifier
 import (
 	"slices"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // State pruning: at prune points (jump targets, the instructions after

@@ -3,7 +3,7 @@ package verifier
 import (
 	"encoding/binary"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // Loads from maps whose contents are fixed (MapInfo.Fixed: frozen and

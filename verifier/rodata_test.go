@@ -3,7 +3,7 @@ package verifier_test
 import (
 	"testing"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // Loads from a frozen read-only array at a constant offset are constants

@@ -4,7 +4,7 @@ import (
 	"math"
 	"math/bits"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // ShiftOK reports whether a shift by the immediate imm is valid for an ALU64

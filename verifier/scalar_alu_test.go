@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // aluOps are the operations ALU computes, with the signed flag.

@@ -1,7 +1,7 @@
 package verifier
 
 import (
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // evalALU computes an ALU operation on constants with the runtime's

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // The constant fast path agrees with the general scalar arithmetic.

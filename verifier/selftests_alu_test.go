@@ -3,7 +3,7 @@ package verifier_test
 import (
 	"testing"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // Messages of rejected variable-offset map value accesses through r6.

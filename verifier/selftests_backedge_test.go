@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // Precision across loop back-edges: a value the loop copies into the one

@@ -6,9 +6,9 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/isa"
-	"bpfvm/maps"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // callbackLoops builds n bpf_loop calls of rounds rounds each, all sharing

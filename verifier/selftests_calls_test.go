@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // chain returns n functions, each calling the next; the last exits.

@@ -3,7 +3,7 @@ package verifier_test
 import (
 	"testing"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // TestSelftestControlFlow covers the shape of programs: unreachable code,

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // Helper memory arguments (issue #11): the bounds of stack ranges with

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // TestMain reports how many cases were compared with the running kernel.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // Maps of the selftests beyond those of verifier_test.go.

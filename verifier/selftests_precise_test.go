@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"bpfvm/isa"
-	"bpfvm/maps"
-	"bpfvm/progtype"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // Precision tracking: in each case two paths meet at a prune point with

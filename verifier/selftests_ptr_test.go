@@ -5,7 +5,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // TestSelftestPointerArithmetic covers arithmetic on each pointer type:

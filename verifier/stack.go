@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // stackAccess checks a load or store through a stack pointer and updates

@@ -3,7 +3,7 @@ package verifier
 import (
 	"unsafe"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // RegType is the type of a register's value, as the kernel's enum

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"bpfvm/isa"
-	"bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/progtype"
 )
 
 // Limits, as in the kernel.

@@ -16,10 +16,10 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/rlimit"
 
-	"bpfvm/isa"
-	"bpfvm/maps"
-	"bpfvm/progtype"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // vcase is a program with its expected verdict. Maps are referenced from

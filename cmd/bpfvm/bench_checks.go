@@ -7,7 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 func init() { addBenchTable(checksBenchTable) }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
-	"bpfvm/loader"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/loader"
 )
 
 //go:generate cp ../../testdata/loops.o benchdata/loops.o

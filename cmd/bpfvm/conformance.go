@@ -6,9 +6,9 @@ import (
 	"io"
 	"strings"
 
-	"bpfvm"
-	"bpfvm/conformance"
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/conformance"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 func runConformance(args []string, _ io.Reader, stdout, stderr io.Writer) error {

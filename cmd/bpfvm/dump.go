@@ -11,9 +11,9 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/arch/x86/x86asm"
 
-	"bpfvm"
-	"bpfvm/isa"
-	"bpfvm/loader"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/loader"
 )
 
 func loadSpec(path string) (*ebpf.CollectionSpec, error) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 // errNotELF is input that is not an ELF object at all.

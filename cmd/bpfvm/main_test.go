@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // runCLI runs a command line; a panic fails the test with the command.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"bpfvm"
+	"github.com/bpfvm/bpfvm"
 )
 
 // contextLines is how much of a rejected program's level-1 log verify

@@ -20,8 +20,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
 
-	"bpfvm"
-	"bpfvm/verifier"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // veristat fields, with the kernel tool's names and aliases, and ours.

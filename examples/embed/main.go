@@ -16,11 +16,11 @@ import (
 	"log"
 	"os"
 
-	"bpfvm"
-	"bpfvm/loader"
-	"bpfvm/progtype"
-	"bpfvm/verifier"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/verifier"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // requestType describes struct request of bpf/policy.c.

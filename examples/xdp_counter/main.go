@@ -18,8 +18,8 @@ import (
 	"os"
 	"sort"
 
-	"bpfvm"
-	"bpfvm/loader"
+	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/loader"
 )
 
 //go:embed xdp_counter.o

@@ -7,7 +7,7 @@ package mapref
 import (
 	"fmt"
 
-	"bpfvm/maps"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // Token is the argument of the accessor; only this module can make one.

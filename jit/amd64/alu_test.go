@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 var corner64 = []uint64{

@@ -3,7 +3,7 @@ package amd64
 import (
 	"errors"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Mode selects the memory modes whose machine code Compile generates before

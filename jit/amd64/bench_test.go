@@ -5,9 +5,9 @@ package amd64
 import (
 	"testing"
 
-	"bpfvm/interp"
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/interp"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // aluLoop is the interpreter's ALU benchmark: 7 instructions per iteration.

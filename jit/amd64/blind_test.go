@@ -7,7 +7,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // blindProg uses a distinct 32-bit immediate in every instruction form that

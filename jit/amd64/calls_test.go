@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"testing"
 
-	"bpfvm/interp"
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/interp"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // testHelpers: 1 returns a mix of its arguments and checks env.FP; 2 fails;

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"bpfvm/interp"
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/interp"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Register mapping. BPF registers are pinned to x86-64 registers for the

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"weak"
 
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // TestConcurrent runs one program on many goroutines at once, with helper

@@ -9,7 +9,7 @@ import (
 	"unsafe"
 	"weak"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // header is the execution context that native code reaches through r12. It

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // isa.OpDead stops the run with vm.ErrDeadCode naming its instruction, on

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Memory is a pool of executable memory in two tiers (seed 003):

@@ -2,7 +2,7 @@
 
 package amd64
 
-import "bpfvm/isa"
+import "github.com/bpfvm/bpfvm/isa"
 
 // A bpf-to-bpf call must preserve R6-R9 for the caller. The caller saves
 // them around the call (the callee could not: callx, Program.Call and

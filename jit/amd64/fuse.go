@@ -2,7 +2,7 @@
 
 package amd64
 
-import "bpfvm/isa"
+import "github.com/bpfvm/bpfvm/isa"
 
 // fuse emits clang's common two- and three-instruction idioms starting at
 // pc as one machine instruction and returns how many BPF instructions it

@@ -6,8 +6,8 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // genProgram turns fuzz input into a valid program of straight-line code and

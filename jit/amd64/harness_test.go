@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"testing"
 
-	"bpfvm/interp"
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/interp"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 type testEnv struct {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // hotHelpers change the regions between accesses: 1 drops every region, 2

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"testing"
 
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 var jumpOps = []struct {

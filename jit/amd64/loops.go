@@ -5,9 +5,9 @@ package amd64
 import (
 	"time"
 
-	"bpfvm/isa"
-	"bpfvm/vm"
-	"bpfvm/vm/tsc"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
+	"github.com/bpfvm/bpfvm/vm/tsc"
 )
 
 // Out-of-line stubs of the loop instructions (emitted by loopStub).

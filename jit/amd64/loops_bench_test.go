@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"bpfvm/isa"
+	"github.com/bpfvm/bpfvm/isa"
 )
 
 // The loops of testdata/loops.c as the rewrite leaves them (bpfvm dump

@@ -2,7 +2,7 @@
 
 package amd64
 
-import "bpfvm/vm"
+import "github.com/bpfvm/bpfvm/vm"
 
 // Native routines (natives_amd64.s) are helpers that JIT code calls
 // directly: a CALL to code in the Go binary's text, with no exit to Go.

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"bpfvm/interp"
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/interp"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Helper ids the tests map to native routines.

@@ -3,9 +3,9 @@
 package amd64
 
 import (
-	"bpfvm/interp"
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/interp"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Program is a compiled program; there is none on this platform.

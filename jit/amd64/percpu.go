@@ -2,7 +2,7 @@
 
 package amd64
 
-import "bpfvm/isa"
+import "github.com/bpfvm/bpfvm/isa"
 
 // The internal instruction isa.OpCPUIndex (dst = the runner's CPU index),
 // which rewrites emit for inlined bpf_get_smp_processor_id and per-CPU map

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"bpfvm/interp"
-	"bpfvm/isa"
-	"bpfvm/vm"
+	"github.com/bpfvm/bpfvm/interp"
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // TestSpeedReport prints robust speed figures on a busy machine: the best of
