@@ -53,6 +53,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	if err := check(insns, opts); err != nil {
 		return nil, err
 	}
+	if err := typeHelpers(insns, pt, hs); err != nil {
+		return nil, err
+	}
 	v, err := verify(insns, pt, ms, hs, opts)
 	if err != nil {
 		return nil, err
@@ -96,7 +99,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 }
 
 // programType returns the description of the program's type: the host's
-// (ProgramOptions.Type) or the kernel type's.
+// (ProgramOptions.Type) or the kernel type's for the expected attach type.
 func programType(typ ebpf.ProgramType, opts ProgramOptions) (*progtype.Type, error) {
 	if pt := opts.Type; pt != nil {
 		if err := pt.Validate(); err != nil {
@@ -104,7 +107,7 @@ func programType(typ ebpf.ProgramType, opts ProgramOptions) (*progtype.Type, err
 		}
 		return pt, nil
 	}
-	return progtype.Of(typ)
+	return progtype.OfAttach(typ, opts.AttachType)
 }
 
 // check refuses what no engine loads: options out of range, malformed
@@ -120,6 +123,19 @@ func check(insns []isa.Instruction, opts ProgramOptions) error {
 		return fmt.Errorf("checks %s: %w", opts.Checks, ErrNotSupported)
 	}
 	return isa.Validate(insns)
+}
+
+// typeHelpers refuses calls of the helpers the program type has a function
+// of its own for that bpfvm lacks (progtype.Type.Unimplemented), verified
+// or not: another function by the same id would run instead. A host
+// helper of that id (ProgramOptions.Helpers) is the host's to give.
+func typeHelpers(insns []isa.Instruction, pt *progtype.Type, hs *helper.Set) error {
+	for pc, ins := range insns {
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && pt.Unimplemented[isa.HelperName(ins.Imm)] && hs.Host[ins.Imm] == nil {
+			return fmt.Errorf("insn %d: %w %s (the %s program type's own)", pc, vm.ErrHelper, isa.HelperLabel(ins.Imm), pt.Name)
+		}
+	}
+	return nil
 }
 
 // verified is the verifier's result: the facts about each instruction
@@ -189,6 +205,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 	shadow := runner.Shadow(pt)
 	ctx := rewrite.ConvertContext(insns, res.Aux, rewrite.Shadow{
 		Data: shadow + runner.ShadowData, End: shadow + runner.ShadowEnd, Meta: shadow + runner.ShadowMeta,
+		FlowKeys: shadow + runner.ShadowFlowKeys, Socket: shadow + runner.ShadowSocket,
 	})
 	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats}, nil
 }

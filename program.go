@@ -74,6 +74,12 @@ type ProgramOptions struct {
 	Helpers map[int32]vm.Helper
 	// Type overrides the program type, e.g. with a host-defined context.
 	Type *progtype.Type
+	// AttachType is the expected attach type of a program NewRawProgram
+	// loads, where the kernel's rules depend on it (cgroup_sock_addr's
+	// fields and return values, cgroup_skb egress's return values):
+	// progtype.OfAttach. NewProgram and NewCollection take the spec's
+	// (ProgramSpec.AttachType) instead.
+	AttachType ebpf.AttachType
 	// Output receives the messages of bpf_trace_printk and
 	// bpf_trace_vprintk, one Write per message, formatted as lines of the
 	// kernel's trace_pipe: "bpf_trace_printk: " and the message, ending in
@@ -346,7 +352,7 @@ func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Progra
 	if len(enc.refs) > 0 {
 		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, enc.refs[0])
 	}
-	opts.flags, opts.poisons = spec.Flags, enc.poisons
+	opts.flags, opts.poisons, opts.AttachType = spec.Flags, enc.poisons, spec.AttachType
 	return newProgram(spec.Name, spec.Type, enc.insns, nil, nil, opts)
 }
 

@@ -1,6 +1,8 @@
 package helper
 
 import (
+	"github.com/cilium/ebpf"
+
 	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/runner"
 	"github.com/bpfvm/bpfvm/vm"
@@ -23,19 +25,22 @@ var perfHelpers = []Helper{
 // the ring of the slot flags' index selects (BPF_F_CURRENT_CPU: the
 // runner's). -EINVAL for other flags, -EFAULT when the packet is shorter
 // than the bytes asked for, then the errors of maps.PerfEvents.Output.
+// The socket and cgroup types without an skb have the kernel's
+// bpf_event_output_data instead, which appends nothing: -EINVAL for a
+// packet length.
 func helperPerfEventOutput(e *vm.Env, _, r2, r3, r4, r5 uint64) (uint64, error) {
 	m, err := mapArg(e, r2)
 	if err != nil {
 		return 0, err
 	}
-	if r3&^(maps.PerfCtxLenMask|maps.PerfIndexMask) != 0 {
+	r := runner.Of(e)
+	if r3&^(maps.PerfCtxLenMask|maps.PerfIndexMask) != 0 || r3&maps.PerfCtxLenMask != 0 && dataOnlyOutput(r.Program().Kind) {
 		return neg(einval), nil
 	}
 	meta, err := e.Bytes(r4, r5, false)
 	if err != nil {
 		return 0, err
 	}
-	r := runner.Of(e)
 	pkt := r.PacketBytes()
 	n := (r3 & maps.PerfCtxLenMask) >> 32
 	if n > uint64(len(pkt)) {
@@ -47,4 +52,16 @@ func helperPerfEventOutput(e *vm.Env, _, r2, r3, r4, r5 uint64) (uint64, error) 
 		return neg(einval), nil
 	}
 	return errno(pa.Output(r.CPU(), r3&maps.PerfIndexMask, meta, pkt[:n])), nil
+}
+
+// dataOnlyOutput reports whether programs of kind output samples with the
+// kernel's bpf_event_output_data: their context has no skb or xdp buffer
+// to append.
+func dataOnlyOutput(kind ebpf.ProgramType) bool {
+	switch kind {
+	case ebpf.SkMsg, ebpf.SockOps, ebpf.CGroupSock, ebpf.CGroupSockAddr, ebpf.CGroupSysctl,
+		ebpf.CGroupSockopt, ebpf.CGroupDevice, ebpf.SkLookup:
+		return true
+	}
+	return false
 }

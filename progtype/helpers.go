@@ -4,6 +4,8 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/bpfvm/bpfvm/isa"
 )
 
@@ -137,3 +139,36 @@ func (t *Type) HelperVariant(id int32) string {
 	}
 	return t.Helpers[isa.HelperName(id)].Variant
 }
+
+// cgroupCommon is cgroup_common_func_proto (kernel/bpf/cgroup.c), which
+// the cgroup types ask first: the cgroup storage, and the syscall's return
+// value where the hook has one to get or set (not for skb, sock_ops,
+// recvmsg, getpeername and getsockname hooks).
+func cgroupCommon(a ebpf.AttachType) HelperSet {
+	s := names(CapNone, "get_local_storage")
+	if !hasRetval(a) {
+		return s
+	}
+	return Helpers(s, names(CapNone, "get_retval set_retval"))
+}
+
+// hasRetval reports whether cgroup programs of attach type a may get and
+// set the syscall's return value. Attach type 0 is
+// BPF_CGROUP_INET_INGRESS: programs of the types that take any attach
+// type (cgroup_sysctl, cgroup_device) loaded without one may not.
+func hasRetval(a ebpf.AttachType) bool {
+	switch a {
+	case ebpf.AttachCGroupInetIngress, ebpf.AttachCGroupInetEgress, ebpf.AttachCGroupSockOps,
+		ebpf.AttachCGroupUDP4Recvmsg, ebpf.AttachCGroupUDP6Recvmsg, ebpf.AttachCgroupUnixRecvmsg,
+		ebpf.AttachCgroupInet4GetPeername, ebpf.AttachCgroupInet6GetPeername, ebpf.AttachCgroupUnixGetpeername,
+		ebpf.AttachCgroupInet4GetSockname, ebpf.AttachCgroupInet6GetSockname, ebpf.AttachCgroupUnixGetsockname:
+		return false
+	}
+	return true
+}
+
+// cgroupCurrentHelpers is cgroup_current_func_proto, which the cgroup types
+// that run in the calling task's context ask next: the task's identity
+// without CAP_PERFMON.
+var cgroupCurrentHelpers = names(CapNone, `get_current_uid_gid
+	get_cgroup_classid current_task_under_cgroup`)

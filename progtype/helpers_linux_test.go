@@ -78,10 +78,10 @@ func kernelSets(t *testing.T, keep []int, c progtype.Cap) ([]string, int) {
 				return
 			}
 		}
-		for _, typ := range kernelTypes {
-			pt, _ := progtype.Of(typ)
+		for _, kt := range kernelTypes {
+			pt, _ := progtype.OfAttach(kt.typ, kt.attach)
 			for id := int32(0); id <= 211; id++ {
-				kernelCan, ok, err := kernelCanCall(typ, id)
+				kernelCan, ok, err := kernelCanCall(kt.typ, kt.attach, id)
 				if err != nil {
 					r.err = err
 					return
@@ -94,7 +94,7 @@ func kernelSets(t *testing.T, keep []int, c progtype.Cap) ([]string, int) {
 					r.allowed++
 				}
 				if ours := pt.CanCall(id, c); ours != kernelCan {
-					r.mismatches = append(r.mismatches, pt.Name+": "+isa.HelperLabel(id)+": kernel "+verdict(kernelCan)+", bpfvm "+verdict(ours))
+					r.mismatches = append(r.mismatches, pt.Name+"/"+kt.attach.String()+": "+isa.HelperLabel(id)+": kernel "+verdict(kernelCan)+", bpfvm "+verdict(ours))
 				}
 			}
 		}
@@ -116,9 +116,10 @@ func verdict(can bool) string {
 
 // kernelCanCall loads "call id; r0 = 0; exit" and reports whether the
 // kernel found a prototype for the helper, and whether bpf() was permitted.
-func kernelCanCall(typ ebpf.ProgramType, id int32) (can, ok bool, err error) {
+func kernelCanCall(typ ebpf.ProgramType, attach ebpf.AttachType, id int32) (can, ok bool, err error) {
 	p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
 		Type:         typ,
+		AttachType:   attach,
 		License:      "GPL",
 		Instructions: asm.Instructions{asm.BuiltinFunc(id).Call(), asm.Mov.Imm(asm.R0, 0), asm.Return()},
 	}, ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 16})

@@ -9,15 +9,48 @@ import (
 	"github.com/bpfvm/bpfvm/progtype"
 )
 
-// kernelTypes are the kernel program types with a func_proto set here.
-var kernelTypes = []ebpf.ProgramType{ebpf.SocketFilter, ebpf.SchedCLS, ebpf.SchedACT, ebpf.XDP}
+// kernelType is a kernel program type with a func_proto set here, for an
+// expected attach type.
+type kernelType struct {
+	typ    ebpf.ProgramType
+	attach ebpf.AttachType
+}
+
+// kernelTypes are the kernel program types with a func_proto set here, by
+// attach type where the set depends on it.
+var kernelTypes = []kernelType{
+	{ebpf.SocketFilter, 0}, {ebpf.SchedCLS, 0}, {ebpf.SchedACT, 0}, {ebpf.XDP, 0},
+	{ebpf.CGroupSKB, ebpf.AttachCGroupInetIngress}, {ebpf.CGroupSKB, ebpf.AttachCGroupInetEgress},
+	{ebpf.SkSKB, 0}, {ebpf.SkMsg, 0}, {ebpf.SockOps, 0}, {ebpf.SockOps, ebpf.AttachCGroupSockOps},
+	{ebpf.SockOps, ebpf.AttachCGroupSysctl}, {ebpf.SkReuseport, 0},
+	{ebpf.CGroupSock, ebpf.AttachCGroupInetSockCreate}, {ebpf.CGroupSock, ebpf.AttachCgroupInetSockRelease},
+	{ebpf.CGroupSock, ebpf.AttachCGroupInet4PostBind}, {ebpf.CGroupSock, ebpf.AttachCGroupInet6PostBind},
+	{ebpf.CGroupSockAddr, ebpf.AttachCGroupInet4Bind}, {ebpf.CGroupSockAddr, ebpf.AttachCGroupInet6Bind},
+	{ebpf.CGroupSockAddr, ebpf.AttachCGroupInet4Connect}, {ebpf.CGroupSockAddr, ebpf.AttachCGroupInet6Connect},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixConnect},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupInet4GetPeername}, {ebpf.CGroupSockAddr, ebpf.AttachCgroupInet6GetPeername},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixGetpeername},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupInet4GetSockname}, {ebpf.CGroupSockAddr, ebpf.AttachCgroupInet6GetSockname},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixGetsockname},
+	{ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP4Sendmsg}, {ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP6Sendmsg},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixSendmsg},
+	{ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP4Recvmsg}, {ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP6Recvmsg},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixRecvmsg},
+	{ebpf.SkLookup, ebpf.AttachSkLookup}, {ebpf.CGroupSysctl, 0}, {ebpf.CGroupSysctl, ebpf.AttachCGroupSysctl},
+	{ebpf.CGroupDevice, ebpf.AttachCGroupDevice},
+	{ebpf.CGroupSockopt, ebpf.AttachCGroupSetsockopt}, {ebpf.CGroupSockopt, ebpf.AttachCGroupGetsockopt},
+	{ebpf.CGroupDevice, 0}, {ebpf.SkReuseport, ebpf.AttachSkReuseportSelect},
+	{ebpf.SkReuseport, ebpf.AttachSkReuseportSelectOrMigrate},
+	{ebpf.LWTIn, 0}, {ebpf.LWTOut, 0}, {ebpf.LWTXmit, 0}, {ebpf.FlowDissector, 0},
+	{ebpf.LWTSeg6Local, 0},
+}
 
 // TestHelperSetNames checks that every set names kernel helpers only: a
 // typo would make a helper silently unavailable.
 func TestHelperSetNames(t *testing.T) {
 	sets := map[string]progtype.HelperSet{"base": progtype.BaseHelpers()}
-	for _, typ := range kernelTypes {
-		pt, err := progtype.Of(typ)
+	for _, kt := range kernelTypes {
+		pt, err := progtype.OfAttach(kt.typ, kt.attach)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,11 +9,17 @@
 //
 // Each family of kernel types has a file: raw.go, xdp.go, skb.go (the
 // __sk_buff layout and test-run setup the skb types share),
-// socket_filter.go, tc.go; helpers.go holds the shared helper sets
-// (bpf_base_func_proto, bpf_sk_base_func_proto) they compose.
+// socket_filter.go, tc.go, cgroup_skb.go, lwt.go, sockmap.go (sk_skb,
+// sk_msg), sock_ops.go, cgroup_sock.go (cgroup_sock, cgroup_sock_addr),
+// sk_lookup.go, sk_reuseport.go, flow_dissector.go, cgroup.go (cgroup_sysctl, cgroup_sockopt,
+// cgroup_device); helpers.go holds the shared helper sets
+// (bpf_base_func_proto, bpf_sk_base_func_proto, cgroup_common_func_proto,
+// cgroup_current_func_proto) they compose. Where the kernel's rules depend
+// on the expected attach type, each attach type has its Type (OfAttach).
 package progtype
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
@@ -38,7 +44,23 @@ const (
 	PacketEnd
 	// PacketMeta loads the address of the packet's metadata area.
 	PacketMeta
+	// FlowKeys loads the address of the struct bpf_flow_keys a
+	// flow_dissector program fills (FlowKeysSize bytes).
+	FlowKeys
+	// SockCommonOrNull loads the address of the run's socket, a struct
+	// bpf_sock read as SockCommon describes (Type.Socket), or 0 when the
+	// run has none.
+	SockCommonOrNull
+	// Socket loads the address of the run's socket, a struct bpf_sock
+	// read as Sock describes (Type.Socket), which every run has.
+	Socket
+	// SocketOrNull loads the address of the run's socket, a struct
+	// bpf_sock read as Sock describes, or 0 when the run has none.
+	SocketOrNull
 )
+
+// FlowKeysSize is the size of struct bpf_flow_keys.
+const FlowKeysSize = 56
 
 func (k Kind) String() string {
 	switch k {
@@ -50,6 +72,14 @@ func (k Kind) String() string {
 		return "pkt_end"
 	case PacketMeta:
 		return "pkt_meta"
+	case FlowKeys:
+		return "flow_keys"
+	case SockCommonOrNull:
+		return "sock_common_or_null"
+	case Socket:
+		return "sock"
+	case SocketOrNull:
+		return "sock_or_null"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -66,6 +96,28 @@ type Field struct {
 	// at offsets inside it aligned to that size (the kernel's
 	// bpf_ctx_narrow_access_ok): the low byte of a u32, or its third.
 	Narrow bool
+	// NarrowStart limits narrow loads to the field's first byte, where the
+	// kernel matches the field by its offset alone (bpf_sock.family: a
+	// byte of it at its offset, never at the next).
+	NarrowStart bool
+	// NarrowSpan limits narrow loads to the field's first NarrowSpan bytes
+	// (0: all of it), where a narrower kernel field is shown in a wider
+	// one (bpf_sock.dst_port, a __be16 read as a u32 or in halves and
+	// bytes of its two bytes).
+	NarrowSpan uint32
+	// NarrowMin is the smallest narrow load (0: any), where the kernel's
+	// field behind is wider than a byte (sk_reuseport_md.eth_protocol).
+	NarrowMin uint32
+	// Wide allows 8-byte accesses at 8-byte aligned offsets covering this
+	// field and the next, both Wide: the kernel's bpf_ctx_wide_access_ok
+	// for u32 arrays (bpf_sock_addr.user_ip6), the access Read and Write
+	// as the first field's.
+	Wide bool
+	// ReadCap and WriteCap are the least privilege a load needs to read or
+	// write the field (CapNone for any), as is_valid_access functions test
+	// bpf_token_capable; CapPerfmon stands for CAP_SYS_ADMIN too, which a
+	// privileged (root) load has.
+	ReadCap, WriteCap Cap
 	// Memory makes the field plain memory (__sk_buff.cb[]): loads and, if
 	// Write, stores of any size inside it, aligned to that size.
 	Memory bool
@@ -118,6 +170,10 @@ type Type struct {
 	// it projects, "xdp_md" and "xdp_buff"): a global function's argument
 	// pointing at one of them is the context.
 	ContextNames []string
+	// PacketReadOnly says programs may read the packet through its
+	// pointers but not write it (the kernel's may_access_direct_pkt_data:
+	// cgroup_skb, lwt_in, lwt_out, sk_reuseport).
+	PacketReadOnly bool
 	// MinData is the smallest input a test run accepts.
 	MinData int
 	// NetworkHeader makes the packet start after the 14-byte Ethernet header
@@ -126,9 +182,20 @@ type Type struct {
 	// Helpers are the helpers programs of this type may call (the
 	// kernel's func_proto for the type, CanCall); nil allows every helper.
 	Helpers HelperSet
-	// ReturnMin and ReturnMax bound R0 at exit (checked by the verifier)
-	// when ReturnMax > ReturnMin: the kernel's check_return_code. The
-	// networking types here have no range.
+	// Attach is the expected attach type the type stands for
+	// (ProgramSpec.AttachType) where the kernel's rules depend on it
+	// (OfAttach); 0 otherwise.
+	Attach ebpf.AttachType
+	// Unimplemented names helpers of the set that the kernel serves for
+	// this type with a function of the type's own (flow_dissector's
+	// skb_load_bytes is bpf_flow_dissector_load_bytes), which bpfvm does
+	// not implement: a program calling one fails to load as calling a
+	// helper bpfvm lacks, rather than run another function.
+	Unimplemented map[string]bool
+	// CheckReturn makes the verifier check that R0 at exit is within
+	// [ReturnMin, ReturnMax]: the kernel's check_return_code. The packet
+	// types (xdp, tc, socket filter) have no range.
+	CheckReturn          bool
 	ReturnMin, ReturnMax int64
 	// Setup fills the context before a run, after the context input (given
 	// says whether the run had one) has been copied, from the input frame
@@ -140,10 +207,34 @@ type Type struct {
 	// which test runs model (runner.Skb): the skb helpers keep its
 	// fields, the packet has room to grow to runner.SkbMaxLen bytes.
 	Skb bool
+	// Socket fills the run's socket (SockSize bytes, zero before) from
+	// the context after Setup and the input frame, and reports whether
+	// the run has one: what a SockCommonOrNull field points at. nil for
+	// none.
+	Socket func(sk, ctx, frame []byte) bool
+	// Keys, for a type whose programs fill a struct bpf_flow_keys
+	// (flow_dissector), is its test run; nil for none.
+	Keys *KeysRun
 	// MetaInput returns how many leading bytes of a test run's input are
 	// packet metadata rather than packet (xdp_md.data of the input), after
 	// Setup accepted the context; nil for none.
 	MetaInput func(ctx []byte) uint32
+}
+
+// KeysRun is the test run of a type whose programs fill a struct
+// bpf_flow_keys through a FlowKeys field (flow_dissector): the context is
+// the type's own (no context input reaches it), the context input is the
+// keys' input, the output packet the keys after the run, and the context
+// output the keys' input as given.
+type KeysRun struct {
+	// Check refuses a keys input the kernel's test run refuses.
+	Check func(in []byte) error
+	// Reset fills the keys before each repetition from the input (zero
+	// when none was given) and the frame.
+	Reset func(keys, in, frame []byte)
+	// Finish adjusts the keys after the last repetition (each repetition
+	// starts from Reset, so only the last one's adjustment is seen).
+	Finish func(keys []byte, frame int)
 }
 
 // Field returns the field containing [off, off+size), or nil.
@@ -157,17 +248,37 @@ func (t *Type) Field(off, size uint32) *Field {
 	return nil
 }
 
-// Access checks a context access of size bytes at off and returns the field.
-// As in the kernel, every access is aligned to its size; whole-field
-// accesses are allowed as the field's Read and Write say; narrower loads
-// only for Narrow fields; accesses of any size inside Memory fields; pointer
-// fields only as whole loads, never sign-extending ones.
+// Access checks a context access of size bytes at off by a privileged load
+// (AccessAs with CapPerfmon) and returns the field.
 func (t *Type) Access(off, size uint32, op Op) (*Field, error) {
+	return t.AccessAs(off, size, op, CapPerfmon)
+}
+
+// AccessAs checks a context access of size bytes at off by a load with
+// privilege c and returns the field. As in the kernel, every access is
+// aligned to its size; whole-field accesses are allowed as the field's
+// Read and Write (and ReadCap, WriteCap) say; narrower loads only for
+// Narrow fields; accesses of any size inside Memory fields; 8-byte ones
+// across two Wide fields; pointer fields only as whole loads, never
+// sign-extending ones.
+func (t *Type) AccessAs(off, size uint32, op Op, c Cap) (*Field, error) {
 	f := t.Field(off, size)
-	if f == nil || !f.allows(off, size, op) {
+	if f == nil && size == 8 && off%8 == 0 {
+		f = t.wide(off)
+	}
+	if f == nil || !f.allows(off, size, op, c) {
 		return nil, fmt.Errorf("invalid bpf_context access off=%d size=%d", off, size)
 	}
 	return f, nil
+}
+
+// wide returns the first of two Wide fields an 8-byte access at off covers.
+func (t *Type) wide(off uint32) *Field {
+	lo, hi := t.Field(off, 4), t.Field(off+4, 4)
+	if lo == nil || hi == nil || !lo.Wide || !hi.Wide || lo.Size != 4 || hi.Size != 4 {
+		return nil
+	}
+	return lo
 }
 
 // Convert returns the offset and size in the context an allowed access
@@ -199,18 +310,24 @@ func (t *Type) Truncate(ctx []byte) {
 	}
 }
 
-func (f *Field) allows(off, size uint32, op Op) bool {
+func (f *Field) allows(off, size uint32, op Op, c Cap) bool {
 	switch {
 	case size == 0 || size&(size-1) != 0 || off%size != 0:
 		return false
-	case op == Store && !f.Write, op != Store && !f.Read:
+	case op == Store && (!f.Write || c < f.WriteCap), op != Store && (!f.Read || c < f.ReadCap):
 		return false
 	case f.Kind != Scalar:
 		return op == Load && off == f.Offset && size == f.Size
 	case f.Memory, size == f.Size:
 		return true
+	case f.Wide && size == 8:
+		return true
+	case !f.Narrow || op == Store || size > f.Size || size < f.NarrowMin:
+		return false
+	case f.NarrowStart && off != f.Offset:
+		return false
 	}
-	return f.Narrow && op != Store && size < f.Size
+	return f.NarrowSpan == 0 || off+size <= f.Offset+f.NarrowSpan
 }
 
 // CheckInput checks a context input against the fields a test run takes
@@ -302,6 +419,15 @@ func (t *Type) Validate() error {
 		if f.Backing != 0 && (f.Backing > f.Size || f.Backing&(f.Backing-1) != 0) {
 			return fmt.Errorf("program type %s: field %s: backing of %d bytes for a %d byte field", t.Name, f.Name, f.Backing, f.Size)
 		}
+		if f.Wide && (f.Size != 4 || f.Kind != Scalar) {
+			return fmt.Errorf("program type %s: wide field %s must be a 4-byte scalar", t.Name, f.Name)
+		}
+		if f.NarrowSpan > f.Size || f.NarrowMin > f.Size {
+			return fmt.Errorf("program type %s: field %s: narrow loads limited beyond its %d bytes", t.Name, f.Name, f.Size)
+		}
+		if (f.Kind == FlowKeys || f.Kind == SockCommonOrNull || f.Kind == Socket || f.Kind == SocketOrNull) && f.Size != 8 {
+			return fmt.Errorf("program type %s: pointer field %s must be 8 bytes", t.Name, f.Name)
+		}
 		if f.Kind != Scalar && f.Size != 4 && f.Size != 8 {
 			return fmt.Errorf("program type %s: pointer field %s must be 4 or 8 bytes", t.Name, f.Name)
 		}
@@ -314,9 +440,30 @@ func (t *Type) Validate() error {
 	return nil
 }
 
-// Of returns the description of a kernel program type bpfvm runs; an
-// unspecified type is Raw.
+// ErrAttachType is wrapped by errors for an expected attach type the
+// program type does not take, which the kernel refuses with EINVAL.
+var ErrAttachType = errors.New("invalid expected attach type")
+
+// Of returns the description of a kernel program type bpfvm runs, loaded
+// with expected attach type 0 (OfAttach); an unspecified type is Raw.
 func Of(t ebpf.ProgramType) (*Type, error) {
+	return OfAttach(t, 0)
+}
+
+// OfAttach returns the description of a kernel program type bpfvm runs,
+// loaded with expected attach type a (ProgramSpec.AttachType), as the
+// kernel's bpf_prog_load_check_attach takes it: the types whose rules
+// depend on it have one description per attach type, and refuse the
+// attach types they do not take (ErrAttachType); the others ignore it. A
+// cgroup_sock program of attach type 0 is a socket creation one, as the
+// kernel fixes it up.
+func OfAttach(t ebpf.ProgramType, a ebpf.AttachType) (*Type, error) {
+	byAttach := func(m map[ebpf.AttachType]*Type) (*Type, error) {
+		if pt := m[a]; pt != nil {
+			return pt, nil
+		}
+		return nil, fmt.Errorf("program type %s: attach type %s: %w", t, a, ErrAttachType)
+	}
 	switch t {
 	case ebpf.UnspecifiedProgram:
 		return Raw, nil
@@ -328,6 +475,60 @@ func Of(t ebpf.ProgramType) (*Type, error) {
 		return SchedCLS, nil
 	case ebpf.SchedACT:
 		return SchedACT, nil
+	case ebpf.CGroupSKB:
+		return byAttach(map[ebpf.AttachType]*Type{
+			ebpf.AttachCGroupInetIngress: CGroupSKBIngress,
+			ebpf.AttachCGroupInetEgress:  CGroupSKBEgress,
+		})
+	case ebpf.SkSKB:
+		return SKSKB, nil
+	case ebpf.SkMsg:
+		return SKMsg, nil
+	case ebpf.SockOps:
+		if hasRetval(a) {
+			return sockOpsRetval, nil
+		}
+		return SockOps, nil
+	case ebpf.CGroupSock:
+		if a == 0 {
+			a = ebpf.AttachCGroupInetSockCreate
+		}
+		return byAttach(cgroupSockTypes)
+	case ebpf.CGroupSockAddr:
+		return byAttach(cgroupSockAddrTypes)
+	case ebpf.SkLookup:
+		return byAttach(map[ebpf.AttachType]*Type{ebpf.AttachSkLookup: SKLookup})
+	case ebpf.CGroupSysctl:
+		if !hasRetval(a) {
+			return cgroupSysctlNoRetval, nil
+		}
+		return CGroupSysctl, nil
+	case ebpf.CGroupSockopt:
+		return byAttach(map[ebpf.AttachType]*Type{
+			ebpf.AttachCGroupSetsockopt: CGroupSetsockopt,
+			ebpf.AttachCGroupGetsockopt: CGroupGetsockopt,
+		})
+	case ebpf.CGroupDevice:
+		if !hasRetval(a) {
+			return cgroupDeviceNoRetval, nil
+		}
+		return CGroupDevice, nil
+	case ebpf.SkReuseport:
+		return byAttach(map[ebpf.AttachType]*Type{
+			0:                                     SKReuseport,
+			ebpf.AttachSkReuseportSelect:          SKReuseport,
+			ebpf.AttachSkReuseportSelectOrMigrate: SKReuseport,
+		})
+	case ebpf.FlowDissector:
+		return FlowDissector, nil
+	case ebpf.LWTIn:
+		return LWTIn, nil
+	case ebpf.LWTOut:
+		return LWTOut, nil
+	case ebpf.LWTXmit:
+		return LWTXmit, nil
+	case ebpf.LWTSeg6Local:
+		return LWTSeg6Local, nil
 	}
 	return nil, fmt.Errorf("program type %s: %w", t, ErrNotSupported)
 }

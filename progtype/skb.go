@@ -49,9 +49,8 @@ var skbLayout = []Field{
 	{Name: "tstamp", Offset: 152, Size: 8, Input: true, Output: true},
 	{Name: "wire_len", Offset: 160, Size: 4, Narrow: true, Input: true, Output: true},
 	{Name: "gso_segs", Offset: 164, Size: 4, Narrow: true, Backing: 2, Input: true, Output: true},
-	// sk is a nullable struct bpf_sock_common pointer, which bpfvm does not
-	// model yet: never readable here.
-	{Name: "sk", Offset: 168, Size: 8},
+	// sk is the skb's socket, if any (PTR_TO_SOCK_COMMON_OR_NULL).
+	{Name: "sk", Offset: 168, Size: 8, Kind: SockCommonOrNull},
 	{Name: "gso_size", Offset: 176, Size: 4, Narrow: true, Backing: 2, Input: true},
 	{Name: "tstamp_type", Offset: 180, Size: 1},
 	{Name: "hwtstamp", Offset: 184, Size: 8, Input: true, Output: true},
@@ -77,7 +76,7 @@ func skbFields(hidden, writable string) []Field {
 		}
 		return m
 	}
-	hide, write := set(hidden+" flow_keys sk tstamp_type"), set(writable)
+	hide, write := set(hidden+" flow_keys tstamp_type"), set(writable)
 	out := append([]Field(nil), skbLayout...)
 	for i := range out {
 		f := &out[i]
@@ -95,14 +94,18 @@ const skbContextSize = 192
 
 // struct __sk_buff offsets.
 const (
-	skbLen      = 0
-	skbPktType  = 4
-	skbProtocol = 16
-	skbIfindex  = 40
-	skbFamily   = 88
-	skbDataMeta = 140
-	skbWireLen  = 160
-	skbGSOSegs  = 164
+	skbLen       = 0
+	skbPktType   = 4
+	skbProtocol  = 16
+	skbIfindex   = 40
+	skbFamily    = 88
+	skbRemoteIP4 = 92
+	skbLocalIP4  = 96
+	skbRemoteIP6 = 100
+	skbLocalIP6  = 116
+	skbDataMeta  = 140
+	skbWireLen   = 160
+	skbGSOSegs   = 164
 )
 
 // Limits of the kernel's test run on the context input.

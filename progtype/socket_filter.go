@@ -12,6 +12,7 @@ var SocketFilter = &Type{
 	NetworkHeader: true,
 	Setup:         skbSetup,
 	Skb:           true,
+	Socket:        skbSocket,
 	Helpers:       Helpers(socketFilterHelpers, sockBaseHelpers),
 }
 

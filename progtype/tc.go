@@ -20,6 +20,7 @@ var SchedCLS = &Type{
 	MinData:      14,
 	Setup:        skbSetup,
 	Skb:          true,
+	Socket:       skbSocket,
 	Helpers:      tcHelpers,
 }
 
@@ -32,6 +33,7 @@ var SchedACT = &Type{
 	MinData:      14,
 	Setup:        skbSetup,
 	Skb:          true,
+	Socket:       skbSocket,
 	Helpers:      tcHelpers,
 }
 

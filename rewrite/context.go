@@ -10,9 +10,11 @@ import (
 
 // Shadow locates, relative to the context, the slots where the runner keeps
 // the 64-bit packet pointers verified programs load in place of the
-// context's 32-bit data, data_end and data_meta fields.
+// context's data, data_end and data_meta fields, the flow keys' address
+// they load in place of __sk_buff.flow_keys, and the socket's in place of
+// __sk_buff.sk.
 type Shadow struct {
-	Data, End, Meta uint64
+	Data, End, Meta, FlowKeys, Socket uint64
 }
 
 // ConvertContext turns loads of packet pointer fields, which the verifier
@@ -49,6 +51,10 @@ func ConvertContext(insns []isa.Instruction, aux []verifier.InsnAux, shadow Shad
 			slot = shadow.End
 		case progtype.PacketMeta:
 			slot = shadow.Meta
+		case progtype.FlowKeys:
+			slot = shadow.FlowKeys
+		case progtype.SockCommonOrNull, progtype.Socket, progtype.SocketOrNull:
+			slot = shadow.Socket
 		}
 		*ins = isa.Instruction{Op: isa.ClassLDX | isa.ModeMEM | isa.SizeDW, Dst: ins.Dst, Src: ins.Src, Off: int16(slot)}
 	}

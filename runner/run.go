@@ -28,14 +28,18 @@ const (
 const ethHeader = 14
 
 // Shadow slots, relative to Shadow: the 64-bit packet pointers that
-// verified programs load in place of the context's 32-bit data, data_end
-// and data_meta fields (the rewrite turns those loads into loads of these
-// slots; setPacket keeps them up to date).
+// verified programs load in place of the context's data, data_end and
+// data_meta fields, and the address of the flow keys they load in place of
+// __sk_buff.flow_keys and of the socket in place of __sk_buff.sk (the
+// rewrite turns those loads into loads of these slots; setPacket keeps them
+// up to date). The flow keys follow the slots, then the socket.
 const (
-	ShadowData = 0
-	ShadowEnd  = 8
-	ShadowMeta = 16
-	shadowSize = 24
+	ShadowData     = 0
+	ShadowEnd      = 8
+	ShadowMeta     = 16
+	ShadowFlowKeys = 24
+	ShadowSocket   = 32
+	shadowSize     = 40
 )
 
 // Shadow is where, in the context area, the shadow slots of a program of
@@ -44,10 +48,19 @@ func Shadow(pt *progtype.Type) uint64 {
 	return (uint64(pt.ContextSize) + 7) &^ 7
 }
 
+// flowKeys is where, in the context area, the flow keys of a program of
+// type pt are.
+func flowKeys(pt *progtype.Type) uint64 { return Shadow(pt) + shadowSize }
+
+// socket is where, in the context area, the socket of a run of a program
+// of type pt is.
+func socket(pt *progtype.Type) uint64 { return flowKeys(pt) + progtype.FlowKeysSize }
+
 // contextArea is the size of the context area at the start of a run's
-// buffer: the context and the shadow slots, at least 256 bytes.
+// buffer: the context, the shadow slots, the flow keys and the socket, at
+// least 256 bytes.
 func contextArea(pt *progtype.Type) int {
-	return max(256, int(Shadow(pt)+shadowSize+63)&^63)
+	return max(256, int(socket(pt)+progtype.SockSize+63)&^63)
 }
 
 // Packet locates the packet in a runner's buffer: Start <= Meta <= Data
@@ -170,7 +183,18 @@ func Run(p *Program, in *Input, out *Output) error {
 	buf := r.buf.Bytes()
 	base := r.buf.Addr()
 	ctx := buf[:ctxArea]
-	if err := readContext(in, ctx[:pt.ContextSize]); err != nil {
+	r.keysIn = nil
+	if pt.Keys != nil {
+		// The context input is the flow keys'; the context starts zero.
+		r.keysIn = make([]byte, progtype.FlowKeysSize)
+		if err := readContext(in, r.keysIn); err != nil {
+			return err
+		}
+		if err := pt.Keys.Check(r.keysIn); err != nil {
+			return fmt.Errorf("context: %w", err)
+		}
+		clear(ctx[:pt.ContextSize])
+	} else if err := readContext(in, ctx[:pt.ContextSize]); err != nil {
 		return err
 	}
 	if err := pt.CheckInput(ctx[:pt.ContextSize]); err != nil {
@@ -182,6 +206,12 @@ func Run(p *Program, in *Input, out *Output) error {
 	}
 	frame := buf[ctxArea+headroom : ctxArea+headroom+len(in.Data)]
 	copy(frame, in.Data)
+	// The frame as given, for the flow keys' resets: the program may not
+	// write the packet (PacketReadOnly), but unverified ones might.
+	r.frame = nil
+	if pt.Keys != nil {
+		r.frame = in.Data
+	}
 	pkt := frame
 	if pt.NetworkHeader {
 		pkt = frame[ethHeader:]
@@ -204,6 +234,14 @@ func Run(p *Program, in *Input, out *Output) error {
 	}
 	// Inputs the kernel stores in narrower fields lose their high bytes.
 	pt.Truncate(ctx[:pt.ContextSize])
+	r.sock = 0
+	if pt.Socket != nil {
+		sk := ctx[socket(pt) : socket(pt)+progtype.SockSize]
+		clear(sk)
+		if pt.Socket(sk, ctx[:pt.ContextSize], frame) {
+			r.sock = base + socket(pt)
+		}
+	}
 	r.startEnv(in.RunContext)
 	env := &r.env
 	if len(frame) >= ethHeader {
@@ -255,15 +293,18 @@ func Run(p *Program, in *Input, out *Output) error {
 			out.Tunnel = &c
 		}
 	}
+	if pt.Keys != nil {
+		return keysOutput(r, pt, in, out)
+	}
 	// The kernel's XDP test run returns the metadata in front of the packet.
 	outStart := r.pkt.Data
 	switch {
 	case p.Kind == ebpf.XDP:
 		outStart = r.pkt.Meta
 	case pt.NetworkHeader:
-		// Socket filters saw the packet from the network header; the
-		// kernel's test run pushes an Ethernet header of zeroes back
-		// in front of it.
+		// Socket filters (and cgroup_skb, lwt) saw the packet from the
+		// network header; the kernel's test run pushes a link header
+		// back, zeroed, in front of it.
 		outStart -= ethHeader
 		clear(vm.Slice(outStart, ethHeader))
 	}
@@ -278,6 +319,26 @@ func Run(p *Program, in *Input, out *Output) error {
 	if in.ContextOut != nil {
 		pt.Output(ctx[:pt.ContextSize], given, r.pkt.Meta, r.pkt.Data, r.pkt.End)
 		copy(in.ContextOut, ctx[:pt.ContextSize])
+	}
+	return nil
+}
+
+// keysOutput finishes a flow_dissector test run: the flow keys are the
+// output packet, the keys' input the context output.
+func keysOutput(r *Runner, pt *progtype.Type, in *Input, out *Output) error {
+	// The length is the input's, not the constant: with a constant length
+	// go1.26.8's compiler crashes on the copy below (disjointTypes).
+	keys := vm.Slice(r.buf.Addr()+flowKeys(pt), uint64(len(r.keysIn)))
+	pt.Keys.Finish(keys, len(in.Data))
+	out.DataSize = len(keys)
+	if in.DataOut != nil {
+		if len(in.DataOut) < len(keys) {
+			return fmt.Errorf("flow keys of %d bytes do not fit DataOut of %d", len(keys), len(in.DataOut))
+		}
+		copy(in.DataOut, keys)
+	}
+	if in.ContextOut != nil {
+		copy(in.ContextOut, r.keysIn)
 	}
 	return nil
 }
@@ -326,6 +387,10 @@ func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, err
 		return r.pkt.End, nil
 	case progtype.PacketMeta:
 		return r.pkt.Meta, nil
+	case progtype.FlowKeys:
+		return e.Ctx.Start + flowKeys(pt), nil
+	case progtype.SockCommonOrNull, progtype.Socket, progtype.SocketOrNull:
+		return r.sock, nil
 	}
 	o, n := f.Convert(uint32(off), uint32(size), op)
 	addr, size := e.Ctx.Start+uint64(o), uint64(n)

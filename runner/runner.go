@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/progtype"
 	"github.com/bpfvm/bpfvm/vm"
 )
 
@@ -20,11 +21,16 @@ type Runner struct {
 	regions  []vm.Region // regions[0] is the packet
 	prog     *Program    // the program running, for helpers
 	redirect Redirect
-	hs       helperState  // helpers' per-runner state (state.go)
-	sk       skbState     // the socket buffer of a run on one (skb.go)
-	cache    vm.Cache     // the engines' state kept from run to run
-	between  func() error // r.nextRun, made once: what engines call between repetitions
-	pace     vm.Pacer     // nextRun's looks at the run's context
+	// keysIn and frame are what a flow_dissector test run resets the
+	// flow keys from before each repetition (progtype.KeysRun).
+	keysIn, frame []byte
+	// sock is the address of the run's socket, 0 for none (Type.Socket).
+	sock    uint64
+	hs      helperState  // helpers' per-runner state (state.go)
+	sk      skbState     // the socket buffer of a run on one (skb.go)
+	cache   vm.Cache     // the engines' state kept from run to run
+	between func() error // r.nextRun, made once: what engines call between repetitions
+	pace    vm.Pacer     // nextRun's looks at the run's context
 }
 
 // setPacket moves the packet boundaries (after bpf_xdp_adjust_head and
@@ -42,6 +48,8 @@ func (r *Runner) setPacket(p Packet) {
 		*(*uint64)(vm.Ptr(shadow + ShadowData)) = p.Data
 		*(*uint64)(vm.Ptr(shadow + ShadowEnd)) = p.End
 		*(*uint64)(vm.Ptr(shadow + ShadowMeta)) = p.Meta
+		*(*uint64)(vm.Ptr(shadow + ShadowFlowKeys)) = r.buf.Addr() + flowKeys(r.prog.Type)
+		*(*uint64)(vm.Ptr(shadow + ShadowSocket)) = r.sock
 	}
 }
 
@@ -69,17 +77,25 @@ func (r *Runner) startEnv(ctx context.Context) {
 }
 
 // progRegions appends to regions (which hold the packet) what p may
-// access in checked mode: its maps and, for a verified program that runs
-// checked, the context and the shadow packet pointers its rewritten
-// context loads read (unverified programs reach the context through
-// vm.Env.CtxAccess instead).
+// access in checked mode: its maps, the flow keys of a type that has them
+// and, for a verified program that runs checked, the context and the
+// shadow packet pointers its rewritten context loads read (unverified
+// programs reach the context through vm.Env.CtxAccess instead).
 func (r *Runner) progRegions(regions []vm.Region, p *Program) []vm.Region {
+	base := r.buf.Addr()
 	if p.Verified && p.Checked && p.Type.ContextSize > 0 {
-		base := r.buf.Addr()
 		shadow := base + Shadow(p.Type)
 		regions = append(regions,
 			vm.Region{Start: base, End: base + uint64(p.Type.ContextSize), Writable: true},
 			vm.Region{Start: shadow, End: shadow + shadowSize})
+	}
+	if p.Type.Keys != nil {
+		keys := base + flowKeys(p.Type)
+		regions = append(regions, vm.Region{Start: keys, End: keys + progtype.FlowKeysSize, Writable: true})
+	}
+	if p.Type.Socket != nil {
+		sk := base + socket(p.Type)
+		regions = append(regions, vm.Region{Start: sk, End: sk + progtype.SockSize})
 	}
 	return append(regions, p.Regions...)
 }

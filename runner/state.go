@@ -3,6 +3,7 @@ package runner
 import (
 	"unsafe"
 
+	"github.com/bpfvm/bpfvm/progtype"
 	"github.com/bpfvm/bpfvm/vm"
 )
 
@@ -61,6 +62,10 @@ func (r *Runner) beginRun() {
 // before the run ends, and the packet stays as the run left it, as in the
 // kernel's test run.
 func (r *Runner) resetRun() {
+	if p := r.prog; p != nil && p.Type.Keys != nil {
+		keys := vm.Slice(r.buf.Addr()+flowKeys(p.Type), progtype.FlowKeysSize)
+		p.Type.Keys.Reset(keys, r.keysIn, r.frame)
+	}
 	r.env.TailCalls = 0
 	r.redirect = Redirect{}
 	r.sk.clones = r.sk.clones[:0]

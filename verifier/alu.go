@@ -287,8 +287,12 @@ func (v *verifier) pointerALU(pc int, ins isa.Instruction, dst, src *Reg, op uin
 			break
 		}
 		return v.errorf(pc, "R%d pointer arithmetic on %s prohibited", ins.Dst, ptr.Type)
-	case PtrToPacketEnd, PtrToFunc, PtrToXDPSock:
+	case PtrToPacketEnd, PtrToFunc, PtrToXDPSock, PtrToSockCommon, PtrToSocket:
 		return v.errorf(pc, "R%d pointer arithmetic on %s prohibited", ins.Dst, ptr.Type)
+	case PtrToFlowKeys:
+		if !off.Scalar.IsConst() {
+			return v.errorf(pc, "R%d pointer arithmetic on %s prohibited", ins.Dst, ptr.Type)
+		}
 	}
 	if op == isa.ALUSub && ptr.Type == PtrToStack {
 		// As the kernel: JITs may not cope with subtraction from fp.

@@ -2,7 +2,9 @@ package verifier
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 
 	"github.com/bpfvm/bpfvm/helper"
 	"github.com/bpfvm/bpfvm/isa"
@@ -733,14 +735,30 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		}
 		return true, nil
 	}
-	if v.pt.ReturnMax > v.pt.ReturnMin {
+	if v.pt.CheckReturn {
 		if r0.Type != ScalarValue {
 			return false, v.errorf(pc, "At program exit the register R0 is not a known value (%s)", regTypeString(r0))
 		}
 		if r0.Smin < v.pt.ReturnMin || r0.Smax > v.pt.ReturnMax {
-			return false, v.errorf(pc, "At program exit the register R0 has %s should have been in [%d, %d]", fmt.Sprint(r0.Scalar), v.pt.ReturnMin, v.pt.ReturnMax)
+			return false, v.errorf(pc, "At program exit the register R0 has%s should have been in [%d, %d]", signedBounds(r0), v.pt.ReturnMin, v.pt.ReturnMax)
 		}
 		v.markRegPrecise(isa.R0)
 	}
 	return true, nil
+}
+
+// signedBounds describes a scalar by its signed bounds, as the kernel's
+// verbose_invalid_scalar: the finite ones, or "unknown scalar value".
+func signedBounds(r *Reg) string {
+	var b strings.Builder
+	if r.Smin > math.MinInt64 {
+		fmt.Fprintf(&b, " smin=%d", r.Smin)
+	}
+	if r.Smax < math.MaxInt64 {
+		fmt.Fprintf(&b, " smax=%d", r.Smax)
+	}
+	if b.Len() == 0 {
+		return " unknown scalar value"
+	}
+	return b.String()
 }

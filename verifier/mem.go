@@ -107,8 +107,8 @@ func (v *verifier) checkAtomic(pc int, ins isa.Instruction) error {
 		return err
 	}
 	switch ptr.Type {
-	case PtrToCtx, PtrToPacket, PtrToPacketMeta:
-		return v.errorf(pc, "BPF_ATOMIC stores into R%d %s is not allowed", ins.Dst, ptr.Type)
+	case PtrToCtx, PtrToPacket, PtrToPacketMeta, PtrToFlowKeys, PtrToSockCommon, PtrToSocket:
+		return v.errorf(pc, "BPF_ATOMIC stores into R%d %s is not allowed", ins.Dst, regTypeString(ptr))
 	}
 	if ins.Imm&isa.AtomicFetch != 0 && ins.Imm != isa.AtomicCmpXchg {
 		// The fetch forms load the old value into src.
@@ -196,6 +196,17 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 		return v.packetAccess(ptr, a)
 	case PtrToXDPSock:
 		return v.xdpSockAccess(ptr, a)
+	case PtrToSockCommon, PtrToSocket:
+		return v.sockAccess(ptr, a)
+	case PtrToFlowKeys:
+		if v.leaks(a) {
+			return Reg{}, v.errorf(a.pc, "R%d leaks addr into flow keys", a.valReg)
+		}
+		// Arithmetic moves the pointer by constants only (alu.go).
+		if off := int64(ptr.Off) + int64(a.off); off < 0 || off+int64(a.size) > progtype.FlowKeysSize {
+			return Reg{}, v.errorf(a.pc, "invalid access to flow keys off=%d size=%d", off, a.size)
+		}
+		return v.loadedScalar(a.size), nil
 	case ConstPtrToMap:
 		return v.mapPtrAccess(ptr, a)
 	case PtrToMem:
@@ -215,11 +226,38 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 	return Reg{}, v.errorf(a.pc, "R%d invalid mem access '%s'", a.reg, regTypeString(ptr))
 }
 
+// sockAccess checks an access to a socket (the kernel's check_sock_access):
+// reads only, of the fields the socket's description allows (a
+// sock_common's fewer than a sock's).
+func (v *verifier) sockAccess(ptr *Reg, a access) (Reg, error) {
+	if a.write {
+		return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))
+	}
+	// The pointer is never moved (alu.go), so the access's offset is the
+	// field's.
+	off := int64(ptr.Off) + int64(a.off)
+	op := progtype.Load
+	if a.signed {
+		op = progtype.LoadSigned
+	}
+	if off < 0 || off >= progtype.SockSize {
+		return Reg{}, v.errorf(a.pc, "R%d invalid %s access off=%d size=%d", a.reg, regTypeString(ptr), off, a.size)
+	}
+	desc := progtype.SockCommon
+	if ptr.Type == PtrToSocket {
+		desc = progtype.Sock
+	}
+	if _, err := desc.Access(uint32(off), uint32(a.size), op); err != nil {
+		return Reg{}, v.errorf(a.pc, "R%d invalid %s access off=%d size=%d", a.reg, regTypeString(ptr), off, a.size)
+	}
+	return v.loadedScalar(a.size), nil
+}
+
 // mixable reports whether one instruction may access memory of type t and
 // of other types on different paths: not the context and sockets, whose
 // accesses the kernel converts (reg_type_mismatch_ok).
 func mixable(t RegType) bool {
-	return t.IsPointer() && t != PtrToCtx && t != PtrToXDPSock
+	return t.IsPointer() && t != PtrToCtx && t != PtrToXDPSock && t != PtrToSockCommon && t != PtrToSocket
 }
 
 // xdpSockAccess checks an access to an xskmap socket: only its 4-byte
@@ -335,6 +373,9 @@ func (v *verifier) mapValueAccess(ptr *Reg, a access) (Reg, error) {
 }
 
 func (v *verifier) packetAccess(ptr *Reg, a access) (Reg, error) {
+	if a.write && v.pt.PacketReadOnly {
+		return Reg{}, v.errorf(a.pc, "cannot write into packet")
+	}
 	s := ptr.Scalar
 	if s.Smin < 0 {
 		return Reg{}, v.errorf(a.pc, "R%d min value is negative, either use unsigned index or do a if (index >=0) check.", a.reg)
@@ -376,7 +417,7 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 	case a.signed:
 		op = progtype.LoadSigned
 	}
-	f, err := v.pt.Access(uint32(off), uint32(a.size), op)
+	f, err := v.pt.AccessAs(uint32(off), uint32(a.size), op, v.caps())
 	if err != nil {
 		return Reg{}, v.errorf(a.pc, "%v", err)
 	}
@@ -392,6 +433,14 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 		return Reg{Type: PtrToPacketMeta, Scalar: Const(0)}, nil
 	case progtype.PacketEnd:
 		return Reg{Type: PtrToPacketEnd, Scalar: Const(0)}, nil
+	case progtype.FlowKeys:
+		return Reg{Type: PtrToFlowKeys, Scalar: Const(0)}, nil
+	case progtype.SockCommonOrNull:
+		return Reg{Type: PtrToSockCommon, Flags: MaybeNull, ID: v.newID(), Scalar: Const(0)}, nil
+	case progtype.Socket:
+		return Reg{Type: PtrToSocket, Scalar: Const(0)}, nil
+	case progtype.SocketOrNull:
+		return Reg{Type: PtrToSocket, Flags: MaybeNull, ID: v.newID(), Scalar: Const(0)}, nil
 	}
 	return v.loadedScalar(a.size), nil
 }
@@ -446,6 +495,8 @@ func alignName(t RegType) string {
 		return "context "
 	case PtrToXDPSock:
 		return "xdp_sock "
+	case PtrToFlowKeys:
+		return "flow keys "
 	}
 	return ""
 }

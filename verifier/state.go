@@ -27,6 +27,17 @@ const (
 	// PtrToXDPSock is a socket of an xskmap, what a lookup in one gives
 	// once null-checked: its queue_id may be read, nothing else.
 	PtrToXDPSock
+	// PtrToFlowKeys is the struct bpf_flow_keys of a flow_dissector
+	// program (__sk_buff.flow_keys): plain memory of its size, moved only
+	// by constants.
+	PtrToFlowKeys
+	// PtrToSockCommon is a socket as struct bpf_sock_common shows it
+	// (__sk_buff.sk, null-checked): read-only, progtype.SockCommon's fields.
+	PtrToSockCommon
+	// PtrToSocket is a struct bpf_sock (the socket types' ctx->sk,
+	// null-checked where it may be null): read-only, progtype.Sock's
+	// fields.
+	PtrToSocket
 )
 
 // Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY and MEM_RINGBUF.
@@ -50,6 +61,9 @@ var regTypeNames = [...]string{
 	PtrToMem:        "mem",
 	PtrToFunc:       "func",
 	PtrToXDPSock:    "xdp_sock",
+	PtrToFlowKeys:   "flow_keys",
+	PtrToSockCommon: "sock_common",
+	PtrToSocket:     "sock",
 }
 
 func (t RegType) String() string {

@@ -26,8 +26,10 @@ import (
 // the assembly as `rN = map[idx:I]`... written as LD_IMM64 with PseudoMapFD
 // and the map's index.
 type vcase struct {
-	name   string
-	typ    ebpf.ProgramType
+	name string
+	typ  ebpf.ProgramType
+	// attach is the expected attach type (ProgramSpec.AttachType).
+	attach ebpf.AttachType
 	maps   []maps.Spec
 	asm    string
 	err    string // "" accepts; otherwise a substring of the error
@@ -76,7 +78,13 @@ var hashMap = maps.Spec{Name: "hash", Type: maps.Hash, KeySize: 8, ValueSize: 16
 
 // progType is the description of t, Raw for a type bpfvm lacks.
 func progType(t ebpf.ProgramType) *progtype.Type {
-	pt, err := progtype.Of(t)
+	return progTypeAttach(t, 0)
+}
+
+// progTypeAttach is the description of t for attach type a, Raw for a type
+// bpfvm lacks.
+func progTypeAttach(t ebpf.ProgramType, a ebpf.AttachType) *progtype.Type {
+	pt, err := progtype.OfAttach(t, a)
 	if err != nil {
 		return progtype.Raw
 	}
@@ -110,7 +118,7 @@ func runCases(t *testing.T, cases []vcase) {
 			if !c.noBTF {
 				funcs = funcInfos(insns, c.funcs)
 			}
-			res, err := verifier.Verify(insns, verifier.Options{Type: progType(typ), Maps: infos, Unprivileged: c.unpriv, Flags: c.flags, LogLevel: 2, Funcs: funcs})
+			res, err := verifier.Verify(insns, verifier.Options{Type: progTypeAttach(typ, c.attach), Maps: infos, Unprivileged: c.unpriv, Flags: c.flags, LogLevel: 2, Funcs: funcs})
 			switch {
 			case c.err == "" && err != nil:
 				t.Errorf("rejected: %v\n%s", err, res.Log)
@@ -125,7 +133,7 @@ func runCases(t *testing.T, cases []vcase) {
 				t.Errorf("processed %d instructions, the kernel %d\n%s", res.Stats.Processed, c.kinsns, res.Log)
 			}
 			if !c.unpriv && !c.noKernel {
-				klog, k, ran := kernelVerdictInsns(t, typ, c.flags, c.maps, c.values, !c.unfrozen, insns, funcs, err)
+				klog, k, ran := kernelVerdictInsns(t, typ, c.attach, c.flags, c.maps, c.values, !c.unfrozen, insns, funcs, err)
 				if ran && k > 0 && c.kinsns > 0 && res.Stats.Processed > k {
 					t.Errorf("processed %d instructions, the running kernel %d", res.Stats.Processed, k)
 				}
@@ -164,13 +172,21 @@ func lastLines(log string, n int) string {
 // kernel's log of a rejection and whether the comparison ran.
 func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, bool) {
 	t.Helper()
-	log, _, ran := kernelVerdictInsns(t, typ, flags, specs, values, freeze, insns, funcs, ours)
+	log, _, ran := kernelVerdictInsns(t, typ, 0, flags, specs, values, freeze, insns, funcs, ours)
 	return log, ran
 }
 
-// kernelVerdictInsns is kernelVerdict that also returns the instructions
-// the kernel processed (0 if its log does not say).
-func kernelVerdictInsns(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, int, bool) {
+// kernelVerdictAttach is kernelVerdict for a program of expected attach
+// type attach.
+func kernelVerdictAttach(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachType, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, bool) {
+	t.Helper()
+	log, _, ran := kernelVerdictInsns(t, typ, attach, flags, specs, values, freeze, insns, funcs, ours)
+	return log, ran
+}
+
+// kernelVerdictInsns is kernelVerdictAttach that also returns the
+// instructions the kernel processed (0 if its log does not say).
+func kernelVerdictInsns(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachType, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, int, bool) {
 	t.Helper()
 	if os.Getuid() != 0 {
 		return "", 0, false
@@ -221,7 +237,7 @@ func kernelVerdictInsns(t *testing.T, typ ebpf.ProgramType, flags uint32, specs 
 		t.Fatalf("unmarshal for the kernel: %v", err)
 	}
 	withFuncInfo(kinsns, funcs)
-	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, Flags: flags, Instructions: kinsns, License: "GPL"},
+	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, AttachType: attach, Flags: flags, Instructions: kinsns, License: "GPL"},
 		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch | ebpf.LogLevelStats, LogSizeStart: 1 << 20})
 	var ve *ebpf.VerifierError
 	log, stats := "", ""
