@@ -98,6 +98,9 @@ func TestGenerateReproducible(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "vmlinux.btf.gz")
 	cmd := exec.Command("go", "run", "./internal/genbtf", "-out", out)
+	// For the host, also when the test runs cross-built (GOARCH=arm64
+	// under qemu-user): the go command would build for the target.
+	cmd.Env = append(os.Environ(), "GOOS="+hostGOOS(), "GOARCH="+hostGOARCH())
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, b)
 	}
@@ -167,4 +170,16 @@ func BenchmarkShipped(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// hostGOOS and hostGOARCH are the go command's own platform.
+func hostGOOS() string   { return goEnv("GOHOSTOS") }
+func hostGOARCH() string { return goEnv("GOHOSTARCH") }
+
+func goEnv(name string) string {
+	b, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
