@@ -167,17 +167,10 @@ func lastLines(log string, n int) string {
 	return strings.Join(lines, " | ")
 }
 
-// kernelVerdict loads the program into the running kernel and compares its
-// verdict with ours; it skips where bpf() is not permitted. It returns the
-// kernel's log of a rejection and whether the comparison ran.
-func kernelVerdict(t *testing.T, typ ebpf.ProgramType, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, bool) {
-	t.Helper()
-	log, _, ran := kernelVerdictInsns(t, typ, 0, flags, specs, values, freeze, insns, funcs, ours)
-	return log, ran
-}
-
-// kernelVerdictAttach is kernelVerdict for a program of expected attach
-// type attach.
+// kernelVerdictAttach loads the program, of expected attach type attach,
+// into the running kernel and compares its verdict with ours; it skips
+// where bpf() is not permitted. It returns the kernel's log of a rejection
+// and whether the comparison ran.
 func kernelVerdictAttach(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachType, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, bool) {
 	t.Helper()
 	log, _, ran := kernelVerdictInsns(t, typ, attach, flags, specs, values, freeze, insns, funcs, ours)
