@@ -45,6 +45,8 @@ type array struct {
 	base   uint64
 	vsize  uint64 // value size rounded up to 8
 	stride uint64 // bytes per element (all CPUs)
+	// fields are the values' special fields, which copies skip.
+	fields []Field
 }
 
 // Header field offsets of arrays, relative to HeaderFields.
@@ -65,7 +67,7 @@ func newArray(spec Spec, opts Options) (Map, error) {
 	if spec.ValueSize == 0 || spec.ValueSize > maxValueSize {
 		return nil, fmt.Errorf("map %s: value size %d: %w", spec.Name, spec.ValueSize, ErrInvalid)
 	}
-	a := &array{spec: spec, ncpu: 1, vsize: (uint64(spec.ValueSize) + 7) &^ 7}
+	a := &array{spec: spec, ncpu: 1, vsize: (uint64(spec.ValueSize) + 7) &^ 7, fields: specFields(spec)}
 	if spec.Type.PerCPU() {
 		a.ncpu = opts.NumCPU
 	}
@@ -145,7 +147,7 @@ func (a *array) Update(key, value unsafe.Pointer, flags uint64, cpu int) error {
 	if err := a.update(i, flags); err != nil {
 		return err
 	}
-	copyMem(a.elem(i, cpu), value, a.spec.ValueSize)
+	storeValue(a.elem(i, cpu), unsafe.Slice((*byte)(value), a.spec.ValueSize), a.fields)
 	return nil
 }
 
@@ -162,11 +164,7 @@ func (a *array) LookupBytes(key, value []byte) error {
 	if len(value) != ValueSizeBytes(a.spec, a.ncpu) {
 		return fmt.Errorf("value of %d bytes, want %d: %w", len(value), ValueSizeBytes(a.spec, a.ncpu), ErrInvalid)
 	}
-	if !a.spec.Type.PerCPU() {
-		copy(value, bytesAt(a.elem(i, 0), uint64(a.spec.ValueSize)))
-		return nil
-	}
-	copy(value, bytesAt(a.elem(i, 0), a.stride))
+	loadValues(value, a.elem(i, 0), a.vsize, a.fields)
 	return nil
 }
 
@@ -182,12 +180,11 @@ func (a *array) UpdateBytes(key, value []byte, flags uint64) error {
 		return fmt.Errorf("value of %d bytes, want %d: %w", len(value), ValueSizeBytes(a.spec, a.ncpu), ErrInvalid)
 	}
 	if !a.spec.Type.PerCPU() {
-		copy(bytesAt(a.elem(i, 0), uint64(a.spec.ValueSize)), value)
+		storeValue(a.elem(i, 0), value, a.fields)
 		return nil
 	}
 	for cpu := range a.ncpu {
-		src := value[uint64(cpu)*a.vsize:][:a.spec.ValueSize]
-		copy(bytesAt(a.elem(i, cpu), uint64(a.spec.ValueSize)), src)
+		storeValue(a.elem(i, cpu), value[uint64(cpu)*a.vsize:][:a.spec.ValueSize], a.fields)
 	}
 	return nil
 }

@@ -70,7 +70,8 @@ func (hashes) check(s Spec) error                    { return validateHash(s) }
 type hashMap struct {
 	header
 	spec    Spec
-	ncpu    int // values per element
+	fields  []Field // the values' special fields, which copies skip
+	ncpu    int     // values per element
 	lru     bool
 	keySize uint64
 	valOff  uint64 // offset of the value (apart: of its address) in an element
@@ -143,6 +144,7 @@ func newHash(spec Spec, opts Options) (Map, error) {
 func newHashMap(spec Spec, opts Options, apart bool) (*hashMap, error) {
 	m := &hashMap{
 		spec:    spec,
+		fields:  specFields(spec),
 		ncpu:    1,
 		lru:     spec.Type == LRUHash || spec.Type == LRUPerCPUHash,
 		keySize: uint64(spec.KeySize),
@@ -316,6 +318,19 @@ func (m *hashMap) fill(e uint64, v valueSrc) {
 		clear(bytesAt(dst, m.vsize*uint64(m.ncpu)))
 		copyMem(dst+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
 	}
+	// A new element's special fields are zero: the kernel never copies
+	// them in.
+	if len(m.fields) > 0 {
+		for cpu := range uint64(m.ncpu) {
+			clearFields(bytesAt(dst+cpu*m.vsize, uint64(m.spec.ValueSize)), m.fields)
+		}
+	}
+}
+
+// putCPUValue writes a program's value for one CPU into an existing
+// per-CPU element, but for its special fields (pcpu_copy_value).
+func (m *hashMap) putCPUValue(e uint64, v valueSrc) {
+	storeValue(m.value(e)+uint64(v.cpu)*m.vsize, unsafe.Slice((*byte)(v.prog), m.spec.ValueSize), m.fields)
 }
 
 func checkHashFlags(flags uint64) error {
@@ -345,7 +360,7 @@ func (m *hashMap) update(key []byte, v valueSrc, flags uint64, goSide bool) erro
 		if old != 0 {
 			err := checkExists(true, flags)
 			if err == nil {
-				copyMem(m.value(old)+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
+				m.putCPUValue(old, v)
 			}
 			m.locks[b].Unlock()
 			return err
@@ -366,7 +381,7 @@ func (m *hashMap) update(key []byte, v valueSrc, flags uint64, goSide bool) erro
 		case err != nil:
 		case old != 0 && v.prog != nil && m.ncpu > 1:
 			// Inserted by someone else since the check above.
-			copyMem(m.value(old)+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
+			m.putCPUValue(old, v)
 		case old == 0 && !m.reserve():
 			if !m.lru {
 				err = fmt.Errorf("%d entries: %w", m.max, ErrFull)
@@ -472,7 +487,7 @@ func (m *hashMap) remove(key, out []byte) error {
 		return ErrKeyNotExist
 	}
 	if out != nil {
-		copy(out, bytesAt(m.value(e), uint64(len(out))))
+		loadValues(out, m.value(e), m.vsize, m.fields)
 	}
 	store(prev, load(e+HashElemNext))
 	m.count.Add(-1)
@@ -521,7 +536,7 @@ func (m *hashMap) LookupBytes(key, value []byte) error {
 	if e == 0 {
 		return ErrKeyNotExist
 	}
-	copy(value, bytesAt(m.value(e), uint64(len(value))))
+	loadValues(value, m.value(e), m.vsize, m.fields)
 	return nil
 }
 
