@@ -110,20 +110,43 @@ var (
 // arrays and nested structs.
 const maxResolveDepth = 32
 
+// metaFieldKinds are the kinds the kernel looks for when it loads BTF, in
+// the structs that may be allocated objects (btf_parse_struct_metas).
+const metaFieldKinds = SpinLock | ResSpinLock | ListHead | ListNode | RBRoot | RBNode | Refcount | Kptr | KptrUntrusted | PercpuKptr
+
+// metaStructs are the special structs that make a struct holding one a
+// possible allocated object (alloc_obj_fields).
+var metaStructs = []string{"bpf_spin_lock", "bpf_list_head", "bpf_list_node", "bpf_rb_root", "bpf_rb_node", "bpf_refcount"}
+
 // ParseFields finds the special fields of a map value of BTF type value
-// and size valueSize, as the kernel's btf_parse_fields does for
-// map_check_btf: members of the value struct (or variables of a data
-// section) named as the kernel's special structs, pointers tagged kptr,
-// kptr_untrusted, percpu_kptr or uptr, the same in nested structs and in
-// arrays of them. The result is sorted by offset; nil without fields. The
-// errors carry the kernel's errnos: E2BIG for a second unique field (two
-// spin locks) or too many, EEXIST for overlapping ones, EINVAL for
-// malformed ones (a kptr to something other than a struct, an unknown
-// pointer tag, a list head without its contains: declaration tag, which
-// cilium/ebpf's map BTF does not carry).
+// and size valueSize, in two steps as the kernel does when cilium/ebpf
+// creates the map with the BTF of its key and value:
+//
+//   - Loading the BTF (btf_parse_struct_metas): every struct reachable
+//     from value with a member of a special struct type (bpf_spin_lock,
+//     bpf_list_head, bpf_refcount…) or a kernel pointer has its fields
+//     found for allocated objects; an error, or no field at all, fails
+//     the load and so the map's creation: E2BIG for a second spin lock in
+//     one struct or too many fields, EFAULT for a lock the rules ignore
+//     (misaligned, of another size), EINVAL for a list head without its
+//     contains: declaration tag (which cilium/ebpf's map BTF does not
+//     carry), EEXIST for overlapping fields.
+//   - Checking the map (map_check_btf, btf_parse_fields): the fields of
+//     the value itself, members of the value struct (or variables of a
+//     data section) named as the kernel's special structs, pointers tagged
+//     kptr, kptr_untrusted, percpu_kptr or uptr, in nested structs and
+//     arrays of them. An error here leaves the map without fields, as the
+//     kernel keeps it: two timers, an array of spin locks or an unknown
+//     pointer tag make plain memory.
+//
+// The result is sorted by offset; nil without fields. A value BTF of a size
+// other than valueSize is EINVAL.
 func ParseFields(value btf.Type, valueSize uint32) ([]Field, error) {
 	if value == nil {
 		return nil, nil
+	}
+	if err := checkStructMetas(value); err != nil {
+		return nil, err
 	}
 	sz, err := btf.Sizeof(value)
 	if err != nil || uint32(sz) != valueSize {
@@ -132,25 +155,124 @@ func ParseFields(value btf.Type, valueSize uint32) ([]Field, error) {
 	p := fieldParser{mask: mapFieldKinds}
 	var found []Field
 	switch t := value.(type) {
-	case *btf.Struct:
-		found, err = p.structFields(t, 0)
 	case *btf.Datasec:
 		found, err = p.datasecFields(t)
 	default:
 		// The kernel resolves the value's id through modifiers and
 		// typedefs (btf_type_id_size) and then wants a struct or a
 		// data section.
-		switch u := btf.UnderlyingType(value).(type) {
-		case *btf.Struct:
-			found, err = p.structFields(u, 0)
-		default:
+		st, ok := btf.UnderlyingType(value).(*btf.Struct)
+		if !ok {
 			return nil, nil
 		}
+		found, err = p.structFields(st, 0)
+	}
+	if err == nil {
+		found, err = checkFieldRecord(found, valueSize)
 	}
 	if err != nil {
-		return nil, err
+		// map_check_btf keeps the error as the map's record, which
+		// every later check takes for no fields.
+		return nil, nil
 	}
-	return checkFieldRecord(found, valueSize)
+	return found, nil
+}
+
+// checkStructMetas checks the structs reachable from t as the kernel does
+// when it loads BTF (btf_parse_struct_metas): those that may be allocated
+// objects must have valid fields, at least one.
+func checkStructMetas(t btf.Type) error {
+	var err error
+	p := fieldParser{mask: metaFieldKinds}
+	walkTypes(t, map[btf.Type]bool{}, func(t btf.Type) bool {
+		st, ok := t.(*btf.Struct)
+		if !ok || !mayBeObject(st) {
+			return true
+		}
+		var fs []Field
+		fs, err = p.structFields(st, 0)
+		if err == nil {
+			fs, err = checkFieldRecord(fs, st.Size)
+		}
+		if err == nil && len(fs) == 0 {
+			err = fmt.Errorf("no special field found: %w", syscall.EFAULT)
+		}
+		if err != nil {
+			err = fmt.Errorf("loading BTF: struct %s: %w", st.Name, err)
+		}
+		return err == nil
+	})
+	return err
+}
+
+// mayBeObject reports whether a struct has a member whose type is a
+// special struct an allocated object holds, or a kernel pointer.
+func mayBeObject(st *btf.Struct) bool {
+	for _, m := range st.Members {
+		if s, ok := m.Type.(*btf.Struct); ok && slices.Contains(metaStructs, s.Name) {
+			return true
+		}
+		if _, ok, err := (fieldParser{mask: Kptr | KptrUntrusted | PercpuKptr}).kptr(m.Type, 0); ok && err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// walkTypes calls visit on t and every type reachable from it, once each,
+// until visit returns false.
+func walkTypes(t btf.Type, seen map[btf.Type]bool, visit func(btf.Type) bool) bool {
+	if t == nil || seen[t] {
+		return true
+	}
+	seen[t] = true
+	if !visit(t) {
+		return false
+	}
+	var next []btf.Type
+	switch u := t.(type) {
+	case *btf.Struct:
+		for _, m := range u.Members {
+			next = append(next, m.Type)
+		}
+	case *btf.Union:
+		for _, m := range u.Members {
+			next = append(next, m.Type)
+		}
+	case *btf.Pointer:
+		next = append(next, u.Target)
+	case *btf.Array:
+		next = append(next, u.Index, u.Type)
+	case *btf.Typedef:
+		next = append(next, u.Type)
+	case *btf.Volatile:
+		next = append(next, u.Type)
+	case *btf.Const:
+		next = append(next, u.Type)
+	case *btf.Restrict:
+		next = append(next, u.Type)
+	case *btf.TypeTag:
+		next = append(next, u.Type)
+	case *btf.Var:
+		next = append(next, u.Type)
+	case *btf.Datasec:
+		for _, v := range u.Vars {
+			next = append(next, v.Type)
+		}
+	case *btf.FuncProto:
+		next = append(next, u.Return)
+		for _, p := range u.Params {
+			next = append(next, p.Type)
+		}
+	case *btf.Func:
+		next = append(next, u.Type)
+	}
+	for _, n := range next {
+		if !walkTypes(n, seen, visit) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkFieldRecord checks the fields found as btf_parse_fields does:
@@ -161,7 +283,6 @@ func checkFieldRecord(found []Field, valueSize uint32) ([]Field, error) {
 		return nil, nil
 	}
 	var next uint32
-	var mask FieldKind
 	for _, f := range found {
 		if uint64(f.Offset)+uint64(f.Size) > uint64(valueSize) {
 			return nil, fmt.Errorf("%s at %d past the value's %d bytes: %w", f.Kind, f.Offset, valueSize, syscall.EFAULT)
@@ -170,10 +291,6 @@ func checkFieldRecord(found []Field, valueSize uint32) ([]Field, error) {
 			return nil, fmt.Errorf("%s at %d overlaps the field before: %w", f.Kind, f.Offset, errFieldOverlap)
 		}
 		next = f.Offset + f.Size
-		mask |= f.Kind
-	}
-	if mask&SpinLock != 0 && mask&ResSpinLock != 0 {
-		return nil, fmt.Errorf("bpf_spin_lock and bpf_res_spin_lock in one value: %w", ErrInvalid)
 	}
 	slices.SortStableFunc(found, func(a, b Field) int { return int(int64(a.Offset) - int64(b.Offset)) })
 	return found, nil
