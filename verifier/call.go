@@ -489,7 +489,7 @@ func (v *verifier) applyRawWrite(pc int, w *rawWrite) error {
 // fill of uninitialised stack is recorded in raw.
 func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int, at ArgType, constSize, zeroOK bool, raw *rawWrite) error {
 	write := at.Writes()
-	a := access{pc: pc, reg: regno, size: size, write: write}
+	a := access{pc: pc, reg: regno, size: size, write: write, helper: true}
 	switch reg.Type {
 	case PtrToStack:
 		return v.helperStack(pc, regno, reg, size, write, at.Uninit() && constSize, raw)
@@ -538,7 +538,7 @@ func (v *verifier) checkConstStr(pc int, regno isa.Register, reg *Reg) error {
 	if size := vs - int64(reg.Off); size <= 0 {
 		return v.errorf(pc, "invalid access to map value, value_size=%d off=%d size=%d", vs, reg.Off, size)
 	}
-	if _, err := v.mapValueAccess(reg, access{pc: pc, reg: regno, size: int(vs - int64(reg.Off))}); err != nil {
+	if _, err := v.mapValueAccess(reg, access{pc: pc, reg: regno, size: int(vs - int64(reg.Off)), helper: true}); err != nil {
 		return err
 	}
 	off := int64(reg.Off) + int64(reg.Const())

@@ -23,6 +23,9 @@ type access struct {
 	// and valReg its number.
 	src    *Reg
 	valReg isa.Register
+	// helper is set for a helper's (or global function's) memory
+	// argument, which may not touch a kptr (the kernel's ACCESS_HELPER).
+	helper bool
 }
 
 func (v *verifier) checkLoad(pc int, ins isa.Instruction) error {
@@ -367,6 +370,9 @@ func (v *verifier) mapValueAccess(ptr *Reg, a access) (Reg, error) {
 		what = "memory, mem_size"
 	}
 	if err := v.boundsCheck(ptr, a, int64(m.Spec.ValueSize), what); err != nil {
+		return Reg{}, err
+	}
+	if err := v.checkFieldAccess(ptr, a); err != nil {
 		return Reg{}, err
 	}
 	return v.loadedScalar(a.size), nil

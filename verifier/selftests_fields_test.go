@@ -1,0 +1,107 @@
+package verifier_test
+
+import (
+	"testing"
+
+	"github.com/cilium/ebpf/btf"
+
+	"github.com/bpfvm/bpfvm/maps"
+)
+
+// Map values with special fields, their BTF as clang writes it from the
+// uapi headers.
+var (
+	fU32 = &btf.Int{Name: "u32", Size: 4}
+	fU64 = &btf.Int{Name: "u64", Size: 8}
+	// fTask stands for the kernel's struct task_struct, which the kernel
+	// finds by name in vmlinux (with a destructor, so a referenced kptr
+	// of it is allowed).
+	fTask = &btf.Struct{Name: "task_struct"}
+)
+
+// fOpaque is a special struct of size bytes.
+func fOpaque(name string, size uint32) *btf.Struct {
+	elem, n := btf.Type(fU64), size/8
+	if size%8 != 0 {
+		elem, n = fU32, size/4
+	}
+	return &btf.Struct{Name: name, Size: size, Members: []btf.Member{{Name: "__opaque", Type: &btf.Array{Index: fU32, Type: elem, Nelems: n}}}}
+}
+
+// fValue is a value struct of size bytes with members at byte offsets.
+func fValue(size uint32, ms ...any) *btf.Struct {
+	s := &btf.Struct{Name: "val", Size: size}
+	for i := 0; i < len(ms); i += 2 {
+		s.Members = append(s.Members, btf.Member{Name: string(rune('a' + i/2)), Offset: btf.Bits(ms[i].(int) * 8), Type: ms[i+1].(btf.Type)})
+	}
+	return s
+}
+
+func fKptr(tag string) *btf.Pointer {
+	return &btf.Pointer{Target: &btf.TypeTag{Value: tag, Type: fTask}}
+}
+
+var (
+	// lockHash: struct { struct bpf_spin_lock l; u32 a; u64 b; }.
+	lockVal  = fValue(16, 0, fOpaque("bpf_spin_lock", 4), 4, fU32, 8, fU64)
+	lockHash = maps.Spec{Name: "lockh", Type: maps.Hash, KeySize: 4, ValueSize: 16, MaxEntries: 4, Value: lockVal}
+	lockArr  = maps.Spec{Name: "locka", Type: maps.Array, KeySize: 4, ValueSize: 16, MaxEntries: 4, Value: lockVal}
+	// timerArr: struct { u64 a; struct bpf_timer t; }.
+	timerArr = maps.Spec{Name: "timer", Type: maps.Array, KeySize: 4, ValueSize: 24, MaxEntries: 4, Value: fValue(24, 0, fU64, 8, fOpaque("bpf_timer", 16))}
+	// refcountHash: struct { struct bpf_refcount r; u32 a; u64 b; }.
+	refcountHash = maps.Spec{Name: "refc", Type: maps.Hash, KeySize: 4, ValueSize: 16, MaxEntries: 4, Value: fValue(16, 0, fOpaque("bpf_refcount", 4), 4, fU32, 8, fU64)}
+	// kptrArr: struct { struct task_struct __kptr_untrusted *u;
+	// struct task_struct __kptr *r; u64 a; }.
+	kptrArr = maps.Spec{Name: "kptr", Type: maps.Array, KeySize: 4, ValueSize: 24, MaxEntries: 4, Value: fValue(24, 0, fKptr("kptr_untrusted"), 8, fKptr("kptr"), 16, fU64)}
+)
+
+// TestSelftestFields covers loads, stores, atomics and helper arguments
+// touching the special fields of map values, as the kernel's
+// check_map_access and check_map_kptr_access judge them.
+func TestSelftestFields(t *testing.T) {
+	lk := []maps.Spec{lockHash}
+	kp := []maps.Spec{kptrArr}
+	get := lookup4 + "if r0 == 0 goto out\n"
+	out := "\nout: r0 = 0\nexit"
+	update := "r1 = map[fd:0] ll\nr2 = r10\nr2 += -4\nr4 = 0\ncall bpf_map_update_elem#2"
+	runCases(t, []vcase{
+		// bpf_spin_lock.
+		{name: "lock load", maps: lk, asm: get + "r1 = *(u32 *)(r0 +0)" + out, err: "bpf_spin_lock cannot be accessed directly by load/store", kmsg: true},
+		{name: "lock store", maps: lk, asm: get + "*(u32 *)(r0 +0) = 1" + out, err: "bpf_spin_lock cannot be accessed directly by load/store", kmsg: true},
+		{name: "lock last byte", maps: lk, asm: get + "r1 = *(u8 *)(r0 +3)" + out, err: "bpf_spin_lock cannot be accessed directly by load/store", kmsg: true},
+		{name: "lock under a dw", maps: lk, asm: get + "r1 = *(u64 *)(r0 +0)" + out, err: "bpf_spin_lock cannot be accessed directly by load/store", kmsg: true},
+		{name: "lock array", maps: []maps.Spec{lockArr}, asm: get + "r1 = *(u16 *)(r0 +2)" + out, err: "bpf_spin_lock cannot be accessed directly by load/store", kmsg: true},
+		{name: "lock atomic", maps: lk, asm: get + "r1 = 1\nlock *(u32 *)(r0 +0) += r1" + out, err: "bpf_spin_lock cannot be accessed directly by load/store", kmsg: true},
+		{name: "lock neighbours", maps: lk, asm: get + "r1 = *(u32 *)(r0 +4)\n*(u32 *)(r0 +4) = 1\nr1 = *(u64 *)(r0 +8)\n*(u64 *)(r0 +8) = r1" + out},
+		{name: "lock var offset clear", maps: lk, asm: get + "r1 = *(u8 *)(r0 +8)\nr1 &= 8\nr0 += r1\nr2 = *(u32 *)(r0 +4)" + out},
+		{name: "lock var offset may touch", maps: lk, asm: get + "r1 = *(u8 *)(r0 +8)\nr1 &= 4\nr0 += r1\nr2 = *(u32 *)(r0 +0)" + out, err: "bpf_spin_lock cannot be accessed directly by load/store", kmsg: true},
+		{name: "lock value to helper", maps: lk, asm: get + "r3 = r0\n" + update + out, err: "bpf_spin_lock cannot be accessed directly by load/store", kmsg: true},
+		{name: "lock key from value", maps: lk, asm: get + "r2 = r0\nr1 = map[fd:0] ll\ncall bpf_map_lookup_elem#1" + out, err: "bpf_spin_lock cannot be accessed directly by load/store", kmsg: true},
+		{name: "key after lock", maps: lk, asm: get + "r2 = r0\nr2 += 4\nr1 = map[fd:0] ll\ncall bpf_map_lookup_elem#1" + out},
+		// bpf_timer and bpf_refcount.
+		{name: "timer load", maps: []maps.Spec{timerArr}, asm: get + "r1 = *(u64 *)(r0 +8)" + out, err: "bpf_timer cannot be accessed directly by load/store", kmsg: true},
+		{name: "timer store end", maps: []maps.Spec{timerArr}, asm: get + "*(u8 *)(r0 +23) = 1" + out, err: "bpf_timer cannot be accessed directly by load/store", kmsg: true},
+		{name: "before timer", maps: []maps.Spec{timerArr}, asm: get + "*(u64 *)(r0 +0) = 1\nr1 = *(u64 *)(r0 +0)" + out},
+		{name: "refcount load", maps: []maps.Spec{refcountHash}, asm: get + "r1 = *(u32 *)(r0 +0)" + out, err: "bpf_refcount cannot be accessed directly by load/store", kmsg: true},
+		// Kernel pointers.
+		{name: "kptr untrusted load", maps: kp, asm: get + "r1 = *(u64 *)(r0 +0)" + out, err: "bpfvm does not support loading kptrs yet", kaccepts: true},
+		{name: "kptr referenced load", maps: kp, asm: get + "r1 = *(u64 *)(r0 +8)" + out, err: "bpfvm does not support loading kptrs yet", kaccepts: true},
+		{name: "kptr load word", maps: kp, asm: get + "r1 = *(u32 *)(r0 +0)" + out, err: "kptr access size must be BPF_DW", kmsg: true},
+		{name: "kptr load misaligned", maps: kp, asm: get + "r1 = *(u64 *)(r0 +4)" + out, err: "kptr access misaligned expected=0 off=4", kmsg: true},
+		{name: "kptr var offset", maps: kp, asm: get + "r1 = *(u8 *)(r0 +16)\nr1 &= 8\nr0 += r1\nr2 = *(u64 *)(r0 +0)" + out, err: "kptr access cannot have variable offset", kmsg: true},
+		{name: "kptr untrusted store null", maps: kp, asm: get + "r1 = 0\n*(u64 *)(r0 +0) = r1" + out},
+		{name: "kptr untrusted store imm zero", maps: kp, asm: get + "*(u64 *)(r0 +0) = 0" + out},
+		{name: "kptr untrusted store imm", maps: kp, asm: get + "*(u64 *)(r0 +0) = 1" + out, err: "BPF_ST imm must be 0 when storing to kptr at off=0", kmsg: true},
+		{name: "kptr untrusted store scalar", maps: kp, asm: get + "r1 = 1\n*(u64 *)(r0 +0) = r1" + out, err: "invalid kptr access, R1 type=scalar expected=ptr_task_struct or untrusted_ptr_task_struct", kmsg: true},
+		{name: "kptr untrusted store map value", maps: kp, asm: get + "*(u64 *)(r0 +0) = r0" + out, err: "invalid kptr access, R0 type=map_value expected=ptr_task_struct or untrusted_ptr_task_struct", kmsg: true},
+		{name: "kptr referenced store null", maps: kp, asm: get + "r1 = 0\n*(u64 *)(r0 +8) = r1" + out, err: "store to referenced kptr disallowed", kmsg: true},
+		{name: "kptr referenced store imm", maps: kp, asm: get + "*(u64 *)(r0 +8) = 0" + out, err: "store to referenced kptr disallowed", kmsg: true},
+		{name: "kptr store word", maps: kp, asm: get + "*(u32 *)(r0 +8) = 0" + out, err: "kptr access size must be BPF_DW", kmsg: true},
+		{name: "kptr atomic", maps: kp, asm: get + "r1 = 0\nlock *(u64 *)(r0 +0) += r1" + out, err: "kptr in map can only be accessed using BPF_MEM instruction mode", kmsg: true},
+		{name: "kptr load acquire", maps: kp, asm: get + "r1 = load_acquire((u64 *)(r0 +8))" + out, err: "kptr in map can only be accessed using BPF_MEM instruction mode", kmsg: true},
+		{name: "kptr store release", maps: kp, asm: get + "r1 = 0\nstore_release((u64 *)(r0 +0), r1)" + out, err: "kptr in map can only be accessed using BPF_MEM instruction mode", kmsg: true},
+		{name: "kptr value to helper", maps: kp, asm: get + "r3 = r0\n" + update + out, err: "kptr cannot be accessed indirectly by helper", kmsg: true},
+		{name: "kptr key from value", maps: kp, asm: get + "r2 = r0\nr2 += 4\nr1 = map[fd:0] ll\ncall bpf_map_lookup_elem#1" + out, err: "kptr cannot be accessed indirectly by helper", kmsg: true},
+		{name: "after kptrs", maps: kp, asm: get + "r1 = *(u64 *)(r0 +16)\n*(u64 *)(r0 +16) = r1\nr2 = r0\nr2 += 16\nr1 = map[fd:0] ll\ncall bpf_map_lookup_elem#1" + out},
+	})
+}
