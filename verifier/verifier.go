@@ -273,9 +273,9 @@ type verifier struct {
 	aluCache aluCache // alu_cache.go
 	// fields are the special fields of the maps' values (fields.go).
 	fields map[*MapInfo][]maps.Field
-	free     []*State // states to reuse (state.go)
-	exact    bool     // compare every scalar and slot (tests)
-	hook     func(pc int)
+	free   []*State // states to reuse (state.go)
+	exact  bool     // compare every scalar and slot (tests)
+	hook   func(pc int)
 
 	// The instruction history of the current path (precise.go).
 	hist []histEntry
