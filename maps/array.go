@@ -118,10 +118,12 @@ func (a *array) Lookup(key unsafe.Pointer, cpu int) unsafe.Pointer {
 	return vm.Ptr(addr)
 }
 
-// checkFlags rejects unknown flags and, as the kernel does for values
-// without a bpf_spin_lock (bpfvm has none), BPF_F_LOCK.
-func checkFlags(flags uint64) error {
-	if flags > UpdateExist {
+// checkFlags rejects unknown flags and, as the kernel does, BPF_F_LOCK for
+// values without a bpf_spin_lock. With one, BPF_F_LOCK copies the value
+// as without: no program can hold the lock during a copy, since bpfvm has
+// no bpf_spin_lock helper yet.
+func checkFlags(flags uint64, fields []Field) error {
+	if flags&^UpdateLock > UpdateExist || flags&UpdateLock != 0 && !hasSpinLock(fields) {
 		return fmt.Errorf("update flags %#x: %w", flags, ErrInvalid)
 	}
 	return nil
@@ -130,7 +132,7 @@ func checkFlags(flags uint64) error {
 // update validates an update of element i, as the kernel's array does: every
 // element exists, so NOEXIST always fails.
 func (a *array) update(i uint32, flags uint64) error {
-	if err := checkFlags(flags); err != nil {
+	if err := checkFlags(flags, a.fields); err != nil {
 		return err
 	}
 	if i >= a.spec.MaxEntries {

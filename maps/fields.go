@@ -1,6 +1,7 @@
 package maps
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"syscall"
@@ -590,13 +591,18 @@ func copyValue(dst, src []byte, fields []Field) {
 	}
 }
 
-// clearFields zeroes the special fields of a value: what the kernel's
-// check_and_init_map_value does to a value copied out to user space, and
-// what a new element's fields are.
-func clearFields(b []byte, fields []Field) {
+// initFields sets the special fields of a value as the kernel's
+// bpf_obj_init does: zero, but a refcount of one. It is what a value
+// copied out to user space shows (check_and_init_map_value) and what a new
+// element's fields are.
+func initFields(b []byte, fields []Field) {
 	for _, f := range fields {
-		if f.Offset+f.Size <= uint32(len(b)) {
-			clear(b[f.Offset : f.Offset+f.Size])
+		if f.Offset+f.Size > uint32(len(b)) {
+			continue
+		}
+		clear(b[f.Offset : f.Offset+f.Size])
+		if f.Kind == Refcount {
+			binary.NativeEndian.PutUint32(b[f.Offset:], 1)
 		}
 	}
 }
@@ -613,15 +619,15 @@ func storeValue(dst uint64, src []byte, fields []Field) {
 }
 
 // loadValues copies values at src, stride bytes apart, to dst with their
-// special fields zeroed, as the kernel copies values out to user space
-// (copy_map_value, then check_and_init_map_value).
+// special fields set as initFields does, as the kernel copies values out to
+// user space (copy_map_value, then check_and_init_map_value).
 func loadValues(dst []byte, src, stride uint64, fields []Field) {
 	copy(dst, bytesAt(src, uint64(len(dst))))
 	if len(fields) == 0 {
 		return
 	}
 	for off := uint64(0); off < uint64(len(dst)); off += stride {
-		clearFields(dst[off:], fields)
+		initFields(dst[off:], fields)
 	}
 }
 
@@ -629,4 +635,10 @@ func loadValues(dst []byte, src, stride uint64, fields []Field) {
 func specFields(s Spec) []Field {
 	fields, _ := s.Fields()
 	return fields
+}
+
+// hasSpinLock reports whether the fields hold a bpf_spin_lock, which
+// BPF_F_LOCK needs.
+func hasSpinLock(fields []Field) bool {
+	return slices.ContainsFunc(fields, func(f Field) bool { return f.Kind == SpinLock })
 }

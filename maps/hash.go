@@ -318,11 +318,10 @@ func (m *hashMap) fill(e uint64, v valueSrc) {
 		clear(bytesAt(dst, m.vsize*uint64(m.ncpu)))
 		copyMem(dst+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
 	}
-	// A new element's special fields are zero: the kernel never copies
-	// them in.
+	// A new element's special fields are initialised, never copied in.
 	if len(m.fields) > 0 {
 		for cpu := range uint64(m.ncpu) {
-			clearFields(bytesAt(dst+cpu*m.vsize, uint64(m.spec.ValueSize)), m.fields)
+			initFields(bytesAt(dst+cpu*m.vsize, uint64(m.spec.ValueSize)), m.fields)
 		}
 	}
 }
@@ -333,22 +332,14 @@ func (m *hashMap) putCPUValue(e uint64, v valueSrc) {
 	storeValue(m.value(e)+uint64(v.cpu)*m.vsize, unsafe.Slice((*byte)(v.prog), m.spec.ValueSize), m.fields)
 }
 
-func checkHashFlags(flags uint64) error {
-	if flags > UpdateExist {
-		// BPF_F_LOCK needs a bpf_spin_lock in the value, which bpfvm's
-		// maps do not have.
-		return fmt.Errorf("update flags %#x: %w", flags, ErrInvalid)
-	}
-	return nil
-}
-
 // update sets the value of key. Go callers (goSide) may wait for memory;
 // programs get ErrBusy instead, since a run waiting for reclamation could
 // wait for itself.
 func (m *hashMap) update(key []byte, v valueSrc, flags uint64, goSide bool) error {
-	if err := checkHashFlags(flags); err != nil {
+	if err := checkFlags(flags, m.fields); err != nil {
 		return err
 	}
+	flags &^= UpdateLock
 	hash := HashKey(m.seed, key)
 	b := hash & m.mask
 	head := m.bucket(hash)
