@@ -61,6 +61,11 @@ func newMap(spec *ebpf.MapSpec, c *runner.CPUs) (*Map, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.Value != nil {
+		if err := maps.CheckValueBTF(s.Value); err != nil {
+			return nil, fmt.Errorf("map %s: load BTF: %w", spec.Name, err)
+		}
+	}
 	opts := maps.Options{NumCPU: c.Len(), Domain: c.Domain(), Programs: runner.Refs{}}
 	m, err := maps.New(s, opts)
 	if err != nil && s.Value != nil && (errors.Is(err, syscall.EINVAL) || errors.Is(err, maps.ErrKernelNotSupported)) {

@@ -231,3 +231,62 @@ func TestMapValueFieldsProgramUpdate(t *testing.T) {
 	}
 	t.Logf("%d of %d programs compared with the kernel", len(want), len(values))
 }
+
+// TestMapValueFieldsCreation creates maps with special fields through the
+// public API and through cilium/ebpf in the kernel: the same ones fail.
+// cilium/ebpf creates a map again without its BTF where the kernel refuses
+// the BTF with EINVAL, but not where loading the BTF itself fails.
+func TestMapValueFieldsCreation(t *testing.T) {
+	lock := vfOpaque("bpf_spin_lock", 4)
+	fwd := &btf.Pointer{Target: &btf.TypeTag{Value: "kptr", Type: &btf.Fwd{Name: "task_struct"}}}
+	two := &btf.Struct{Name: "val", Size: 16, Members: []btf.Member{{Name: "l", Type: lock}, {Name: "k", Type: fwd, Offset: 64}}}
+	twoTimers := &btf.Struct{Name: "val", Size: 32, Members: []btf.Member{{Name: "a", Type: vfOpaque("bpf_timer", 16)}, {Name: "b", Type: vfOpaque("bpf_timer", 16), Offset: 128}}}
+	cases := []struct {
+		name  string
+		typ   ebpf.MapType
+		flags uint32
+		key   btf.Type
+		value *btf.Struct
+		fails bool
+	}{
+		{name: "lock and kptr to a forward declaration", typ: ebpf.Hash, value: two, fails: true},
+		{name: "lock in percpu hash", typ: ebpf.PerCPUHash, value: vfValue(24, 8, lock), fails: true},
+		{name: "lock with rdonly prog", typ: ebpf.Array, flags: 1 << 7, value: vfValue(24, 8, lock), fails: true},
+		{name: "lock with key of other size", typ: ebpf.Hash, key: vfU64, value: vfValue(24, 8, lock)},
+		{name: "lock without key", typ: ebpf.Hash, key: &btf.Void{}, value: vfValue(24, 8, lock)},
+		{name: "two timers", typ: ebpf.Array, value: twoTimers},
+		{name: "lock in lru", typ: ebpf.LRUHash, value: vfValue(24, 8, lock), fails: true},
+	}
+	kernel := os.Getuid() == 0 && rlimit.RemoveMemlock() == nil
+	compared := 0
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			key := c.key
+			if key == nil {
+				key = &btf.Int{Name: "key", Size: 4}
+			}
+			spec := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{"m": {
+				Name: "m", Type: c.typ, KeySize: 4, ValueSize: c.value.Size, MaxEntries: 2, Flags: c.flags, Key: key, Value: c.value,
+			}}}
+			ours, err := bpfvm.NewCollection(spec)
+			if err == nil {
+				ours.Close()
+			}
+			if (err != nil) != c.fails {
+				t.Errorf("bpfvm: %v, want failure %v", err, c.fails)
+			}
+			if !kernel {
+				return
+			}
+			k, kerr := ebpf.NewCollection(spec)
+			if kerr == nil {
+				k.Close()
+			}
+			compared++
+			if (kerr != nil) != c.fails {
+				t.Errorf("kernel: %v, want failure %v", kerr, c.fails)
+			}
+		})
+	}
+	t.Logf("%d of %d creations compared with the kernel", compared, len(cases))
+}

@@ -146,7 +146,7 @@ func ParseFields(value btf.Type, valueSize uint32) ([]Field, error) {
 	if value == nil {
 		return nil, nil
 	}
-	if err := checkStructMetas(value); err != nil {
+	if err := CheckValueBTF(value); err != nil {
 		return nil, err
 	}
 	sz, err := btf.Sizeof(value)
@@ -179,10 +179,12 @@ func ParseFields(value btf.Type, valueSize uint32) ([]Field, error) {
 	return found, nil
 }
 
-// checkStructMetas checks the structs reachable from t as the kernel does
-// when it loads BTF (btf_parse_struct_metas): those that may be allocated
-// objects must have valid fields, at least one.
-func checkStructMetas(t btf.Type) error {
+// CheckValueBTF checks the structs reachable from a value's BTF type t as
+// the kernel does when it loads BTF (btf_parse_struct_metas): those that
+// may be allocated objects must have valid fields, at least one. An error
+// fails loading the map's BTF, which cilium/ebpf does not retry without
+// it (unlike a creation the kernel refuses).
+func CheckValueBTF(t btf.Type) error {
 	var err error
 	p := fieldParser{mask: metaFieldKinds}
 	walkTypes(t, map[btf.Type]bool{}, func(t btf.Type) bool {
