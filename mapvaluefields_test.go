@@ -11,22 +11,14 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/internal/fieldbtf"
 )
 
-// BTF of map values with special fields, as clang writes it from the uapi
-// headers.
 var (
-	vfU32 = &btf.Int{Name: "u32", Size: 4}
-	vfU64 = &btf.Int{Name: "u64", Size: 8}
+	vfU32    = fieldbtf.U32
+	vfU64    = fieldbtf.U64
+	vfOpaque = fieldbtf.Special
 )
-
-func vfOpaque(name string, size uint32) *btf.Struct {
-	elem, n := btf.Type(vfU64), size/8
-	if size%8 != 0 {
-		elem, n = vfU32, size/4
-	}
-	return &btf.Struct{Name: name, Size: size, Members: []btf.Member{{Name: "__opaque", Type: &btf.Array{Index: vfU32, Type: elem, Nelems: n}}}}
-}
 
 // vfValue is a value struct of size bytes with a u64 at 0, the special
 // member at off and a u64 in the last 8 bytes.

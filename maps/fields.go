@@ -222,6 +222,15 @@ func mayBeObject(st *btf.Struct) bool {
 	return false
 }
 
+// memberTypes are the types of members.
+func memberTypes(ms []btf.Member) []btf.Type {
+	out := make([]btf.Type, len(ms))
+	for i, m := range ms {
+		out[i] = m.Type
+	}
+	return out
+}
+
 // walkTypes calls visit on t and every type reachable from it, once each,
 // until visit returns false.
 func walkTypes(t btf.Type, seen map[btf.Type]bool, visit func(btf.Type) bool) bool {
@@ -232,43 +241,31 @@ func walkTypes(t btf.Type, seen map[btf.Type]bool, visit func(btf.Type) bool) bo
 	if !visit(t) {
 		return false
 	}
+	if u := skipModifiers(t); u != t {
+		// Typedefs, qualifiers and tags lead to one type.
+		return walkTypes(u, seen, visit)
+	}
 	var next []btf.Type
 	switch u := t.(type) {
 	case *btf.Struct:
-		for _, m := range u.Members {
-			next = append(next, m.Type)
-		}
+		next = memberTypes(u.Members)
 	case *btf.Union:
-		for _, m := range u.Members {
-			next = append(next, m.Type)
-		}
+		next = memberTypes(u.Members)
 	case *btf.Pointer:
-		next = append(next, u.Target)
+		next = []btf.Type{u.Target}
 	case *btf.Array:
-		next = append(next, u.Index, u.Type)
-	case *btf.Typedef:
-		next = append(next, u.Type)
-	case *btf.Volatile:
-		next = append(next, u.Type)
-	case *btf.Const:
-		next = append(next, u.Type)
-	case *btf.Restrict:
-		next = append(next, u.Type)
-	case *btf.TypeTag:
-		next = append(next, u.Type)
-	case *btf.Var:
-		next = append(next, u.Type)
+		next = []btf.Type{u.Type}
 	case *btf.Datasec:
 		for _, v := range u.Vars {
-			next = append(next, v.Type)
+			if v, ok := v.Type.(*btf.Var); ok {
+				next = append(next, v.Type)
+			}
 		}
 	case *btf.FuncProto:
-		next = append(next, u.Return)
+		next = []btf.Type{u.Return}
 		for _, p := range u.Params {
 			next = append(next, p.Type)
 		}
-	case *btf.Func:
-		next = append(next, u.Type)
 	}
 	for _, n := range next {
 		if !walkTypes(n, seen, visit) {

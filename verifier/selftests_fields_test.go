@@ -5,41 +5,31 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/bpfvm/bpfvm/internal/fieldbtf"
 	"github.com/bpfvm/bpfvm/maps"
 )
 
-// Map values with special fields, their BTF as clang writes it from the
-// uapi headers.
-var (
-	fU32 = &btf.Int{Name: "u32", Size: 4}
-	fU64 = &btf.Int{Name: "u64", Size: 8}
-	// fTask stands for the kernel's struct task_struct, which the kernel
-	// finds by name in vmlinux (with a destructor, so a referenced kptr
-	// of it is allowed).
-	fTask = &btf.Struct{Name: "task_struct"}
-)
-
-// fOpaque is a special struct of size bytes.
-func fOpaque(name string, size uint32) *btf.Struct {
-	elem, n := btf.Type(fU64), size/8
-	if size%8 != 0 {
-		elem, n = fU32, size/4
-	}
-	return &btf.Struct{Name: name, Size: size, Members: []btf.Member{{Name: "__opaque", Type: &btf.Array{Index: fU32, Type: elem, Nelems: n}}}}
-}
+// fTask stands for the kernel's struct task_struct, which the kernel finds
+// by name in vmlinux (with a destructor, so a referenced kptr of it is
+// allowed).
+var fTask = &btf.Struct{Name: "task_struct"}
 
 // fValue is a value struct of size bytes with members at byte offsets.
 func fValue(size uint32, ms ...any) *btf.Struct {
-	s := &btf.Struct{Name: "val", Size: size}
+	var members []fieldbtf.Member
 	for i := 0; i < len(ms); i += 2 {
-		s.Members = append(s.Members, btf.Member{Name: string(rune('a' + i/2)), Offset: btf.Bits(ms[i].(int) * 8), Type: ms[i+1].(btf.Type)})
+		members = append(members, fieldbtf.Member{Off: uint32(ms[i].(int)), Type: ms[i+1].(btf.Type)})
 	}
-	return s
+	return fieldbtf.Value("val", size, members...)
 }
 
-func fKptr(tag string) *btf.Pointer {
-	return &btf.Pointer{Target: &btf.TypeTag{Value: tag, Type: fTask}}
-}
+func fKptr(tag string) *btf.Pointer { return fieldbtf.Tagged(tag, fTask) }
+
+var (
+	fU32    = fieldbtf.U32
+	fU64    = fieldbtf.U64
+	fOpaque = fieldbtf.Special
+)
 
 var (
 	// lockHash: struct { struct bpf_spin_lock l; u32 a; u64 b; }.
