@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"github.com/cilium/ebpf/btf"
+
 	"github.com/bpfvm/bpfvm/isa"
 	"github.com/bpfvm/bpfvm/maps"
 )
@@ -16,12 +18,13 @@ import (
 // (and gives the register the pointee's BTF type), bpfvm refuses it.
 
 // mapFields returns the special fields of a map's values, found once per
-// map the program references.
+// value type: inner maps get a MapInfo per lookup verified.
 func (v *verifier) mapFields(m *MapInfo) []maps.Field {
 	if m.Spec.Value == nil {
 		return nil
 	}
-	if fs, ok := v.fields[m]; ok {
+	key := fieldsKey{m.Spec.Value, m.Spec.ValueSize}
+	if fs, ok := v.fields[key]; ok {
 		return fs
 	}
 	// A spec whose BTF the maps refuse has no map, so no program
@@ -29,10 +32,16 @@ func (v *verifier) mapFields(m *MapInfo) []maps.Field {
 	// record does.
 	fs, _ := m.Spec.Fields()
 	if v.fields == nil {
-		v.fields = map[*MapInfo][]maps.Field{}
+		v.fields = map[fieldsKey][]maps.Field{}
 	}
-	v.fields[m] = fs
+	v.fields[key] = fs
 	return fs
+}
+
+// fieldsKey identifies the values whose fields mapFields found.
+type fieldsKey struct {
+	value btf.Type
+	size  uint32
 }
 
 // checkFieldAccess checks an access to a map value that passed the bounds

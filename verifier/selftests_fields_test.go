@@ -38,6 +38,13 @@ var (
 	lockArr  = maps.Spec{Name: "locka", Type: maps.Array, KeySize: 4, ValueSize: 16, MaxEntries: 4, Value: lockVal}
 	// timerArr: struct { u64 a; struct bpf_timer t; }.
 	timerArr = maps.Spec{Name: "timer", Type: maps.Array, KeySize: 4, ValueSize: 24, MaxEntries: 4, Value: fValue(24, 0, fU64, 8, fOpaque("bpf_timer", 16))}
+	// bssLock is a .bss with a lock and a counter.
+	bssLock = maps.Spec{Name: ".bss", Type: maps.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1, Value: &btf.Datasec{Name: ".bss", Size: 16, Vars: []btf.VarSecinfo{
+		{Type: &btf.Var{Name: "lock", Type: fOpaque("bpf_spin_lock", 4)}, Size: 4},
+		{Type: &btf.Var{Name: "n", Type: fU64}, Offset: 8, Size: 8},
+	}}}
+	// lockOuter holds arrays like lockArr.
+	lockOuter = maps.Spec{Name: "lockouter", Type: maps.ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: 2, InnerMap: &lockArr}
 	// refcountHash: struct { struct bpf_refcount r; u32 a; u64 b; }.
 	refcountHash = maps.Spec{Name: "refc", Type: maps.Hash, KeySize: 4, ValueSize: 16, MaxEntries: 4, Value: fValue(16, 0, fOpaque("bpf_refcount", 4), 4, fU32, 8, fU64)}
 	// kptrArr: struct { struct task_struct __kptr_untrusted *u;
@@ -73,6 +80,12 @@ func TestSelftestFields(t *testing.T) {
 		{name: "timer store end", maps: []maps.Spec{timerArr}, asm: get + "*(u8 *)(r0 +23) = 1" + out, err: "bpf_timer cannot be accessed directly by load/store", kmsg: true},
 		{name: "before timer", maps: []maps.Spec{timerArr}, asm: get + "*(u64 *)(r0 +0) = 1\nr1 = *(u64 *)(r0 +0)" + out},
 		{name: "refcount load", maps: []maps.Spec{refcountHash}, asm: get + "r1 = *(u32 *)(r0 +0)" + out, err: "bpf_refcount cannot be accessed directly by load/store", kmsg: true},
+		// A data section's lock, addressed directly.
+		{name: "bss lock direct", maps: []maps.Spec{bssLock}, asm: "r1 = map_value[fd:0]+0 ll\nr0 = *(u32 *)(r1 +0)\nexit", err: "bpf_spin_lock cannot be accessed directly by load/store", kmsg: true},
+		{name: "bss after lock direct", maps: []maps.Spec{bssLock}, asm: "r1 = map_value[fd:0]+8 ll\nr0 = *(u64 *)(r1 +0)\nexit"},
+		// The values of inner maps have their template's fields.
+		{name: "inner lock load", maps: []maps.Spec{lockOuter}, asm: lookupInner + innerLookup4 + "if r0 == 0 goto out\nr1 = *(u32 *)(r0 +0)" + out, err: "bpf_spin_lock cannot be accessed directly by load/store", kmsg: true},
+		{name: "inner after lock", maps: []maps.Spec{lockOuter}, asm: lookupInner + innerLookup4 + "if r0 == 0 goto out\nr1 = *(u32 *)(r0 +4)" + out},
 		// Kernel pointers.
 		{name: "kptr untrusted load", maps: kp, asm: get + "r1 = *(u64 *)(r0 +0)" + out, err: "bpfvm does not support loading kptrs yet", kaccepts: true},
 		{name: "kptr referenced load", maps: kp, asm: get + "r1 = *(u64 *)(r0 +8)" + out, err: "bpfvm does not support loading kptrs yet", kaccepts: true},

@@ -272,7 +272,7 @@ type verifier struct {
 
 	aluCache aluCache // alu_cache.go
 	// fields are the special fields of the maps' values (fields.go).
-	fields map[*MapInfo][]maps.Field
+	fields map[fieldsKey][]maps.Field
 	free   []*State // states to reuse (state.go)
 	exact  bool     // compare every scalar and slot (tests)
 	hook   func(pc int)

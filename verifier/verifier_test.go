@@ -205,6 +205,9 @@ func kernelVerdictInsns(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachTy
 		}
 		if in := s.InnerMap; in != nil {
 			ks.InnerMap = &ebpf.MapSpec{Type: ebpf.MapType(in.Type), KeySize: in.KeySize, ValueSize: in.ValueSize, MaxEntries: in.MaxEntries, Flags: in.Flags}
+			if in.Value != nil {
+				ks.InnerMap.Key, ks.InnerMap.Value = &btf.Int{Name: "key", Size: in.KeySize}, in.Value
+			}
 		}
 		m, err := ebpf.NewMap(ks)
 		if err != nil {
