@@ -119,9 +119,7 @@ func (a *array) Lookup(key unsafe.Pointer, cpu int) unsafe.Pointer {
 }
 
 // checkFlags rejects unknown flags and, as the kernel does, BPF_F_LOCK for
-// values without a bpf_spin_lock. With one, BPF_F_LOCK copies the value
-// as without: no program can hold the lock during a copy, since bpfvm has
-// no bpf_spin_lock helper yet.
+// values without a bpf_spin_lock.
 func checkFlags(flags uint64, fields []Field) error {
 	if flags&^UpdateLock > UpdateExist || flags&UpdateLock != 0 && !hasSpinLock(fields) {
 		return fmt.Errorf("update flags %#x: %w", flags, ErrInvalid)
@@ -149,8 +147,17 @@ func (a *array) Update(key, value unsafe.Pointer, flags uint64, cpu int) error {
 	if err := a.update(i, flags); err != nil {
 		return err
 	}
-	storeValue(a.elem(i, cpu), unsafe.Slice((*byte)(value), a.spec.ValueSize), a.fields)
+	a.store(a.elem(i, cpu), unsafe.Slice((*byte)(value), a.spec.ValueSize), flags)
 	return nil
+}
+
+// store writes a value in place, holding its spin lock with BPF_F_LOCK.
+func (a *array) store(dst uint64, src []byte, flags uint64) {
+	if flags&UpdateLock != 0 {
+		storeLocked(dst, src, a.fields)
+		return
+	}
+	storeValue(dst, src, a.fields)
 }
 
 func (a *array) Delete(unsafe.Pointer) error { return ErrInvalid }
@@ -182,7 +189,7 @@ func (a *array) UpdateBytes(key, value []byte, flags uint64) error {
 		return fmt.Errorf("value of %d bytes, want %d: %w", len(value), ValueSizeBytes(a.spec, a.ncpu), ErrInvalid)
 	}
 	if !a.spec.Type.PerCPU() {
-		storeValue(a.elem(i, 0), value, a.fields)
+		a.store(a.elem(i, 0), value, flags)
 		return nil
 	}
 	for cpu := range a.ncpu {

@@ -3,12 +3,15 @@ package maps
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpfvm/bpfvm/internal/errs"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // FieldKind is the kind of a special field of a map value: an object the
@@ -634,6 +637,33 @@ func loadValues(dst []byte, src, stride uint64, fields []Field) {
 func specFields(s Spec) []Field {
 	fields, _ := s.Fields()
 	return fields
+}
+
+// LockSpin takes the bpf_spin_lock at p, spinning until it is free: the
+// kernel's __bpf_spin_lock. Verified programs hold it only for a few
+// instructions without calls.
+func LockSpin(p *uint32) {
+	for !atomic.CompareAndSwapUint32(p, 0, 1) {
+		runtime.Gosched()
+	}
+}
+
+// UnlockSpin releases the bpf_spin_lock at p.
+func UnlockSpin(p *uint32) { atomic.StoreUint32(p, 0) }
+
+// storeLocked writes src to the value at dst as storeValue does, holding
+// the value's spin lock (the kernel's copy_map_value_locked, for
+// BPF_F_LOCK).
+func storeLocked(dst uint64, src []byte, fields []Field) {
+	i := slices.IndexFunc(fields, func(f Field) bool { return f.Kind == SpinLock })
+	if i < 0 {
+		storeValue(dst, src, fields)
+		return
+	}
+	lock := (*uint32)(vm.Ptr(dst + uint64(fields[i].Offset)))
+	LockSpin(lock)
+	storeValue(dst, src, fields)
+	UnlockSpin(lock)
 }
 
 // hasSpinLock reports whether the fields hold a bpf_spin_lock, which

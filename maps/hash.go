@@ -339,10 +339,31 @@ func (m *hashMap) update(key []byte, v valueSrc, flags uint64, goSide bool) erro
 	if err := checkFlags(flags, m.fields); err != nil {
 		return err
 	}
+	locked := flags&UpdateLock != 0
 	flags &^= UpdateLock
 	hash := HashKey(m.seed, key)
 	b := hash & m.mask
 	head := m.bucket(hash)
+	if locked {
+		// BPF_F_LOCK writes an existing element in place, holding its
+		// spin lock (values with a lock are never per-CPU); a new one
+		// is inserted as without the flag.
+		src := v.b
+		if v.prog != nil {
+			src = unsafe.Slice((*byte)(v.prog), m.spec.ValueSize)
+		}
+		m.locks[b].Lock()
+		_, old := m.find(head, hash, key)
+		if old != 0 {
+			err := checkExists(true, flags)
+			if err == nil {
+				storeLocked(m.value(old), src, m.fields)
+			}
+			m.locks[b].Unlock()
+			return err
+		}
+		m.locks[b].Unlock()
+	}
 	if v.prog != nil && m.ncpu > 1 {
 		// Per-CPU updates from programs write the CPU's value of an
 		// existing element in place, as the kernel does.

@@ -3,6 +3,7 @@ package verifier_test
 import (
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpfvm/bpfvm/internal/fieldbtf"
@@ -106,5 +107,43 @@ func TestSelftestFields(t *testing.T) {
 		{name: "kptr value to helper", maps: kp, asm: get + "r3 = r0\n" + update + out, err: "kptr cannot be accessed indirectly by helper", kmsg: true},
 		{name: "kptr key from value", maps: kp, asm: get + "r2 = r0\nr2 += 4\nr1 = map[fd:0] ll\ncall bpf_map_lookup_elem#1" + out, err: "kptr cannot be accessed indirectly by helper", kmsg: true},
 		{name: "after kptrs", maps: kp, asm: get + "r1 = *(u64 *)(r0 +16)\n*(u64 *)(r0 +16) = r1\nr2 = r0\nr2 += 16\nr1 = map[fd:0] ll\ncall bpf_map_lookup_elem#1" + out},
+	})
+}
+
+// TestSelftestSpinLock covers bpf_spin_lock and bpf_spin_unlock: one lock
+// at a time, the lock taken released, no calls, exits or LD_ABS inside the
+// locked region, the argument at the value's lock.
+func TestSelftestSpinLock(t *testing.T) {
+	lk := []maps.Spec{lockHash}
+	get := lookup4 + "if r0 == 0 goto out\nr6 = r0\n"
+	lock := "r1 = r6\ncall bpf_spin_lock#93\n"
+	unlock := "r1 = r6\ncall bpf_spin_unlock#94\n"
+	out := "\nout: r0 = 0\nexit"
+	second := "*(u32 *)(r10 -8) = 1\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -8\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto out\nr7 = r0\n"
+	runCases(t, []vcase{
+		{name: "lock unlock", maps: lk, asm: get + lock + unlock + "r0 = 0\nexit" + out},
+		{name: "locked write", maps: lk, asm: get + lock + "r1 = *(u64 *)(r6 +8)\nr1 += 1\n*(u64 *)(r6 +8) = r1\n" + unlock + "r0 = 0\nexit" + out},
+		{name: "array lock", maps: []maps.Spec{lockArr}, asm: get + lock + unlock + "r0 = 0\nexit" + out},
+		{name: "branches in region", maps: lk, asm: get + lock + "r1 = *(u32 *)(r6 +4)\nif r1 > 3 goto skip\n*(u32 *)(r6 +4) = 0\nskip: " + unlock + "r0 = 0\nexit" + out},
+		{name: "exit with lock", maps: lk, asm: get + lock + "r0 = 0\nexit" + out, err: "BPF_EXIT instruction in main prog cannot be used inside bpf_spin_lock-ed region", kmsg: true},
+		{name: "unlock without lock", maps: lk, asm: get + unlock + "r0 = 0\nexit" + out, err: "bpf_spin_unlock without taking a lock", kmsg: true},
+		// bpf_spin_lock is itself a call.
+		{name: "two locks", maps: lk, asm: get + lock + lock + unlock + "r0 = 0\nexit" + out, err: "function calls are not allowed while holding a lock", kmsg: true},
+		{name: "helper in region", maps: lk, asm: get + lock + "call bpf_get_prandom_u32#7\n" + unlock + "r0 = 0\nexit" + out, err: "function calls are not allowed while holding a lock", kmsg: true},
+		{name: "lookup in region", maps: lk, asm: get + lock + lookup4 + unlock + "r0 = 0\nexit" + out, err: "function calls are not allowed while holding a lock", kmsg: true},
+		{name: "lock off lock", maps: lk, asm: get + "r1 = r6\nr1 += 4\ncall bpf_spin_lock#93\nr0 = 0\nexit" + out, err: "off 4 doesn't point to 'struct bpf_spin_lock' that is at 0", kmsg: true},
+		{name: "lock variable offset", maps: lk, asm: get + "r2 = *(u8 *)(r6 +8)\nr2 &= 4\nr1 = r6\nr1 += r2\ncall bpf_spin_lock#93\nr0 = 0\nexit" + out, err: "R1 doesn't have constant offset. bpf_spin_lock has to be at the constant offset", kmsg: true},
+		{name: "lock map without BTF", maps: []maps.Spec{arrayMap}, asm: get + lock + unlock + "r0 = 0\nexit" + out, err: "has to have BTF in order to use bpf_spin_lock", klog: "has to have BTF in order to use bpf_spin_lock"},
+		{name: "lock map without lock", maps: []maps.Spec{timerArr}, asm: get + lock + unlock + "r0 = 0\nexit" + out, err: "has no valid bpf_spin_lock", klog: "has no valid bpf_spin_lock"},
+		{name: "lock maybe null", maps: lk, asm: lookup4 + "r1 = r0\ncall bpf_spin_lock#93\nr0 = 0\nexit", err: "R1 type=map_value_or_null expected=map_value, ptr_", kmsg: true},
+		{name: "lock stack", maps: lk, asm: "r1 = r10\nr1 += -8\ncall bpf_spin_lock#93\nr0 = 0\nexit", err: "R1 type=fp expected=map_value, ptr_", kmsg: true},
+		{name: "unlock other value", maps: lk, asm: get + second + lock + "r1 = r7\ncall bpf_spin_unlock#94\nr0 = 0\nexit" + out, err: "bpf_spin_unlock of different lock", kmsg: true},
+		{name: "unlock copy", maps: lk, asm: get + "r7 = r6\n" + lock + "r1 = r7\ncall bpf_spin_unlock#94\nr0 = 0\nexit" + out},
+		{name: "static call in region", maps: lk, asm: get + lock + "call f\n" + unlock + "r0 = 0\nexit" + out + "\nf: r0 = 0\nexit"},
+		{name: "lock in static function", maps: lk, asm: get + "r1 = r6\ncall f\n" + unlock + "r0 = 0\nexit" + out + "\nf: call bpf_spin_lock#93\nr0 = 0\nexit"},
+		{name: "ld_abs in region", typ: ebpf.SchedCLS, maps: lk, asm: "r9 = r1\n" + get + lock + "r6 = r9\nr0 = *(u8 *)skb[0]\nr6 = r0\nr1 = r6\ncall bpf_spin_unlock#94\nr0 = 0\nexit" + out, err: "BPF_LD_[ABS|IND] cannot be used inside bpf_spin_lock-ed region", kmsg: true},
+		{name: "socket filter lock map", typ: ebpf.SocketFilter, maps: lk, asm: get + "r0 = 0\nexit" + out, err: "socket filter progs cannot use bpf_spin_lock yet", kmsg: true},
+		{name: "data section lock", maps: []maps.Spec{bssLock}, asm: "r1 = map_value[fd:0]+0 ll\ncall bpf_spin_lock#93\nr1 = map_value[fd:0]+0 ll\ncall bpf_spin_unlock#94\nr0 = 0\nexit"},
+		{name: "one path locked at exit", maps: lk, asm: get + "r7 = *(u32 *)(r6 +4)\n" + lock + "if r7 > 3 goto skip\n" + unlock + "skip: r0 = 0\nexit" + out, err: "BPF_EXIT instruction in main prog cannot be used inside bpf_spin_lock-ed region", kmsg: true},
 	})
 }
