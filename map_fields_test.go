@@ -32,6 +32,9 @@ func TestMapFieldsObject(t *testing.T) {
 		{prog: "half_kptr", err: "kptr access size must be BPF_DW"},
 		{prog: "update_from_value", err: "bpf_spin_lock cannot be accessed directly by load/store"},
 		{prog: "load_untrusted", err: "bpfvm does not support loading kptrs yet", kernelAccepts: true},
+		{prog: "locked_count"},
+		{prog: "exit_locked", err: "BPF_EXIT instruction in main prog cannot be used inside bpf_spin_lock-ed region"},
+		{prog: "call_locked", err: "function calls are not allowed while holding a lock"},
 	}
 	kernel := haveKernel(t)
 	compared, agreed := 0, 0

@@ -2,7 +2,8 @@
 
 // map_fields.c: a map whose value has special fields (a struct
 // bpf_spin_lock, a referenced __kptr and a __kptr_untrusted), and programs
-// touching them that the kernel accepts or rejects (map_fields_test.go).
+// touching them or taking the lock that the kernel accepts or rejects
+// (map_fields_test.go).
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
@@ -125,6 +126,47 @@ int load_untrusted(struct xdp_md *ctx)
 	if (!v)
 		return XDP_ABORTED;
 	return v->untrusted != 0;
+}
+
+// Accepted: the counter under the value's lock.
+SEC("xdp")
+int locked_count(struct xdp_md *ctx)
+{
+	struct val *v = value();
+	if (!v)
+		return XDP_ABORTED;
+	bpf_spin_lock(&v->lock);
+	v->counter++;
+	bpf_spin_unlock(&v->lock);
+	return XDP_PASS;
+}
+
+// Rejected: BPF_EXIT instruction in main prog cannot be used inside
+// bpf_spin_lock-ed region.
+SEC("xdp")
+int exit_locked(struct xdp_md *ctx)
+{
+	struct val *v = value();
+	if (!v)
+		return XDP_ABORTED;
+	bpf_spin_lock(&v->lock);
+	if (v->counter > 3)
+		return XDP_DROP;
+	bpf_spin_unlock(&v->lock);
+	return XDP_PASS;
+}
+
+// Rejected: function calls are not allowed while holding a lock.
+SEC("xdp")
+int call_locked(struct xdp_md *ctx)
+{
+	struct val *v = value();
+	if (!v)
+		return XDP_ABORTED;
+	bpf_spin_lock(&v->lock);
+	v->counter = bpf_get_prandom_u32();
+	bpf_spin_unlock(&v->lock);
+	return XDP_PASS;
 }
 
 char LICENSE[] SEC("license") = "GPL";
