@@ -97,12 +97,13 @@ func TestSpinLockRun(t *testing.T) {
 	}
 }
 
-// TestSpinLockLeftHeld runs an unverified program that exits holding the
-// lock, and one that takes it twice: the first run's lock is released when
-// it ends, and the second fails rather than waiting for itself.
+// TestSpinLockLeftHeld runs unverified programs that exit holding the lock,
+// take it twice, or update the value with BPF_F_LOCK holding it: the lock
+// is released when the run ends, and the others fail rather than waiting
+// for themselves.
 func TestSpinLockLeftHeld(t *testing.T) {
 	spec := spinLockSpec()
-	lockOnly := func(twice bool) asm.Instructions {
+	lockOnly := func(then asm.Instructions) asm.Instructions {
 		insns := asm.Instructions{
 			asm.StoreImm(asm.R10, -4, 0, asm.Word),
 			asm.LoadMapPtr(asm.R1, 0).WithReference("m"),
@@ -113,13 +114,19 @@ func TestSpinLockLeftHeld(t *testing.T) {
 			asm.Mov.Reg(asm.R1, asm.R6),
 			asm.FnSpinLock.Call(),
 		}
-		if twice {
-			insns = append(insns, asm.Mov.Reg(asm.R1, asm.R6), asm.FnSpinLock.Call())
-		}
+		insns = append(insns, then...)
 		return append(insns, asm.Mov.Imm(asm.R0, 2).WithSymbol("out"), asm.Return())
 	}
-	spec.Programs["leak"] = &ebpf.ProgramSpec{Name: "leak", Type: ebpf.XDP, License: "GPL", Instructions: lockOnly(false)}
-	spec.Programs["twice"] = &ebpf.ProgramSpec{Name: "twice", Type: ebpf.XDP, License: "GPL", Instructions: lockOnly(true)}
+	spec.Programs["leak"] = &ebpf.ProgramSpec{Name: "leak", Type: ebpf.XDP, License: "GPL", Instructions: lockOnly(nil)}
+	spec.Programs["twice"] = &ebpf.ProgramSpec{Name: "twice", Type: ebpf.XDP, License: "GPL", Instructions: lockOnly(asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.R6), asm.FnSpinLock.Call(),
+	})}
+	spec.Programs["update"] = &ebpf.ProgramSpec{Name: "update", Type: ebpf.XDP, License: "GPL", Instructions: lockOnly(asm.Instructions{
+		asm.LoadMapPtr(asm.R1, 0).WithReference("m"),
+		asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, -4),
+		asm.Mov.Reg(asm.R3, asm.R6), asm.Mov.Imm(asm.R4, 4), // BPF_F_LOCK
+		asm.FnMapUpdateElem.Call(),
+	})}
 	for _, e := range []bpfvm.Engine{bpfvm.EngineInterpreter, bpfvm.EngineJIT} {
 		coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{Engine: e, NoVerify: true}})
 		if err != nil {
@@ -131,6 +138,9 @@ func TestSpinLockLeftHeld(t *testing.T) {
 		}
 		if _, _, err := coll.Programs["twice"].Test(make([]byte, 64)); err == nil {
 			t.Errorf("%s: a second lock in one run succeeded", e)
+		}
+		if _, _, err := coll.Programs["update"].Test(make([]byte, 64)); err == nil {
+			t.Errorf("%s: a locked update holding the lock succeeded", e)
 		}
 		done := make(chan error, 1)
 		go func() { _, _, err := coll.Programs["inc"].Test(make([]byte, 64)); done <- err }()

@@ -119,6 +119,9 @@ func (r *Runner) HoldLock(addr uint64) bool {
 	return true
 }
 
+// HoldsLock reports whether the run holds a bpf_spin_lock.
+func (r *Runner) HoldsLock() bool { return r.hs.locked != 0 }
+
 // DropLock records that the run releases the bpf_spin_lock at addr; false
 // if it does not hold that lock.
 func (r *Runner) DropLock(addr uint64) bool {
