@@ -77,12 +77,22 @@ func TestCorpusVerdicts(t *testing.T) {
 				if kerr != nil && !errors.As(kerr, &kve) {
 					t.Skipf("kernel load: %v", kerr)
 				}
-				if (err == nil) != (kerr == nil) {
+				why, refused := knownRefused[filepath.Base(file)+"/"+name]
+				switch {
+				case refused && err != nil && kerr == nil:
+					t.Logf("bpfvm refuses what the kernel accepts: %s", why)
+				case (err == nil) != (kerr == nil):
 					t.Errorf("bpfvm: %v; kernel: %v", err, kerr)
 				}
 			})
 		}
 	}
+}
+
+// knownRefused are the corpus programs (by file/program name) bpfvm refuses
+// on purpose where the kernel accepts them, for a feature bpfvm lacks.
+var knownRefused = map[string]string{
+	"map_fields.o/load_untrusted": "a kptr load gives a PTR_TO_BTF_ID, which bpfvm does not have yet",
 }
 
 // knownExcess are the corpus programs (by file/program name, without a

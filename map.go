@@ -8,9 +8,11 @@ import (
 	"reflect"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpfvm/bpfvm/internal/mapref"
 	"github.com/bpfvm/bpfvm/maps"
@@ -59,7 +61,20 @@ func newMap(spec *ebpf.MapSpec, c *runner.CPUs) (*Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := maps.New(s, maps.Options{NumCPU: c.Len(), Domain: c.Domain(), Programs: runner.Refs{}})
+	if s.Value != nil {
+		if err := maps.CheckValueBTF(s.Value); err != nil {
+			return nil, fmt.Errorf("map %s: load BTF: %w", spec.Name, err)
+		}
+	}
+	opts := maps.Options{NumCPU: c.Len(), Domain: c.Domain(), Programs: runner.Refs{}}
+	m, err := maps.New(s, opts)
+	if err != nil && s.Value != nil && (errors.Is(err, syscall.EINVAL) || errors.Is(err, maps.ErrKernelNotSupported)) {
+		// cilium/ebpf retries a creation the kernel refuses with
+		// EINVAL or ENOTSUPP without the BTF: the map then has no
+		// special fields, and neither has ours.
+		s.Value = nil
+		m, err = maps.New(s, opts)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +180,9 @@ func mapSpec(spec *ebpf.MapSpec) (maps.Spec, error) {
 		Flags:      spec.Flags,
 		MapExtra:   spec.MapExtra,
 	}
+	if keyBTFFits(spec) {
+		s.Value = spec.Value
+	}
 	if spec.InnerMap != nil {
 		inner, err := mapSpec(spec.InnerMap)
 		if err != nil {
@@ -173,6 +191,31 @@ func mapSpec(spec *ebpf.MapSpec) (maps.Spec, error) {
 		s.InnerMap = &inner
 	}
 	return s, nil
+}
+
+// keyBTFFits reports whether the kernel takes the BTF of a map's key and
+// value as map_check_btf checks the key: a key type of the key's size (a
+// 32-bit int for arrays), or none for the single value of an array that
+// holds a data section. Otherwise it refuses the BTF (EINVAL), and
+// cilium/ebpf creates the map without it.
+func keyBTFFits(spec *ebpf.MapSpec) bool {
+	if spec.Value == nil {
+		return false
+	}
+	if _, void := spec.Key.(*btf.Void); spec.Key == nil || void {
+		_, sec := spec.Value.(*btf.Datasec)
+		return spec.Type == ebpf.Array && spec.MaxEntries == 1 && sec
+	}
+	size, err := btf.Sizeof(spec.Key)
+	if err != nil || uint32(size) != spec.KeySize {
+		return false
+	}
+	switch spec.Type {
+	case ebpf.Array, ebpf.PerCPUArray:
+		i, ok := btf.UnderlyingType(spec.Key).(*btf.Int)
+		return ok && i.Size == 4
+	}
+	return true
 }
 
 // Name returns the map's name.
@@ -257,6 +300,11 @@ func (m *Map) Freeze() error {
 		return err
 	}
 	defer m.m.Release()
+	if fields, _ := m.m.Spec().Fields(); len(fields) > 0 {
+		// The kernel's map_freeze: ENOTSUPP for values with special
+		// fields.
+		return fmt.Errorf("map %s: freeze: values with special fields: %w", m.name, maps.ErrKernelNotSupported)
+	}
 	if m.m.Spec().Flags&maps.FlagRdonly != 0 {
 		return fmt.Errorf("map %s: freeze: %w", m.name, ErrPermission)
 	}

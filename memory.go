@@ -69,6 +69,12 @@ func (m *Map) Memory() (*Memory, error) {
 		m.m.Release()
 		return nil, fmt.Errorf("map %s: memory: %w", m.name, maps.ErrInvalid)
 	}
+	if fields, _ := spec.Fields(); len(fields) > 0 {
+		// Programs' locks and pointers are not Go's to write
+		// (bpf_map_mmap's ENOTSUPP).
+		m.m.Release()
+		return nil, fmt.Errorf("map %s: memory: values with special fields: %w", m.name, maps.ErrKernelNotSupported)
+	}
 	regions := m.m.Memory()
 	if len(regions) != 1 {
 		m.m.Release()
