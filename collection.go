@@ -29,6 +29,8 @@ import (
 // CollectionOptions control loading a collection.
 type CollectionOptions struct {
 	Programs ProgramOptions
+	// Maps control creating the maps: pinning (MapOptions).
+	Maps MapOptions
 	// NumCPU is the number of runners: how many runs proceed at once, and
 	// how many values per-CPU maps keep. Default: GOMAXPROCS.
 	NumCPU int
@@ -131,9 +133,9 @@ func newCollection(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collec
 		if err != nil {
 			return nil, err
 		}
-		m, err := newMap(ms, coll.cpus)
+		m, err := newPinnedMap(ms, opts.Maps, coll.cpus)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("map %s: %w", name, err)
 		}
 		coll.Maps[name] = m
 	}
@@ -182,6 +184,7 @@ func newCollection(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collec
 		if err != nil {
 			return nil, err
 		}
+		p.ref.pin.ns = opts.Maps.Pins
 		coll.Programs[name] = p
 	}
 	// Initial contents naming maps (maps of maps) or programs (program

@@ -93,7 +93,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	}
 	run.Start()
 	return &Program{
-		name: name, typ: typ, insns: insns, maps: ms, opts: opts, run: run,
+		name: name, typ: typ, insns: insns, maps: ms, opts: opts, run: run, users: newRefCount(), ref: &progRef{},
 		kind: e.kind, jit: e.info, xlated: e.x.insns, xlatedLines: e.x.lines, xlatedFuncs: e.x.funcs, stats: v.stats, VerifierLog: v.log,
 	}, nil
 }

@@ -52,6 +52,13 @@ type Map struct {
 	// run time (Result.Redirect through a map of maps): it holds no
 	// reference, so Close only closes the view.
 	view bool
+	// access restricts this reference to reading (maps.FlagRdonly) or
+	// writing (maps.FlagWronly) the contents, as a file descriptor the
+	// kernel's BPF_OBJ_GET opened with BPF_F_RDONLY or BPF_F_WRONLY
+	// (LoadPinOptions).
+	access uint32
+	// pin is where this reference is pinned (Pin).
+	pin pinState
 }
 
 func newMap(spec *ebpf.MapSpec, c *runner.CPUs) (*Map, error) {
@@ -64,22 +71,32 @@ func newMap(spec *ebpf.MapSpec, c *runner.CPUs) (*Map, error) {
 		return nil, err
 	}
 	mm := &Map{name: spec.Name, m: m, ncpu: c.Len(), users: newRefCount()}
+	if err := mm.finalize(spec); err != nil {
+		mm.Close()
+		return nil, err
+	}
+	return mm, nil
+}
+
+// finalize writes a map's initial contents but those naming maps or
+// programs (which the collection writes once they all exist), and freezes
+// it if it is frozen on load and has no such contents, as cilium/ebpf does
+// for a map it creates or reuses from a pin.
+func (mm *Map) finalize(spec *ebpf.MapSpec) error {
 	for _, kv := range spec.Contents {
 		if _, ok := kv.Value.(string); ok {
 			continue // a map or program by name: filled in by the collection
 		}
 		if err := mm.Update(kv.Key, kv.Value, UpdateAny); err != nil {
-			mm.Close()
-			return nil, fmt.Errorf("map %s: initial contents: %w", spec.Name, err)
+			return fmt.Errorf("map %s: initial contents: %w", spec.Name, err)
 		}
 	}
 	if freezeOnLoad(spec) && !deferredContents(spec) {
 		if err := mm.Freeze(); err != nil {
-			mm.Close()
-			return nil, err
+			return err
 		}
 	}
-	return mm, nil
+	return nil
 }
 
 // createSpec is the maps.Spec that spec creates in a collection of ncpu
@@ -222,7 +239,7 @@ func (m *Map) begin(op string, a access) error {
 	if err := m.hold(op); err != nil {
 		return err
 	}
-	flags := m.m.Spec().Flags
+	flags := m.m.Spec().Flags | m.access
 	if a&accessRead != 0 && flags&maps.FlagWronly != 0 || a&accessWrite != 0 && flags&maps.FlagRdonly != 0 {
 		m.m.Release()
 		return fmt.Errorf("map %s: %s: %w", m.name, op, ErrPermission)
@@ -257,7 +274,7 @@ func (m *Map) Freeze() error {
 		return err
 	}
 	defer m.m.Release()
-	if m.m.Spec().Flags&maps.FlagRdonly != 0 {
+	if (m.m.Spec().Flags|m.access)&maps.FlagRdonly != 0 {
 		return fmt.Errorf("map %s: freeze: %w", m.name, ErrPermission)
 	}
 	if err := m.m.Freeze(); err != nil {
@@ -513,7 +530,7 @@ func (m *Map) Clone() (*Map, error) {
 		return nil, nil
 	}
 	if !m.closed.Load() && m.users != nil && m.users.hold() {
-		return &Map{name: m.name, m: m.m, ncpu: m.ncpu, users: m.users}, nil
+		return &Map{name: m.name, m: m.m, ncpu: m.ncpu, users: m.users, access: m.access, pin: pinState{ns: m.pin.ns}}, nil
 	}
 	return nil, fmt.Errorf("map %s: clone: %w", m.name, ErrClosed)
 }
@@ -556,7 +573,7 @@ func marshal(v any, size int) ([]byte, error) {
 		if size != 4 {
 			return nil, fmt.Errorf("program as a %d byte value, want 4", size)
 		}
-		if v.run.Closed() {
+		if v.closed() {
 			return nil, fmt.Errorf("program %s: %w", v.name, ErrClosed)
 		}
 		return binary.NativeEndian.AppendUint32(nil, v.ID()), nil

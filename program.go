@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -220,7 +221,12 @@ type Program struct {
 	opts  ProgramOptions
 	// run is the program as runners run it (package runner): engine,
 	// memory mode, lifetime.
-	run  *runner.Program
+	run *runner.Program
+	// users counts the open Programs sharing run: this one and its clones
+	// (Clone, pins). The last Close closes run.
+	users *refCount
+	// ref is this reference's own state.
+	ref  *progRef
 	kind Engine // the engine that runs: EngineInterpreter or EngineJIT
 	jit  JITInfo
 	// xlated is the program after rewriting, map references by index.
@@ -403,13 +409,43 @@ func (p *Program) XlatedFuncInfo() []verifier.FuncInfo {
 // its map loads use.
 func (p *Program) Maps() []*Map { return p.maps }
 
+// progRef is the state of one reference to a program.
+type progRef struct {
+	closed atomic.Bool
+	pin    pinState
+}
+
 // Close releases the user's reference to the program (see Program). Runs
 // in progress finish; closing twice, or concurrently with anything, is
-// safe.
+// safe. The last of a program and its clones (Clone, a pin) to close
+// closes the program.
 func (p *Program) Close() error {
-	p.run.Close()
+	if p.ref.closed.Swap(true) {
+		return nil
+	}
+	if p.users.release() {
+		p.run.Close()
+	}
 	return nil
 }
+
+// Clone returns another reference to the same program, as cilium/ebpf's
+// (which duplicates the file descriptor); each is closed on its own. It
+// fails with ErrClosed on a closed program. Clone of a nil Program is nil.
+func (p *Program) Clone() (*Program, error) {
+	if p == nil {
+		return nil, nil
+	}
+	if p.ref.closed.Load() || !p.users.hold() {
+		return nil, fmt.Errorf("program %s: clone: %w", p.name, ErrClosed)
+	}
+	c := *p
+	c.ref = &progRef{pin: pinState{ns: p.ref.pin.ns}}
+	return &c, nil
+}
+
+// closed reports whether this reference is closed.
+func (p *Program) closed() bool { return p.ref.closed.Load() || p.run.Closed() }
 
 // ID returns the program's id, unique in the process while the program is
 // alive. It is what a prog_array stores for the program.
@@ -484,6 +520,9 @@ func (p *Program) Execute(opts *RunOptions) (Result, error) {
 func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	if opts == nil {
 		opts = &RunOptions{}
+	}
+	if p.closed() {
+		return fmt.Errorf("run %s: %w", p.name, ErrClosed)
 	}
 	cpu, on, err := p.runCPU(opts)
 	if err != nil {
@@ -562,7 +601,7 @@ func (p *Program) mapOf(m maps.Map) *Map {
 // disassembly; ok is false when the program runs on the interpreter.
 func (p *Program) NativeCode() (code []byte, offsets []uint32, ok bool) {
 	jp, isJIT := p.run.Engine.(*amd64.Program)
-	if !isJIT || p.run.Closed() {
+	if !isJIT || p.closed() {
 		return nil, nil, false
 	}
 	code, offsets = jp.Code(p.run.Checked)
