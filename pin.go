@@ -137,14 +137,11 @@ func (ns *Pins) LoadPinnedMap(path string, opts *LoadPinOptions) (*Map, error) {
 
 // LoadPinnedProgram returns a new reference to the program pinned at path,
 // as cilium/ebpf's LoadPinnedProgram: it fails with an error wrapping
-// os.ErrNotExist when nothing is pinned there, and when a map is. A
-// program has no read-only or write-only reference: opts asking for one
-// fail with EINVAL, as in the kernel.
+// os.ErrNotExist when nothing is pinned there, and when a map is. opts may
+// be nil; ReadOnly and WriteOnly change nothing for a program (as in the
+// kernel, which accepts them), both at once fail with EINVAL.
 func (ns *Pins) LoadPinnedProgram(path string, opts *LoadPinOptions) (*Program, error) {
-	if access, err := fileFlags(opts); err != nil || access != 0 {
-		if err == nil {
-			err = syscall.EINVAL
-		}
+	if _, err := fileFlags(opts); err != nil {
 		return nil, fmt.Errorf("load pinned program %s: %w", path, err)
 	}
 	o, path, err := ns.get(path)
