@@ -183,7 +183,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		Helpers:      hs.Proto,
 		Unprivileged: opts.Unprivileged,
 		Flags:        opts.flags,
-		LogLevel:     opts.LogLevel,
+		LogLevel:     int(opts.LogLevel),
 		LogSize:      opts.LogSize,
 		Funcs:        opts.Funcs,
 		Lines:        opts.Lines,
@@ -196,9 +196,17 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		vopts.LogSize = min(max(vopts.LogSize*2, res.LogTrueSize), maxLogSize)
 		res, err = verifier.Verify(insns, vopts)
 	}
+	if errors.Is(err, verifier.ErrRejected) && vopts.LogLevel == 0 && !opts.LogDisabled {
+		// A rejection without a log: verify again for the log, as
+		// cilium/ebpf loads again with LogLevelBranch.
+		vopts.LogLevel, vopts.LogSize = 1, 0
+		if res2, err2 := verifier.Verify(insns, vopts); errors.Is(err2, verifier.ErrRejected) {
+			res, err = res2, err2
+		}
+	}
 	if err != nil {
 		if errors.Is(err, verifier.ErrRejected) {
-			return nil, &VerifierError{Err: explainPoison(err, opts.poisons), Log: res.Log}
+			return nil, newVerifierError(explainPoison(err, opts.poisons), res.Log, errors.Is(err, verifier.ErrLogTruncated))
 		}
 		return nil, err
 	}

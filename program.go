@@ -102,12 +102,17 @@ type ProgramOptions struct {
 	Checks Checks
 	// HelperProtos gives the verifier the prototypes of host helpers.
 	HelperProtos map[int32]*verifier.Proto
-	// LogLevel selects the verifier log (see verifier.Options). LogSize is
-	// the log buffer to start with (0: unlimited); when the log does not
-	// fit, the buffer is doubled and the program verified again, as
-	// cilium/ebpf does with the kernel.
-	LogLevel int
-	LogSize  int
+	// LogLevel selects the verifier log (see verifier.Options), in
+	// cilium/ebpf's type, so that its constants (ebpf.LogLevelBranch, …)
+	// work. LogSize is the log buffer to start with (0: unlimited); when
+	// the log does not fit, the buffer is doubled and the program verified
+	// again, as cilium/ebpf does with the kernel. LogDisabled keeps a
+	// rejection's VerifierError without a log: by default a program
+	// rejected at LogLevel 0 is verified again at level 1 for it, as
+	// cilium/ebpf does.
+	LogLevel    LogLevel
+	LogSize     int
+	LogDisabled bool
 	// Unprivileged verifies with the rules for loads without CAP_BPF.
 	Unprivileged bool
 	// Funcs is the BTF func_info of a raw program's functions
@@ -182,6 +187,11 @@ func (c Checks) String() string {
 func (o *ProgramOptions) checked() bool {
 	return o.Checks == ChecksOn || o.Checks == ChecksDefault && o.Unprivileged
 }
+
+// LogLevel selects the verifier's log: cilium/ebpf's type (LogLevelBranch,
+// LogLevelInstruction, LogLevelStats); bpfvm's verifier reads it as the
+// kernel's log_level (see verifier.Options).
+type LogLevel = ebpf.LogLevel
 
 // JITOptions tune the JIT (package jit/amd64).
 type JITOptions struct {
