@@ -2,6 +2,7 @@ package bpfvm
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -577,6 +578,21 @@ func marshal(v any, size int) ([]byte, error) {
 			return nil, fmt.Errorf("program %s: %w", v.name, ErrClosed)
 		}
 		return binary.NativeEndian.AppendUint32(nil, v.ID()), nil
+	case encoding.BinaryMarshaler:
+		// As cilium/ebpf's sysenc: netip.Addr keys, for one.
+		b, err := v.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("marshal %T: %w", v, err)
+		}
+		if len(b) != size {
+			return nil, fmt.Errorf("%T doesn't marshal to %d bytes", v, size)
+		}
+		return b, nil
+	case string:
+		if len(v) != size {
+			return nil, fmt.Errorf("%d bytes, want %d", len(v), size)
+		}
+		return []byte(v), nil
 	}
 	// Fast paths for the common key and value types; binary.Write's
 	// reflection costs more than the map operation itself.
@@ -661,6 +677,11 @@ func unmarshal(b []byte, out any) error {
 	case *[]byte:
 		*o = append((*o)[:0], b...)
 		return nil
+	case *string:
+		*o = string(b)
+		return nil
+	case encoding.BinaryUnmarshaler:
+		return o.UnmarshalBinary(b)
 	}
 	if ok, err := unmarshalInt(b, out); ok {
 		return err
