@@ -133,7 +133,7 @@ func newCollection(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collec
 		if err != nil {
 			return nil, err
 		}
-		m, err := newPinnedMap(ms, opts.Maps, coll.cpus)
+		m, err := newPinnedMap(ms, opts.Maps, coll.cpus.Len(), coll.cpus.Domain())
 		if err != nil {
 			return nil, fmt.Errorf("map %s: %w", name, err)
 		}

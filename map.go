@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -60,18 +62,70 @@ type Map struct {
 	access uint32
 	// pin is where this reference is pinned (Pin).
 	pin pinState
+	// byID marks references from NewMapFromID: they hold the map as a
+	// program does (Acquire), not as its creator, so that the last of
+	// them releases it rather than closing it.
+	byID bool
+}
+
+// NewMap creates a map outside any collection, as cilium/ebpf's NewMap:
+// for Go code, a collection's MapReplacements, or a map of maps' values. A
+// per-CPU map has a value per GOMAXPROCS CPUs, the NumCPU a collection
+// takes by default.
+func NewMap(spec *MapSpec) (*Map, error) { return NewMapWithOptions(spec, MapOptions{}) }
+
+// NewMapWithOptions creates a map outside any collection, pinned by name
+// in opts.Pins if its spec says so (see MapOptions). Its initial contents
+// may hold values, *Map and *Program, but not the names of maps or
+// programs, which only a collection resolves.
+func NewMapWithOptions(spec *MapSpec, opts MapOptions) (*Map, error) {
+	if spec == nil {
+		return nil, fmt.Errorf("create map: nil spec")
+	}
+	if deferredContents(spec) {
+		return nil, fmt.Errorf("map %s: initial contents name maps or programs, which only a collection resolves", spec.Name)
+	}
+	// No domain: the map's retirements wait for the runs of every live
+	// collection, as any map's do.
+	m, err := newPinnedMap(spec, opts, runtime.GOMAXPROCS(0), nil)
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
+	}
+	return m, nil
+}
+
+// NewMapFromID returns a new reference to the map of id (Map.ID, a map of
+// maps' value), as cilium/ebpf's: it fails with an error wrapping
+// os.ErrNotExist (ENOENT) when no live map has it. Per-CPU maps are not
+// supported yet (their number of CPUs is their collection's).
+func NewMapFromID(id MapID) (*Map, error) {
+	mm, ok := maps.ByID(uint32(id))
+	if !ok || !mm.Acquire() {
+		return nil, fmt.Errorf("map id %d: %w", id, syscall.ENOENT)
+	}
+	if mm.Spec().Type.PerCPU() {
+		mm.Release()
+		return nil, fmt.Errorf("map id %d: per-CPU map by id: %w", id, ErrNotSupported)
+	}
+	return &Map{name: mm.Spec().Name, m: mm, users: newRefCount(), byID: true}, nil
 }
 
 func newMap(spec *ebpf.MapSpec, c *runner.CPUs) (*Map, error) {
-	s, err := createSpec(spec, c.Len())
+	return createMap(spec, c.Len(), c.Domain())
+}
+
+// createMap creates a map of ncpu CPUs in reclamation domain d (nil
+// outside a collection) and finalizes it.
+func createMap(spec *ebpf.MapSpec, ncpu int, d *maps.Domain) (*Map, error) {
+	s, err := createSpec(spec, ncpu)
 	if err != nil {
 		return nil, err
 	}
-	m, err := maps.New(s, maps.Options{NumCPU: c.Len(), Domain: c.Domain(), Programs: runner.Refs{}})
+	m, err := maps.New(s, maps.Options{NumCPU: ncpu, Domain: d, Programs: runner.Refs{}})
 	if err != nil {
 		return nil, err
 	}
-	mm := &Map{name: spec.Name, m: m, ncpu: c.Len(), users: newRefCount()}
+	mm := &Map{name: spec.Name, m: m, ncpu: ncpu, users: newRefCount()}
 	if err := mm.finalize(spec); err != nil {
 		mm.Close()
 		return nil, err
@@ -519,6 +573,10 @@ func (m *Map) Close() error {
 	if m.users != nil && !m.users.release() {
 		return nil
 	}
+	if m.byID {
+		m.m.Release()
+		return nil
+	}
 	return m.m.Close()
 }
 
@@ -531,7 +589,7 @@ func (m *Map) Clone() (*Map, error) {
 		return nil, nil
 	}
 	if !m.closed.Load() && m.users != nil && m.users.hold() {
-		return &Map{name: m.name, m: m.m, ncpu: m.ncpu, users: m.users, access: m.access, pin: pinState{ns: m.pin.ns}}, nil
+		return &Map{name: m.name, m: m.m, ncpu: m.ncpu, users: m.users, access: m.access, pin: pinState{ns: m.pin.ns}, byID: m.byID}, nil
 	}
 	return nil, fmt.Errorf("map %s: clone: %w", m.name, ErrClosed)
 }

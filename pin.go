@@ -11,7 +11,6 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/bpfvm/bpfvm/maps"
-	"github.com/bpfvm/bpfvm/runner"
 )
 
 // PinType is how a MapSpec's map is pinned: cilium/ebpf's type, so that
@@ -316,11 +315,11 @@ func (p *Program) Unpin() error { return p.ref.pin.unpin() }
 // IsPinned reports whether the program has a pinned path.
 func (p *Program) IsPinned() bool { return p.ref.pin.pinned() }
 
-// newPinnedMap creates a collection's map in the namespace of opts, with
+// newPinnedMap creates a map of ncpu CPUs in domain d and the namespace of opts, with
 // cilium/ebpf's rules for a spec pinned by name: the map pinned at
 // PinPath/name is reused if it is compatible (and gets the spec's initial
 // contents), else one is created and pinned there.
-func newPinnedMap(spec *ebpf.MapSpec, opts MapOptions, c *runner.CPUs) (_ *Map, err error) {
+func newPinnedMap(spec *ebpf.MapSpec, opts MapOptions, ncpu int, d *maps.Domain) (_ *Map, err error) {
 	if spec.InnerMap != nil && spec.InnerMap.Pinning != PinNone {
 		return nil, fmt.Errorf("inner maps cannot be pinned")
 	}
@@ -340,9 +339,9 @@ func newPinnedMap(spec *ebpf.MapSpec, opts MapOptions, c *runner.CPUs) (_ *Map, 
 		path = filepath.Join(opts.PinPath, spec.Name)
 		m, err := opts.Pins.LoadPinnedMap(path, &opts.LoadPinOptions)
 		if err == nil {
-			s, err := createSpec(spec, c.Len())
+			s, err := createSpec(spec, ncpu)
 			if err == nil {
-				err = m.compatible(s, c.Len())
+				err = m.compatible(s, ncpu)
 			}
 			if err == nil {
 				err = m.finalize(spec)
@@ -359,7 +358,7 @@ func newPinnedMap(spec *ebpf.MapSpec, opts MapOptions, c *runner.CPUs) (_ *Map, 
 	default:
 		return nil, fmt.Errorf("pin type %d: %w", int(spec.Pinning), ErrNotSupported)
 	}
-	m, err := newMap(spec, c)
+	m, err := createMap(spec, ncpu, d)
 	if err != nil {
 		return nil, err
 	}
