@@ -1,9 +1,13 @@
 // Package bpfvm runs eBPF programs in userspace, without a kernel: it loads
 // clang-built objects (or cilium/ebpf CollectionSpecs, e.g. from bpf2go),
 // creates their maps in memory outside the Go heap, verifies programs as
-// the kernel does and runs them on an interpreter or an x86-64 JIT. Its
-// API follows cilium/ebpf's names and signatures, so that
-// code written against cilium/ebpf switches by changing the import.
+// the kernel does and runs them on an interpreter or an x86-64 JIT. The
+// default engine (ProgramOptions.Engine) is the JIT on linux/amd64, for
+// every program it can compile, and the interpreter elsewhere, with the
+// same results. Its API follows cilium/ebpf's names and signatures, so
+// that code written against cilium/ebpf switches by changing the import
+// (see examples/migration); pins live in a Pins namespace rather than on
+// bpffs, and programs run with Program.Run rather than being attached.
 package bpfvm
 
 import (
@@ -135,7 +139,7 @@ func newCollection(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collec
 		}
 		m, err := newPinnedMap(ms, opts.Maps, coll.cpus.Len(), coll.cpus.Domain())
 		if err != nil {
-			return nil, fmt.Errorf("map %s: %w", name, err)
+			return nil, err
 		}
 		coll.Maps[name] = m
 	}

@@ -87,11 +87,7 @@ func NewMapWithOptions(spec *MapSpec, opts MapOptions) (*Map, error) {
 	}
 	// No domain: the map's retirements wait for the runs of every live
 	// collection, as any map's do.
-	m, err := newPinnedMap(spec, opts, runtime.GOMAXPROCS(0), nil)
-	if err != nil {
-		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
-	}
-	return m, nil
+	return newPinnedMap(spec, opts, runtime.GOMAXPROCS(0), nil)
 }
 
 // NewMapFromID returns a new reference to the map of id (Map.ID, a map of

@@ -81,7 +81,7 @@ func (o pinned) close() {
 	}
 }
 
-// NewPins returns an empty pin namespace.
+// NewPins returns an empty pin namespace (as is the zero Pins).
 func NewPins() *Pins { return &Pins{objs: map[string]pinned{}} }
 
 // Paths returns the pinned paths, sorted.
@@ -214,6 +214,9 @@ func (s *pinState) pin(path string, hold func() (pinned, error)) error {
 	if ns.closed {
 		return fmt.Errorf("pin %s: %w", path, ErrClosed)
 	}
+	if ns.objs == nil {
+		ns.objs = map[string]pinned{} // the zero Pins
+	}
 	if s.path == path {
 		return nil
 	}
@@ -321,20 +324,20 @@ func (p *Program) IsPinned() bool { return p.ref.pin.pinned() }
 // contents), else one is created and pinned there.
 func newPinnedMap(spec *ebpf.MapSpec, opts MapOptions, ncpu int, d *maps.Domain) (_ *Map, err error) {
 	if spec.InnerMap != nil && spec.InnerMap.Pinning != PinNone {
-		return nil, fmt.Errorf("inner maps cannot be pinned")
+		return nil, fmt.Errorf("map %s: inner maps cannot be pinned", spec.Name)
 	}
 	var path string
 	switch spec.Pinning {
 	case PinNone:
 	case PinByName:
 		if spec.Name == "" {
-			return nil, fmt.Errorf("pin by name: missing Name")
+			return nil, fmt.Errorf("map: pin by name: missing Name")
 		}
 		if opts.PinPath == "" {
-			return nil, fmt.Errorf("pin by name: missing MapOptions.PinPath")
+			return nil, fmt.Errorf("map %s: pin by name: missing MapOptions.PinPath", spec.Name)
 		}
 		if opts.Pins == nil {
-			return nil, fmt.Errorf("pin by name: missing MapOptions.Pins: bpfvm has no BPF file system, pins live in a Pins namespace (NewPins)")
+			return nil, fmt.Errorf("map %s: pin by name: missing MapOptions.Pins: bpfvm has no BPF file system, pins live in a Pins namespace (NewPins)", spec.Name)
 		}
 		path = filepath.Join(opts.PinPath, spec.Name)
 		m, err := opts.Pins.LoadPinnedMap(path, &opts.LoadPinOptions)
@@ -348,15 +351,15 @@ func newPinnedMap(spec *ebpf.MapSpec, opts MapOptions, ncpu int, d *maps.Domain)
 			}
 			if err != nil {
 				m.Close()
-				return nil, fmt.Errorf("use pinned map %s: %w", spec.Name, err)
+				return nil, fmt.Errorf("map %s: use pinned map %s: %w", spec.Name, spec.Name, err)
 			}
 			return m, nil
 		}
 		if !errors.Is(err, syscall.ENOENT) {
-			return nil, fmt.Errorf("load pinned map: %w", err)
+			return nil, fmt.Errorf("map %s: load pinned map: %w", spec.Name, err)
 		}
 	default:
-		return nil, fmt.Errorf("pin type %d: %w", int(spec.Pinning), ErrNotSupported)
+		return nil, fmt.Errorf("map %s: pin type %d: %w", spec.Name, int(spec.Pinning), ErrNotSupported)
 	}
 	m, err := createMap(spec, ncpu, d)
 	if err != nil {
@@ -366,7 +369,7 @@ func newPinnedMap(spec *ebpf.MapSpec, opts MapOptions, ncpu int, d *maps.Domain)
 	if path != "" {
 		if err := m.Pin(path); err != nil {
 			m.Close()
-			return nil, fmt.Errorf("pin map to %s: %w", path, err)
+			return nil, fmt.Errorf("map %s: pin map to %s: %w", spec.Name, path, err)
 		}
 	}
 	return m, nil

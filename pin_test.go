@@ -329,4 +329,16 @@ func TestPinErrors(t *testing.T) {
 	if _, err := ns.LoadPinnedMap("/p/counts", nil); !errors.Is(err, bpfvm.ErrClosed) {
 		t.Errorf("load from a closed namespace: %v", err)
 	}
+
+	// The zero Pins is an empty namespace.
+	var zero bpfvm.Pins
+	coll3, err := bpfvm.NewCollectionWithOptions(pinSpec(16), bpfvm.CollectionOptions{Maps: bpfvm.MapOptions{PinPath: "/z", Pins: &zero}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coll3.Close()
+	if got := zero.Paths(); len(got) != 1 || got[0] != "/z/counts" {
+		t.Errorf("zero Pins: paths %v", got)
+	}
+	zero.Close()
 }
