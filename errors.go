@@ -38,8 +38,9 @@ var (
 // *ebpf.VerifierError. A program the verifier cannot prove safe may still
 // run unverified, in checked mode (ProgramOptions.NoVerify).
 type VerifierError struct {
-	// Cause is the verifier's error, wrapping verifier.ErrRejected: the
-	// rule the program broke, in the kernel's words.
+	// Cause is the verifier's error, wrapping verifier.ErrRejected (or,
+	// for a malformed program, isa.ErrInvalidProgram): the rule the
+	// program broke, in the kernel's words.
 	Cause error
 	// Log is the verifier log in lines, trailing white space trimmed, as
 	// cilium/ebpf splits the kernel's. Unless ProgramOptions.LogDisabled
@@ -88,7 +89,7 @@ func (e *VerifierError) Error() string {
 	if e.Cause != nil {
 		cause = e.Cause.Error()
 	}
-	if cause != "" && !slices.ContainsFunc(lines, func(l string) bool { return strings.TrimSpace(l) == cause }) {
+	if cause != "" && !slices.ContainsFunc(lines, func(l string) bool { return strings.HasSuffix(cause, strings.TrimSpace(l)) }) {
 		b.WriteString(": ")
 		b.WriteString(cause)
 	}

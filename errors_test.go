@@ -200,6 +200,8 @@ var rejectedPrograms = []struct{ name, asm string }{
 	{"frame pointer write", "r10 = 0\nr0 = 0\nexit"},
 	{"stack out of bounds", "r0 = *(u64 *)(r10 + 8)\nexit"},
 	{"unknown helper", "call 999\nexit"},
+	{"jump out of range", "goto +5\nr0 = 0\nexit"},
+	{"no exit", "r0 = 0"},
 }
 
 // kernelVerifierError loads insns into the kernel as a socket filter and
@@ -246,8 +248,8 @@ func TestVerifierErrorKernel(t *testing.T) {
 			if !errors.Is(theirs, ours.Cause) || strings.Join(theirs.Log, "\n") != strings.Join(ours.Log, "\n") {
 				t.Errorf("cilium/ebpf's: cause %v, log %q", theirs.Cause, theirs.Log)
 			}
-			if !errors.Is(err, verifier.ErrRejected) {
-				t.Errorf("%v does not wrap verifier.ErrRejected", err)
+			if !errors.Is(err, verifier.ErrRejected) && !errors.Is(err, isa.ErrInvalidProgram) {
+				t.Errorf("%v does not wrap verifier.ErrRejected or isa.ErrInvalidProgram", err)
 			}
 			kve := kernelVerifierError(t, insns, ebpf.ProgramOptions{})
 			if kve == nil {
