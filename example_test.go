@@ -11,6 +11,7 @@ import (
 
 	"github.com/bpfvm/bpfvm"
 	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/progtype"
 )
 
 // counterObject is examples/xdp_counter's object: an XDP program that
@@ -226,4 +227,50 @@ func ExampleVerifierError() {
 	// 	0: (79) r0 = *(u64 *)(r1 +0)
 	// 	invalid bpf_context access off=0 size=8
 	// 	processed 1 insns (limit 1000000) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 0
+}
+
+// Embed eBPF in an application with a program type of its own: the
+// context struct and which fields programs may read and write. The
+// verifier holds programs to it as the kernel holds them to its types.
+func ExampleProgramOptions_hostDefinedType() {
+	order := &progtype.Type{
+		Name:        "order",
+		ContextSize: 8,
+		Fields: []progtype.Field{
+			{Name: "quantity", Offset: 0, Size: 4, Read: true},
+			{Name: "discount", Offset: 4, Size: 4, Read: true, Write: true},
+		},
+		Helpers: progtype.BaseHelpers(),
+	}
+	// discount = quantity >= 10 ? 15 : 0; return quantity
+	insns, err := isa.Assemble(`
+		r0 = *(u32 *)(r1 + 0)
+		if r0 < 10 goto +1
+		*(u32 *)(r1 + 4) = 15
+		exit`)
+	if err != nil {
+		panic(err)
+	}
+	prog, err := bpfvm.NewRawProgram("pricing", ebpf.UnspecifiedProgram, insns, bpfvm.ProgramOptions{Type: order})
+	if err != nil {
+		panic(err)
+	}
+	defer prog.Close()
+	type orderCtx struct{ Quantity, Discount uint32 }
+	for _, q := range []uint32{3, 12} {
+		var out orderCtx
+		if _, err := prog.Run(&bpfvm.RunOptions{Context: orderCtx{Quantity: q}, ContextOut: &out}); err != nil {
+			panic(err)
+		}
+		fmt.Println(q, out.Discount)
+	}
+
+	// A write to a read-only field is the verifier's error.
+	bad, _ := isa.Assemble("*(u32 *)(r1 + 0) = 1\nr0 = 0\nexit")
+	_, err = bpfvm.NewRawProgram("bad", ebpf.UnspecifiedProgram, bad, bpfvm.ProgramOptions{Type: order})
+	fmt.Println(errors.As(err, new(*bpfvm.VerifierError)))
+	// Output:
+	// 3 0
+	// 12 15
+	// true
 }
