@@ -598,11 +598,13 @@ func (p *Program) mapOf(m maps.Map) *Map {
 		return nil
 	}
 	for _, mm := range p.maps {
-		if mm.m == m {
+		if mm.m == m && !mm.closed.Load() {
 			return mm
 		}
 	}
-	// A map reached through a map of maps: its creator's to close.
+	// A map reached through a map of maps, or one whose reference the
+	// program's collection closed (the program outlives it, pinned or
+	// cloned): a view, its creator's to close.
 	return &Map{name: m.Spec().Name, m: m, ncpu: p.run.CPUs.Len(), view: true}
 }
 
