@@ -58,12 +58,12 @@ func (m *Map) Memory() (*Memory, error) {
 		m.m.Release()
 		return nil, fmt.Errorf("map %s: Map was not created with the BPF_F_MMAPABLE flag: %w", m.name, ErrNotSupported)
 	}
-	switch {
-	case spec.Flags&maps.FlagWronly != 0:
+	switch flags := spec.Flags | m.access; {
+	case flags&maps.FlagWronly != 0:
 		m.m.Release()
 		return nil, fmt.Errorf("map %s: memory: %w", m.name, errAccess)
-	case spec.Flags&maps.FlagRdonly != 0:
-		// The kernel's descriptor of such a map is read-only, so a
+	case flags&maps.FlagRdonly != 0:
+		// The kernel's descriptor of such a map (or opened read-only) is read-only, so a
 		// shared mapping of it is not VM_SHARED, which bpf_map_mmap
 		// refuses.
 		m.m.Release()
