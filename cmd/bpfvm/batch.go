@@ -109,8 +109,10 @@ func (s *session) progCommand(args []string, stdin io.Reader) error {
 		if dataIn != "" || ctxIn != "" {
 			return usageErr("pcap_in takes the packets from the capture: no data_in or ctx_in")
 		}
+		defer flushTrace(s.trace)
 		return runPcap(prog, pcapIn, pcapOut, in.repeat, s.out, s.jw)
 	}
+	defer flushTrace(s.trace)
 	var err error
 	if in.data, in.ctx, err = readRunInputs(dataIn, ctxIn, stdin); err != nil {
 		return err

@@ -14,7 +14,8 @@ import (
 // dump: its internal helper for bpf_get_prandom_u32, and the program tags
 // of bpf-to-bpf calls (with their encodings).
 func normalizeKernelXlated(s string) string {
-	s = strings.ReplaceAll(s, "call bpf_user_rnd_u32#23440", "call bpf_get_prandom_u32#7")
+	// The kernel's number is the helper's offset from __bpf_call_base: its build's.
+	s = regexp.MustCompile(`call bpf_user_rnd_u32#\d+`).ReplaceAllString(s, "call bpf_get_prandom_u32#7")
 	s = regexp.MustCompile(`call pc\+(\d+)#bpf_prog_[0-9a-f]+_\w+`).ReplaceAllString(s, "call pc+$1")
 	// The opcode lines of calls: the kernel's imm and off are its own.
 	return regexp.MustCompile(`(?m)^ {7}85 [0-9a-f ]+\n`).ReplaceAllString(s, "")

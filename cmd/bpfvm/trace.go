@@ -1,10 +1,11 @@
 package main
 
 import (
-	"fmt"
+	"bufio"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -14,19 +15,43 @@ import (
 // and its pid, the CPU, the flags column and the monotonic time in seconds
 // ("           bpfvm-4242    [000] ..... 9620.158703: bpf_trace_printk:
 // len 20"). Runs here have no irq or preemption state: the flags are dots.
+//
+// Lines are buffered, as the kernel's trace ring buffer holds them for
+// trace_pipe to read later: a write to the terminal from inside the run
+// would cost more than the program (a bpf_printk was half of a single
+// run's time). Flush writes them out; the commands flush after each run
+// and at the end, and a full buffer flushes itself.
 type tracePipe struct {
 	mu   sync.Mutex
-	w    io.Writer
+	w    *bufio.Writer
 	comm string
 	pid  int
+	line []byte
 }
+
+// traceBuffer is how much trace output waits for a flush.
+const traceBuffer = 64 << 10
 
 func newTracePipe(w io.Writer) *tracePipe {
 	comm := filepath.Base(os.Args[0])
 	if len(comm) > 15 {
 		comm = comm[:15] // TASK_COMM_LEN
 	}
-	return &tracePipe{w: w, comm: comm, pid: os.Getpid()}
+	return &tracePipe{w: bufio.NewWriterSize(w, traceBuffer), comm: comm, pid: os.Getpid()}
+}
+
+// Flush writes out the buffered lines.
+func (t *tracePipe) Flush() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.w.Flush()
+}
+
+// flushTrace flushes trace output, when w is a tracePipe.
+func flushTrace(w io.Writer) {
+	if t, ok := w.(*tracePipe); ok {
+		t.Flush()
+	}
 }
 
 // Write takes one message, as ProgramOptions.Output gets it.
@@ -34,9 +59,39 @@ func (t *tracePipe) Write(msg []byte) (int, error) {
 	now := monotonicNow()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	line := fmt.Appendf(nil, "%16s-%-7d [%03d] ..... %5d.%06d: %s", t.comm, t.pid, 0, now/time.Second, now%time.Second/time.Microsecond, msg)
-	if _, err := t.w.Write(line); err != nil {
+	t.line = appendTraceLine(t.line[:0], t.comm, t.pid, now, msg)
+	if _, err := t.w.Write(t.line); err != nil {
 		return 0, err
 	}
 	return len(msg), nil
+}
+
+// appendTraceLine appends a trace_pipe line: "%16s-%-7d [%03d] .....
+// %5d.%06d: msg", written out by hand because fmt's first use in a
+// process costs more than the run that prints.
+func appendTraceLine(b []byte, comm string, pid int, now time.Duration, msg []byte) []byte {
+	b = pad(b, 16-len(comm))
+	b = append(b, comm...)
+	b = append(b, '-')
+	n := len(b)
+	b = strconv.AppendInt(b, int64(pid), 10)
+	b = pad(b, 7-(len(b)-n))
+	b = append(b, " [000] ..... "...)
+	secs := strconv.AppendInt(nil, int64(now/time.Second), 10)
+	b = pad(b, 5-len(secs))
+	b = append(b, secs...)
+	b = append(b, '.')
+	us := strconv.AppendInt(nil, int64(now%time.Second/time.Microsecond), 10)
+	b = append(b, "000000"[len(us):]...)
+	b = append(b, us...)
+	b = append(b, ": "...)
+	return append(b, msg...)
+}
+
+// pad appends n spaces (none for n <= 0).
+func pad(b []byte, n int) []byte {
+	for ; n > 0; n-- {
+		b = append(b, ' ')
+	}
+	return b
 }
