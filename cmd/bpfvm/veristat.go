@@ -96,12 +96,17 @@ type veristatOptions struct {
 	flags uint32
 	// flagsLog is added to the log level (--log-fixed).
 	flagsLog int
+	// presets are set in each object's global variables (-G).
+	presets varPresets
+	// debug notes each object's maps and programs as it opens them (-d).
+	debug bool
 }
 
 func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("veristat", stderr)
-	fieldsFlag := fs.String("e", "", "comma-separated fields to show (default "+defaultFields+")")
-	sortFlag := fs.String("s", "", "comma-separated fields to sort by, each ending in ^ (ascending) or v (descending), or :asc/:desc")
+	fieldsFlag, sortFlag := new(string), new(string)
+	fs.Func("e", "comma-separated fields to show (default "+defaultFields+"); repeated, the lists add up", appendList(fieldsFlag))
+	fs.Func("s", "comma-separated fields to sort by, each ending in ^ (ascending) or v (descending), or :asc/:desc; repeated, the lists add up", appendList(sortFlag))
 	topN := fs.Int("n", 0, "show only the first N rows")
 	output := fs.String("o", "table", "output format: table, csv or json")
 	compare := fs.Bool("C", false, "compare two CSV files: veristat -C base.csv new.csv")
@@ -116,6 +121,9 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	stateFreq := fs.Bool("t", false, "remember states at every jump (BPF_F_TEST_STATE_FREQ)")
 	regInv := fs.Bool("r", false, "fail verification on a register invariant violation (BPF_F_TEST_REG_INVARIANTS)")
 	showVersion := fs.Bool("V", false, "print the version")
+	debug := fs.Bool("d", false, "debug: -v, and each object's maps and programs on stderr as it is opened")
+	var presets varPresets
+	fs.Func("G", `set a global variable before loading: "VAR = VALUE" (an integer, or an enumerator's name; VAR may be a path: "cfg.arr[2].x"); @FILE reads them from a file, one a line (repeatable)`, presets.add)
 	var flt filters
 	fs.Func("f", "filter: GLOB, FILE-GLOB/PROG-GLOB or STAT OP VALUE (insns>1000, verdict=failure, insns_diff<0); !EXPR denies; @FILE reads them from a file (repeatable)", flt.add)
 	jobs := fs.Int("j", runtime.GOMAXPROCS(0), "files verified at once (default: every core)")
@@ -139,6 +147,9 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if *showVersion {
 		return runVersion(nil, nil, stdout, stderr)
 	}
+	if *debug {
+		*verbose = true
+	}
 	if *verbose && *quiet {
 		return usageErr("-v and -q are exclusive")
 	}
@@ -161,6 +172,9 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		}
 		return veristatReplay(pos[0], *fieldsFlag, format, keys, &flt, *topN, stdout)
 	}
+	if pos, err = objectList(pos); err != nil {
+		return err
+	}
 	if len(pos) == 0 {
 		return usageErr("no object files given")
 	}
@@ -175,7 +189,7 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := veristatOptions{kernel: *withKernel, filters: &flt, logSize: *logSize, topLines: *topLines}
+	opts := veristatOptions{kernel: *withKernel, filters: &flt, logSize: *logSize, topLines: *topLines, presets: presets, debug: *debug}
 	if *verbose {
 		opts.logLevel = max(*level, 1)
 	}
@@ -208,6 +222,11 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 			}
 		}
 		progsSkipped += r.progsSkipped
+		if !*quiet {
+			for _, n := range r.notes {
+				fmt.Fprintln(stderr, n)
+			}
+		}
 		switch {
 		case r.filtered:
 			filesSkipped++
@@ -246,6 +265,18 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return exitError(1)
 	}
 	return nil
+}
+
+// appendList is a flag that adds its comma-separated list to *dst, as
+// veristat's -e and -s add to their specs.
+func appendList(dst *string) func(string) error {
+	return func(s string) error {
+		if *dst != "" {
+			s = *dst + "," + s
+		}
+		*dst = s
+		return nil
+	}
 }
 
 // filterRows applies the statistic filters, sorts and keeps the first n
@@ -309,6 +340,8 @@ type fileStats struct {
 	// programs they skip.
 	filtered     bool
 	progsSkipped int
+	// notes go to stderr (unless -q): -d's, presets not applied.
+	notes []string
 }
 
 // progLog is a program's verifier log for -v and -S.
@@ -390,11 +423,26 @@ func veristatFile(file string, opts veristatOptions) fileStats {
 	if err != nil {
 		return fileStats{err: err}
 	}
+	var out fileStats
+	if opts.debug {
+		out.notes = debugNotes(file, spec)
+	}
+	if len(opts.presets) > 0 {
+		var warn strings.Builder
+		err := opts.presets.apply(spec, &warn)
+		out.notes = append(out.notes, strings.Split(strings.TrimSuffix(warn.String(), "\n"), "\n")...)
+		if warn.Len() == 0 {
+			out.notes = out.notes[:len(out.notes)-1]
+		}
+		if err != nil {
+			out.err = fmt.Errorf("%s: failed to set global variables: %w", file, err)
+			return out
+		}
+	}
 	level := 4 | opts.logLevel | opts.flagsLog
 	if opts.topLines > 0 && opts.logLevel == 0 {
 		level |= 2 // -S needs the log, as veristat asks for level 2
 	}
-	var out fileStats
 	for _, name := range specNames(spec) {
 		if opts.filters != nil && !opts.filters.wantProg(base, name) {
 			out.progsSkipped++
