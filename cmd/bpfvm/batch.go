@@ -30,7 +30,7 @@ func runProg(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	path, rest := pos[1], pos[2:]
 	name, _ := progRef(rest)
-	s, err := flags.start(path, []string{name}, stdout, stderr)
+	s, err := flags.start(path, []string{name}, nil, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -176,16 +176,20 @@ func runBatch(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", script, err)
 	}
-	// The programs the script runs, loaded with the maps.
-	var progs []string
+	// The programs the script runs, loaded with the maps, and those its
+	// map updates may put in program arrays.
+	var progs, maybe []string
 	for _, l := range lines {
+		if len(l.args) > 1 && l.args[0] == "map" && l.args[1] == "update" {
+			maybe = append(maybe, valueNames(l.args)...)
+		}
 		if len(l.args) > 1 && l.args[0] == "prog" && l.args[1] == "run" {
 			if name, _ := progRef(l.args[2:]); name != "" && !contains(progs, name) {
 				progs = append(progs, name)
 			}
 		}
 	}
-	s, err := flags.start(path, progs, stdout, stderr)
+	s, err := flags.start(path, progs, maybe, stdout, stderr)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@
 //	bpfvm conformance [--engine E] PATH...
 //	bpfvm plugin [--engine E] [MEMORY-HEX] < PROGRAM-HEX
 //	bpfvm bench [--repeat N] [--run REGEXP]
-//	bpfvm map {dump|lookup|update|delete|getnext|show} FILE.o [name] MAP [key [hex] BYTES] [value [hex] BYTES] [any|noexist|exist]
+//	bpfvm map {dump|lookup|update|delete|getnext|show} FILE.o [name] MAP [key [hex] BYTES] [value [hex] BYTES | value {id N|name MAP|name PROG}] [any|noexist|exist]
 //	bpfvm map load FILE.o [name] MAP [file] DUMP.json
 //	bpfvm prog run FILE.o [name] PROG [data_in FILE] [data_out FILE|-] [ctx_in FILE] [ctx_out FILE|-] [repeat N] ...
 //	bpfvm prog dump {xlated|jited} FILE.o [name] PROG [opcodes] [linum] [visual]
