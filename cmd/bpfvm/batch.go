@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/bpfvm/bpfvm"
 )
 
 // runProg is bpftool's prog command in its keyword syntax, on an object:
@@ -30,6 +32,17 @@ func runProg(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	path, rest := pos[1], pos[2:]
 	name, _ := progRef(rest)
+	// One run goes on the interpreter, as run's (runEngine).
+	repeat, pcap := uint64(1), false
+	for i, a := range rest {
+		switch {
+		case a == "repeat" && i+1 < len(rest):
+			repeat, _ = strconv.ParseUint(rest[i+1], 0, 32)
+		case a == "pcap_in":
+			pcap = true
+		}
+	}
+	flags.engine = runEngine(bpfvm.EngineDefault, uint32(repeat), pcap)
 	s, err := flags.start(path, []string{name}, nil, stdout, stderr)
 	if err != nil {
 		return err

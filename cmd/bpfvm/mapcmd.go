@@ -39,7 +39,7 @@ type session struct {
 // map commands), and those of maybe the object has (programs that map
 // update may put in a program array), with one value per CPU of the
 // machine in per-CPU maps, as bpftool shows the kernel's.
-func openSession(path string, progs, maybe []string, trace io.Writer) (*session, error) {
+func openSession(path string, progs, maybe []string, engine bpfvm.Engine, trace io.Writer) (*session, error) {
 	spec, err := openObject(path)
 	if err != nil {
 		return nil, err
@@ -58,7 +58,7 @@ func openSession(path string, progs, maybe []string, trace io.Writer) (*session,
 			progs = append(progs, p)
 		}
 	}
-	opts := bpfvm.CollectionOptions{ProgramNames: progs, NumCPU: ncpu, Programs: bpfvm.ProgramOptions{Output: trace}}
+	opts := bpfvm.CollectionOptions{ProgramNames: progs, NumCPU: ncpu, Programs: bpfvm.ProgramOptions{Output: trace, Engine: engine}}
 	coll, err := bpfvm.NewCollectionWithOptions(spec, opts)
 	if err != nil {
 		name := ""
@@ -83,6 +83,8 @@ func (s *session) close() {
 type sessionFlags struct {
 	js    *jsonOutput
 	trace *string
+	// engine runs the session's programs (the default: the JIT).
+	engine bpfvm.Engine
 }
 
 func addSessionFlags(fs *flag.FlagSet) sessionFlags {
@@ -99,7 +101,7 @@ func (f sessionFlags) start(path string, progs, maybe []string, stdout, stderr i
 	if err != nil {
 		return nil, err
 	}
-	s, err := openSession(path, progs, maybe, traceOut)
+	s, err := openSession(path, progs, maybe, f.engine, traceOut)
 	if err != nil {
 		closeTrace()
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/bpfvm/bpfvm"
 )
 
 // TestMapUpdateReferences puts maps in maps of maps and programs in a
@@ -84,7 +86,7 @@ prog run name lookup data_in PKT
 // TestMapUpdateByID refers to maps and programs by the ids map show and
 // the loader give them (process-wide, as the kernel's).
 func TestMapUpdateByID(t *testing.T) {
-	s, err := openSession("testdata/mapofmaps.o", nil, []string{"tail"}, nil)
+	s, err := openSession("testdata/mapofmaps.o", nil, []string{"tail"}, bpfvm.EngineDefault, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
