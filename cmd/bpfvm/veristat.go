@@ -100,6 +100,8 @@ type veristatOptions struct {
 	presets varPresets
 	// debug notes each object's maps and programs as it opens them (-d).
 	debug bool
+	// dump prints each loaded program's dumps (--dump).
+	dump dumpModes
 }
 
 func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -122,6 +124,8 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	regInv := fs.Bool("r", false, "fail verification on a register invariant violation (BPF_F_TEST_REG_INVARIANTS)")
 	showVersion := fs.Bool("V", false, "print the version")
 	debug := fs.Bool("d", false, "debug: -v, and each object's maps and programs on stderr as it is opened")
+	var dump dumpModes
+	fs.Var(&dump, "dump", "print each loaded program's dump, as bpftool prog dump: --dump or --dump=xlated, --dump=jited (repeatable)")
 	var presets varPresets
 	fs.Func("G", `set a global variable before loading: "VAR = VALUE" (an integer, or an enumerator's name; VAR may be a path: "cfg.arr[2].x"); @FILE reads them from a file, one a line (repeatable)`, presets.add)
 	var flt filters
@@ -189,7 +193,7 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := veristatOptions{kernel: *withKernel, filters: &flt, logSize: *logSize, topLines: *topLines, presets: presets, debug: *debug}
+	opts := veristatOptions{kernel: *withKernel, filters: &flt, logSize: *logSize, topLines: *topLines, presets: presets, debug: *debug, dump: dump}
 	if *verbose {
 		opts.logLevel = max(*level, 1)
 	}
@@ -220,6 +224,7 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 			if *topLines > 0 {
 				printTopLines(stdout, l.log, l.row["prog_name"], *topLines)
 			}
+			io.WriteString(stdout, l.dump)
 		}
 		progsSkipped += r.progsSkipped
 		if !*quiet {
@@ -344,10 +349,12 @@ type fileStats struct {
 	notes []string
 }
 
-// progLog is a program's verifier log for -v and -S.
+// progLog is a program's verifier log for -v and -S, and its dumps for
+// --dump.
 type progLog struct {
-	row statRow
-	log string
+	row  statRow
+	log  string
+	dump string
 }
 
 // progressAfter is how long a run goes before it shows progress.
@@ -477,9 +484,13 @@ func veristatFile(file string, opts veristatOptions) fileStats {
 			out.progErrs = append(out.progErrs, l.err)
 			log = l.err.Error() + "\n"
 		}
+		dump := ""
+		if l.err == nil && opts.dump != 0 {
+			dump = programDumps(l.prog, opts.dump, base, name)
+		}
 		l.close()
-		if opts.logLevel > 0 || opts.topLines > 0 {
-			out.logs = append(out.logs, progLog{row, log})
+		if opts.logLevel > 0 || opts.topLines > 0 || dump != "" {
+			out.logs = append(out.logs, progLog{row, log, dump})
 		}
 		if opts.kernel {
 			if err := kernelStats(row, spec, name); err != nil {

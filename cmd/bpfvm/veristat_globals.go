@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/bpfvm/bpfvm"
 	"github.com/bpfvm/bpfvm/maps"
 )
 
@@ -306,4 +307,50 @@ func sortedMapNames(spec *ebpf.CollectionSpec) []string {
 		names = append(names, n)
 	}
 	return sorted(names)
+}
+
+// dumpModes are veristat's --dump modes: xlated, jited or both.
+type dumpModes uint8
+
+const (
+	dumpXlated dumpModes = 1 << iota
+	dumpJited
+)
+
+func (d *dumpModes) String() string { return "" }
+
+// IsBoolFlag lets --dump go without a value (xlated), as veristat's.
+func (d *dumpModes) IsBoolFlag() bool { return true }
+
+func (d *dumpModes) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "true", "xlated":
+		*d |= dumpXlated
+	case "jited":
+		*d |= dumpJited
+	default:
+		return fmt.Errorf("unrecognized dump mode '%s'", s)
+	}
+	return nil
+}
+
+// programDumps are a loaded program's dumps as veristat --dump prints
+// them: "FILE/PROG DUMP JITED:" then bpftool prog dump jited's text, and
+// the same for XLATED, each followed by a blank line.
+func programDumps(p *bpfvm.Program, modes dumpModes, file, prog string) string {
+	var b strings.Builder
+	d := newXlatedDump(p)
+	if modes&dumpJited != 0 {
+		fmt.Fprintf(&b, "%s/%s DUMP JITED:\n", file, prog)
+		if err := d.jited(&b, progDumpOptions{}, nil); err != nil {
+			fmt.Fprintf(&b, "%v\n", err)
+		}
+		b.WriteString("\n")
+	}
+	if modes&dumpXlated != 0 {
+		fmt.Fprintf(&b, "%s/%s DUMP XLATED:\n", file, prog)
+		d.plain(&b, progDumpOptions{})
+		b.WriteString("\n")
+	}
+	return b.String()
 }

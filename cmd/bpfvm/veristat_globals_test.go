@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -109,5 +110,22 @@ func TestVeristatObjectList(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "", "veristat", "@/nonexistent"); code != 1 {
 		t.Errorf("@/nonexistent: exit %d, want 1", code)
+	}
+}
+
+// TestVeristatDump prints the loaded programs' dumps, as veristat --dump:
+// JITED before XLATED, each under "FILE/PROG DUMP MODE:".
+func TestVeristatDump(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", "veristat", "-o", "csv", "--dump", "--dump=JITED", "testdata/dump.o")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	j, x := strings.Index(stdout, "dump.o/pick DUMP JITED:\nint pick(struct xdp_md * ctx):\nbpf_prog_pick:\n"),
+		strings.Index(stdout, "dump.o/pick DUMP XLATED:\nint pick(struct xdp_md * ctx):\n; unsigned int r = bpf_get_prandom_u32();\n   0: (85) call bpf_get_prandom_u32#7\n")
+	if (j < 0 && runtime.GOARCH == "amd64" && runtime.GOOS == "linux") || x < 0 || j > x {
+		t.Errorf("dumps at %d, %d:\n%s", j, x, stdout)
+	}
+	if code, _, _ := runCLI(t, "", "veristat", "--dump=source", "testdata/dump.o"); code != 2 {
+		t.Errorf("--dump=source: exit %d, want 2", code)
 	}
 }
