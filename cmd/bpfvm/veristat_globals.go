@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -37,22 +35,16 @@ func (p *varPresets) String() string { return "" }
 // and lines starting with # skipped), as veristat reads them.
 func (p *varPresets) add(s string) error {
 	if file, ok := strings.CutPrefix(s, "@"); ok {
-		f, err := os.Open(file)
+		lines, err := listFile(file)
 		if err != nil {
 			return fmt.Errorf("failed to open presets in '%s': %w", file, err)
 		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || line[0] == '#' {
-				continue
-			}
+		for _, line := range lines {
 			if err := p.add1(line); err != nil {
 				return err
 			}
 		}
-		return sc.Err()
+		return nil
 	}
 	return p.add1(s)
 }
@@ -270,15 +262,11 @@ func objectList(args []string) ([]string, error) {
 			out = append(out, a)
 			continue
 		}
-		b, err := os.ReadFile(list)
+		lines, err := listFile(list)
 		if err != nil {
 			return nil, fmt.Errorf("failed to open object files list in '%s': %w", list, err)
 		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if line = strings.TrimSpace(line); line != "" && line[0] != '#' {
-				out = append(out, line)
-			}
-		}
+		out = append(out, lines...)
 	}
 	return out, nil
 }
