@@ -435,12 +435,8 @@ func veristatFile(file string, opts veristatOptions) fileStats {
 		out.notes = debugNotes(file, spec)
 	}
 	if len(opts.presets) > 0 {
-		var warn strings.Builder
-		err := opts.presets.apply(spec, &warn)
-		out.notes = append(out.notes, strings.Split(strings.TrimSuffix(warn.String(), "\n"), "\n")...)
-		if warn.Len() == 0 {
-			out.notes = out.notes[:len(out.notes)-1]
-		}
+		notes, err := opts.presets.apply(spec)
+		out.notes = append(out.notes, notes...)
 		if err != nil {
 			out.err = fmt.Errorf("%s: failed to set global variables: %w", file, err)
 			return out

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -85,40 +84,38 @@ func (p *varPresets) add1(s string) error {
 // apply sets the presets' variables in spec, as veristat sets them in the
 // object's data sections before loading: only integers and enums
 // (enumerators by name), a value that fits the variable's size, no
-// bitfields. A preset that names no variable of the object is reported on
-// warn and left out, as veristat does.
-func (p varPresets) apply(spec *ebpf.CollectionSpec, warn io.Writer) error {
+// bitfields. A preset that names no variable of the object is left out
+// with a note, as veristat does.
+func (p varPresets) apply(spec *ebpf.CollectionSpec) (notes []string, _ error) {
 	for _, pr := range p {
 		vs := spec.Variables[pr.name]
 		if vs == nil || vs.Type == nil {
-			if warn != nil {
-				fmt.Fprintf(warn, "Global variable preset %s has not been applied\n", pr.name+pr.path)
-			}
+			notes = append(notes, fmt.Sprintf("Global variable preset %s has not been applied", pr.name+pr.path))
 			continue
 		}
 		off, t, err := presetTarget(vs.Type.Type, pr)
 		if err != nil {
-			return err
+			return notes, err
 		}
 		size, err := btf.Sizeof(t)
 		if err != nil {
-			return fmt.Errorf("variable %s: %w", pr.name, err)
+			return notes, fmt.Errorf("variable %s: %w", pr.name, err)
 		}
 		v, err := presetValue(t, pr, size)
 		if err != nil {
-			return err
+			return notes, err
 		}
 		if vs.Value == nil {
 			vs.Value = make([]byte, vs.Size())
 		}
 		if off+size > len(vs.Value) {
-			return fmt.Errorf("variable %s: %s is out of its %d bytes", pr.name, pr.path, len(vs.Value))
+			return notes, fmt.Errorf("variable %s: %s is out of its %d bytes", pr.name, pr.path, len(vs.Value))
 		}
 		for i := range size {
 			vs.Value[off+i] = byte(uint64(v) >> (8 * i)) // little-endian, as the BPF target
 		}
 	}
-	return nil
+	return notes, nil
 }
 
 // presetTarget follows a preset's path of members and indexes from the
