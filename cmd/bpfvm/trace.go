@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"io"
 	"os"
 	"path/filepath"
@@ -20,31 +19,50 @@ import (
 // trace_pipe to read later: a write to the terminal from inside the run
 // would cost more than the program (a bpf_printk was half of a single
 // run's time). Flush writes them out; the commands flush after each run
-// and at the end, and a full buffer flushes itself.
+// and at the end, and a full buffer flushes itself. The buffer's pages
+// are touched when it is made, and the clock is read through Go's
+// (vDSO) monotonic time from an origin taken then, so that a run's first
+// line costs neither a page fault nor a clock_gettime system call.
 type tracePipe struct {
 	mu   sync.Mutex
-	w    *bufio.Writer
+	w    io.Writer
 	comm string
 	pid  int
-	line []byte
+	buf  []byte // lines not yet written
+	// mono is CLOCK_MONOTONIC at start.
+	mono  time.Duration
+	start time.Time
 }
 
 // traceBuffer is how much trace output waits for a flush.
-const traceBuffer = 64 << 10
+const traceBuffer = 16 << 10
 
 func newTracePipe(w io.Writer) *tracePipe {
 	comm := filepath.Base(os.Args[0])
 	if len(comm) > 15 {
 		comm = comm[:15] // TASK_COMM_LEN
 	}
-	return &tracePipe{w: bufio.NewWriterSize(w, traceBuffer), comm: comm, pid: os.Getpid()}
+	buf := make([]byte, traceBuffer)
+	for i := range buf {
+		buf[i] = 0 // touch every page: a fresh span's are not yet mapped
+	}
+	return &tracePipe{w: w, comm: comm, pid: os.Getpid(), buf: buf[:0], mono: monotonicNow(), start: time.Now()}
 }
 
 // Flush writes out the buffered lines.
 func (t *tracePipe) Flush() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.w.Flush()
+	return t.flush()
+}
+
+func (t *tracePipe) flush() error {
+	if len(t.buf) == 0 {
+		return nil
+	}
+	_, err := t.w.Write(t.buf)
+	t.buf = t.buf[:0]
+	return err
 }
 
 // flushTrace flushes trace output, when w is a tracePipe.
@@ -56,12 +74,23 @@ func flushTrace(w io.Writer) {
 
 // Write takes one message, as ProgramOptions.Output gets it.
 func (t *tracePipe) Write(msg []byte) (int, error) {
-	now := monotonicNow()
+	now := t.mono + time.Since(t.start)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.line = appendTraceLine(t.line[:0], t.comm, t.pid, now, msg)
-	if _, err := t.w.Write(t.line); err != nil {
-		return 0, err
+	if len(t.buf)+len(msg)+64 > cap(t.buf) {
+		if err := t.flush(); err != nil {
+			return 0, err
+		}
+	}
+	t.buf = appendTraceLine(t.buf, t.comm, t.pid, now, msg)
+	if len(t.buf) > cap(t.buf) {
+		// A line longer than the buffer: out at once, and the
+		// buffer back to its size.
+		_, err := t.w.Write(t.buf)
+		t.buf = make([]byte, 0, traceBuffer)
+		if err != nil {
+			return 0, err
+		}
 	}
 	return len(msg), nil
 }
