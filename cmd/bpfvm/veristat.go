@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -62,7 +61,12 @@ var statFields = []statField{
 	{"kernel_duration", nil, "Kernel duration (us)", true},
 }
 
-var defaultFields = "file_name,prog_name,verdict,duration,total_insns,total_states,peak_states"
+// The fields veristat shows without -e: in a table, and in CSV (also our
+// JSON, keyed like the CSV).
+var (
+	defaultFields    = "file_name,prog_name,verdict,duration,total_insns,total_states,prog_size,prog_size_jited"
+	defaultCSVFields = "file_name,prog_name,verdict,duration,total_insns,total_states,peak_states,max_states_per_insn,max_mark_read_len,prog_size,prog_size_jited,prog_type,attach_type,stack_depth,mem_peak"
+)
 
 func lookupField(name string) (statField, bool) {
 	for _, f := range statFields {
@@ -107,7 +111,7 @@ type veristatOptions struct {
 func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("veristat", stderr)
 	fieldsFlag, sortFlag := new(string), new(string)
-	fs.Func("e", "comma-separated fields to show (default "+defaultFields+"); repeated, the lists add up", appendList(fieldsFlag))
+	fs.Func("e", "comma-separated fields to show (default "+defaultFields+"; for CSV "+defaultCSVFields+"); repeated, the lists add up", appendList(fieldsFlag))
 	fs.Func("s", "comma-separated fields to sort by, each ending in ^ (ascending) or v (descending), or :asc/:desc; repeated, the lists add up", appendList(sortFlag))
 	topN := fs.Int("n", 0, "show only the first N rows")
 	output := fs.String("o", "table", "output format: table, csv or json")
@@ -185,6 +189,9 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fields := *fieldsFlag
 	if fields == "" {
 		fields = defaultFields
+		if format != "table" {
+			fields = defaultCSVFields
+		}
 		if *withKernel {
 			fields += ",kernel_verdict,kernel_insns,kernel_duration"
 		}
@@ -263,7 +270,7 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	// its format means: veristat's own passes the counts out of order).
 	summary := fmt.Sprintf("Done. Processed %d files, %d programs. Skipped %d files, %d programs.",
 		files, nrows, filesSkipped, progsSkipped)
-	if err := printRows(stdout, format, cols, rows, summary); err != nil {
+	if err := printRows(stdout, format, cols, rows, summary, true); err != nil {
 		return err
 	}
 	if failed {
@@ -453,7 +460,7 @@ func veristatFile(file string, opts veristatOptions) fileStats {
 		}
 		ps := spec.Programs[name]
 		ps.Flags |= opts.flags
-		row := statRow{"file_name": base, "prog_name": name, "prog_type": progTypeName(ps.Type)}
+		row := statRow{"file_name": base, "prog_name": name, "prog_type": progTypeName(ps.Type), "attach_type": attachTypeName(ps.AttachType)}
 		if insns, _, err := bpfvm.EncodeProgram(ps); err == nil {
 			row["prog_size"] = fmt.Sprint(len(insns))
 		}
@@ -594,7 +601,7 @@ func kernelStats(row statRow, spec *ebpf.CollectionSpec, name string) error {
 
 // printRows prints a table, CSV or JSON; a table ends with a rule and the
 // summary, when there is one.
-func printRows(w io.Writer, format string, cols []statField, rows []statRow, summary string) error {
+func printRows(w io.Writer, format string, cols []statField, rows []statRow, summary string, rightNumbers bool) error {
 	switch format {
 	case "json", "json-pretty":
 		// The kernel's veristat has no JSON: an array of objects keyed
@@ -621,29 +628,63 @@ func printRows(w io.Writer, format string, cols []statField, rows []statRow, sum
 		cw.Flush()
 		return cw.Error()
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	var header, rule []string
-	for _, c := range cols {
-		header = append(header, c.header)
-		rule = append(rule, strings.Repeat("-", len(c.header)))
+	// veristat's table: each column as wide as its widest cell, two
+	// spaces between, names and verdicts left-aligned and, but in
+	// comparison mode, numbers right-aligned; a rule of dashes under the
+	// header and, before the summary, again after the rows.
+	cells := make([][]string, 0, len(rows)+1)
+	header := make([]string, len(cols))
+	for i, c := range cols {
+		header[i] = c.header
 	}
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	fmt.Fprintln(tw, strings.Join(rule, "\t"))
+	cells = append(cells, header)
 	for _, r := range rows {
-		var vals []string
-		for _, c := range cols {
-			v := r[c.name]
-			if v == "" {
-				v = "N/A"
+		vals := make([]string, len(cols))
+		for i, c := range cols {
+			if vals[i] = r[c.name]; vals[i] == "" {
+				vals[i] = "N/A"
 			}
-			vals = append(vals, v)
 		}
-		fmt.Fprintln(tw, strings.Join(vals, "\t"))
+		cells = append(cells, vals)
+	}
+	widths := make([]int, len(cols))
+	for _, row := range cells {
+		for i, v := range row {
+			widths[i] = max(widths[i], len(v))
+		}
+	}
+	var b strings.Builder
+	line := func(row []string) {
+		for i, v := range row {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if rightNumbers && cols[i].numeric {
+				b.WriteString(strings.Repeat(" ", widths[i]-len(v)) + v)
+			} else {
+				b.WriteString(v + strings.Repeat(" ", widths[i]-len(v)))
+			}
+		}
+		b.WriteString("\n")
+	}
+	rule := func() {
+		for i, n := range widths {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(strings.Repeat("-", n))
+		}
+		b.WriteString("\n")
+	}
+	line(header)
+	rule()
+	for _, row := range cells[1:] {
+		line(row)
 	}
 	if summary != "" {
-		fmt.Fprintln(tw, strings.Join(rule, "\t"))
+		rule()
 	}
-	if err := tw.Flush(); err != nil {
+	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
 	if summary != "" {
@@ -715,7 +756,7 @@ func veristatCompare(basePath, newPath, fields, format string, keys []sortKey, f
 		}
 		rows = append(rows, r)
 	}
-	return printRows(w, format, cols, rows, "")
+	return printRows(w, format, cols, rows, "", false)
 }
 
 // veristatReplay prints a CSV output again, filtered and sorted, as
@@ -736,7 +777,7 @@ func veristatReplay(path, fields, format string, keys []sortKey, flt *filters, n
 			kept = append(kept, r)
 		}
 	}
-	return printRows(w, format, cols, filterRows(kept, flt, keys, n), "")
+	return printRows(w, format, cols, filterRows(kept, flt, keys, n), "", true)
 }
 
 func diff(a, b string, numeric bool) string {
