@@ -4,7 +4,7 @@
 //	bpfvm run FILE.o -p PROG [--data FILE | --data-hex HEX | --pcap FILE [--pcap-out FILE]] [--ctx-in FILE] [--ctx-out FILE|-] [--repeat N] [--engine E] [--data-out FILE|-]
 //	bpfvm run --type raw FILE.bin|FILE.s [--data FILE | --data-hex HEX]
 //	bpfvm verify [-l LEVEL] [-p PROG] [--type T] [--unpriv] FILE
-//	bpfvm veristat [-e FIELDS]... [-s SORT]... [-n N] [-f FILTER]... [-G "VAR = VALUE"|@FILE]... [-o table|csv|json] [-v|-d [-l LEVEL]] [-q] [-j JOBS] [--kernel] FILES... | @LIST
+//	bpfvm veristat [-e FIELDS]... [-s SORT]... [-n N] [-f FILTER]... [-G "VAR = VALUE"|@FILE]... [--dump[=xlated|jited]] [-o table|csv|json] [-v|-d [-l LEVEL]] [-q] [-j JOBS] [--kernel] FILES... | @LIST
 //	bpfvm veristat -C [-f FILTER]... [-s SORT] base.csv new.csv
 //	bpfvm veristat -R [-f FILTER]... [-s SORT] results.csv
 //	bpfvm conformance [--engine E] PATH...
