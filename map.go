@@ -164,6 +164,7 @@ func mapSpec(spec *ebpf.MapSpec) (maps.Spec, error) {
 		MaxEntries: spec.MaxEntries,
 		Flags:      spec.Flags,
 		MapExtra:   spec.MapExtra,
+		BTF:        spec.Key != nil && spec.Value != nil,
 	}
 	if spec.InnerMap != nil {
 		inner, err := mapSpec(spec.InnerMap)

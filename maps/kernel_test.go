@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 )
 
 // Differential tests: the same Go-side operations on a kernel map (through
@@ -65,6 +66,11 @@ func kernelSpec(s Spec) *ebpf.MapSpec {
 	k := &ebpf.MapSpec{Name: s.Name, Type: ebpf.MapType(s.Type), KeySize: s.KeySize, ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Flags: s.Flags, MapExtra: s.MapExtra}
 	if s.InnerMap != nil {
 		k.InnerMap = kernelSpec(*s.InnerMap)
+	}
+	if s.BTF {
+		u8 := &btf.Int{Name: "unsigned char", Size: 1}
+		k.Key = &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
+		k.Value = &btf.Array{Type: u8, Index: &btf.Int{Name: "unsigned int", Size: 4}, Nelems: s.ValueSize}
 	}
 	return k
 }

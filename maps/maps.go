@@ -96,6 +96,10 @@ type Spec struct {
 	MapExtra uint64
 	// InnerMap describes the maps a map of maps holds.
 	InnerMap *Spec
+	// BTF says the spec has BTF types for its key and value (the
+	// kernel's btf_key_type_id and btf_value_type_id): socket storages
+	// require it, as the kernel, for its Go-side dumps.
+	BTF bool
 }
 
 // Options are the runtime facts a map is created with.
@@ -213,7 +217,7 @@ func New(spec Spec, opts Options) (Map, error) {
 		opts.NumCPU = 1
 	}
 	info, ok := spec.Type.info()
-	if spec.MaxEntries == 0 && !info.sizedInBytes {
+	if spec.MaxEntries == 0 && !info.sizedInBytes && !info.noEntries {
 		return nil, fmt.Errorf("map %s: max_entries is zero: %w", spec.Name, ErrInvalid)
 	}
 	if err := validate(spec); err != nil {

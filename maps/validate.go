@@ -87,7 +87,7 @@ func validateArray(s Spec) error {
 		return fmt.Errorf("%s flags %#x: numa node with a per-CPU map: %w", s.Type, s.Flags, ErrInvalid)
 	}
 	switch s.Type {
-	case ProgArray, ArrayOfMaps, PerfEventArray:
+	case ProgArray, ArrayOfMaps, PerfEventArray, CgroupArray:
 		// fd_array_map_alloc_check: the values are file descriptors.
 		if s.ValueSize != 4 {
 			return fmt.Errorf("%s value size %d, want 4: %w", s.Type, s.ValueSize, ErrInvalid)
@@ -187,7 +187,7 @@ func validateInner(s Spec) error {
 	case info.notInner:
 		return fmt.Errorf("inner map of type %s: %w", in.Type, ErrNotSupported)
 	}
-	if in.MaxEntries == 0 && !info.sizedInBytes {
+	if in.MaxEntries == 0 && !info.sizedInBytes && !info.noEntries {
 		return fmt.Errorf("inner map: max_entries is zero: %w", ErrInvalid)
 	}
 	if err := validate(*in); err != nil {
