@@ -295,7 +295,7 @@ func (a *sockArray) free() error { return a.mem.Free() }
 
 // sockHash is a sockhash: a hash of socket cookies by key.
 type sockHash struct {
-	Map // a hash of 8-byte cookies
+	Map  // a hash of 8-byte cookies
 	spec Spec
 }
 
