@@ -24,15 +24,15 @@ const (
 // map (EOPNOTSUPP).
 var (
 	cgroupArrayInfo = typeInfo{
-		maps: cgroupMaps{}, kernelStruct: "bpf_array",
+		maps: cgroupMaps{}, kernelStruct: "bpf_array", noBatch: true,
 		helpers: underCgroupHelpers, onlyHelpers: true,
 	}
 	cgroupStorageInfo = typeInfo{
-		maps: cgroupMaps{}, kernelStruct: "bpf_cgroup_storage_map",
+		maps: cgroupMaps{}, kernelStruct: "bpf_cgroup_storage_map", noBatch: true,
 		helpers: localStorageHelper, onlyHelpers: true, notInner: true, noEntries: true,
 	}
 	perCPUCgroupStorageInfo = typeInfo{
-		maps: cgroupMaps{}, kernelStruct: "bpf_cgroup_storage_map",
+		maps: cgroupMaps{}, kernelStruct: "bpf_cgroup_storage_map", noBatch: true,
 		helpers: localStorageHelper, onlyHelpers: true, notInner: true, noEntries: true, perCPU: true,
 	}
 )

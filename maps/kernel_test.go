@@ -58,6 +58,8 @@ func kernelSentinel(err error) error {
 		return ErrBusy
 	case errors.Is(err, syscall.EAGAIN):
 		return ErrAgain
+	case errors.Is(err, syscall.EBADF):
+		return ErrBadFD
 	}
 	return err
 }

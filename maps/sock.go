@@ -26,19 +26,19 @@ const (
 // only bpf_sk_select_reuseport; a socket storage only its get and delete.
 var (
 	sockMapInfo = typeInfo{
-		maps: sockMaps{}, kernelStruct: "bpf_stab",
+		maps: sockMaps{}, kernelStruct: "bpf_stab", noBatch: true,
 		helpers: sockMapHelpers, onlyHelpers: true, refSockets: true,
 	}
 	sockHashInfo = typeInfo{
-		maps: sockMaps{}, kernelStruct: "bpf_shtab",
+		maps: sockMaps{}, kernelStruct: "bpf_shtab", noBatch: true,
 		helpers: sockHashHelpers, onlyHelpers: true, refSockets: true,
 	}
 	reuseportInfo = typeInfo{
-		maps: sockMaps{}, kernelStruct: "reuseport_array",
+		maps: sockMaps{}, kernelStruct: "reuseport_array", noBatch: true,
 		helpers: selectReuseportHelper, onlyHelpers: true, refSockets: true,
 	}
 	skStorageInfo = typeInfo{
-		maps: sockMaps{}, kernelStruct: "bpf_local_storage_map",
+		maps: sockMaps{}, kernelStruct: "bpf_local_storage_map", noBatch: true,
 		helpers: skStorageHelpers, onlyHelpers: true, noEntries: true,
 	}
 )

@@ -65,6 +65,9 @@ type typeInfo struct {
 	// refSockets: the values are sockets, and a program's lookup gives a
 	// referenced socket (sockmaps, sockhashes, reuseport arrays).
 	refSockets bool
+	// noBatch: the kernel has no batch operations for the type
+	// (ENOTSUPP).
+	noBatch bool
 	// noBatchLookupAndDelete: batch lookup-and-delete is EOPNOTSUPP,
 	// the other batch operations are the kernel's generic ones.
 	noBatchLookupAndDelete bool
@@ -211,6 +214,13 @@ func (t Type) ValueIsKey() bool {
 func (t Type) BatchLookupAndDelete() bool {
 	info, _ := t.info()
 	return !info.noBatchLookupAndDelete
+}
+
+// Batch reports whether maps of this type take the batch operations (the
+// kernel has none for the cgroup and socket types).
+func (t Type) Batch() bool {
+	info, _ := t.info()
+	return !info.noBatch
 }
 
 // KernelStruct is the kernel struct a map of this type is, which embeds
