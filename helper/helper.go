@@ -77,6 +77,8 @@ var families = [][]Helper{
 	redirectHelpers,
 	tunnelHelpers,
 	xdpHelpers,
+	cgroupHelpers,
+	sockMapHelpers,
 }
 
 // Table is a set of helpers by id and variant.

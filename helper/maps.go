@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/runner"
 	"github.com/bpfvm/bpfvm/vm"
 )
 
@@ -18,6 +19,30 @@ var mapHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_map_push_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapValue, ArgAnything}, PktAccess: true}, Func: helperMapPush},
 	{Proto: Proto{Name: "bpf_map_pop_elem", Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}}, Func: helperMapPop},
 	{Proto: Proto{Name: "bpf_map_peek_elem", Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}}, Func: helperMapPeek},
+	{Proto: Proto{Name: "bpf_map_lookup_percpu_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapKey, ArgAnything}, Ret: RetMapValueOrNull}, Func: helperMapLookupPercpu},
+}
+
+// helperMapLookupPercpu is bpf_map_lookup_percpu_elem(map, key, cpu): the
+// value of key for CPU cpu of a per-CPU map, NULL for a CPU the map has
+// no value for (cpu >= nr_cpu_ids: bpfvm's CPUs are the map's runners).
+func helperMapLookupPercpu(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
+	m, err := mapArg(e, r1)
+	if err != nil {
+		return 0, err
+	}
+	key, err := memArg(e, r2, m.Spec().KeySize, false)
+	if err != nil {
+		return 0, err
+	}
+	cpu := uint32(r3)
+	if !m.Spec().Type.PerCPU() || cpu >= uint32(maps.NumCPU(m)) {
+		return 0, nil
+	}
+	v := m.Lookup(key, int(cpu))
+	if v != nil && e.Checked {
+		grantMap(e, m)
+	}
+	return vm.Addr(v), nil
 }
 
 func helperMapLookup(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
@@ -48,6 +73,15 @@ func helperMapUpdate(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 	key, err := memArg(e, r2, spec.KeySize, false)
 	if err != nil {
 		return 0, err
+	}
+	if sm, ok := m.(maps.SocketMap); ok && spec.Type != maps.ReuseportSockArray {
+		// A sockmap's or sockhash's value is a socket of the run
+		// (sock_map_update_elem): -EINVAL for any other.
+		cookie, ok := runner.Of(e).SocketAt(r3)
+		if !ok {
+			return neg(einval), nil
+		}
+		return errno(sm.SetSocket(key, cookie, r4)), nil
 	}
 	value, err := memArg(e, r3, spec.ValueSize, false)
 	if err != nil {

@@ -218,10 +218,16 @@ func checkInner(tmpl *Spec, m Map) error {
 	return nil
 }
 
-// numCPU returns how many CPUs' values a map keeps per element: its
-// NumCPU for per-CPU maps, 1 for the others.
+// NumCPU returns how many CPUs' values a map keeps per element: its
+// Options.NumCPU for per-CPU maps (bpf_map_lookup_percpu_elem's CPU
+// bound), 1 for the others.
+func NumCPU(m Map) int { return numCPU(m) }
+
+// numCPU is NumCPU.
 func numCPU(m Map) int {
 	switch m := m.(type) {
+	case *CgroupStorageMap:
+		return numCPU(m.Map)
 	case *array:
 		return m.ncpu
 	case *hashMap:

@@ -36,11 +36,14 @@ const (
 	ArgMemOrNull       = helper.ArgMemOrNull
 	ArgWriteMemOrNull  = helper.ArgWriteMemOrNull
 	ArgStackOrNull     = helper.ArgStackOrNull
+	ArgSockCommon      = helper.ArgSockCommon
+	ArgMapValueOrNull  = helper.ArgMapValueOrNull
 
 	RetInteger          = helper.RetInteger
 	RetVoid             = helper.RetVoid
 	RetMapValueOrNull   = helper.RetMapValueOrNull
 	RetRingbufMemOrNull = helper.RetRingbufMemOrNull
+	RetMapValue         = helper.RetMapValue
 )
 
 // BuiltinProto returns the prototype of a kernel helper bpfvm implements,
