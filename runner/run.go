@@ -272,7 +272,10 @@ func Run(p *Program, in *Input, out *Output) error {
 	if pt.Skb {
 		r.beginSkb(in.Net)
 	} else {
+		// The world and a socket of the run's own (SocketCookie) for
+		// the other types.
 		r.sk.net = in.Net
+		r.sk.cookie++
 	}
 	r.beginRun()
 	repeat := max(in.Repeat, 1)
