@@ -26,21 +26,17 @@ var cgroupHelpers = []Helper{
 // gives every test run a storage of its own). The verifier requires flags
 // 0 and the result is never NULL.
 func helperGetLocalStorage(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
-	m, err := mapArg(e, r1)
+	cs, err := mapArgOf[*maps.CgroupStorageMap](e, r1, "bpf_get_local_storage")
 	if err != nil {
 		return 0, err
-	}
-	cs, ok := m.(*maps.CgroupStorageMap)
-	if !ok {
-		return 0, fmt.Errorf("%w: bpf_get_local_storage on a %s", vm.ErrHelper, m.Spec().Type)
 	}
 	cg, attach := runner.Of(e).AttachCgroup()
 	p := cs.Storage(cg, attach, e.CPU)
 	if p == nil {
-		return 0, fmt.Errorf("%w: cgroup storage %s: no room for the storage of cgroup %d", vm.ErrHelper, m.Spec().Name, cg)
+		return 0, fmt.Errorf("%w: cgroup storage %s: no room for the storage of cgroup %d", vm.ErrHelper, cs.Spec().Name, cg)
 	}
 	if e.Checked {
-		grantMap(e, m)
+		grantMap(e, cs)
 	}
 	return vm.Addr(p), nil
 }
@@ -48,16 +44,12 @@ func helperGetLocalStorage(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
 // cgroupAt is the cgroup id in slot idx of the cgroup array behind
 // handle: -E2BIG out of range, -EAGAIN for an empty slot.
 func cgroupAt(e *vm.Env, handle, idx uint64) (id uint64, errno uint64, err error) {
-	m, err := mapArg(e, handle)
+	ca, err := mapArgOf[*maps.CgroupArrayMap](e, handle, "a cgroup array helper")
 	if err != nil {
 		return 0, 0, err
 	}
-	ca, ok := m.(*maps.CgroupArrayMap)
-	if !ok {
-		return 0, 0, fmt.Errorf("%w: a cgroup helper on a %s", vm.ErrHelper, m.Spec().Type)
-	}
 	i := uint32(idx)
-	if i >= m.Spec().MaxEntries {
+	if i >= ca.Spec().MaxEntries {
 		return 0, neg(e2big), nil
 	}
 	c, ok := ca.Cgroup(i)

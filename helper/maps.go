@@ -26,26 +26,16 @@ var mapHelpers = []Helper{
 // value of key for CPU cpu of a per-CPU map, NULL for a CPU the map has
 // no value for (cpu >= nr_cpu_ids: bpfvm's CPUs are the map's runners).
 func helperMapLookupPercpu(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
-	m, err := mapArg(e, r1)
-	if err != nil {
-		return 0, err
-	}
-	key, err := memArg(e, r2, m.Spec().KeySize, false)
-	if err != nil {
-		return 0, err
-	}
-	cpu := uint32(r3)
-	if !m.Spec().Type.PerCPU() || cpu >= uint32(maps.NumCPU(m)) {
-		return 0, nil
-	}
-	v := m.Lookup(key, int(cpu))
-	if v != nil && e.Checked {
-		grantMap(e, m)
-	}
-	return vm.Addr(v), nil
+	return mapLookup(e, r1, r2, true, uint32(r3))
 }
 
 func helperMapLookup(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
+	return mapLookup(e, r1, r2, false, 0)
+}
+
+// mapLookup looks the key at r2 up in the map r1: this CPU's value, or
+// with percpu CPU cpu's (NULL for a CPU the map has no value for).
+func mapLookup(e *vm.Env, r1, r2 uint64, percpu bool, cpu uint32) (uint64, error) {
 	m, err := mapArg(e, r1)
 	if err != nil {
 		return 0, err
@@ -54,7 +44,14 @@ func helperMapLookup(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v := m.Lookup(key, e.CPU)
+	c := e.CPU
+	if percpu {
+		if !m.Spec().Type.PerCPU() || cpu >= uint32(maps.NumCPU(m)) {
+			return 0, nil
+		}
+		c = int(cpu)
+	}
+	v := m.Lookup(key, c)
 	if v != nil && e.Checked {
 		grantMap(e, m)
 	}

@@ -1,7 +1,6 @@
 package helper
 
 import (
-	"fmt"
 	"unsafe"
 
 	"github.com/bpfvm/bpfvm/maps"
@@ -44,16 +43,15 @@ const (
 // skStorageGetCreate is BPF_SK_STORAGE_GET_F_CREATE.
 const skStorageGetCreate = 1
 
-func socketMapArg(e *vm.Env, handle uint64) (maps.SocketMap, error) {
-	m, err := mapArg(e, handle)
+// socketMapKey is the socket map at r2 and the key at r3 of the helpers
+// that take both.
+func socketMapKey(e *vm.Env, r2, r3 uint64) (maps.SocketMap, unsafe.Pointer, error) {
+	m, err := mapArgOf[maps.SocketMap](e, r2, "a socket map helper")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	sm, ok := m.(maps.SocketMap)
-	if !ok {
-		return nil, fmt.Errorf("%w: a socket map helper on a %s", vm.ErrHelper, m.Spec().Type)
-	}
-	return sm, nil
+	key, err := memArg(e, r3, m.Spec().KeySize, false)
+	return m, key, err
 }
 
 // helperSockMapUpdate is bpf_sock_map_update(skops, map, key, flags) and
@@ -61,11 +59,7 @@ func socketMapArg(e *vm.Env, handle uint64) (maps.SocketMap, error) {
 // at key, with update flags, in the callbacks of established and
 // listening sockets only (-EOPNOTSUPP in the others).
 func helperSockMapUpdate(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error) {
-	m, err := socketMapArg(e, r2)
-	if err != nil {
-		return 0, err
-	}
-	key, err := memArg(e, r3, m.Spec().KeySize, false)
+	m, key, err := socketMapKey(e, r2, r3)
 	if err != nil {
 		return 0, err
 	}
@@ -104,7 +98,7 @@ func sockRedirect(e *vm.Env, m maps.SocketMap, key unsafe.Pointer, index, flags 
 // bpf_msg_redirect_map(msg, ...): the packet or message goes to the
 // socket at index key of a sockmap (BPF_F_INGRESS: to its receive queue).
 func helperSockRedirectMap(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error) {
-	m, err := socketMapArg(e, r2)
+	m, err := mapArgOf[maps.SocketMap](e, r2, "a socket map helper")
 	if err != nil {
 		return 0, err
 	}
@@ -116,11 +110,7 @@ func helperSockRedirectMap(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error) {
 // and bpf_msg_redirect_hash(msg, ...): bpf_sk_redirect_map's, by the key
 // of a sockhash.
 func helperSockRedirectHash(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error) {
-	m, err := socketMapArg(e, r2)
-	if err != nil {
-		return 0, err
-	}
-	key, err := memArg(e, r3, m.Spec().KeySize, false)
+	m, key, err := socketMapKey(e, r2, r3)
 	if err != nil {
 		return 0, err
 	}
@@ -134,11 +124,7 @@ func helperSockRedirectHash(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error) 
 // socket is in the reuseport group of the program's socket; bpfvm's
 // sockets have no groups.
 func helperSkSelectReuseport(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error) {
-	m, err := socketMapArg(e, r2)
-	if err != nil {
-		return 0, err
-	}
-	key, err := memArg(e, r3, m.Spec().KeySize, false)
+	m, key, err := socketMapKey(e, r2, r3)
 	if err != nil {
 		return 0, err
 	}
@@ -154,25 +140,13 @@ func helperSkSelectReuseport(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error)
 	return 0, nil
 }
 
-func skStorageArg(e *vm.Env, handle uint64) (*maps.SocketStorage, error) {
-	m, err := mapArg(e, handle)
-	if err != nil {
-		return nil, err
-	}
-	s, ok := m.(*maps.SocketStorage)
-	if !ok {
-		return nil, fmt.Errorf("%w: a socket storage helper on a %s", vm.ErrHelper, m.Spec().Type)
-	}
-	return s, nil
-}
-
 // helperSkStorageGet is bpf_sk_storage_get(map, sk, value, flags): the
 // storage of socket sk in the map; without one, with
 // BPF_SK_STORAGE_GET_F_CREATE, a new one holding value (zeroed when value
 // is NULL). NULL for other flags, a socket that is none of the run's, or
 // no room.
 func helperSkStorageGet(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
-	s, err := skStorageArg(e, r1)
+	s, err := mapArgOf[*maps.SocketStorage](e, r1, "a socket storage helper")
 	if err != nil {
 		return 0, err
 	}
@@ -197,7 +171,7 @@ func helperSkStorageGet(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 // storage of socket sk, -ENOENT without one (-EINVAL for a socket that is
 // none of the run's).
 func helperSkStorageDelete(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
-	s, err := skStorageArg(e, r1)
+	s, err := mapArgOf[*maps.SocketStorage](e, r1, "a socket storage helper")
 	if err != nil {
 		return 0, err
 	}

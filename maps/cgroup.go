@@ -131,13 +131,7 @@ func newCgroupStorage(spec Spec, opts Options) (Map, error) {
 	if spec.Type == PerCPUCgroupStorage {
 		backing.Type = PerCPUHash
 	}
-	m, err := New(backing, opts)
-	if err != nil {
-		return nil, err
-	}
-	c := &CgroupStorageMap{Map: m, spec: spec}
-	rebind(m, c)
-	return c, nil
+	return newBacked(backing, opts, func(m Map) Map { return &CgroupStorageMap{Map: m, spec: spec} })
 }
 
 // Spec returns the spec the map was created with.

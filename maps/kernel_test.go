@@ -282,14 +282,22 @@ func TestKernelDifferential(t *testing.T) {
 			case ProgArray:
 				theirs, mine = withPrograms(t, sh, k, mine)
 			}
-			for i, st := range tt.script {
-				want, got := sh.run(theirs, st), sh.run(mine, st)
-				if !got.equal(want) {
-					t.Errorf("step %d (op %d key %d val %d flags %d): ours %v, kernel %v", i, st.op, st.key, st.val, st.flags, got, want)
-				}
-			}
+			compareScript(t, sh, theirs, mine, tt.script)
 		})
 	}
+}
+
+// compareScript runs a script on the kernel's map and ours, comparing each
+// step, and returns how many steps it compared.
+func compareScript(t *testing.T, sh shape, theirs, mine kv, script []step) int {
+	t.Helper()
+	for i, st := range script {
+		want, got := sh.run(theirs, st), sh.run(mine, st)
+		if !got.equal(want) {
+			t.Errorf("step %d (op %d key %d val %d flags %d): ours %v, kernel %v", i, st.op, st.key, st.val, st.flags, got, want)
+		}
+	}
+	return len(script)
 }
 
 // withInnerMaps wraps both sides so that script values are indices of

@@ -56,7 +56,13 @@ func wire(v uint64, size int) []byte {
 	return binary.NativeEndian.AppendUint32(nil, uint32(v))
 }
 
-func sockMapScript() []step {
+// sockArrayScript is the script of a sockmap, or of a reuseport array
+// (reuse), whose deletes fail otherwise.
+func sockArrayScript(reuse bool) []step {
+	delEmpty, delOut := error(ErrInvalid), error(ErrInvalid)
+	if reuse {
+		delEmpty, delOut = ErrKeyNotExist, ErrFull
+	}
 	return []step{
 		get(0, -1, ErrKeyNotExist),
 		upd(0, 0, UpdateExist, ErrKeyNotExist),
@@ -69,8 +75,8 @@ func sockMapScript() []step {
 		upd(4, 2, UpdateAny, ErrFull),
 		upd(1, 2, 3, ErrInvalid),
 		upd(1, 2, UpdateLock, ErrInvalid),
-		del(1, ErrInvalid),
-		del(4, ErrInvalid),
+		del(1, delEmpty),
+		del(4, delOut),
 		del(3, nil),
 		get(3, -1, ErrKeyNotExist),
 		pop(0, -1, ErrNotSupported),
@@ -78,49 +84,6 @@ func sockMapScript() []step {
 		next(3, -1, ErrKeyNotExist),
 		next(9, 0, nil),
 		keys(0, 1, 2, 3),
-	}
-}
-
-func reuseportScript() []step {
-	return []step{
-		get(0, -1, ErrKeyNotExist),
-		upd(0, 0, UpdateExist, ErrKeyNotExist),
-		upd(0, 0, UpdateNoExist, nil),
-		upd(0, 1, UpdateNoExist, ErrKeyExist),
-		get(0, 0, nil),
-		upd(0, 1, UpdateAny, nil),
-		get(0, 1, nil),
-		upd(4, 2, UpdateAny, ErrFull),
-		upd(1, 2, 3, ErrInvalid),
-		del(1, ErrKeyNotExist),
-		del(4, ErrFull),
-		del(0, nil),
-		get(0, -1, ErrKeyNotExist),
-		pop(0, -1, ErrNotSupported),
-		next(3, -1, ErrKeyNotExist),
-		keys(0, 1, 2, 3),
-	}
-}
-
-func sockHashScript() []step {
-	return []step{
-		get(1, -1, ErrKeyNotExist),
-		upd(1, 0, UpdateExist, ErrKeyNotExist),
-		upd(1, 0, UpdateNoExist, nil),
-		upd(1, 1, UpdateNoExist, ErrKeyExist),
-		get(1, 0, nil),
-		upd(1, 2, UpdateExist, nil),
-		get(1, 2, nil),
-		upd(2, 1, UpdateAny, nil),
-		upd(3, 1, UpdateAny, nil),
-		upd(4, 1, UpdateAny, nil),
-		upd(5, 1, UpdateAny, ErrFull),
-		upd(2, 1, 4, ErrInvalid),
-		keys(1, 2, 3, 4),
-		pop(1, -1, ErrNotSupported),
-		del(2, nil),
-		del(2, ErrKeyNotExist),
-		keys(1, 3, 4),
 	}
 }
 
@@ -146,12 +109,14 @@ func TestKernelSocketMaps(t *testing.T) {
 		spec   Spec
 		script []step
 	}{
-		{"sockmap", Spec{Type: SockMap, KeySize: 4, ValueSize: 8, MaxEntries: 4}, sockMapScript()},
+		{"sockmap", Spec{Type: SockMap, KeySize: 4, ValueSize: 8, MaxEntries: 4}, sockArrayScript(false)},
 		{"sockmap value 4", Spec{Type: SockMap, KeySize: 4, ValueSize: 4, MaxEntries: 4}, emptySockScript(SockMap)},
-		{"sockhash", Spec{Type: SockHash, KeySize: 4, ValueSize: 8, MaxEntries: 4}, sockHashScript()},
-		{"sockhash key 12", Spec{Type: SockHash, KeySize: 12, ValueSize: 8, MaxEntries: 4}, sockHashScript()},
+		// A sockhash's script is a hash of maps': values are indices of
+		// objects there too.
+		{"sockhash", Spec{Type: SockHash, KeySize: 4, ValueSize: 8, MaxEntries: 4}, mapOfMapsScript(true)},
+		{"sockhash key 12", Spec{Type: SockHash, KeySize: 12, ValueSize: 8, MaxEntries: 4}, mapOfMapsScript(true)},
 		{"sockhash value 4", Spec{Type: SockHash, KeySize: 4, ValueSize: 4, MaxEntries: 4}, emptySockScript(SockHash)},
-		{"reuseport_sockarray", Spec{Type: ReuseportSockArray, KeySize: 4, ValueSize: 8, MaxEntries: 4}, reuseportScript()},
+		{"reuseport_sockarray", Spec{Type: ReuseportSockArray, KeySize: 4, ValueSize: 8, MaxEntries: 4}, sockArrayScript(true)},
 		{"reuseport_sockarray value 4", Spec{Type: ReuseportSockArray, KeySize: 4, ValueSize: 4, MaxEntries: 4}, emptySockScript(ReuseportSockArray)},
 	}
 	compared := 0
@@ -177,13 +142,7 @@ func TestKernelSocketMaps(t *testing.T) {
 				toWire: func(i int) []byte { return wire(uint64(fds[i]), vs) }}
 			mine := viaIndex{kv: ours{m, 1}, sh: sh, ids: ids,
 				toWire: func(i int) []byte { return wire(cookies[i], vs) }}
-			for i, st := range tt.script {
-				want, got := sh.run(theirs, st), sh.run(mine, st)
-				compared++
-				if !got.equal(want) {
-					t.Errorf("step %d (op %d key %d val %d flags %d): ours %v, kernel %v", i, st.op, st.key, st.val, st.flags, got, want)
-				}
-			}
+			compared += compareScript(t, sh, theirs, mine, tt.script)
 		})
 	}
 	t.Logf("%d steps compared", compared)
@@ -266,12 +225,7 @@ func TestKernelSocketStorage(t *testing.T) {
 		pop(1, -1, ErrNotSupported),
 		next(1, -1, ErrNotSupported),
 	}
-	for i, st := range script {
-		want, got := sh.run(theirs, st), sh.run(mine, st)
-		if !got.equal(want) {
-			t.Errorf("step %d (op %d key %d val %d flags %d): ours %v, kernel %v", i, st.op, st.key, st.val, st.flags, got, want)
-		}
-	}
+	compareScript(t, sh, theirs, mine, script)
 	// A key that is no socket descriptor: EBADF on both sides, and ours
 	// for every key.
 	bad := u32(1 << 20)
@@ -450,10 +404,5 @@ func TestKernelCgroupArray(t *testing.T) {
 		next(3, -1, ErrKeyNotExist),
 		keys(0, 1, 2, 3),
 	}
-	for i, st := range script {
-		want, got := sh.run(theirs, st), sh.run(mine, st)
-		if !got.equal(want) {
-			t.Errorf("step %d (op %d key %d val %d flags %d): ours %v, kernel %v", i, st.op, st.key, st.val, st.flags, got, want)
-		}
-	}
+	compareScript(t, sh, theirs, mine, script)
 }

@@ -302,13 +302,7 @@ type sockHash struct {
 func newSockHash(spec Spec, opts Options) (Map, error) {
 	backing := Spec{Name: spec.Name, Type: Hash, KeySize: spec.KeySize, ValueSize: 8,
 		MaxEntries: spec.MaxEntries, Flags: spec.Flags &^ (FlagRdonly | FlagWronly)}
-	m, err := New(backing, opts)
-	if err != nil {
-		return nil, err
-	}
-	h := &sockHash{Map: m, spec: spec}
-	rebind(m, h)
-	return h, nil
+	return newBacked(backing, opts, func(m Map) Map { return &sockHash{Map: m, spec: spec} })
 }
 
 func (h *sockHash) Spec() Spec { return h.spec }
@@ -384,13 +378,7 @@ type SocketStorage struct {
 func newSocketStorage(spec Spec, opts Options) (Map, error) {
 	backing := Spec{Name: spec.Name, Type: Hash, KeySize: 8, ValueSize: spec.ValueSize,
 		MaxEntries: skStorageMax, Flags: FlagNoPrealloc}
-	m, err := New(backing, opts)
-	if err != nil {
-		return nil, err
-	}
-	s := &SocketStorage{Map: m, spec: spec}
-	rebind(m, s)
-	return s, nil
+	return newBacked(backing, opts, func(m Map) Map { return &SocketStorage{Map: m, spec: spec} })
 }
 
 // Spec returns the spec the map was created with.
