@@ -23,6 +23,9 @@ var sockMapHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_msg_redirect_hash", Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgMapKey, ArgAnything}}, Func: helperSockRedirectHash},
 	{Proto: Proto{Name: "bpf_sk_select_reuseport", Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgMapKey, ArgAnything}}, Func: helperSkSelectReuseport},
 	{Proto: Proto{Name: "bpf_sk_storage_get", Args: [5]ArgType{ArgConstMapPtr, ArgSockCommon, ArgMapValueOrNull, ArgAnything}, Ret: RetMapValueOrNull}, Func: helperSkStorageGet},
+	// cgroup_sock's (bpf_sk_storage_get_cg_sock_proto): the socket is the
+	// context.
+	{Proto: Proto{Name: "bpf_sk_storage_get", Args: [5]ArgType{ArgConstMapPtr, ArgCtx, ArgMapValueOrNull, ArgAnything}, Ret: RetMapValueOrNull}, Func: helperSkStorageGet, Variant: "cg_sock"},
 	{Proto: Proto{Name: "bpf_sk_storage_delete", Args: [5]ArgType{ArgConstMapPtr, ArgSockCommon}}, Func: helperSkStorageDelete},
 }
 
@@ -140,8 +143,9 @@ func helperSkSelectReuseport(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error)
 	return 0, nil
 }
 
-// helperSkStorageGet is bpf_sk_storage_get(map, sk, value, flags): the
-// storage of socket sk in the map; without one, with
+// helperSkStorageGet is bpf_sk_storage_get(map, sk, value, flags) (sk the
+// context itself for cgroup_sock programs): the storage of socket sk in
+// the map; without one, with
 // BPF_SK_STORAGE_GET_F_CREATE, a new one holding value (zeroed when value
 // is NULL). NULL for other flags, a socket that is none of the run's, or
 // no room.
@@ -156,7 +160,11 @@ func helperSkStorageGet(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 			return 0, err
 		}
 	}
-	cookie, ok := runner.Of(e).SocketAt(r2)
+	r := runner.Of(e)
+	cookie, ok := r.SocketAt(r2)
+	if r2 == e.Ctx.Start && r.ContextIsSocket() {
+		cookie, ok = r.SocketCookie(), true
+	}
 	if !ok || r4 > skStorageGetCreate {
 		return 0, nil
 	}

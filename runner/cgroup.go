@@ -1,5 +1,7 @@
 package runner
 
+import "slices"
+
 // The host's cgroups, as the cgroup helpers see them: the cgroup v2
 // hierarchy (Net.Cgroups), the cgroup of the task a program runs in
 // (Net.Cgroup) and the cgroup it runs attached to (Net.AttachCgroup).
@@ -90,4 +92,10 @@ func (r *Runner) SocketAt(addr uint64) (cookie uint64, ok bool) {
 		return 0, false
 	}
 	return r.SocketCookie(), true
+}
+
+// ContextIsSocket reports whether the program's context is its socket
+// (cgroup_sock's struct bpf_sock), whose cookie is SocketCookie.
+func (r *Runner) ContextIsSocket() bool {
+	return r.prog != nil && slices.Contains(r.prog.Type.ContextNames, "bpf_sock")
 }

@@ -117,6 +117,8 @@ func TestSelftestSocketMaps(t *testing.T) {
 		egress(vcase{name: "sk storage get with stack", maps: sks, asm: "r2 = r10\nr1 = map[fd:0] ll\nr3 = 0\nr4 = 1\ncall bpf_sk_storage_get#107" + out, err: "R2 type=fp expected=sock_common, sock, tcp_sock, xdp_sock, ptr_, trusted_ptr_", kmsg: true}),
 		egress(vcase{name: "sk storage get of a hash", maps: []maps.Spec{hashMap}, asm: sk + "r1 = map[fd:0] ll\nr3 = 0\nr4 = 1\ncall bpf_sk_storage_get#107" + out, err: "cannot pass map_type 1 into func bpf_sk_storage_get#107", kmsg: true}),
 		egress(vcase{name: "sk storage delete", maps: sks, asm: sk + "r1 = map[fd:0] ll\ncall bpf_sk_storage_delete#108" + out}),
+		typed(ebpf.CGroupSock, ebpf.AttachCGroupInetSockCreate)(vcase{name: "sk storage get of cgroup_sock's context", maps: sks, asm: "r2 = r1\nr1 = map[fd:0] ll\nr3 = 0\nr4 = 1\ncall bpf_sk_storage_get#107\nr0 = 1\nexit"}),
+		typed(ebpf.CGroupSock, ebpf.AttachCGroupInetSockCreate)(vcase{name: "sk storage get of cgroup_sock's stack", maps: sks, asm: "r2 = r10\nr1 = map[fd:0] ll\nr3 = 0\nr4 = 1\ncall bpf_sk_storage_get#107\nr0 = 1\nexit", err: "R2 type=fp expected=ctx", kmsg: true}),
 		egress(vcase{name: "sk storage lookup", maps: sks, asm: lookup4 + "r0 = 1\nexit", err: "cannot pass map_type 24 into func bpf_map_lookup_elem#1", kmsg: true}),
 	})
 }
