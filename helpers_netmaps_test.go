@@ -288,6 +288,17 @@ func TestHelperSkStorage(t *testing.T) {
 		if err := m.Lookup(int32(3), &v); !errors.Is(err, syscall.EBADF) {
 			t.Errorf("Lookup by descriptor: %v", err)
 		}
+		// cgroup_sock's context is its socket (bpfvm only: the kernel
+		// cannot test-run cgroup_sock).
+		sock := vm.Programs["sock_storage"]
+		for range 2 {
+			if _, err := sock.Execute(&bpfvm.RunOptions{Net: net}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := m.LookupSocket(77, &v); err != nil || v != 2 {
+			t.Errorf("cgroup_sock's storage: %d, %v", v, err)
+		}
 	})
 }
 

@@ -133,6 +133,20 @@ int sk_storage(struct __sk_buff *skb)
 	return 1;
 }
 
+// sock_storage counts the runs on the cgroup_sock program's socket, its
+// context, in its storage, into out[0].
+SEC("cgroup/sock_create")
+int sock_storage(struct bpf_sock *sk)
+{
+	__u64 *v = bpf_sk_storage_get(&skstore, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+
+	if (!v)
+		return 0;
+	*v += 1;
+	put(*v);
+	return 1;
+}
+
 // percpu_elem returns CPU cb[0]'s value of pcpu[0], -1 when there is none.
 SEC("tc")
 int percpu_elem(struct __sk_buff *skb)
