@@ -102,6 +102,18 @@ func TestHelperCgroupStorage(t *testing.T) {
 		if err := vm.Maps["cgstore"].Lookup(key, &v); err != nil || v != 4 {
 			t.Errorf("Go-side lookup of the storage: %d, %v", v, err)
 		}
+		// The per-CPU storage: one value per CPU, the runs' counts.
+		var per []uint64
+		if err := vm.Maps["pcgstore"].Lookup(key, &per); err != nil {
+			t.Fatal(err)
+		}
+		var sum uint64
+		for _, c := range per {
+			sum += c
+		}
+		if sum != 4 {
+			t.Errorf("per-CPU storage %v, want 4 runs in all", per)
+		}
 		if err := vm.Maps["cgstore"].Update(key, uint64(10), bpfvm.UpdateExist); err != nil {
 			t.Fatal(err)
 		}
@@ -226,6 +238,23 @@ func TestHelperUnderCgroup(t *testing.T) {
 			}
 			if k, ok := kernelRunRepeat(t, kern, tt.prog, ctx, 1); ok && k != got {
 				t.Errorf("%s(%d): kernel %d, bpfvm %d", tt.prog, tt.idx, int32(k), int32(got))
+			}
+		}
+		// A packet without a socket is under no cgroup (-ENOENT); the
+		// packet's socket may be in another cgroup of the hierarchy.
+		noSock := h.net
+		noSock.NoSocket = true
+		if got := int32(runWith(t, vm.Programs["skb_under"], skbCB(0), &noSock, 1).R0); got != -2 {
+			t.Errorf("skb_under without a socket: %d, want -ENOENT", got)
+		}
+		inTest := h.net
+		inTest.Socket = &bpfvm.Socket{CgroupID: cgroupID(t, h.test)}
+		for idx, want := range []int32{1, 1, 0} {
+			if h.own == h.root && idx == 2 {
+				want = 1
+			}
+			if got := int32(runWith(t, vm.Programs["skb_under"], skbCB(uint32(idx)), &inTest, 1).R0); got != want {
+				t.Errorf("skb_under(%d) of a socket in the test's cgroup: %d, want %d", idx, got, want)
 			}
 		}
 	})
