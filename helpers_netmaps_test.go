@@ -367,6 +367,44 @@ func TestHelperPercpuElem(t *testing.T) {
 	})
 }
 
+func TestHelperSockMapUpdate(t *testing.T) {
+	modes(t, func(t *testing.T, noVerify bool) {
+		vm, kern := loadHelpers(t, noVerify, netmapsObj, bpfvm.CollectionOptions{})
+		p := vm.Programs["sk_update"]
+		// The kernel's test run's socket is none a sockmap takes
+		// (-EOPNOTSUPP, before the flags and the index); deletes of
+		// empty slots and out of range are -EINVAL.
+		for _, cb := range [][]uint32{{0, 0}, {9, 0}, {0, 5}, {0, 0, 1}, {9, 0, 1}} {
+			ctx := skbCB(cb...)
+			got := uint32(runWith(t, p, ctx, nil, 1).R0)
+			want := errno(95)
+			if cb2 := append(cb, 0, 0); cb2[2] != 0 {
+				want = errno(22)
+			}
+			if got != want {
+				t.Errorf("%v: %d, want %d", cb, int32(got), int32(want))
+			}
+			if k, ok := kernelRunRepeat(t, kern, "sk_update", ctx, 1); ok && k != got {
+				t.Errorf("%v: kernel %d, bpfvm %d", cb, int32(k), int32(got))
+			}
+		}
+		// A socket of the host's world goes in, with the update flags'
+		// errors.
+		net := &bpfvm.Net{Socket: &bpfvm.Socket{Cookie: 321}}
+		for _, tt := range []struct {
+			cb   []uint32
+			want int32
+		}{
+			{[]uint32{1, 0}, 0}, {[]uint32{1, 1}, -17}, {[]uint32{2, 2}, -2},
+			{[]uint32{9, 0}, -7}, {[]uint32{1, 5}, -22}, {[]uint32{1, 0, 1}, 0}, {[]uint32{1, 0, 1}, -22},
+		} {
+			if got := int32(runWith(t, p, skbCB(tt.cb...), net, 1).R0); got != tt.want {
+				t.Errorf("%v: %d, want %d", tt.cb, got, tt.want)
+			}
+		}
+	})
+}
+
 // TestHelperSocketMaps runs the sockmap helpers of the types the kernel
 // cannot test-run: what they do is net/core/sock_map.c's and filter.c's,
 // on sockets that are cookies of the host's world.

@@ -73,10 +73,15 @@ func helperMapUpdate(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 	}
 	if sm, ok := m.(maps.SocketMap); ok && spec.Type != maps.ReuseportSockArray {
 		// A sockmap's or sockhash's value is a socket of the run
-		// (sock_map_update_elem): -EINVAL for any other.
-		cookie, ok := runner.Of(e).SocketAt(r3)
-		if !ok {
+		// (sock_map_update_elem): -EINVAL for any other, -EOPNOTSUPP
+		// for the kernel's test run's, whose protocol no sockmap takes.
+		r := runner.Of(e)
+		cookie, ok := r.SocketAt(r3)
+		switch {
+		case !ok:
 			return neg(einval), nil
+		case r.World().Socket == nil:
+			return neg(eopnotsupp), nil
 		}
 		return errno(sm.SetSocket(key, cookie, r4)), nil
 	}

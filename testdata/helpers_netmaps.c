@@ -147,6 +147,22 @@ int sock_storage(struct bpf_sock *sk)
 	return 1;
 }
 
+// sk_update puts the packet's socket in socks[cb[0]] with flags cb[1]
+// and returns what the update did; with cb[2] set it deletes
+// socks[cb[0]] instead.
+SEC("tc")
+int sk_update(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	__u32 k = skb->cb[0];
+
+	if (skb->cb[2])
+		return bpf_map_delete_elem(&socks, &k);
+	if (!sk)
+		return -1;
+	return bpf_map_update_elem(&socks, &k, sk, skb->cb[1]);
+}
+
 // percpu_elem returns CPU cb[0]'s value of pcpu[0], -1 when there is none.
 SEC("tc")
 int percpu_elem(struct __sk_buff *skb)
