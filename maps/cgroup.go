@@ -167,8 +167,11 @@ func (c *CgroupStorageMap) Storage(cgroup uint64, attach uint32, cpu int) unsafe
 	if p := c.Map.Lookup(key, cpu); p != nil {
 		return p
 	}
-	zero := make([]byte, ValueSizeBytes(c.spec, numCPU(c.Map)))
-	if err := c.Map.UpdateBytes(k[:c.spec.KeySize], zero, UpdateNoExist); err != nil {
+	// The programs' update, which never waits for memory (a run waiting
+	// for reclamation could wait for itself): a new element's other
+	// CPUs' values are zeroed.
+	zero := make([]byte, c.spec.ValueSize)
+	if err := c.Map.Update(key, unsafe.Pointer(&zero[0]), UpdateNoExist, cpu); err != nil {
 		return nil
 	}
 	return c.Map.Lookup(key, cpu)

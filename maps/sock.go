@@ -2,6 +2,7 @@ package maps
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -396,7 +397,9 @@ func (s *SocketStorage) Get(cookie uint64, value unsafe.Pointer, create bool) un
 		zero := make([]byte, s.spec.ValueSize)
 		value = unsafe.Pointer(&zero[0])
 	}
-	if err := s.Map.Update(key, value, UpdateNoExist, 0); err != nil && err != ErrKeyExist {
+	// Another run may have made it meanwhile (ErrKeyExist): its storage
+	// is the socket's.
+	if err := s.Map.Update(key, value, UpdateNoExist, 0); err != nil && !errors.Is(err, ErrKeyExist) {
 		return nil
 	}
 	return s.Map.Lookup(key, 0)
