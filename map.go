@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpfvm/bpfvm/internal/mapref"
 	"github.com/bpfvm/bpfvm/maps"
@@ -165,6 +166,9 @@ func mapSpec(spec *ebpf.MapSpec) (maps.Spec, error) {
 		Flags:      spec.Flags,
 		MapExtra:   spec.MapExtra,
 		BTF:        spec.Key != nil && spec.Value != nil,
+	}
+	if _, ok := btf.UnderlyingType(spec.Key).(*btf.Int); ok {
+		s.KeyBTFInt = true
 	}
 	if spec.InnerMap != nil {
 		inner, err := mapSpec(spec.InnerMap)

@@ -72,6 +72,9 @@ func kernelSpec(s Spec) *ebpf.MapSpec {
 	if s.BTF {
 		u8 := &btf.Int{Name: "unsigned char", Size: 1}
 		k.Key = &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
+		if !s.KeyBTFInt {
+			k.Key = &btf.Struct{Name: "key", Size: 4, Members: []btf.Member{{Name: "fd", Type: k.Key}}}
+		}
 		k.Value = &btf.Array{Type: u8, Index: &btf.Int{Name: "unsigned int", Size: 4}, Nelems: s.ValueSize}
 	}
 	return k

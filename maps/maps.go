@@ -100,6 +100,10 @@ type Spec struct {
 	// kernel's btf_key_type_id and btf_value_type_id): socket storages
 	// require it, as the kernel, for its Go-side dumps.
 	BTF bool
+	// KeyBTFInt says the key's BTF type, typedefs and qualifiers
+	// resolved, is an integer: a socket storage's must be (the kernel's
+	// map_check_btf).
+	KeyBTFInt bool
 }
 
 // Options are the runtime facts a map is created with.

@@ -111,6 +111,8 @@ func (sockMaps) check(s Spec) error {
 			return fmt.Errorf("%s value size 0: %w", s.Type, ErrInvalid)
 		case !s.BTF:
 			return fmt.Errorf("%s without BTF for its key and value: %w", s.Type, ErrInvalid)
+		case !s.KeyBTFInt:
+			return fmt.Errorf("%s key: BTF type not an int: %w", s.Type, ErrInvalid)
 		case s.ValueSize > localStorageMaxValue:
 			return fmt.Errorf("%s value size %d over %d: %w", s.Type, s.ValueSize, localStorageMaxValue, ErrFull)
 		}

@@ -17,7 +17,7 @@ var (
 	sockMap     = maps.Spec{Name: "sockmap", Type: maps.SockMap, KeySize: 4, ValueSize: 8, MaxEntries: 4}
 	sockHash    = maps.Spec{Name: "sockhash", Type: maps.SockHash, KeySize: 4, ValueSize: 8, MaxEntries: 4}
 	reuseArray  = maps.Spec{Name: "reuse", Type: maps.ReuseportSockArray, KeySize: 4, ValueSize: 8, MaxEntries: 4}
-	skStorage   = maps.Spec{Name: "sks", Type: maps.SkStorage, KeySize: 4, ValueSize: 8, Flags: maps.FlagNoPrealloc, BTF: true}
+	skStorage   = maps.Spec{Name: "sks", Type: maps.SkStorage, KeySize: 4, ValueSize: 8, Flags: maps.FlagNoPrealloc, BTF: true, KeyBTFInt: true}
 )
 
 // TestSelftestCgroupMaps covers cgroup storages (bpf_get_local_storage)
