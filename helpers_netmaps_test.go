@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpfvm/bpfvm"
 )
@@ -364,4 +365,60 @@ func TestHelperSocketMaps(t *testing.T) {
 			t.Errorf("socksh[3]: %d, %v", c, err)
 		}
 	})
+}
+
+// TestNetMapsNoBatch checks that the cgroup and socket types take no batch
+// operations, as the kernel's (which has none for them).
+func TestNetMapsNoBatch(t *testing.T) {
+	u8 := &btf.Int{Name: "unsigned char", Size: 1}
+	value := &btf.Array{Type: u8, Index: &btf.Int{Name: "unsigned int", Size: 4}, Nelems: 8}
+	compared := 0
+	for _, spec := range []*ebpf.MapSpec{
+		{Name: "cga", Type: ebpf.CGroupArray, KeySize: 4, ValueSize: 4, MaxEntries: 4},
+		{Name: "cgs", Type: ebpf.CGroupStorage, KeySize: 16, ValueSize: 8},
+		{Name: "pcgs", Type: ebpf.PerCPUCGroupStorage, KeySize: 16, ValueSize: 8},
+		{Name: "sockmap", Type: ebpf.SockMap, KeySize: 4, ValueSize: 8, MaxEntries: 4},
+		{Name: "sockhash", Type: ebpf.SockHash, KeySize: 4, ValueSize: 8, MaxEntries: 4},
+		{Name: "reuse", Type: ebpf.ReusePortSockArray, KeySize: 4, ValueSize: 8, MaxEntries: 4},
+		{Name: "sks", Type: ebpf.SkStorage, KeySize: 4, ValueSize: 8, Flags: 1, Key: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Value: value},
+	} {
+		var keys any = make([]uint32, 4)
+		if spec.KeySize == 16 {
+			keys = make([][16]byte, 4)
+		}
+		values := func(ncpu int) any {
+			switch {
+			case spec.Type == ebpf.PerCPUCGroupStorage:
+				return make([]uint64, 4*ncpu)
+			case spec.ValueSize == 4:
+				return make([]uint32, 4)
+			}
+			return make([]uint64, 4)
+		}
+		check := func(who string, lookup, update, del error) {
+			t.Helper()
+			for op, err := range map[string]error{"lookup": lookup, "update": update, "delete": del} {
+				if !errors.Is(err, ebpf.ErrNotSupported) {
+					t.Errorf("%s: %s batch %s: %v, want not supported", spec.Type, who, op, err)
+				}
+			}
+		}
+		ours := newOurMap(t, spec, 2)
+		_, lerr := ours.BatchLookup(new(bpfvm.MapBatchCursor), keys, values(2), nil)
+		_, uerr := ours.BatchUpdate(keys, values(2), nil)
+		_, derr := ours.BatchDelete(keys, nil)
+		check("bpfvm", lerr, uerr, derr)
+		if k := kernelMap(t, spec); k != nil {
+			ncpu, err := ebpf.PossibleCPU()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, lerr := k.BatchLookup(new(ebpf.MapBatchCursor), keys, values(ncpu), nil)
+			_, uerr := k.BatchUpdate(keys, values(ncpu), nil)
+			_, derr := k.BatchDelete(keys, nil)
+			check("kernel", lerr, uerr, derr)
+			compared += 3
+		}
+	}
+	t.Logf("%d batch operations compared with the kernel", compared)
 }

@@ -87,6 +87,9 @@ func (m *Map) batchLookup(cursor *MapBatchCursor, keysOut, valuesOut any, del bo
 		return 0, err
 	}
 	defer m.end(a)
+	if !m.m.Spec().Type.Batch() {
+		return 0, fmt.Errorf("map %s: batch lookup: %w", m.name, maps.ErrNotSupported)
+	}
 	vsize := maps.ValueSizeBytes(m.m.Spec(), m.ncpu)
 	keys, err := newBatchSlice(keysOut, int(m.KeySize()))
 	if err != nil {
@@ -98,9 +101,6 @@ func (m *Map) batchLookup(cursor *MapBatchCursor, keysOut, valuesOut any, del bo
 	}
 	if keys.len() != values.len() {
 		return 0, fmt.Errorf("map %s: batch lookup: %d keys but %d values", m.name, keys.len(), values.len())
-	}
-	if !m.m.Spec().Type.Batch() {
-		return 0, fmt.Errorf("map %s: batch lookup: %w", m.name, maps.ErrNotSupported)
 	}
 	if del && !m.m.Spec().Type.BatchLookupAndDelete() {
 		// The kernel's trie has the generic batch lookup, update and
