@@ -246,6 +246,10 @@ func mapSpec(spec *ebpf.MapSpec) (maps.Spec, error) {
 		MaxEntries: spec.MaxEntries,
 		Flags:      spec.Flags,
 		MapExtra:   spec.MapExtra,
+		BTF:        spec.Key != nil && spec.Value != nil,
+	}
+	if _, ok := btf.UnderlyingType(spec.Key).(*btf.Int); ok {
+		s.KeyBTFInt = true
 	}
 	if keyBTFFits(spec) {
 		s.Value = spec.Value

@@ -87,6 +87,9 @@ func (m *Map) batchLookup(cursor *MapBatchCursor, keysOut, valuesOut any, del bo
 		return 0, err
 	}
 	defer m.end(a)
+	if !m.m.Spec().Type.Batch() {
+		return 0, fmt.Errorf("map %s: batch lookup: %w", m.name, maps.ErrNotSupported)
+	}
 	vsize := maps.ValueSizeBytes(m.m.Spec(), m.ncpu)
 	keys, err := newBatchSlice(keysOut, int(m.KeySize()))
 	if err != nil {
@@ -150,6 +153,9 @@ func (m *Map) BatchUpdate(keys, values any, opts *BatchOptions) (int, error) {
 		return 0, err
 	}
 	defer m.end(accessWrite)
+	if !m.m.Spec().Type.Batch() {
+		return 0, fmt.Errorf("map %s: batch update: %w", m.name, maps.ErrNotSupported)
+	}
 	var flags MapUpdateFlags
 	if opts != nil {
 		flags = MapUpdateFlags(opts.ElemFlags)
@@ -179,6 +185,9 @@ func (m *Map) BatchDelete(keys any, opts *BatchOptions) (int, error) {
 		return 0, err
 	}
 	defer m.end(accessWrite)
+	if !m.m.Spec().Type.Batch() {
+		return 0, fmt.Errorf("map %s: batch delete: %w", m.name, maps.ErrNotSupported)
+	}
 	ks, err := newBatchSlice(keys, int(m.KeySize()))
 	if err != nil {
 		return 0, fmt.Errorf("map %s: batch delete: %w", m.name, err)

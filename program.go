@@ -293,6 +293,9 @@ type Net = runner.Net
 // Socket is the socket a packet belongs to (Net.Socket).
 type Socket = runner.Socket
 
+// Cgroup is a cgroup of the host's cgroup v2 hierarchy (Net.Cgroups).
+type Cgroup = runner.Cgroup
+
 // Device is a network device of the host (Net.Devices).
 type Device = runner.Device
 
@@ -346,6 +349,11 @@ type Redirect struct {
 	// of NextHop, or, when its Family is 0, of the packet's route.
 	Neigh   bool
 	NextHop NextHop
+	// Socket is the cookie of the socket of bpf_sk_redirect_map,
+	// bpf_sk_redirect_hash, bpf_msg_redirect_map, bpf_msg_redirect_hash
+	// and bpf_sk_select_reuseport (whose Key is the index of an array, 0
+	// for a sockhash), 0 for the other helpers.
+	Socket uint64
 }
 
 // NewProgram loads a single program that references no maps.
@@ -566,7 +574,7 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	}
 	res.R0, res.Duration, res.DataSize = out.R0, out.Duration, out.DataSize
 	if rd := out.Redirect; rd.Valid {
-		res.Redirect = Redirect{Map: p.mapOf(rd.Map), Key: rd.Key, Flags: rd.Flags, Valid: true, Peer: rd.Peer, Neigh: rd.Neigh, NextHop: rd.NextHop}
+		res.Redirect = Redirect{Map: p.mapOf(rd.Map), Key: rd.Key, Flags: rd.Flags, Valid: true, Peer: rd.Peer, Neigh: rd.Neigh, NextHop: rd.NextHop, Socket: rd.Socket}
 	}
 	res.Clones, res.Tunnel = out.Clones, out.Tunnel
 	return nil

@@ -78,6 +78,8 @@ var families = [][]Helper{
 	tunnelHelpers,
 	xdpHelpers,
 	lockHelpers,
+	cgroupHelpers,
+	sockMapHelpers,
 }
 
 // Table is a set of helpers by id and variant.
@@ -201,6 +203,22 @@ func memArg(e *vm.Env, addr uint64, n uint32, write bool) (unsafe.Pointer, error
 		return nil, err
 	}
 	return vm.Ptr(addr), nil
+}
+
+// mapArgOf is mapArg for a helper that takes maps of one kind only (the
+// verifier checked the type): an unverified program passing another fails
+// the run.
+func mapArgOf[T maps.Map](e *vm.Env, handle uint64, helper string) (T, error) {
+	var t T
+	m, err := mapArg(e, handle)
+	if err != nil {
+		return t, err
+	}
+	t, ok := m.(T)
+	if !ok {
+		return t, fmt.Errorf("%w: %s on a %s", vm.ErrHelper, helper, m.Spec().Type)
+	}
+	return t, nil
 }
 
 // grantMap lets a checked run access the values of m, a map it reached at

@@ -19,9 +19,23 @@ var mapHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_map_push_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapValue, ArgAnything}, PktAccess: true}, Func: helperMapPush},
 	{Proto: Proto{Name: "bpf_map_pop_elem", Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}}, Func: helperMapPop},
 	{Proto: Proto{Name: "bpf_map_peek_elem", Args: [5]ArgType{ArgConstMapPtr, ArgUninitMapValue}}, Func: helperMapPeek},
+	{Proto: Proto{Name: "bpf_map_lookup_percpu_elem", Args: [5]ArgType{ArgConstMapPtr, ArgMapKey, ArgAnything}, Ret: RetMapValueOrNull}, Func: helperMapLookupPercpu},
+}
+
+// helperMapLookupPercpu is bpf_map_lookup_percpu_elem(map, key, cpu): the
+// value of key for CPU cpu of a per-CPU map, NULL for a CPU the map has
+// no value for (cpu >= nr_cpu_ids: bpfvm's CPUs are the map's runners).
+func helperMapLookupPercpu(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
+	return mapLookup(e, r1, r2, true, uint32(r3))
 }
 
 func helperMapLookup(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
+	return mapLookup(e, r1, r2, false, 0)
+}
+
+// mapLookup looks the key at r2 up in the map r1: this CPU's value, or
+// with percpu CPU cpu's (NULL for a CPU the map has no value for).
+func mapLookup(e *vm.Env, r1, r2 uint64, percpu bool, cpu uint32) (uint64, error) {
 	m, err := mapArg(e, r1)
 	if err != nil {
 		return 0, err
@@ -30,7 +44,14 @@ func helperMapLookup(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v := m.Lookup(key, e.CPU)
+	c := e.CPU
+	if percpu {
+		if !m.Spec().Type.PerCPU() || cpu >= uint32(maps.NumCPU(m)) {
+			return 0, nil
+		}
+		c = int(cpu)
+	}
+	v := m.Lookup(key, c)
 	if v != nil && e.Checked {
 		grantMap(e, m)
 	}
@@ -49,6 +70,20 @@ func helperMapUpdate(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 	key, err := memArg(e, r2, spec.KeySize, false)
 	if err != nil {
 		return 0, err
+	}
+	if sm, ok := m.(maps.SocketMap); ok && spec.Type != maps.ReuseportSockArray {
+		// A sockmap's or sockhash's value is a socket of the run
+		// (sock_map_update_elem): -EINVAL for any other, -EOPNOTSUPP
+		// for the kernel's test run's, whose protocol no sockmap takes.
+		r := runner.Of(e)
+		cookie, ok := r.SocketAt(r3)
+		switch {
+		case !ok:
+			return neg(einval), nil
+		case r.World().Socket == nil:
+			return neg(eopnotsupp), nil
+		}
+		return errno(sm.SetSocket(key, cookie, r4)), nil
 	}
 	value, err := memArg(e, r3, spec.ValueSize, false)
 	if err != nil {

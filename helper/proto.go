@@ -58,19 +58,27 @@ const (
 	// ArgSpinLock points at the bpf_spin_lock of a map value
 	// (ARG_PTR_TO_SPIN_LOCK).
 	ArgSpinLock
+	// ArgSockCommon is a socket, not NULL: struct bpf_sock_common or
+	// struct bpf_sock (the kernel's ARG_PTR_TO_BTF_ID_SOCK_COMMON).
+	ArgSockCommon
+	// ArgMapValueOrNull is ArgMapValue, or NULL (the kernel's
+	// ARG_PTR_TO_MAP_VALUE | PTR_MAYBE_NULL).
+	ArgMapValueOrNull
 )
 
 // IsMem reports whether an argument points at memory the helper accesses.
 func (t ArgType) IsMem() bool {
 	switch t {
-	case ArgMapKey, ArgMapValue, ArgUninitMapValue, ArgMem, ArgUninitMem, ArgConstStr, ArgPtrToLong, ArgPtrToInt, ArgMemOrNull, ArgWriteMemOrNull:
+	case ArgMapKey, ArgMapValue, ArgMapValueOrNull, ArgUninitMapValue, ArgMem, ArgUninitMem, ArgConstStr, ArgPtrToLong, ArgPtrToInt, ArgMemOrNull, ArgWriteMemOrNull:
 		return true
 	}
 	return false
 }
 
 // OrNull reports whether a memory argument may be NULL (with a size of 0).
-func (t ArgType) OrNull() bool { return t == ArgMemOrNull || t == ArgWriteMemOrNull }
+func (t ArgType) OrNull() bool {
+	return t == ArgMemOrNull || t == ArgWriteMemOrNull || t == ArgMapValueOrNull
+}
 
 // Writes reports whether the helper writes a memory argument (MEM_WRITE).
 func (t ArgType) Writes() bool {
@@ -92,6 +100,9 @@ const (
 	RetVoid
 	RetMapValueOrNull
 	RetRingbufMemOrNull
+	// RetMapValue is a value of the map argument, never NULL
+	// (bpf_get_local_storage).
+	RetMapValue
 )
 
 // Proto is a helper prototype: what the verifier checks of a call, the

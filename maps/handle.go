@@ -156,6 +156,18 @@ func (h *header) Acquire() bool {
 
 // rebind makes inner's handle and id name outer, a map wrapping it, so
 // that helpers resolving the handle reach the wrapper's methods.
+// newBacked creates the map a wrapping type keeps its elements in, from
+// backing, and makes the wrapper wrap returns take over its handle.
+func newBacked(backing Spec, opts Options, wrap func(Map) Map) (Map, error) {
+	m, err := New(backing, opts)
+	if err != nil {
+		return nil, err
+	}
+	w := wrap(m)
+	rebind(m, w)
+	return w, nil
+}
+
 func rebind(inner, outer Map) {
 	h := inner.Handle()
 	(*ref)(*(*unsafe.Pointer)(vm.Ptr(h + hdrRef))).m = outer

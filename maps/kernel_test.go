@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 )
 
 // Differential tests: the same Go-side operations on a kernel map (through
@@ -57,6 +58,8 @@ func kernelSentinel(err error) error {
 		return ErrBusy
 	case errors.Is(err, syscall.EAGAIN):
 		return ErrAgain
+	case errors.Is(err, syscall.EBADF):
+		return ErrBadFD
 	}
 	return err
 }
@@ -65,6 +68,14 @@ func kernelSpec(s Spec) *ebpf.MapSpec {
 	k := &ebpf.MapSpec{Name: s.Name, Type: ebpf.MapType(s.Type), KeySize: s.KeySize, ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Flags: s.Flags, MapExtra: s.MapExtra}
 	if s.InnerMap != nil {
 		k.InnerMap = kernelSpec(*s.InnerMap)
+	}
+	if s.BTF {
+		u8 := &btf.Int{Name: "unsigned char", Size: 1}
+		k.Key = &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
+		if !s.KeyBTFInt {
+			k.Key = &btf.Struct{Name: "key", Size: 4, Members: []btf.Member{{Name: "fd", Type: k.Key}}}
+		}
+		k.Value = &btf.Array{Type: u8, Index: &btf.Int{Name: "unsigned int", Size: 4}, Nelems: s.ValueSize}
 	}
 	return k
 }
@@ -274,14 +285,22 @@ func TestKernelDifferential(t *testing.T) {
 			case ProgArray:
 				theirs, mine = withPrograms(t, sh, k, mine)
 			}
-			for i, st := range tt.script {
-				want, got := sh.run(theirs, st), sh.run(mine, st)
-				if !got.equal(want) {
-					t.Errorf("step %d (op %d key %d val %d flags %d): ours %v, kernel %v", i, st.op, st.key, st.val, st.flags, got, want)
-				}
-			}
+			compareScript(t, sh, theirs, mine, tt.script)
 		})
 	}
+}
+
+// compareScript runs a script on the kernel's map and ours, comparing each
+// step, and returns how many steps it compared.
+func compareScript(t *testing.T, sh shape, theirs, mine kv, script []step) int {
+	t.Helper()
+	for i, st := range script {
+		want, got := sh.run(theirs, st), sh.run(mine, st)
+		if !got.equal(want) {
+			t.Errorf("step %d (op %d key %d val %d flags %d): ours %v, kernel %v", i, st.op, st.key, st.val, st.flags, got, want)
+		}
+	}
+	return len(script)
 }
 
 // withInnerMaps wraps both sides so that script values are indices of

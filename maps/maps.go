@@ -102,6 +102,14 @@ type Spec struct {
 	// as the kernel's map_check_btf finds them in the value type it is
 	// given.
 	Value btf.Type
+	// BTF says the spec has BTF types for its key and value (the
+	// kernel's btf_key_type_id and btf_value_type_id): socket storages
+	// require it, as the kernel, for its Go-side dumps.
+	BTF bool
+	// KeyBTFInt says the key's BTF type, typedefs and qualifiers
+	// resolved, is an integer: a socket storage's must be (the kernel's
+	// map_check_btf).
+	KeyBTFInt bool
 }
 
 // Fields returns the special fields of the spec's values (ParseFields of
@@ -223,7 +231,7 @@ func New(spec Spec, opts Options) (Map, error) {
 		opts.NumCPU = 1
 	}
 	info, ok := spec.Type.info()
-	if spec.MaxEntries == 0 && !info.sizedInBytes {
+	if spec.MaxEntries == 0 && !info.sizedInBytes && !info.noEntries {
 		return nil, fmt.Errorf("map %s: max_entries is zero: %w", spec.Name, ErrInvalid)
 	}
 	if err := validate(spec); err != nil {

@@ -52,13 +52,7 @@ func newRedirectMap(spec Spec, opts Options) (Map, error) {
 	if spec.Type == DevMapHash {
 		backing.Type = Hash
 	}
-	m, err := New(backing, opts)
-	if err != nil {
-		return nil, err
-	}
-	r := &redirectMap{Map: m, spec: spec}
-	rebind(m, r)
-	return r, nil
+	return newBacked(backing, opts, func(m Map) Map { return &redirectMap{Map: m, spec: spec} })
 }
 
 // redirectMap is an array or hash that reports its redirect map type.

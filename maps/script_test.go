@@ -128,7 +128,7 @@ func (s shape) value(val int) []byte {
 
 // sentinel reduces an error to the sentinel it wraps, for comparison.
 func sentinel(err error) error {
-	for _, s := range []error{ErrKeyNotExist, ErrKeyExist, ErrFull, ErrNoSpace, ErrInvalid, ErrNotSupported, ErrBusy, ErrAgain} {
+	for _, s := range []error{ErrKeyNotExist, ErrKeyExist, ErrFull, ErrNoSpace, ErrInvalid, ErrNotSupported, ErrBusy, ErrAgain, ErrBadFD} {
 		if errors.Is(err, s) {
 			return s
 		}

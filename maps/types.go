@@ -59,6 +59,15 @@ type typeInfo struct {
 	// valueIsKey: the value is what a lookup looks for (bloom filters:
 	// push adds it, peek and the lookup syscall test it).
 	valueIsKey bool
+	// noEntries: max_entries must be 0 (EINVAL otherwise): the
+	// elements come with the cgroups or sockets they belong to.
+	noEntries bool
+	// refSockets: the values are sockets, and a program's lookup gives a
+	// referenced socket (sockmaps, sockhashes, reuseport arrays).
+	refSockets bool
+	// noBatch: the kernel has no batch operations for the type
+	// (ENOTSUPP).
+	noBatch bool
 	// noBatchLookupAndDelete: batch lookup-and-delete is EOPNOTSUPP,
 	// the other batch operations are the kernel's generic ones.
 	noBatchLookupAndDelete bool
@@ -99,6 +108,14 @@ var types = [maxType]*typeInfo{
 	DevMapHash:     &devMapInfo,
 	RingBuf:        &ringBufInfo,
 	BloomFilter:    &bloomInfo,
+
+	CgroupArray:         &cgroupArrayInfo,
+	CgroupStorage:       &cgroupStorageInfo,
+	PerCPUCgroupStorage: &perCPUCgroupStorageInfo,
+	SockMap:             &sockMapInfo,
+	SockHash:            &sockHashInfo,
+	ReuseportSockArray:  &reuseportInfo,
+	SkStorage:           &skStorageInfo,
 }
 
 // noInfo is the description of the types bpfvm does not implement.
@@ -150,6 +167,23 @@ func (t Type) SocketValues() bool {
 	return info.socketValues
 }
 
+// RefSockets reports whether the values of maps of this type are sockets
+// that a program's lookup takes a reference to (the kernel's
+// PTR_TO_SOCKET_OR_NULL, released with bpf_sk_release): sockmaps,
+// sockhashes and reuseport socket arrays.
+func (t Type) RefSockets() bool {
+	info, _ := t.info()
+	return info.refSockets
+}
+
+// NoEntries reports whether maps of this type must have max_entries 0:
+// their elements come with the cgroups or sockets they belong to (cgroup
+// storages, socket storages).
+func (t Type) NoEntries() bool {
+	info, _ := t.info()
+	return info.noEntries
+}
+
 // Indexed reports whether the keys of maps of this type are the indexes
 // below max_entries, each always with an element (arrays): a lookup with
 // a smaller constant key cannot miss, and walks go by index.
@@ -180,6 +214,13 @@ func (t Type) ValueIsKey() bool {
 func (t Type) BatchLookupAndDelete() bool {
 	info, _ := t.info()
 	return !info.noBatchLookupAndDelete
+}
+
+// Batch reports whether maps of this type take the batch operations (the
+// kernel has none for the cgroup and socket types).
+func (t Type) Batch() bool {
+	info, _ := t.info()
+	return !info.noBatch
 }
 
 // KernelStruct is the kernel struct a map of this type is, which embeds

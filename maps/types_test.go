@@ -21,8 +21,8 @@ func TestTypeDescriptions(t *testing.T) {
 			t.Errorf("%s: takes only helpers it names, and names none", typ)
 		}
 	}
-	if n != 19 {
-		t.Errorf("%d implemented types, want 19", n)
+	if n != 26 {
+		t.Errorf("%d implemented types, want 26", n)
 	}
 	if got := Type(100).String(); got != "type 100" {
 		t.Errorf("Type(100).String() = %q", got)
@@ -33,14 +33,28 @@ func TestTypeDescriptions(t *testing.T) {
 // the kernel's check_map_func_compatibility (both halves).
 func TestTakesHelper(t *testing.T) {
 	open := []Type{Hash, Array, PerCPUHash, PerCPUArray, LRUHash, LRUPerCPUHash, LPMTrie}
-	all := append(slices.Clone(open), ProgArray, PerfEventArray, ArrayOfMaps, HashOfMaps, DevMap, CPUMap, XSKMap, DevMapHash, Queue, Stack, RingBuf, BloomFilter)
+	all := append(slices.Clone(open), ProgArray, PerfEventArray, ArrayOfMaps, HashOfMaps, DevMap, CPUMap, XSKMap, DevMapHash, Queue, Stack, RingBuf, BloomFilter,
+		CgroupArray, CgroupStorage, PerCPUCgroupStorage, SockMap, SockHash, ReuseportSockArray, SkStorage)
+	socks := []Type{SockMap, SockHash}
 	for _, tt := range []struct {
 		helper string
 		takes  []Type
 	}{
-		{"bpf_map_lookup_elem", append(slices.Clone(open), ArrayOfMaps, HashOfMaps, DevMap, DevMapHash, XSKMap)},
-		{"bpf_map_update_elem", open},
-		{"bpf_map_delete_elem", open},
+		{"bpf_map_lookup_elem", append(slices.Clone(open), ArrayOfMaps, HashOfMaps, DevMap, DevMapHash, XSKMap, SockMap, SockHash)},
+		{"bpf_map_update_elem", append(slices.Clone(open), socks...)},
+		{"bpf_map_delete_elem", append(slices.Clone(open), socks...)},
+		{"bpf_get_local_storage", []Type{CgroupStorage, PerCPUCgroupStorage}},
+		{"bpf_skb_under_cgroup", []Type{CgroupArray}},
+		{"bpf_current_task_under_cgroup", []Type{CgroupArray}},
+		{"bpf_sk_storage_get", []Type{SkStorage}},
+		{"bpf_sk_storage_delete", []Type{SkStorage}},
+		{"bpf_sk_redirect_map", []Type{SockMap}},
+		{"bpf_msg_redirect_map", []Type{SockMap}},
+		{"bpf_sock_map_update", []Type{SockMap}},
+		{"bpf_sk_redirect_hash", []Type{SockHash}},
+		{"bpf_msg_redirect_hash", []Type{SockHash}},
+		{"bpf_sock_hash_update", []Type{SockHash}},
+		{"bpf_sk_select_reuseport", []Type{SockMap, SockHash, ReuseportSockArray}},
 		{"bpf_for_each_map_elem", []Type{Hash, Array, PerCPUHash, PerCPUArray, LRUHash, LRUPerCPUHash}},
 		{"bpf_map_lookup_percpu_elem", []Type{PerCPUHash, PerCPUArray, LRUPerCPUHash}},
 		{"bpf_map_push_elem", []Type{Queue, Stack, BloomFilter}},
@@ -71,7 +85,10 @@ func TestTypeRules(t *testing.T) {
 		of    func(Type) bool
 		types []Type
 	}{
-		{"PerCPU", Type.PerCPU, []Type{PerCPUHash, PerCPUArray, LRUPerCPUHash}},
+		{"PerCPU", Type.PerCPU, []Type{PerCPUHash, PerCPUArray, LRUPerCPUHash, PerCPUCgroupStorage}},
+		{"RefSockets", Type.RefSockets, []Type{SockMap, SockHash, ReuseportSockArray}},
+		{"NoEntries", Type.NoEntries, []Type{CgroupStorage, PerCPUCgroupStorage, SkStorage}},
+		{"no Batch", func(t Type) bool { return !t.Batch() && t.Implemented() }, []Type{CgroupArray, CgroupStorage, PerCPUCgroupStorage, SockMap, SockHash, ReuseportSockArray, SkStorage}},
 		{"OfMaps", Type.OfMaps, []Type{ArrayOfMaps, HashOfMaps}},
 		{"Indexed", Type.Indexed, []Type{Array, PerCPUArray}},
 		{"DirectValue", Type.DirectValue, []Type{Array}},
@@ -79,7 +96,8 @@ func TestTypeRules(t *testing.T) {
 		{"SocketValues", Type.SocketValues, []Type{XSKMap}},
 		{"ValueIsKey", Type.ValueIsKey, []Type{BloomFilter}},
 		{"Implemented", Type.Implemented, []Type{Hash, Array, ProgArray, PerfEventArray, PerCPUHash, PerCPUArray, LRUHash, LRUPerCPUHash,
-			LPMTrie, ArrayOfMaps, HashOfMaps, DevMap, CPUMap, XSKMap, Queue, Stack, DevMapHash, RingBuf, BloomFilter}},
+			LPMTrie, ArrayOfMaps, HashOfMaps, DevMap, CPUMap, XSKMap, Queue, Stack, DevMapHash, RingBuf, BloomFilter,
+			CgroupArray, CgroupStorage, PerCPUCgroupStorage, SockMap, SockHash, ReuseportSockArray, SkStorage}},
 		{"no BatchLookupAndDelete", func(t Type) bool { return !t.BatchLookupAndDelete() }, []Type{LPMTrie}},
 	} {
 		for typ := range maxType {
@@ -90,7 +108,9 @@ func TestTypeRules(t *testing.T) {
 	}
 	for typ, want := range map[Type]string{Hash: "bpf_htab", HashOfMaps: "bpf_htab", ArrayOfMaps: "bpf_array", PerfEventArray: "bpf_array",
 		LPMTrie: "lpm_trie", RingBuf: "bpf_ringbuf_map", DevMapHash: "bpf_dtab", CPUMap: "bpf_cpu_map", XSKMap: "xsk_map",
-		Stack: "bpf_queue_stack", BloomFilter: "bpf_bloom_filter", 15: "bpf_map"} {
+		Stack: "bpf_queue_stack", BloomFilter: "bpf_bloom_filter", SockMap: "bpf_stab", SockHash: "bpf_shtab",
+		CgroupStorage: "bpf_cgroup_storage_map", SkStorage: "bpf_local_storage_map", ReuseportSockArray: "reuseport_array",
+		CgroupArray: "bpf_array", 26: "bpf_map"} {
 		if got := typ.KernelStruct(); got != want {
 			t.Errorf("%s: kernel struct %s, want %s", typ, got, want)
 		}

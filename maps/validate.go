@@ -95,7 +95,7 @@ func validateArray(s Spec) error {
 		return fmt.Errorf("%s flags %#x: numa node with a per-CPU map: %w", s.Type, s.Flags, ErrInvalid)
 	}
 	switch s.Type {
-	case ProgArray, ArrayOfMaps, PerfEventArray:
+	case ProgArray, ArrayOfMaps, PerfEventArray, CgroupArray:
 		// fd_array_map_alloc_check: the values are file descriptors.
 		if s.ValueSize != 4 {
 			return fmt.Errorf("%s value size %d, want 4: %w", s.Type, s.ValueSize, ErrInvalid)
@@ -195,7 +195,7 @@ func validateInner(s Spec) error {
 	case info.notInner:
 		return fmt.Errorf("inner map of type %s: %w", in.Type, ErrNotSupported)
 	}
-	if in.MaxEntries == 0 && !info.sizedInBytes {
+	if in.MaxEntries == 0 && !info.sizedInBytes && !info.noEntries {
 		return fmt.Errorf("inner map: max_entries is zero: %w", ErrInvalid)
 	}
 	if err := validate(*in); err != nil {
@@ -229,10 +229,16 @@ func checkInner(tmpl *Spec, m Map) error {
 	return nil
 }
 
-// numCPU returns how many CPUs' values a map keeps per element: its
-// NumCPU for per-CPU maps, 1 for the others.
+// NumCPU returns how many CPUs' values a map keeps per element: its
+// Options.NumCPU for per-CPU maps (bpf_map_lookup_percpu_elem's CPU
+// bound), 1 for the others.
+func NumCPU(m Map) int { return numCPU(m) }
+
+// numCPU is NumCPU.
 func numCPU(m Map) int {
 	switch m := m.(type) {
+	case *CgroupStorageMap:
+		return numCPU(m.Map)
 	case *array:
 		return m.ncpu
 	case *hashMap:

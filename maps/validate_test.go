@@ -18,7 +18,7 @@ type specCase struct {
 func specCases() []specCase {
 	page := uint32(os.Getpagesize())
 	inner := &Spec{Type: Array, KeySize: 4, ValueSize: 4, MaxEntries: 1}
-	return []specCase{
+	cases := []specCase{
 		{"hash", Spec{Type: Hash, KeySize: 4, ValueSize: 4, MaxEntries: 1}, nil, false},
 		{"hash key 0", Spec{Type: Hash, KeySize: 0, ValueSize: 4, MaxEntries: 1}, ErrInvalid, false},
 		{"hash value 0", Spec{Type: Hash, KeySize: 4, ValueSize: 0, MaxEntries: 1}, ErrInvalid, false},
@@ -104,6 +104,7 @@ func specCases() []specCase {
 		{"bloom rdonly_prog", Spec{Type: BloomFilter, ValueSize: 4, MaxEntries: 1, Flags: FlagRdonlyProg}, nil, false},
 		{"bloom huge", Spec{Type: BloomFilter, ValueSize: 8, MaxEntries: 1<<32 - 1, MapExtra: 15}, nil, false},
 	}
+	return append(cases, netSpecCases()...)
 }
 
 func TestValidate(t *testing.T) {
@@ -129,5 +130,95 @@ func TestValidate(t *testing.T) {
 	nested := &Spec{Type: ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: 1, InnerMap: &Spec{Type: Array, KeySize: 4, ValueSize: 4, MaxEntries: 1}}
 	if _, err := New(Spec{Type: HashOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: 1, InnerMap: nested}, Options{}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("two levels of maps of maps: %v", err)
+	}
+}
+
+// netSpecCases are the specs of the cgroup and socket map types.
+func netSpecCases() []specCase {
+	cs := func(t Type, key, value, max, flags uint32) Spec {
+		return Spec{Type: t, KeySize: key, ValueSize: value, MaxEntries: max, Flags: flags}
+	}
+	sk := func(key, value, max, flags uint32, btf bool) Spec {
+		s := cs(SkStorage, key, value, max, flags)
+		s.BTF, s.KeyBTFInt = btf, btf
+		return s
+	}
+	inner := func(in Spec) Spec {
+		return Spec{Type: ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: 1, InnerMap: &in}
+	}
+	return []specCase{
+		{"cgroup_storage", cs(CgroupStorage, 16, 8, 0, 0), nil, false},
+		{"cgroup_storage key 8", cs(CgroupStorage, 8, 8, 0, 0), nil, false},
+		{"cgroup_storage key 12", cs(CgroupStorage, 12, 8, 0, 0), ErrInvalid, false},
+		{"cgroup_storage key 4", cs(CgroupStorage, 4, 8, 0, 0), ErrInvalid, false},
+		{"cgroup_storage max 1", cs(CgroupStorage, 16, 8, 1, 0), ErrInvalid, false},
+		{"cgroup_storage value 0", cs(CgroupStorage, 16, 0, 0, 0), ErrInvalid, false},
+		{"cgroup_storage value at the limit", cs(CgroupStorage, 16, localStorageMaxValue, 0, 0), nil, false},
+		{"cgroup_storage value over the limit", cs(CgroupStorage, 16, localStorageMaxValue+1, 0, 0), ErrFull, false},
+		{"cgroup_storage value over the limit, max 1", cs(CgroupStorage, 16, localStorageMaxValue+1, 1, 0), ErrFull, false},
+		{"cgroup_storage numa", cs(CgroupStorage, 16, 8, 0, FlagNumaNode), nil, false},
+		{"cgroup_storage rdonly_prog", cs(CgroupStorage, 16, 8, 0, FlagRdonlyProg), nil, false},
+		{"cgroup_storage rdonly", cs(CgroupStorage, 16, 8, 0, FlagRdonly), nil, false},
+		{"cgroup_storage no_prealloc", cs(CgroupStorage, 16, 8, 0, FlagNoPrealloc), ErrInvalid, false},
+		{"cgroup_storage mmapable", cs(CgroupStorage, 16, 8, 0, FlagMmapable), ErrInvalid, false},
+		{"cgroup_storage map_extra", Spec{Type: CgroupStorage, KeySize: 16, ValueSize: 8, MapExtra: 1}, ErrInvalid, false},
+		{"cgroup_storage inner", inner(cs(CgroupStorage, 16, 8, 0, 0)), ErrNotSupported, false},
+		{"percpu_cgroup_storage", cs(PerCPUCgroupStorage, 16, 8, 0, 0), nil, false},
+		{"percpu_cgroup_storage key 8", cs(PerCPUCgroupStorage, 8, 4, 0, 0), nil, false},
+		{"percpu_cgroup_storage max 4", cs(PerCPUCgroupStorage, 16, 8, 4, 0), ErrInvalid, false},
+		{"percpu_cgroup_storage value 32k", cs(PerCPUCgroupStorage, 16, 32<<10, 0, 0), nil, false},
+		{"percpu_cgroup_storage value over 32k", cs(PerCPUCgroupStorage, 16, 32<<10+1, 0, 0), ErrFull, false},
+		{"percpu_cgroup_storage numa", cs(PerCPUCgroupStorage, 16, 8, 0, FlagNumaNode), nil, false},
+		{"cgroup_array", cs(CgroupArray, 4, 4, 4, 0), nil, false},
+		{"cgroup_array value 8", cs(CgroupArray, 4, 8, 4, 0), ErrInvalid, false},
+		{"cgroup_array key 8", cs(CgroupArray, 8, 4, 4, 0), ErrInvalid, false},
+		{"cgroup_array max 0", cs(CgroupArray, 4, 4, 0, 0), ErrInvalid, false},
+		{"cgroup_array rdonly_prog", cs(CgroupArray, 4, 4, 4, FlagRdonlyProg), ErrInvalid, false},
+		{"cgroup_array rdonly", cs(CgroupArray, 4, 4, 4, FlagRdonly), nil, false},
+		{"cgroup_array mmapable", cs(CgroupArray, 4, 4, 4, FlagMmapable), ErrInvalid, false},
+		{"cgroup_array no_prealloc", cs(CgroupArray, 4, 4, 4, FlagNoPrealloc), ErrInvalid, false},
+		{"cgroup_array inner", inner(cs(CgroupArray, 4, 4, 4, 0)), nil, false},
+		{"sockmap", cs(SockMap, 4, 4, 4, 0), nil, false},
+		{"sockmap value 8", cs(SockMap, 4, 8, 4, 0), nil, false},
+		{"sockmap value 2", cs(SockMap, 4, 2, 4, 0), ErrInvalid, false},
+		{"sockmap key 8", cs(SockMap, 8, 8, 4, 0), ErrInvalid, false},
+		{"sockmap max 0", cs(SockMap, 4, 8, 0, 0), ErrInvalid, false},
+		{"sockmap numa", cs(SockMap, 4, 8, 4, FlagNumaNode), nil, false},
+		{"sockmap rdonly", cs(SockMap, 4, 8, 4, FlagRdonly), nil, false},
+		{"sockmap rdonly_prog", cs(SockMap, 4, 8, 4, FlagRdonlyProg), ErrInvalid, false},
+		{"sockmap no_prealloc", cs(SockMap, 4, 8, 4, FlagNoPrealloc), ErrInvalid, false},
+		{"sockmap inner", inner(cs(SockMap, 4, 8, 4, 0)), nil, false},
+		{"sockhash", cs(SockHash, 4, 4, 4, 0), nil, false},
+		{"sockhash key 16", cs(SockHash, 16, 8, 4, 0), nil, false},
+		{"sockhash key 0", cs(SockHash, 0, 8, 4, 0), ErrInvalid, false},
+		{"sockhash key 512", cs(SockHash, 512, 8, 4, 0), nil, false},
+		{"sockhash key 513", cs(SockHash, 513, 8, 4, 0), ErrFull, false},
+		{"sockhash key 513 value 3", cs(SockHash, 513, 3, 4, 0), ErrInvalid, false},
+		{"sockhash value 16", cs(SockHash, 4, 16, 4, 0), ErrInvalid, false},
+		{"sockhash max 0", cs(SockHash, 4, 8, 0, 0), ErrInvalid, false},
+		{"sockhash no_prealloc", cs(SockHash, 4, 8, 4, FlagNoPrealloc), ErrInvalid, false},
+		{"sockhash zero_seed", cs(SockHash, 4, 8, 4, FlagZeroSeed), ErrInvalid, false},
+		{"reuseport_sockarray", cs(ReuseportSockArray, 4, 8, 4, 0), nil, false},
+		{"reuseport_sockarray value 4", cs(ReuseportSockArray, 4, 4, 4, 0), nil, false},
+		{"reuseport_sockarray value 2", cs(ReuseportSockArray, 4, 2, 4, 0), ErrInvalid, false},
+		{"reuseport_sockarray key 8", cs(ReuseportSockArray, 8, 8, 4, 0), ErrInvalid, false},
+		{"reuseport_sockarray max 0", cs(ReuseportSockArray, 4, 8, 0, 0), ErrInvalid, false},
+		{"reuseport_sockarray rdonly_prog", cs(ReuseportSockArray, 4, 8, 4, FlagRdonlyProg), nil, false},
+		{"reuseport_sockarray mmapable", cs(ReuseportSockArray, 4, 8, 4, FlagMmapable), ErrInvalid, false},
+		{"reuseport_sockarray numa", cs(ReuseportSockArray, 4, 8, 4, FlagNumaNode), nil, false},
+		{"reuseport_sockarray inner", inner(cs(ReuseportSockArray, 4, 8, 4, 0)), nil, false},
+		{"sk_storage", sk(4, 8, 0, FlagNoPrealloc, true), nil, false},
+		{"sk_storage clone", sk(4, 8, 0, FlagNoPrealloc|FlagClone, true), nil, false},
+		{"sk_storage without BTF", sk(4, 8, 0, FlagNoPrealloc, false), ErrInvalid, false},
+		{"sk_storage struct key", Spec{Type: SkStorage, KeySize: 4, ValueSize: 8, Flags: FlagNoPrealloc, BTF: true}, ErrInvalid, false},
+		{"sk_storage preallocated", sk(4, 8, 0, 0, true), ErrInvalid, false},
+		{"sk_storage rdonly_prog", sk(4, 8, 0, FlagNoPrealloc|FlagRdonlyProg, true), ErrInvalid, false},
+		{"sk_storage numa", sk(4, 8, 0, FlagNoPrealloc|FlagNumaNode, true), ErrInvalid, false},
+		{"sk_storage max 1", sk(4, 8, 1, FlagNoPrealloc, true), ErrInvalid, false},
+		{"sk_storage key 8", sk(8, 8, 0, FlagNoPrealloc, false), ErrInvalid, false},
+		{"sk_storage value 0", sk(4, 0, 0, FlagNoPrealloc, false), ErrInvalid, false},
+		{"sk_storage value at the limit", sk(4, localStorageMaxValue, 0, FlagNoPrealloc, true), nil, false},
+		{"sk_storage value over the limit", sk(4, localStorageMaxValue+1, 0, FlagNoPrealloc, true), ErrFull, false},
+		{"sk_storage inner", inner(sk(4, 8, 0, FlagNoPrealloc, true)), nil, false},
 	}
 }

@@ -54,7 +54,7 @@ func cgroupSock(a ebpf.AttachType) *Type {
 // cgroupSockHelpers is sock_filter_func_proto's own cases, before
 // bpf_base_func_proto.
 var cgroupSockHelpers = names(CapNone, `get_socket_cookie get_netns_cookie
-	perf_event_output sk_storage_get ktime_get_coarse_ns`)
+	perf_event_output sk_storage_get@cg_sock ktime_get_coarse_ns`)
 
 // cgroupSockAttach are cgroup_sock's attach types (bpf_prog_load_check_attach).
 var cgroupSockAttach = []ebpf.AttachType{

@@ -88,6 +88,11 @@ type Redirect struct {
 	// of NextHop, or, when its Family is 0, of the packet's route.
 	Neigh   bool
 	NextHop NextHop
+	// Socket is the cookie of the socket of bpf_sk_redirect_map,
+	// bpf_sk_redirect_hash, bpf_msg_redirect_map, bpf_msg_redirect_hash
+	// and bpf_sk_select_reuseport (whose Key is the index of an array, 0
+	// for a sockhash), 0 for the other helpers.
+	Socket uint64
 }
 
 // Input is a test run's input, as the kernel's BPF_PROG_TEST_RUN takes it.
@@ -114,8 +119,8 @@ type Input struct {
 	CPU   int
 	// Timed measures Output.Duration.
 	Timed bool
-	// Net is the host's world for programs on a socket buffer (nil: the
-	// kernel's test run's).
+	// Net is the host's world (nil: the kernel's test run's): for
+	// programs on a socket buffer, and the cgroups and socket of any.
 	Net *Net
 }
 
@@ -266,6 +271,11 @@ func Run(p *Program, in *Input, out *Output) error {
 	}
 	if pt.Skb {
 		r.beginSkb(in.Net)
+	} else {
+		// The world and a socket of the run's own (SocketCookie) for
+		// the other types.
+		r.sk.net = in.Net
+		r.sk.cookie++
 	}
 	r.beginRun()
 	repeat := max(in.Repeat, 1)

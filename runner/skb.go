@@ -92,6 +92,17 @@ type Net struct {
 	RouteRealm uint32
 	// ClassID is the net_cls class id bpf_get_cgroup_classid returns.
 	ClassID uint32
+	// Cgroups are the host's cgroup v2 hierarchy below the root (see
+	// Cgroup): what bpf_skb_under_cgroup and
+	// bpf_current_task_under_cgroup walk.
+	Cgroups []Cgroup
+	// Cgroup is the id of the cgroup of the task the program runs in
+	// (bpf_current_task_under_cgroup); 0 is the root cgroup.
+	Cgroup uint64
+	// AttachCgroup is the id of the cgroup the program runs attached to:
+	// with its attach type, the storage bpf_get_local_storage gives (0:
+	// the root cgroup).
+	AttachCgroup uint64
 }
 
 // Socket is the socket a packet belongs to, as the socket helpers see it.
@@ -217,7 +228,7 @@ var testSocket = Socket{CgroupID: 1}
 // socket: its Cookie, or one of its own (unique among the runs of the
 // runner, never 0).
 func (r *Runner) SocketCookie() uint64 {
-	n := r.Net()
+	n := r.World()
 	if n.NoSocket {
 		return 0
 	}

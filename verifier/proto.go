@@ -37,11 +37,14 @@ const (
 	ArgWriteMemOrNull  = helper.ArgWriteMemOrNull
 	ArgStackOrNull     = helper.ArgStackOrNull
 	ArgSpinLock        = helper.ArgSpinLock
+	ArgSockCommon      = helper.ArgSockCommon
+	ArgMapValueOrNull  = helper.ArgMapValueOrNull
 
 	RetInteger          = helper.RetInteger
 	RetVoid             = helper.RetVoid
 	RetMapValueOrNull   = helper.RetMapValueOrNull
 	RetRingbufMemOrNull = helper.RetRingbufMemOrNull
+	RetMapValue         = helper.RetMapValue
 )
 
 // BuiltinProto returns the prototype of a kernel helper bpfvm implements,

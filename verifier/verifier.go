@@ -432,6 +432,9 @@ func (v *verifier) initialState() *State {
 
 // checkLdImm64 checks the pseudo sources of LD_IMM64 instructions.
 func (v *verifier) checkLdImm64() error {
+	// The cgroup storage of each kind (shared, per-CPU) the program uses:
+	// one map at most (the kernel's bpf_cgroup_storage_assign).
+	storage := [2]int{-1, -1}
 	for pc := 0; pc < len(v.insns); pc++ {
 		ins := v.insns[pc]
 		if !ins.IsLdImm64() {
@@ -442,6 +445,16 @@ func (v *verifier) checkLdImm64() error {
 		case isa.PseudoMapFD, isa.PseudoMapValue, isa.PseudoMapIdx, isa.PseudoMapIdxValue:
 			if ins.Imm < 0 || int(ins.Imm) >= len(v.opts.Maps) {
 				return v.errorf(pc, "fd %d is not pointing to valid bpf_map", ins.Imm)
+			}
+			if t := v.opts.Maps[ins.Imm].Spec.Type; t == maps.CgroupStorage || t == maps.PerCPUCgroupStorage {
+				k := 0
+				if t.PerCPU() {
+					k = 1
+				}
+				if storage[k] >= 0 && storage[k] != int(ins.Imm) {
+					return v.errorf(pc, "only one cgroup storage of each type is allowed")
+				}
+				storage[k] = int(ins.Imm)
 			}
 		default:
 			return v.errorf(pc, "unrecognized bpf_ld_imm64 insn")

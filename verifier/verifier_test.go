@@ -209,6 +209,12 @@ func kernelVerdictInsns(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachTy
 				ks.InnerMap.Key, ks.InnerMap.Value = &btf.Int{Name: "key", Size: in.KeySize}, in.Value
 			}
 		}
+		if s.BTF {
+			// An int key and a byte array value, as socket storages
+			// require.
+			ks.Key = &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
+			ks.Value = &btf.Array{Type: &btf.Int{Name: "unsigned char", Size: 1}, Index: &btf.Int{Name: "unsigned int", Size: 4}, Nelems: s.ValueSize}
+		}
 		m, err := ebpf.NewMap(ks)
 		if err != nil {
 			t.Logf("kernel map: %v", err)
