@@ -49,6 +49,10 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	if err != nil {
 		return nil, err
 	}
+	if pt.Trace != nil && opts.Unprivileged {
+		// The kernel's is_perfmon_prog_type.
+		return nil, fmt.Errorf("program type %s needs CAP_PERFMON: %w", pt.Name, ErrPermission)
+	}
 	hs := &helper.Set{Host: opts.Helpers, Protos: opts.HelperProtos, NoNatives: opts.JIT.NoNatives, Type: pt}
 	if err := check(insns, opts); err != nil {
 		return nil, err

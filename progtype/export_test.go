@@ -3,12 +3,10 @@ package progtype
 import "github.com/cilium/ebpf"
 
 // The tracing types' helper sets, for the kernel comparisons of the types
-// bpfvm does not model yet (tracing, lsm, syscall).
+// bpfvm does not model yet (raw_tracepoint_writable, tracing, lsm,
+// syscall).
 var (
-	KprobeHelpers        = kprobeHelpers
-	TracepointHelpers    = tracepointHelpers
 	RawTracepointHelpers = rawTracepointHelpers
-	PerfEventHelpers     = perfEventHelpers
 	SyscallHelpers       = syscallHelpers
 )
 

@@ -12,9 +12,11 @@
 // socket_filter.go, tc.go, cgroup_skb.go, lwt.go, sockmap.go (sk_skb,
 // sk_msg), sock_ops.go, cgroup_sock.go (cgroup_sock, cgroup_sock_addr),
 // sk_lookup.go, sk_reuseport.go, flow_dissector.go, cgroup.go (cgroup_sysctl, cgroup_sockopt,
-// cgroup_device); helpers.go holds the shared helper sets
+// cgroup_device), kprobe.go, tracepoint.go, raw_tracepoint.go,
+// perf_event.go; helpers.go holds the shared helper sets
 // (bpf_base_func_proto, bpf_sk_base_func_proto, cgroup_common_func_proto,
-// cgroup_current_func_proto) they compose. Where the kernel's rules depend
+// cgroup_current_func_proto) they compose, tracing_helpers.go the tracing
+// types' (bpf_tracing_func_proto and the sets over it). Where the kernel's rules depend
 // on the expected attach type, each attach type has its Type (OfAttach).
 package progtype
 
@@ -219,6 +221,23 @@ type Type struct {
 	// packet metadata rather than packet (xdp_md.data of the input), after
 	// Setup accepted the context; nil for none.
 	MetaInput func(ctx []byte) uint32
+	// Trace, for a tracing type (kprobe, tracepoint, raw tracepoints,
+	// perf events), is its test run: the context is the host's, from the
+	// context input; there is no packet; the helpers read the world the
+	// run gives (runner.Trace). nil for the others.
+	Trace *TraceRun
+}
+
+// TraceRun is the test run of a tracing type (Type.Trace).
+type TraceRun struct {
+	// Kernel says the kernel has a test run for the type (raw
+	// tracepoints: bpf_prog_test_run_raw_tp), whose rules runs follow: a
+	// context input of at least the bytes the program reads of it (the
+	// verifier's max_ctx_offset) and at most ContextSize; no packet,
+	// repetitions or context output. The types without one (kprobe,
+	// tracepoint, perf_event) run on any context input, zero past its
+	// end, repeat, and give the context back as they leave it.
+	Kernel bool
 }
 
 // KeysRun is the test run of a type whose programs fill a struct
@@ -529,6 +548,20 @@ func OfAttach(t ebpf.ProgramType, a ebpf.AttachType) (*Type, error) {
 		return LWTXmit, nil
 	case ebpf.LWTSeg6Local:
 		return LWTSeg6Local, nil
+	case ebpf.Kprobe:
+		// The kernel takes any expected attach type for kprobes; its
+		// multi-attach ones change only where the probed address and the
+		// cookie come from, which the run's world gives either way.
+		if a == ebpf.AttachTraceKprobeSession || a == uprobeSession {
+			return kprobeSession, nil
+		}
+		return Kprobe, nil
+	case ebpf.TracePoint:
+		return Tracepoint, nil
+	case ebpf.RawTracepoint:
+		return RawTracepoint, nil
+	case ebpf.PerfEvent:
+		return PerfEvent, nil
 	}
 	return nil, fmt.Errorf("program type %s: %w", t, ErrNotSupported)
 }
