@@ -66,7 +66,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	}
 	checked := v.aux == nil || opts.checked()
 	run := &runner.Program{
-		Name: name, Kind: typ, Type: pt, Verified: v.aux != nil, Checked: checked,
+		Name: name, Kind: typ, Type: pt, Verified: v.aux != nil, Checked: checked, MaxCtx: v.maxCtx,
 		Budget: opts.Budget, Output: opts.Output, Task: opts.Task, CPUs: c,
 	}
 	if c == nil {
@@ -151,6 +151,7 @@ type verified struct {
 	ctxInsns []isa.Instruction
 	log      string
 	stats    verifier.Stats
+	maxCtx   uint32 // verifier.Result.MaxCtxOffset
 }
 
 // maxLogSize caps the verifier log buffer the retries grow to.
@@ -211,7 +212,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		Data: shadow + runner.ShadowData, End: shadow + runner.ShadowEnd, Meta: shadow + runner.ShadowMeta,
 		FlowKeys: shadow + runner.ShadowFlowKeys, Socket: shadow + runner.ShadowSocket,
 	})
-	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats}, nil
+	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset}, nil
 }
 
 // explainPoison adds to a rejection at an instruction CO-RE poisoned the

@@ -10,6 +10,14 @@ var taskHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_get_current_pid_tgid"}, Func: helperGetCurrentPidTgid},
 	{Proto: Proto{Name: "bpf_get_current_uid_gid"}, Func: helperGetCurrentUidGid},
 	{Proto: Proto{Name: "bpf_get_current_comm", Args: [5]ArgType{ArgUninitMem, ArgConstSize}}, Func: helperGetCurrentComm},
+	{Proto: Proto{Name: "bpf_get_current_cgroup_id"}, Func: helperGetCurrentCgroupID},
+}
+
+// helperGetCurrentCgroupID is bpf_get_current_cgroup_id: the id of the
+// current task's cgroup v2.
+func helperGetCurrentCgroupID(e *vm.Env, _, _, _, _, _ uint64) (uint64, error) {
+	t, _ := runner.Of(e).Task()
+	return t.CgroupID, nil
 }
 
 // helperGetCurrentPidTgid is bpf_get_current_pid_tgid: tgid << 32 | pid.

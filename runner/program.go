@@ -45,6 +45,9 @@ type Program struct {
 	Checked bool
 	// Budget limits the instructions of one run (0: none).
 	Budget uint64
+	// MaxCtx is the end of the furthest context access the verifier saw
+	// (verifier.Result.MaxCtxOffset; 0 when not verified).
+	MaxCtx uint32
 	// Maps are the maps the program references, by index.
 	Maps []maps.Map
 	// Regions are the map memory checked runs may access from the start.

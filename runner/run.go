@@ -117,6 +117,9 @@ type Input struct {
 	// Net is the host's world for programs on a socket buffer (nil: the
 	// kernel's test run's).
 	Net *Net
+	// Trace is the host's world for tracing programs (nil: the zero
+	// world).
+	Trace *Trace
 }
 
 // Output is what a test run returns.
@@ -136,6 +139,9 @@ type Output struct {
 	// (bpf_skb_set_tunnel_key's, or the one it was received with), nil
 	// for none.
 	Tunnel *Tunnel
+	// Signals are the signals the last run sent (bpf_send_signal,
+	// bpf_send_signal_thread).
+	Signals []Signal
 }
 
 // Run runs p on one of its runners as the kernel's test run does, filling
@@ -267,6 +273,9 @@ func Run(p *Program, in *Input, out *Output) error {
 	if pt.Skb {
 		r.beginSkb(in.Net)
 	}
+	if pt.Trace != nil {
+		r.beginTrace(in.Trace)
+	}
 	r.beginRun()
 	repeat := max(in.Repeat, 1)
 	var start time.Time
@@ -292,6 +301,9 @@ func Run(p *Program, in *Input, out *Output) error {
 			c.Options = append([]byte(nil), t.Options...)
 			out.Tunnel = &c
 		}
+	}
+	if pt.Trace != nil && len(r.tr.signals) > 0 {
+		out.Signals = append([]Signal(nil), r.tr.signals...)
 	}
 	if pt.Keys != nil {
 		return keysOutput(r, pt, in, out)

@@ -28,6 +28,7 @@ type Runner struct {
 	sock    uint64
 	hs      helperState  // helpers' per-runner state (state.go)
 	sk      skbState     // the socket buffer of a run on one (skb.go)
+	tr      traceState   // the world of a tracing run (trace.go)
 	cache   vm.Cache     // the engines' state kept from run to run
 	between func() error // r.nextRun, made once: what engines call between repetitions
 	pace    vm.Pacer     // nextRun's looks at the run's context

@@ -17,6 +17,10 @@ type Task struct {
 	// Comm is the command name; programs see at most its first 15 bytes,
 	// as the kernel's TASK_COMM_LEN is 16 with the NUL.
 	Comm string
+	// CgroupID is the id of the task's cgroup v2 (bpf_get_current_cgroup_id):
+	// for the host, its cgroup directory's inode number, which is the
+	// kernel's id, or 1 (the root cgroup's) where there is none.
+	CgroupID uint64
 }
 
 // CommLen is the kernel's TASK_COMM_LEN.
@@ -36,11 +40,16 @@ var hostTask = sync.OnceValue(func() Task {
 	if len(t.Comm) > CommLen-1 {
 		t.Comm = t.Comm[:CommLen-1]
 	}
+	t.CgroupID = hostCgroupID()
 	return t
 })
 
-// Task returns the task a run reports and whether it is the host's.
+// Task returns the task a run reports and whether it is the host's: the
+// tracing world's (Trace.Task), else the program's, else the host's.
 func (r *Runner) Task() (Task, bool) {
+	if t := r.Trace().Task; t != nil {
+		return *t, false
+	}
 	if t := r.prog.Task; t != nil {
 		return *t, false
 	}

@@ -421,6 +421,7 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 	if err != nil {
 		return Reg{}, v.errorf(a.pc, "%v", err)
 	}
+	v.maxCtx = max(v.maxCtx, uint32(off)+uint32(a.size))
 	aux := &v.aux[a.pc]
 	if aux.Ctx != nil && aux.Ctx != f {
 		return Reg{}, v.errorf(a.pc, "same insn cannot be used with different pointers")
