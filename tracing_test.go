@@ -2,10 +2,16 @@ package bpfvm_test
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
+	"runtime"
+	"syscall"
 	"testing"
 
+	"github.com/cilium/ebpf"
 
 	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/progtype"
 )
 
 // traceEvent is struct event of testdata/tracing.c.
@@ -58,4 +64,202 @@ func TestTracingObjectKernel(t *testing.T) {
 			t.Errorf("%d programs, want 5", len(vm.Programs))
 		}
 	})
+}
+
+// ptRegs returns an x86-64 struct pt_regs with the registers given by
+// offset (progtype.PtRegs*).
+func ptRegs(regs map[int]uint64) []byte {
+	b := make([]byte, progtype.PtRegsSize)
+	for off, v := range regs {
+		binary.LittleEndian.PutUint64(b[off:], v)
+	}
+	return b
+}
+
+// The world of the tracing tests: a task, a user string and a kernel
+// struct open_how.
+const (
+	userName = 0x7fff0000
+	kernHow  = 0xffff888000001000
+	taskAddr = 0xffff888000200000
+)
+
+var traceTask = &bpfvm.Task{PID: 4242, TGID: 4200, UID: 1000, GID: 100, Comm: "cat", CgroupID: 777}
+
+func traceWorld() *bpfvm.Trace {
+	how := make([]byte, 24)
+	binary.LittleEndian.PutUint64(how[8:], 0o644)
+	return &bpfvm.Trace{
+		Task: traceTask, TaskStruct: taskAddr, FuncIP: 0xffffffff81234560, Cookie: 99,
+		Memory: []bpfvm.TraceMemory{
+			{Addr: userName, Data: []byte("/etc/passwd\x00junk"), User: true},
+			{Addr: kernHow, Data: how},
+		},
+		KernelStack: []uint64{0xffffffff81000010, 0xffffffff81000020, 0xffffffff81000030, 0xffffffff81000040, 0xffffffff81000050},
+		Counter:     bpfvm.PerfValue{Counter: 12345, Enabled: 2, Running: 1},
+	}
+}
+
+// TestTracingRuns runs tracing.o's programs on host-given contexts and
+// worlds: what each reads of its registers, record or arguments, of the
+// world's memory and task, and what it returns.
+func TestTracingRuns(t *testing.T) {
+	const enoent, efault, erange = 2, 14, 34
+	wantTask := func(t *testing.T, e traceEvent) {
+		t.Helper()
+		if e.PidTgid != 4200<<32|4242 || e.UidGid != 100<<32|1000 || e.Cgroup != 777 || cstr(e.Comm[:]) != "cat" || e.Task != taskAddr {
+			t.Errorf("task: pid_tgid %#x uid_gid %#x cgroup %d comm %q task %#x", e.PidTgid, e.UidGid, e.Cgroup, cstr(e.Comm[:]), e.Task)
+		}
+	}
+	modes(t, func(t *testing.T, noVerify bool) {
+		vm := loadVM(t, noVerify, "testdata/tracing.o", bpfvm.CollectionOptions{})
+		regs := ptRegs(map[int]uint64{progtype.PtRegsDI: uint64(0xffffffffffffff9c), progtype.PtRegsSI: userName, progtype.PtRegsDX: kernHow})
+
+		t.Run("kprobe", func(t *testing.T) {
+			res, err := vm.Programs["kprobe_openat"].Execute(&bpfvm.RunOptions{Context: regs, Trace: traceWorld()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := traceEventOf(t, vm, evOpen)
+			wantTask(t, e)
+			if res.R0 != 12 || e.Len != 12 || cstr(e.Name[:]) != "/etc/passwd" || e.Ret != 0o644 || e.IP != 0xffffffff81234560 || e.Cookie != 99 {
+				t.Errorf("r0 %d, event len %d name %q mode %#o ip %#x cookie %d", res.R0, e.Len, cstr(e.Name[:]), e.Ret, e.IP, e.Cookie)
+			}
+			if len(res.Signals) != 1 || res.Signals[0] != (bpfvm.Signal{Sig: 10}) {
+				t.Errorf("signals %v, want SIGUSR1", res.Signals)
+			}
+		})
+		t.Run("kprobe faults", func(t *testing.T) {
+			// No memory: the user read faults; a kernel read of a user
+			// address is out of range.
+			r := ptRegs(map[int]uint64{progtype.PtRegsSI: userName, progtype.PtRegsDX: 0x1000})
+			res, err := vm.Programs["kprobe_openat"].Execute(&bpfvm.RunOptions{Context: r})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := traceEventOf(t, vm, evOpen)
+			if int32(res.R0) != -efault || e.Len != -efault || e.Ret != -erange || e.Name != [32]byte{} || len(res.Signals) != 0 {
+				t.Errorf("r0 %d, len %d, mode read %d, name %q, signals %v", int32(res.R0), e.Len, e.Ret, e.Name, res.Signals)
+			}
+		})
+		t.Run("kretprobe", func(t *testing.T) {
+			r := ptRegs(map[int]uint64{progtype.PtRegsAX: uint64(0xfffffffffffffffe)})
+			res, err := vm.Programs["kretprobe_openat"].Execute(&bpfvm.RunOptions{Context: r, Trace: traceWorld()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := traceEventOf(t, vm, evOpenRet); int32(res.R0) != -enoent || e.Ret != -enoent {
+				t.Errorf("r0 %d, ret %d", int32(res.R0), e.Ret)
+			}
+		})
+		t.Run("tracepoint", func(t *testing.T) {
+			rec := make([]byte, 64)
+			binary.LittleEndian.PutUint64(rec[8:], 257) // openat
+			binary.LittleEndian.PutUint64(rec[24:], userName)
+			res, err := vm.Programs["tp_sys_enter"].Execute(&bpfvm.RunOptions{Context: rec, Trace: traceWorld(), Repeat: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n uint64
+			if err := vm.Maps["counts"].Lookup(uint32(257), &n); err != nil || n != 3 {
+				t.Errorf("count %d (%v), want 3", n, err)
+			}
+			e := traceEventOf(t, vm, evTP)
+			wantTask(t, e)
+			if res.R0 != 257 || e.Len != 12 || cstr(e.Name[:]) != "/etc/passwd" || e.Cookie != 99 {
+				t.Errorf("r0 %d, len %d, name %q, cookie %d", res.R0, e.Len, cstr(e.Name[:]), e.Cookie)
+			}
+		})
+		t.Run("perf_event", func(t *testing.T) {
+			ctx := make([]byte, progtype.PerfEventDataSize)
+			binary.LittleEndian.PutUint64(ctx[progtype.PtRegsIP:], 0xffffffff81000010)
+			binary.LittleEndian.PutUint64(ctx[progtype.PerfEventSamplePeriod:], 1000)
+			binary.LittleEndian.PutUint64(ctx[progtype.PerfEventAddr:], 0xdead)
+			res, err := vm.Programs["perf_sample"].Execute(&bpfvm.RunOptions{Context: ctx, Trace: traceWorld()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := traceEventOf(t, vm, evPerf)
+			if res.R0 != 4 || e.IP != 0xffffffff81000010 || e.Cookie != 1000 || e.Ret != 0xdead || e.Len != 12345 || e.Task != 0xffffffff81000010 {
+				t.Errorf("r0 %d, ip %#x, period %d, addr %#x, counter %d, frame %#x", res.R0, e.IP, e.Cookie, e.Ret, e.Len, e.Task)
+			}
+		})
+		t.Run("no packet", func(t *testing.T) {
+			_, err := vm.Programs["kprobe_openat"].Run(&bpfvm.RunOptions{Data: make([]byte, 14)})
+			if !errors.Is(err, syscall.EINVAL) {
+				t.Errorf("a packet: %v, want EINVAL", err)
+			}
+		})
+	})
+}
+
+// TestRawTracepointKernel runs tracing.o's raw tracepoint in bpfvm and in
+// the kernel's test run (bpf_prog_test_run_raw_tp) on the same arguments:
+// the result, the probe reads' errors, the task and cgroup seen (on one
+// thread, which both see as the current task), and the test run's rules
+// for the context, repetitions and packets.
+func TestRawTracepointKernel(t *testing.T) {
+	args := func(a ...uint64) []byte {
+		b := make([]byte, 8*len(a))
+		for i, v := range a {
+			binary.LittleEndian.PutUint64(b[8*i:], v)
+		}
+		return b
+	}
+	vmc, kern := loadHelpers(t, false, "testdata/tracing.o", bpfvm.CollectionOptions{})
+	p := vmc.Programs["raw_tp_sys_enter"]
+	compared := 0
+	for _, c := range []struct {
+		name string
+		opts ebpf.RunOptions
+	}{
+		{"null regs", ebpf.RunOptions{Context: args(0, 42)}},
+		{"user regs", ebpf.RunOptions{Context: args(0x1000, 1)}},
+		{"non-canonical regs", ebpf.RunOptions{Context: args(0x8000000000000000, 2)}},
+		{"unmapped kernel regs", ebpf.RunOptions{Context: args(0xffffffffffffff00, 3)}},
+		{"all arguments", ebpf.RunOptions{Context: args(0, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)}},
+		{"short context", ebpf.RunOptions{Context: args(0)}},
+		{"long context", ebpf.RunOptions{Context: args(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)}},
+		{"no context", ebpf.RunOptions{}},
+		{"repeat", ebpf.RunOptions{Context: args(0, 1), Repeat: 2}},
+		{"packet", ebpf.RunOptions{Context: args(0, 1), Data: make([]byte, 14)}},
+		{"context out", ebpf.RunOptions{Context: args(0, 1), ContextOut: make([]byte, 16)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// Both runs on this thread, the current task of both.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			o := c.opts
+			ours, oerr := p.Execute(&bpfvm.RunOptions{Context: o.Context, Repeat: o.Repeat, Data: o.Data, ContextOut: o.ContextOut})
+			var e traceEvent
+			if oerr == nil {
+				e = traceEventOf(t, vmc, evRawTP)
+			}
+			if kern == nil {
+				return
+			}
+			kret, kerr := kern.Programs["raw_tp_sys_enter"].Run(&o)
+			compared++
+			if (oerr == nil) != (kerr == nil) || kerr != nil && !errors.Is(oerr, syscall.EINVAL) {
+				t.Fatalf("bpfvm: %v, kernel: %v", oerr, kerr)
+			}
+			if kerr != nil {
+				return
+			}
+			var k traceEvent
+			if err := kern.Maps["events"].Lookup(uint32(evRawTP), &k); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("r0 %d read %d str %d %q pid_tgid %#x cgroup %d comm %q", int32(kret), k.Ret, k.Len, cstr(k.Name[:]), k.PidTgid, k.Cgroup, cstr(k.Comm[:]))
+			if kret != uint32(ours.R0) || k.Ret != e.Ret || k.IP != e.IP || k.Len != e.Len || k.Name != e.Name {
+				t.Errorf("bpfvm r0 %d read %d orig %d str %d %q, kernel r0 %d read %d orig %d str %d %q",
+					int32(ours.R0), e.Ret, e.IP, e.Len, cstr(e.Name[:]), int32(kret), k.Ret, k.IP, k.Len, cstr(k.Name[:]))
+			}
+			if k.PidTgid != e.PidTgid || k.UidGid != e.UidGid || k.Cgroup != e.Cgroup || k.Comm != e.Comm {
+				t.Errorf("task: bpfvm pid_tgid %#x uid_gid %#x cgroup %d comm %q, kernel %#x %#x %d %q",
+					e.PidTgid, e.UidGid, e.Cgroup, cstr(e.Comm[:]), k.PidTgid, k.UidGid, k.Cgroup, cstr(k.Comm[:]))
+			}
+		})
+	}
+	t.Logf("%d runs compared with the kernel", compared)
 }
