@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 
 	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/progtype"
 )
 
@@ -262,4 +264,129 @@ func TestRawTracepointKernel(t *testing.T) {
 		})
 	}
 	t.Logf("%d runs compared with the kernel", compared)
+}
+
+// stackidSpec is a raw tracepoint calling bpf_get_stackid(ctx, stacks,
+// args[0]) and returning its result, with a stack trace map of
+// maxEntries stacks of 16 frames.
+func stackidSpec(maxEntries uint32) *ebpf.CollectionSpec {
+	return &ebpf.CollectionSpec{
+		Maps: map[string]*ebpf.MapSpec{"stacks": {Name: "stacks", Type: ebpf.StackTrace, KeySize: 4, ValueSize: 8 * 16, MaxEntries: maxEntries}},
+		Programs: map[string]*ebpf.ProgramSpec{"stackid": {
+			Name: "stackid", Type: ebpf.RawTracepoint, License: "GPL",
+			Instructions: asm.Instructions{
+				asm.LoadMem(asm.R3, asm.R1, 0, asm.DWord),
+				asm.LoadMapPtr(asm.R2, 0).WithReference("stacks"),
+				asm.FnGetStackid.Call(),
+				asm.Return(),
+			},
+		}},
+	}
+}
+
+// TestStackidKernel checks bpf_get_stackid against the kernel's test run:
+// its errors, and the ids of the stacks the kernel stored, which are
+// jhash2 of their frames as maps.Jhash2 computes it.
+func TestStackidKernel(t *testing.T) {
+	if !haveKernel(t) {
+		t.Skip("no kernel")
+	}
+	kern, err := ebpf.NewCollection(stackidSpec(64))
+	if err != nil {
+		t.Skipf("kernel: %v", err)
+	}
+	defer kern.Close()
+	vmc, err := bpfvm.NewCollection(stackidSpec(64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vmc.Close()
+	args := func(flags uint64) []byte { return binary.LittleEndian.AppendUint64(nil, flags) }
+	for _, c := range []struct {
+		name  string
+		flags uint64
+	}{{"unknown flag", 1 << 12}, {"skip all", 255}} {
+		k, err := kern.Programs["stackid"].Run(&ebpf.RunOptions{Context: args(c.flags)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := vmc.Programs["stackid"].Run(&bpfvm.RunOptions{Context: args(c.flags), Trace: traceWorld()})
+		if err != nil || o != k {
+			t.Errorf("%s: bpfvm %d (%v), kernel %d", c.name, int32(o), err, int32(k))
+		}
+	}
+	id, err := kern.Programs["stackid"].Run(&ebpf.RunOptions{Context: args(0)})
+	if err != nil || int32(id) < 0 {
+		t.Fatalf("kernel: id %d, %v", int32(id), err)
+	}
+	frames := make([]byte, 8*16)
+	if err := kern.Maps["stacks"].Lookup(id, frames); err != nil {
+		t.Fatal(err)
+	}
+	var words []uint32
+	for i := 0; i < len(frames); i += 8 {
+		if binary.LittleEndian.Uint64(frames[i:]) == 0 {
+			break
+		}
+		words = append(words, binary.LittleEndian.Uint32(frames[i:]), binary.LittleEndian.Uint32(frames[i+4:]))
+	}
+	if got := maps.Jhash2(words, 0) & 63; got != id {
+		t.Errorf("kernel stored %d frames at id %d, jhash2 gives %d", len(words)/2, id, got)
+	}
+}
+
+// TestStackidRuns checks bpf_get_stackid on the world's stacks: the same
+// stack gets the same id, another in its bucket -EEXIST unless
+// BPF_F_REUSE_STACKID, and Go code reads, walks and deletes the stacks.
+func TestStackidRuns(t *testing.T) {
+	const eexist, efault = 17, 14
+	vmc, err := bpfvm.NewCollection(stackidSpec(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vmc.Close()
+	p, m := vmc.Programs["stackid"], vmc.Maps["stacks"]
+	run := func(flags uint64, stack ...uint64) int32 {
+		t.Helper()
+		r, err := p.Run(&bpfvm.RunOptions{Context: binary.LittleEndian.AppendUint64(nil, flags), Trace: &bpfvm.Trace{KernelStack: stack, UserStack: []uint64{7}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int32(r)
+	}
+	if got := run(0, 1, 2, 3); got != 0 {
+		t.Errorf("first stack: %d", got)
+	}
+	if got := run(0, 1, 2, 3); got != 0 {
+		t.Errorf("same stack: %d", got)
+	}
+	if got := run(0, 4, 5); got != -eexist {
+		t.Errorf("another stack in the bucket: %d, want -EEXIST", got)
+	}
+	if got := run(maps.StackReuseID|1, 4, 5, 6); got != 0 {
+		t.Errorf("reused, one frame skipped: %d", got)
+	}
+	if got := run(3, 4, 5, 6); got != -efault {
+		t.Errorf("all frames skipped: %d, want -EFAULT", got)
+	}
+	v := make([]byte, 8*16)
+	if err := m.Lookup(uint32(0), v); err != nil || binary.LittleEndian.Uint64(v) != 5 || binary.LittleEndian.Uint64(v[8:]) != 6 || binary.LittleEndian.Uint64(v[16:]) != 0 {
+		t.Errorf("stack 0: % x (%v)", v[:24], err)
+	}
+	var key uint32
+	if err := m.NextKey(nil, &key); err != nil || key != 0 {
+		t.Errorf("first key %d (%v)", key, err)
+	}
+	if err := m.Update(uint32(0), v, ebpf.UpdateAny); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("update: %v, want EINVAL", err)
+	}
+	if err := m.Delete(uint32(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lookup(uint32(0), v); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		t.Errorf("deleted: %v", err)
+	}
+	if got := run(maps.StackFastCmp|1<<8, 0); got != 0 {
+		t.Errorf("user stack: %d", got)
+	}
 }

@@ -2,15 +2,19 @@ package helper
 
 import (
 	"encoding/binary"
+	"errors"
 
+	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/runner"
 	"github.com/bpfvm/bpfvm/vm"
 )
 
 // stackHelpers report the stacks of the run's world (kernel/bpf/stackmap.c,
 // runner.Trace): bpf_get_stack, and the raw tracepoints' form of it, whose
-// buffer the kernel's prototype takes as initialised memory.
+// buffer the kernel's prototype takes as initialised memory; and
+// bpf_get_stackid, which stores them in a stack trace map.
 var stackHelpers = []Helper{
+	{Proto: Proto{Name: "bpf_get_stackid", Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything}}, Func: helperGetStackid},
 	{Proto: Proto{Name: "bpf_get_stack", Args: [5]ArgType{ArgCtx, ArgUninitMem, ArgConstSizeOrZero, ArgAnything}}, Func: helperGetStack},
 	{Proto: Proto{Name: "bpf_get_stack", Args: [5]ArgType{ArgCtx, ArgMem, ArgConstSizeOrZero, ArgAnything}}, Func: helperGetStack, Variant: "raw_tp"},
 }
@@ -96,4 +100,50 @@ func writable(e *vm.Env, addr, n uint64) bool {
 		}
 	}
 	return n == 0
+}
+
+// helperGetStackid is bpf_get_stackid(ctx, map, flags): the kernel's (or,
+// with BPF_F_USER_STACK, the user's) stack of the world, past the first
+// (flags & BPF_F_SKIP_FIELD_MASK) frames and as deep as the map's values,
+// stored in the stack trace map (maps.StackStore); it returns the stack's
+// id. -EINVAL for unknown flags, -EFAULT when the stack has no frame past
+// those skipped, -EEXIST when another stack holds the id and flags lack
+// BPF_F_REUSE_STACKID.
+func helperGetStackid(e *vm.Env, _, r2, r3, _, _ uint64) (uint64, error) {
+	m, err := mapArg(e, r2)
+	if err != nil {
+		return 0, err
+	}
+	flags := r3
+	st, ok := m.(maps.StackStore)
+	if !ok || flags&^(stackSkipMask|stackUser|maps.StackFastCmp|maps.StackReuseID) != 0 {
+		// Only unverified programs pass another map.
+		return neg(einval), nil
+	}
+	w := runner.Of(e).Trace()
+	stack := w.KernelStack
+	if flags&stackUser != 0 {
+		stack = w.UserStack
+	}
+	skip, elem := int(flags&stackSkipMask), st.FrameSize()
+	depth := min(int(m.Spec().ValueSize/elem)+skip, maxStack)
+	stack = stack[:min(len(stack), depth)]
+	if len(stack) <= skip {
+		return neg(efault), nil
+	}
+	stack = stack[skip:]
+	frames := make([]byte, len(stack)*int(elem))
+	for i, ip := range stack {
+		if elem == buildIDSize {
+			binary.LittleEndian.PutUint32(frames[i*buildIDSize:], statusIP)
+			binary.LittleEndian.PutUint64(frames[i*buildIDSize+24:], ip)
+			continue
+		}
+		binary.LittleEndian.PutUint64(frames[8*i:], ip)
+	}
+	id, err := st.StoreStack(frames, flags)
+	if errors.Is(err, maps.ErrKeyExist) {
+		return neg(eexist), nil
+	}
+	return uint64(id), nil
 }

@@ -99,6 +99,7 @@ var types = [maxType]*typeInfo{
 	DevMapHash:     &devMapInfo,
 	RingBuf:        &ringBufInfo,
 	BloomFilter:    &bloomInfo,
+	StackTrace:     &stackTraceInfo,
 }
 
 // noInfo is the description of the types bpfvm does not implement.

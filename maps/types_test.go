@@ -21,8 +21,8 @@ func TestTypeDescriptions(t *testing.T) {
 			t.Errorf("%s: takes only helpers it names, and names none", typ)
 		}
 	}
-	if n != 19 {
-		t.Errorf("%d implemented types, want 19", n)
+	if n != 20 {
+		t.Errorf("%d implemented types, want 20", n)
 	}
 	if got := Type(100).String(); got != "type 100" {
 		t.Errorf("Type(100).String() = %q", got)
@@ -79,7 +79,7 @@ func TestTypeRules(t *testing.T) {
 		{"SocketValues", Type.SocketValues, []Type{XSKMap}},
 		{"ValueIsKey", Type.ValueIsKey, []Type{BloomFilter}},
 		{"Implemented", Type.Implemented, []Type{Hash, Array, ProgArray, PerfEventArray, PerCPUHash, PerCPUArray, LRUHash, LRUPerCPUHash,
-			LPMTrie, ArrayOfMaps, HashOfMaps, DevMap, CPUMap, XSKMap, Queue, Stack, DevMapHash, RingBuf, BloomFilter}},
+			LPMTrie, ArrayOfMaps, HashOfMaps, DevMap, CPUMap, XSKMap, Queue, Stack, DevMapHash, RingBuf, BloomFilter, StackTrace}},
 		{"no BatchLookupAndDelete", func(t Type) bool { return !t.BatchLookupAndDelete() }, []Type{LPMTrie}},
 	} {
 		for typ := range maxType {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // TestSelftestProgTypePackets covers the packet pointers of the socket and
@@ -225,6 +227,8 @@ func TestSelftestSock(t *testing.T) {
 // helper arguments, compared with the kernel's verdict and message.
 func TestSelftestTracing(t *testing.T) {
 	kp, tp, raw, pe := ebpf.Kprobe, ebpf.TracePoint, ebpf.RawTracepoint, ebpf.PerfEvent
+	stackMap := maps.Spec{Type: maps.StackTrace, KeySize: 4, ValueSize: 8 * 16, MaxEntries: 16}
+	hash := maps.Spec{Type: maps.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 	bad := func(off, size int) string { return fmt.Sprintf("invalid bpf_context access off=%d size=%d", off, size) }
 	c := func(name string, typ ebpf.ProgramType, asm, err string) vcase {
 		return vcase{name: name, typ: typ, asm: asm, err: err, kmsg: err != ""}
@@ -279,6 +283,13 @@ func TestSelftestTracing(t *testing.T) {
 		c("perf_prog_read_value not ctx", pe, "r1 = r10\nr2 = r10\nr2 += -24\nr3 = 24\ncall bpf_perf_prog_read_value\nr0 = 0\nexit", "R1 type=fp expected=ctx"),
 		c("kprobe get_func_ip", kp, "call bpf_get_func_ip\nr0 = 0\nexit", ""),
 		c("send_signal", tp, "r1 = 10\ncall bpf_send_signal\nr0 = 0\nexit", ""),
+		// bpf_get_stackid takes stack trace maps only, which nothing
+		// else takes.
+		{name: "get_stackid", typ: kp, maps: []maps.Spec{stackMap}, asm: "r2 = map[fd:0] ll\nr3 = 0\ncall bpf_get_stackid\nr0 = 0\nexit"},
+		{name: "get_stackid of a hash", typ: tp, maps: []maps.Spec{hash}, asm: "r2 = map[fd:0] ll\nr3 = 0\ncall bpf_get_stackid\nr0 = 0\nexit",
+			err: "cannot pass map_type 1 into func bpf_get_stackid#27", kmsg: true},
+		{name: "lookup in a stack trace map", typ: raw, maps: []maps.Spec{stackMap}, asm: "*(u32 *)(r10 -4) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem\nr0 = 0\nexit",
+			err: "cannot pass map_type 7 into func bpf_map_lookup_elem#1", kmsg: true},
 		c("perf_prog_read_value in kprobe", kp, "r2 = r10\nr2 += -24\nr3 = 24\ncall bpf_perf_prog_read_value\nr0 = 0\nexit", "program of this type cannot use helper bpf_perf_prog_read_value#56"),
 	})
 }
