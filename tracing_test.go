@@ -6,6 +6,7 @@ import (
 	"errors"
 	"runtime"
 	"syscall"
+	"unsafe"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -389,4 +390,79 @@ func TestStackidRuns(t *testing.T) {
 	if got := run(maps.StackFastCmp|1<<8, 0); got != 0 {
 		t.Errorf("user stack: %d", got)
 	}
+}
+
+// probeSpec is a raw tracepoint calling probe read helper fn(fp-16, 16,
+// args[0]) and returning its result in the low 16 bits and the first 2
+// bytes read in the high 16.
+func probeSpec(fn asm.BuiltinFunc) *ebpf.CollectionSpec {
+	return &ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{"probe": {
+		Name: "probe", Type: ebpf.RawTracepoint, License: "GPL",
+		Instructions: asm.Instructions{
+			asm.LoadMem(asm.R3, asm.R1, 0, asm.DWord),
+			// A string on the stack at fp-32, for reads of the
+			// program's own memory (args[0] == 1 reads it).
+			asm.Mov.Imm(asm.R1, 0x636f6c),
+			asm.StoreMem(asm.RFP, -32, asm.R1, asm.DWord),
+			asm.JNE.Imm(asm.R3, 1, "read"),
+			asm.Mov.Reg(asm.R3, asm.RFP),
+			asm.Add.Imm(asm.R3, -32),
+			asm.Mov.Reg(asm.R1, asm.RFP).WithSymbol("read"),
+			asm.Add.Imm(asm.R1, -16),
+			asm.Mov.Imm(asm.R2, 16),
+			fn.Call(),
+			asm.LoadMem(asm.R1, asm.RFP, -16, asm.Half),
+			asm.LSh.Imm(asm.R1, 16),
+			asm.And.Imm(asm.R0, 0xffff),
+			asm.Or.Reg(asm.R0, asm.R1),
+			asm.Return(),
+		},
+	}}}
+}
+
+// TestProbeReadKernel compares the probe reads with the kernel's test run
+// of a raw tracepoint, on addresses of each kind: the test's own user
+// memory (given to bpfvm as the world's user memory at its address), the
+// program's stack, unmapped user memory, kernel and non-canonical
+// addresses. bpfvm's results, errors and bytes are the kernel's.
+func TestProbeReadKernel(t *testing.T) {
+	if !haveKernel(t) {
+		t.Skip("no kernel")
+	}
+	user := append([]byte("user string\x00more"), make([]byte, 64)...)
+	addr := uint64(uintptr(unsafe.Pointer(&user[0])))
+	world := &bpfvm.Trace{Memory: []bpfvm.TraceMemory{{Addr: addr, Data: user, User: true}}}
+	compared := 0
+	for _, fn := range []asm.BuiltinFunc{asm.FnProbeReadUser, asm.FnProbeReadUserStr, asm.FnProbeReadKernel, asm.FnProbeReadKernelStr, asm.FnProbeRead, asm.FnProbeReadStr} {
+		kern, err := ebpf.NewCollection(probeSpec(fn))
+		if err != nil {
+			t.Fatalf("%s: kernel: %v", fn, err)
+		}
+		vmc, err := bpfvm.NewCollection(probeSpec(fn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range []struct {
+			name string
+			addr uint64
+		}{
+			{"user memory", addr}, {"user memory +5", addr + 5}, {"own stack", 1}, {"null", 0}, {"unmapped user", 0x1000},
+			{"kernel", 0xffff888000000000 - 4096}, {"non-canonical", 0x8000000000000000}, {"last user page", 1<<47 - 4096 - 8},
+		} {
+			ctx := binary.LittleEndian.AppendUint64(nil, a.addr)
+			k, kerr := kern.Programs["probe"].Run(&ebpf.RunOptions{Context: ctx})
+			o, oerr := vmc.Programs["probe"].Execute(&bpfvm.RunOptions{Context: ctx, Trace: world})
+			runtime.KeepAlive(user)
+			if kerr != nil || oerr != nil {
+				t.Fatalf("%s %s: kernel %v, bpfvm %v", fn, a.name, kerr, oerr)
+			}
+			compared++
+			if uint32(o.R0) != k {
+				t.Errorf("%s %s: bpfvm %#x, kernel %#x", fn, a.name, uint32(o.R0), k)
+			}
+		}
+		kern.Close()
+		vmc.Close()
+	}
+	t.Logf("%d probe reads compared with the kernel", compared)
 }
