@@ -6,8 +6,8 @@ import (
 	"errors"
 	"runtime"
 	"syscall"
-	"unsafe"
 	"testing"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
