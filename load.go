@@ -174,7 +174,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		// Only kernel helpers: an id the kernel lacks (a host's, or the
 		// call CO-RE poisons an instruction with) is the verifier's to
 		// reject where it reaches it, as the kernel does.
-		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && isa.HelperName(ins.Imm) != "" && hs.Func(ins.Imm) == nil && pt.CanCall(ins.Imm, caps) {
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && isa.HelperName(ins.Imm) != "" && hs.Func(ins.Imm) == nil && pt.CanCall(ins.Imm, caps) && pt.HelperRefused(ins.Imm) == "" {
 			return nil, fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, isa.HelperLabel(ins.Imm))
 		}
 	}

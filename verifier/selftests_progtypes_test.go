@@ -282,6 +282,9 @@ func TestSelftestTracing(t *testing.T) {
 		c("perf_prog_read_value", pe, "r2 = r10\nr2 += -24\nr3 = 24\ncall bpf_perf_prog_read_value\nr0 = 0\nexit", ""),
 		c("perf_prog_read_value not ctx", pe, "r1 = r10\nr2 = r10\nr2 += -24\nr3 = 24\ncall bpf_perf_prog_read_value\nr0 = 0\nexit", "R1 type=fp expected=ctx"),
 		c("kprobe get_func_ip", kp, "call bpf_get_func_ip\nr0 = 0\nexit", ""),
+		c("tracepoint get_func_ip", tp, "call bpf_get_func_ip\nr0 = 0\nexit", "func bpf_get_func_ip#173 not supported for program type 5"),
+		c("raw_tp get_func_ip", raw, "call bpf_get_func_ip\nr0 = 0\nexit", "func bpf_get_func_ip#173 not supported for program type 17"),
+		c("perf_event get_func_ip", pe, "call bpf_get_func_ip\nr0 = 0\nexit", "func bpf_get_func_ip#173 not supported for program type 7"),
 		c("send_signal", tp, "r1 = 10\ncall bpf_send_signal\nr0 = 0\nexit", ""),
 		// bpf_get_stackid takes stack trace maps only, which nothing
 		// else takes.
