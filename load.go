@@ -66,7 +66,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	}
 	checked := v.aux == nil || opts.checked()
 	run := &runner.Program{
-		Name: name, Kind: typ, Type: pt, Verified: v.aux != nil, Checked: checked, MaxCtx: v.maxCtx,
+		Name: name, Kind: typ, Type: pt, Verified: v.aux != nil, Checked: checked, MaxCtx: v.maxCtx, MaxTP: v.maxTP,
 		Budget: opts.Budget, Output: opts.Output, Task: opts.Task, CPUs: c,
 	}
 	if c == nil {
@@ -152,6 +152,7 @@ type verified struct {
 	log      string
 	stats    verifier.Stats
 	maxCtx   uint32 // verifier.Result.MaxCtxOffset
+	maxTP    uint32 // verifier.Result.MaxTPAccess
 }
 
 // maxLogSize caps the verifier log buffer the retries grow to.
@@ -210,9 +211,9 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 	shadow := runner.Shadow(pt)
 	ctx := rewrite.ConvertContext(insns, res.Aux, rewrite.Shadow{
 		Data: shadow + runner.ShadowData, End: shadow + runner.ShadowEnd, Meta: shadow + runner.ShadowMeta,
-		FlowKeys: shadow + runner.ShadowFlowKeys, Socket: shadow + runner.ShadowSocket,
+		FlowKeys: shadow + runner.ShadowFlowKeys, Socket: shadow + runner.ShadowSocket, TPBuffer: shadow + runner.ShadowTPBuffer,
 	})
-	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset}, nil
+	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset, maxTP: res.MaxTPAccess}, nil
 }
 
 // explainPoison adds to a rejection at an instruction CO-RE poisoned the

@@ -333,6 +333,9 @@ type Result struct {
 	// Signals are the signals the last run sent with bpf_send_signal and
 	// bpf_send_signal_thread, in order.
 	Signals []Signal
+	// Buffer is a writable raw tracepoint's buffer (Trace.Buffer) as the
+	// last run left it.
+	Buffer []byte
 }
 
 // Redirect is the target a program chose with bpf_redirect or
@@ -545,7 +548,7 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	if rd := out.Redirect; rd.Valid {
 		res.Redirect = Redirect{Map: p.mapOf(rd.Map), Key: rd.Key, Flags: rd.Flags, Valid: true, Peer: rd.Peer, Neigh: rd.Neigh, NextHop: rd.NextHop}
 	}
-	res.Clones, res.Tunnel, res.Signals = out.Clones, out.Tunnel, out.Signals
+	res.Clones, res.Tunnel, res.Signals, res.Buffer = out.Clones, out.Tunnel, out.Signals, out.Buffer
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/bpfvm/bpfvm"
 	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // traceEvent is struct event of testdata/tracing.c.
@@ -465,4 +466,41 @@ func TestProbeReadKernel(t *testing.T) {
 		vmc.Close()
 	}
 	t.Logf("%d probe reads compared with the kernel", compared)
+}
+
+// TestRawTracepointWritable runs a writable raw tracepoint, which the
+// kernel cannot test-run, on a buffer the world gives: it reads and
+// writes the buffer through its first argument and gets it back in the
+// result; a buffer shorter than the program's furthest access is refused
+// as the kernel refuses the attach.
+func TestRawTracepointWritable(t *testing.T) {
+	spec := &ebpf.ProgramSpec{
+		Name: "writable", Type: ebpf.RawTracepointWritable, License: "GPL",
+		Instructions: asm.Instructions{
+			asm.LoadMem(asm.R2, asm.R1, 0, asm.DWord),
+			asm.LoadMem(asm.R3, asm.R1, 8, asm.DWord),
+			asm.StoreMem(asm.R2, 8, asm.R3, asm.DWord),
+			asm.LoadMem(asm.R0, asm.R2, 0, asm.Word),
+			asm.Return(),
+		},
+	}
+	for _, noVerify := range []bool{false, true} {
+		p, err := bpfvm.NewProgramWithOptions(spec, bpfvm.ProgramOptions{NoVerify: noVerify})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		buf := []byte{5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+		res, err := p.Execute(&bpfvm.RunOptions{Context: binary.LittleEndian.AppendUint64(make([]byte, 8), 99), Trace: &bpfvm.Trace{Buffer: buf}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.R0 != 5 || len(res.Buffer) != 16 || binary.LittleEndian.Uint64(res.Buffer[8:]) != 99 || buf[8] != 0 {
+			t.Errorf("noVerify %v: r0 %d, buffer % x, given % x", noVerify, res.R0, res.Buffer, buf)
+		}
+		_, err = p.Execute(&bpfvm.RunOptions{Context: make([]byte, 16), Trace: &bpfvm.Trace{Buffer: buf[:8]}})
+		if noVerify && !errors.Is(err, vm.ErrMemory) || !noVerify && !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("noVerify %v: a short buffer: %v", noVerify, err)
+		}
+	}
 }

@@ -59,6 +59,11 @@ const (
 	// SocketOrNull loads the address of the run's socket, a struct
 	// bpf_sock read as Sock describes, or 0 when the run has none.
 	SocketOrNull
+	// TPBuffer loads the address of the writable buffer of a
+	// raw_tracepoint_writable program's tracepoint, its first argument
+	// (the kernel's PTR_TO_TP_BUFFER): memory the program reads and
+	// writes at constant offsets, as far as the tracepoint gives.
+	TPBuffer
 )
 
 // FlowKeysSize is the size of struct bpf_flow_keys.
@@ -82,6 +87,8 @@ func (k Kind) String() string {
 		return "sock"
 	case SocketOrNull:
 		return "sock_or_null"
+	case TPBuffer:
+		return "tp_buffer"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -444,7 +451,7 @@ func (t *Type) Validate() error {
 		if f.NarrowSpan > f.Size || f.NarrowMin > f.Size {
 			return fmt.Errorf("program type %s: field %s: narrow loads limited beyond its %d bytes", t.Name, f.Name, f.Size)
 		}
-		if (f.Kind == FlowKeys || f.Kind == SockCommonOrNull || f.Kind == Socket || f.Kind == SocketOrNull) && f.Size != 8 {
+		if (f.Kind == FlowKeys || f.Kind == SockCommonOrNull || f.Kind == Socket || f.Kind == SocketOrNull || f.Kind == TPBuffer) && f.Size != 8 {
 			return fmt.Errorf("program type %s: pointer field %s must be 8 bytes", t.Name, f.Name)
 		}
 		if f.Kind != Scalar && f.Size != 4 && f.Size != 8 {
@@ -560,6 +567,8 @@ func OfAttach(t ebpf.ProgramType, a ebpf.AttachType) (*Type, error) {
 		return Tracepoint, nil
 	case ebpf.RawTracepoint:
 		return RawTracepoint, nil
+	case ebpf.RawTracepointWritable:
+		return RawTracepointWritable, nil
 	case ebpf.PerfEvent:
 		return PerfEvent, nil
 	}

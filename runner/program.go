@@ -48,6 +48,9 @@ type Program struct {
 	// MaxCtx is the end of the furthest context access the verifier saw
 	// (verifier.Result.MaxCtxOffset; 0 when not verified).
 	MaxCtx uint32
+	// MaxTP is the end of the furthest access to a writable raw
+	// tracepoint's buffer the verifier saw (verifier.Result.MaxTPAccess).
+	MaxTP uint32
 	// Maps are the maps the program references, by index.
 	Maps []maps.Map
 	// Regions are the map memory checked runs may access from the start.

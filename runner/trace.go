@@ -40,6 +40,11 @@ type Trace struct {
 	// Counter is the perf event's counter a perf_event program reads with
 	// bpf_perf_prog_read_value.
 	Counter PerfValue
+	// Buffer is a writable raw tracepoint's buffer (its first argument),
+	// which the run reads and writes in a copy of its own and returns
+	// in the result; a run of a program accessing more of it than it
+	// holds is refused, as the kernel refuses the attach.
+	Buffer []byte
 }
 
 // Memory is a region of the traced world's memory at Addr: kernel memory,

@@ -90,6 +90,7 @@ var ctxTypes = []struct {
 	{ebpf.TracePoint, 0, 72, 0, 0},
 	{ebpf.TracePoint, 0, 8192, 0, 8120},
 	{ebpf.RawTracepoint, 0, 96, 0, 0},
+	{ebpf.RawTracepointWritable, 0, 96, 0, 0},
 	{ebpf.PerfEvent, 0, 184, 0, 0},
 }
 
@@ -110,6 +111,17 @@ func TestCtxFieldsExhaustive(t *testing.T) {
 	for off := -8; off < 0; off++ {
 		for _, op := range []string{"ldx8", "ldx16", "ldx32", "ldx64", "ldsx8", "ldsx16", "ldsx32"} {
 			known[fmt.Sprintf("%s/0/%s/%d", ebpf.TracePoint, op, off)] = true
+		}
+	}
+	// And loads of part of raw_tracepoint_writable's buffer address
+	// (bytes 1 to 7), which the kernel gives as scalars and bpfvm
+	// refuses.
+	for off := 1; off < 8; off++ {
+		for _, size := range []int{8, 16, 32} {
+			if off%(size/8) == 0 {
+				known[fmt.Sprintf("%s/0/ldx%d/%d", ebpf.RawTracepointWritable, size, off)] = true
+				known[fmt.Sprintf("%s/0/ldsx%d/%d", ebpf.RawTracepointWritable, size, off)] = true
+			}
 		}
 	}
 	for _, ty := range ctxTypes {

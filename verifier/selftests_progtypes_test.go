@@ -226,7 +226,7 @@ func TestSelftestSock(t *testing.T) {
 // exhaustive comparison is TestCtxFieldsExhaustive), return ranges and
 // helper arguments, compared with the kernel's verdict and message.
 func TestSelftestTracing(t *testing.T) {
-	kp, tp, raw, pe := ebpf.Kprobe, ebpf.TracePoint, ebpf.RawTracepoint, ebpf.PerfEvent
+	kp, tp, raw, pe, rw := ebpf.Kprobe, ebpf.TracePoint, ebpf.RawTracepoint, ebpf.PerfEvent, ebpf.RawTracepointWritable
 	stackMap := maps.Spec{Type: maps.StackTrace, KeySize: 4, ValueSize: 8 * 16, MaxEntries: 16}
 	hash := maps.Spec{Type: maps.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 	bad := func(off, size int) string { return fmt.Sprintf("invalid bpf_context access off=%d size=%d", off, size) }
@@ -293,6 +293,17 @@ func TestSelftestTracing(t *testing.T) {
 			err: "cannot pass map_type 1 into func bpf_get_stackid#27", kmsg: true},
 		{name: "lookup in a stack trace map", typ: raw, maps: []maps.Spec{stackMap}, asm: "*(u32 *)(r10 -4) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem\nr0 = 0\nexit",
 			err: "cannot pass map_type 7 into func bpf_map_lookup_elem#1", kmsg: true},
+		// raw_tracepoint_writable's buffer: the first argument, read
+		// whole, then read and written at constant offsets.
+		c("tp buffer write", rw, "r1 = *(u64 *)(r1 +0)\n*(u64 *)(r1 +64) = 7\nr0 = *(u32 *)(r1 +4)\nexit", ""),
+		c("tp buffer atomic", rw, "r1 = *(u64 *)(r1 +0)\nr2 = 1\nlock *(u64 *)(r1 +8) += r2\nr0 = 0\nexit", ""),
+		c("tp buffer half load", rw, ld("u32", 0), bad(0, 4)),
+		c("tp buffer arg", rw, ld("u64", 8), ""),
+		c("tp buffer store to ctx", rw, "r2 = 1\n*(u64 *)(r1 +0) = r2\nr0 = 0\nexit", bad(0, 8)),
+		c("tp buffer negative", rw, "r1 = *(u64 *)(r1 +0)\nr0 = *(u8 *)(r1 -1)\nexit", "R1 invalid tracepoint buffer access: off=-1, size=1"),
+		c("tp buffer moved", rw, "r1 = *(u64 *)(r1 +0)\nr1 += 8\nr0 = *(u64 *)(r1 -8)\nexit", ""),
+		c("tp buffer variable", rw, "r2 = *(u64 *)(r1 +8)\nr1 = *(u64 *)(r1 +0)\nr2 &= 7\nr1 += r2\nr0 = *(u8 *)(r1 +0)\nexit", "R1 invalid variable buffer offset: off=0, var_off=(0x0; 0x7)"),
+		c("tp buffer to a helper", rw, "r1 = *(u64 *)(r1 +0)\nr2 = 8\nr3 = 0\ncall bpf_probe_read_kernel\nr0 = 0\nexit", "R1 type=tp_buffer expected=fp"),
 		c("perf_prog_read_value in kprobe", kp, "r2 = r10\nr2 += -24\nr3 = 24\ncall bpf_perf_prog_read_value\nr0 = 0\nexit", "program of this type cannot use helper bpf_perf_prog_read_value#56"),
 	})
 }
