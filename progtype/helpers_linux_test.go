@@ -162,8 +162,7 @@ func dropCaps(keep []int) error {
 // running kernel's func_proto, helper by helper, as TestHelperSetsKernel
 // does, for root loads (every tracing type needs CAP_PERFMON to load), of
 // the types that take BTF attach targets (tracing, lsm, syscall), for each
-// attach type and hook whose rules differ, and of raw_tracepoint_writable,
-// which bpfvm does not model yet.
+// attach type and hook whose rules differ.
 func TestTracingHelperSetsKernel(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("not root")
@@ -176,7 +175,6 @@ func TestTracingHelperSetsKernel(t *testing.T) {
 		spec ebpf.ProgramSpec
 		set  progtype.HelperSet
 	}{
-		{"raw_tracepoint_writable", ebpf.ProgramSpec{Type: ebpf.RawTracepointWritable}, progtype.RawTracepointHelpers},
 		{"fentry", ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: "bpf_fentry_test1"}, progtype.TracingHelpers(ebpf.AttachTraceFEntry)},
 		{"fexit", ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFExit, AttachTo: "bpf_fentry_test1"}, progtype.TracingHelpers(ebpf.AttachTraceFExit)},
 		{"fmod_ret", ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachModifyReturn, AttachTo: "bpf_modify_return_test"}, progtype.TracingHelpers(ebpf.AttachModifyReturn)},
