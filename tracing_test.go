@@ -111,15 +111,22 @@ func traceWorld() *bpfvm.Trace {
 // worlds: what each reads of its registers, record or arguments, of the
 // world's memory and task, and what it returns.
 func TestTracingRuns(t *testing.T) {
-	const enoent, efault, erange = 2, 14, 34
 	wantTask := func(t *testing.T, e traceEvent) {
 		t.Helper()
 		if e.PidTgid != 4200<<32|4242 || e.UidGid != 100<<32|1000 || e.Cgroup != 777 || cstr(e.Comm[:]) != "cat" || e.Task != taskAddr {
 			t.Errorf("task: pid_tgid %#x uid_gid %#x cgroup %d comm %q task %#x", e.PidTgid, e.UidGid, e.Cgroup, cstr(e.Comm[:]), e.Task)
 		}
 	}
+	for _, engine := range []bpfvm.Engine{bpfvm.EngineInterpreter, bpfvm.EngineJIT} {
+		t.Run(engine.String(), func(t *testing.T) { tracingRuns(t, engine, wantTask) })
+	}
+}
+
+// tracingRuns is TestTracingRuns on one engine.
+func tracingRuns(t *testing.T, engine bpfvm.Engine, wantTask func(*testing.T, traceEvent)) {
+	const enoent, efault, erange = 2, 14, 34
 	modes(t, func(t *testing.T, noVerify bool) {
-		vm := loadVM(t, noVerify, "testdata/tracing.o", bpfvm.CollectionOptions{})
+		vm := loadVM(t, noVerify, "testdata/tracing.o", bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{Engine: engine}})
 		regs := ptRegs(map[int]uint64{progtype.PtRegsDI: uint64(0xffffffffffffff9c), progtype.PtRegsSI: userName, progtype.PtRegsDX: kernHow})
 
 		t.Run("kprobe", func(t *testing.T) {
@@ -198,6 +205,23 @@ func TestTracingRuns(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestTracingUnprivileged checks that tracing types load with CAP_PERFMON
+// only, as the kernel's is_perfmon_prog_type.
+func TestTracingUnprivileged(t *testing.T) {
+	for _, typ := range []ebpf.ProgramType{ebpf.Kprobe, ebpf.TracePoint, ebpf.RawTracepoint, ebpf.RawTracepointWritable, ebpf.PerfEvent} {
+		spec := &ebpf.ProgramSpec{Type: typ, License: "GPL", Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
+		if _, err := bpfvm.NewProgramWithOptions(spec, bpfvm.ProgramOptions{Unprivileged: true}); !errors.Is(err, bpfvm.ErrPermission) || !errors.Is(err, syscall.EPERM) {
+			t.Errorf("%s: %v, want EPERM", typ, err)
+		}
+		p, err := bpfvm.NewProgram(spec)
+		if err != nil {
+			t.Errorf("%s: %v", typ, err)
+			continue
+		}
+		p.Close()
+	}
 }
 
 // TestRawTracepointKernel runs tracing.o's raw tracepoint in bpfvm and in
