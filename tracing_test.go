@@ -12,9 +12,11 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	ebpfperf "github.com/cilium/ebpf/perf"
 
 	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/kernelbtf"
 	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/perf"
 	"github.com/bpfvm/bpfvm/progtype"
@@ -36,6 +38,7 @@ const (
 	evTP
 	evRawTP
 	evPerf
+	evExec
 )
 
 func traceEventOf(t *testing.T, c *bpfvm.Collection, key uint32) traceEvent {
@@ -67,8 +70,8 @@ func TestTracingObjectKernel(t *testing.T) {
 			}
 			t.Logf("%s: %s", name, p.Type())
 		}
-		if len(vm.Programs) != 5 {
-			t.Errorf("%d programs, want 5", len(vm.Programs))
+		if len(vm.Programs) != 6 {
+			t.Errorf("%d programs, want 6", len(vm.Programs))
 		}
 	})
 }
@@ -616,4 +619,54 @@ func TestTracingPerfOutput(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTracingCORE runs tracing.o's execsnoop-like tracepoint, whose
+// BPF_CORE_READ(task, real_parent, tgid) is relocated against the kernel
+// types shipped with bpfvm, on a world laid out by those types: the
+// current task and its parent at the world's addresses.
+func TestTracingCORE(t *testing.T) {
+	spec, err := kernelbtf.Shipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task *btf.Struct
+	if err := spec.TypeByName("task_struct", &task); err != nil {
+		t.Fatal(err)
+	}
+	offset := func(name string) uint32 {
+		for _, m := range task.Members {
+			if m.Name == name {
+				return m.Offset.Bytes()
+			}
+		}
+		t.Fatalf("task_struct has no %s", name)
+		return 0
+	}
+	const parentAddr = taskAddr + 0x10000
+	cur, parent := make([]byte, task.Size), make([]byte, task.Size)
+	binary.LittleEndian.PutUint64(cur[offset("real_parent"):], parentAddr)
+	binary.LittleEndian.PutUint32(cur[offset("tgid"):], 4200)
+	binary.LittleEndian.PutUint32(parent[offset("tgid"):], 1234)
+	world := traceWorld()
+	world.Memory = append(world.Memory, bpfvm.TraceMemory{Addr: taskAddr, Data: cur}, bpfvm.TraceMemory{Addr: parentAddr, Data: parent})
+	rec := make([]byte, 64)
+	binary.LittleEndian.PutUint64(rec[8:], 59) // execve
+	binary.LittleEndian.PutUint64(rec[16:], userName)
+	modes(t, func(t *testing.T, noVerify bool) {
+		vm := loadVM(t, noVerify, "testdata/tracing.o", bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{KernelTypes: spec}})
+		res, err := vm.Programs["tp_execve"].Execute(&bpfvm.RunOptions{Context: rec, Trace: world})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := traceEventOf(t, vm, evExec)
+		if res.R0 != 1234 || e.Ret != 1234 || cstr(e.Name[:]) != "/etc/passwd" || e.PidTgid>>32 != 4200 {
+			t.Errorf("r0 %d, ppid %d, name %q, pid_tgid %#x", res.R0, e.Ret, cstr(e.Name[:]), e.PidTgid)
+		}
+		// Without the parent's memory the read faults and gives 0.
+		res, err = vm.Programs["tp_execve"].Execute(&bpfvm.RunOptions{Context: rec, Trace: traceWorld()})
+		if err != nil || res.R0 != 0 {
+			t.Errorf("no task memory: r0 %d (%v)", res.R0, err)
+		}
+	})
 }

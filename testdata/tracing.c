@@ -4,7 +4,9 @@
 // libbpf tools write them: a kprobe and a kretprobe with BPF_KPROBE and
 // BPF_KRETPROBE (the probed arguments from x86-64 struct pt_regs), a
 // tracepoint on its trace_event_raw record, a raw tracepoint on its
-// arguments, a perf_event sampler. Each records what it saw in the
+// arguments, a perf_event sampler, and an execsnoop-like tracepoint
+// reading the parent's tgid with BPF_CORE_READ (CO-RE relocations against
+// the kernel's struct task_struct). Each records what it saw in the
 // "events" map (struct event by key) and returns a value the tests check;
 // the raw tracepoint runs in the kernel's test run too.
 #define __TARGET_ARCH_x86
@@ -13,6 +15,7 @@
 #include <linux/bpf_perf_event.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 struct event {
 	__u64 pid_tgid, uid_gid, cgroup, ip, cookie, task;
@@ -37,7 +40,7 @@ struct {
 } counts SEC(".maps");
 
 // The keys of events.
-enum { EV_OPEN = 1, EV_OPEN_RET, EV_TP, EV_RAW_TP, EV_PERF };
+enum { EV_OPEN = 1, EV_OPEN_RET, EV_TP, EV_RAW_TP, EV_PERF, EV_EXEC };
 
 static struct event *event(__u32 key)
 {
@@ -47,7 +50,7 @@ static struct event *event(__u32 key)
 	return bpf_map_lookup_elem(&events, &key);
 }
 
-static void task(struct event *e)
+static void current_task(struct event *e)
 {
 	e->pid_tgid = bpf_get_current_pid_tgid();
 	e->uid_gid = bpf_get_current_uid_gid();
@@ -68,7 +71,7 @@ int BPF_KPROBE(kprobe_openat, int dfd, const char *filename, void *how)
 
 	if (!e)
 		return 0;
-	task(e);
+	current_task(e);
 	e->ip = bpf_get_func_ip(ctx);
 	e->cookie = bpf_get_attach_cookie(ctx);
 	e->len = bpf_probe_read_user_str(e->name, sizeof(e->name), filename);
@@ -88,7 +91,7 @@ int BPF_KRETPROBE(kretprobe_openat, long ret)
 
 	if (!e)
 		return 0;
-	task(e);
+	current_task(e);
 	e->ret = ret;
 	return ret;
 }
@@ -119,7 +122,7 @@ int tp_sys_enter(struct trace_event_raw_sys_enter *ctx)
 	e = event(EV_TP);
 	if (!e)
 		return 0;
-	task(e);
+	current_task(e);
 	e->cookie = bpf_get_attach_cookie(ctx);
 	e->len = bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)ctx->args[1]);
 	return id;
@@ -138,7 +141,7 @@ int raw_tp_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 
 	if (!e)
 		return 0;
-	task(e);
+	current_task(e);
 	e->ret = bpf_probe_read_kernel(&orig, sizeof(orig), &regs->orig_rax);
 	e->ip = orig;
 	e->len = bpf_probe_read_kernel_str(e->name, sizeof(e->name), local);
@@ -158,7 +161,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 
 	if (!e)
 		return 0;
-	task(e);
+	current_task(e);
 	e->ip = PT_REGS_IP(&ctx->regs);
 	e->cookie = ctx->sample_period;
 	e->ret = ctx->addr;
@@ -169,6 +172,30 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 		return n;
 	e->task = stack[0];
 	return n / 8;
+}
+
+// The kernel's struct task_struct, as much of it as execsnoop reads: CO-RE
+// finds the fields in the target's.
+struct task_struct {
+	int tgid;
+	struct task_struct *real_parent;
+} __attribute__((preserve_access_index));
+
+// tp_execve records an exec as libbpf-tools' execsnoop does: the task's
+// parent's tgid through task_struct pointers, the file name from user
+// memory. It returns the parent's tgid.
+SEC("tracepoint/syscalls/sys_enter_execve")
+int tp_execve(struct trace_event_raw_sys_enter *ctx)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct event *e = event(EV_EXEC);
+
+	if (!e)
+		return 0;
+	current_task(e);
+	e->ret = BPF_CORE_READ(task, real_parent, tgid);
+	e->len = bpf_probe_read_user_str(e->name, sizeof(e->name), (const char *)ctx->args[0]);
+	return e->ret;
 }
 
 char _license[] SEC("license") = "GPL";
