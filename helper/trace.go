@@ -70,7 +70,7 @@ func ownSpan(e *vm.Env, addr uint64) uint64 {
 // address that is not the kernel's, -EFAULT for one the world does not
 // map.
 func probeKernel(e *vm.Env, dst []byte, addr uint64) uint64 {
-	if b := ownMemory(e, addr, uint64(len(dst))); b != nil {
+	if b := ownMemory(e, addr, uint64(len(dst))); b != nil || len(dst) == 0 && ownSpan(e, addr) > 0 {
 		copy(dst, b)
 		return 0
 	}
