@@ -670,3 +670,50 @@ func TestTracingCORE(t *testing.T) {
 		}
 	})
 }
+
+// TestAncestorCgroupKernel compares bpf_get_current_ancestor_cgroup_id
+// with the kernel's raw tracepoint test run, for the host's task, at each
+// level and out of range; and checks a world's task's.
+func TestAncestorCgroupKernel(t *testing.T) {
+	spec := &ebpf.ProgramSpec{
+		Name: "ancestor", Type: ebpf.RawTracepoint, License: "GPL",
+		Instructions: asm.Instructions{
+			asm.LoadMem(asm.R1, asm.R1, 0, asm.DWord),
+			asm.FnGetCurrentAncestorCgroupId.Call(),
+			asm.Return(),
+		},
+	}
+	p, err := bpfvm.NewProgram(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var kern *ebpf.Program
+	if haveKernel(t) {
+		if kern, err = ebpf.NewProgram(spec); err != nil {
+			t.Fatal(err)
+		}
+		defer kern.Close()
+	}
+	levels := []int64{0, 1, 2, 3, 8, -1, 1 << 32}
+	for _, level := range levels {
+		ctx := binary.LittleEndian.AppendUint64(nil, uint64(level))
+		got, err := p.Run(&bpfvm.RunOptions{Context: ctx})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kern != nil {
+			k, err := kern.Run(&ebpf.RunOptions{Context: ctx})
+			if err != nil || k != got {
+				t.Errorf("level %d: kernel %d (%v), bpfvm %d", level, k, err, got)
+			}
+		}
+	}
+	task := &bpfvm.Task{CgroupID: 30, Ancestors: []uint64{1, 20}}
+	for level, want := range map[int64]uint32{0: 1, 1: 20, 2: 30, 3: 0, -1: 0} {
+		got, err := p.Run(&bpfvm.RunOptions{Context: binary.LittleEndian.AppendUint64(nil, uint64(level)), Trace: &bpfvm.Trace{Task: task}})
+		if err != nil || got != want {
+			t.Errorf("world level %d: %d (%v), want %d", level, got, err, want)
+		}
+	}
+}

@@ -2,5 +2,6 @@
 
 package runner
 
-// hostCgroupID is 1, the root cgroup's id: only Linux has cgroups.
-func hostCgroupID() uint64 { return 1 }
+// hostCgroup is the root cgroup's id, 1, without ancestors: only Linux has
+// cgroups.
+func hostCgroup() (uint64, []uint64) { return 1, nil }

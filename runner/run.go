@@ -192,7 +192,7 @@ func Run(p *Program, in *Input, out *Output) error {
 	}
 	if p.MaxTP > uint32(len(tpBuf)) {
 		// The kernel refuses to attach such a program to the tracepoint.
-		return fmt.Errorf("the program writes %d bytes of the tracepoint's buffer, which has %d: %w", p.MaxTP, len(tpBuf), maps.ErrInvalid)
+		return fmt.Errorf("the program accesses %d bytes of the tracepoint's buffer, which has %d: %w", p.MaxTP, len(tpBuf), maps.ErrInvalid)
 	}
 	if err := r.memory(ctxArea + headroom + len(in.Data) + tailroom + len(tpBuf)); err != nil {
 		return err

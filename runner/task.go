@@ -21,6 +21,22 @@ type Task struct {
 	// for the host, its cgroup directory's inode number, which is the
 	// kernel's id, or 1 (the root cgroup's) where there is none.
 	CgroupID uint64
+	// Ancestors are the ids of the ancestors of the task's cgroup, the
+	// root's first (level 0), for bpf_get_current_ancestor_cgroup_id: the
+	// task's own cgroup is at level len(Ancestors).
+	Ancestors []uint64
+}
+
+// AncestorCgroup returns the id of the task's cgroup's ancestor at level
+// (its own at its level), or 0 for a level out of range.
+func (t *Task) AncestorCgroup(level int32) uint64 {
+	switch {
+	case level < 0 || int(level) > len(t.Ancestors):
+		return 0
+	case int(level) == len(t.Ancestors):
+		return t.CgroupID
+	}
+	return t.Ancestors[level]
 }
 
 // CommLen is the kernel's TASK_COMM_LEN.
@@ -40,7 +56,7 @@ var hostTask = sync.OnceValue(func() Task {
 	if len(t.Comm) > CommLen-1 {
 		t.Comm = t.Comm[:CommLen-1]
 	}
-	t.CgroupID = hostCgroupID()
+	t.CgroupID, t.Ancestors = hostCgroup()
 	return t
 })
 
