@@ -50,6 +50,10 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	if err != nil {
 		return nil, err
 	}
+	if pt.Trace != nil && opts.Unprivileged {
+		// The kernel's is_perfmon_prog_type.
+		return nil, fmt.Errorf("program type %s needs CAP_PERFMON: %w", pt.Name, ErrPermission)
+	}
 	hs := &helper.Set{Host: opts.Helpers, Protos: opts.HelperProtos, NoNatives: opts.JIT.NoNatives, Type: pt}
 	if err := check(insns, opts); err != nil {
 		return nil, structuralRejection(err, opts)
@@ -63,7 +67,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	}
 	checked := v.aux == nil || opts.checked()
 	run := &runner.Program{
-		Name: name, Kind: typ, Type: pt, Verified: v.aux != nil, Checked: checked,
+		Name: name, Kind: typ, Type: pt, Verified: v.aux != nil, Checked: checked, MaxCtx: v.maxCtx, MaxTP: v.maxTP,
 		Budget: opts.Budget, Output: opts.Output, Task: opts.Task, CPUs: c,
 	}
 	if c == nil {
@@ -166,6 +170,8 @@ type verified struct {
 	ctxInsns []isa.Instruction
 	log      string
 	stats    verifier.Stats
+	maxCtx   uint32 // verifier.Result.MaxCtxOffset
+	maxTP    uint32 // verifier.Result.MaxTPAccess
 }
 
 // maxLogSize caps the verifier log buffer the retries grow to.
@@ -188,7 +194,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		// Only kernel helpers: an id the kernel lacks (a host's, or the
 		// call CO-RE poisons an instruction with) is the verifier's to
 		// reject where it reaches it, as the kernel does.
-		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && isa.HelperName(ins.Imm) != "" && hs.Func(ins.Imm) == nil && pt.CanCall(ins.Imm, caps) {
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && isa.HelperName(ins.Imm) != "" && hs.Func(ins.Imm) == nil && pt.CanCall(ins.Imm, caps) && pt.HelperRefused(ins.Imm) == "" {
 			return nil, fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, isa.HelperLabel(ins.Imm))
 		}
 	}
@@ -232,9 +238,9 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 	shadow := runner.Shadow(pt)
 	ctx := rewrite.ConvertContext(insns, res.Aux, rewrite.Shadow{
 		Data: shadow + runner.ShadowData, End: shadow + runner.ShadowEnd, Meta: shadow + runner.ShadowMeta,
-		FlowKeys: shadow + runner.ShadowFlowKeys, Socket: shadow + runner.ShadowSocket,
+		FlowKeys: shadow + runner.ShadowFlowKeys, Socket: shadow + runner.ShadowSocket, TPBuffer: shadow + runner.ShadowTPBuffer,
 	})
-	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats}, nil
+	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset, maxTP: res.MaxTPAccess}, nil
 }
 
 // explainPoison adds to a rejection at an instruction CO-RE poisoned the

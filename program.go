@@ -285,10 +285,30 @@ type RunOptions struct {
 	// the packet's socket and tunnel metadata, the devices. Optional: nil
 	// is the world of the kernel's test run on the loopback device.
 	Net *Net
+	// Trace is the world tracing programs' helpers read (kprobe,
+	// tracepoint, raw_tracepoint, perf_event): the current task, the
+	// kernel and user memory the probe reads read, the probed function,
+	// the cookie, the stacks, the perf counter. Optional: nil is a world
+	// with nothing to read (every probe read faults), the program's task
+	// (ProgramOptions.Task) and zeros.
+	Trace *Trace
 }
 
 // Net is the host's side of a run of a networking program (RunOptions.Net).
 type Net = runner.Net
+
+// Trace is the host's side of a run of a tracing program (RunOptions.Trace).
+type Trace = runner.Trace
+
+// TraceMemory is a region of the traced world's kernel or user memory
+// (Trace.Memory).
+type TraceMemory = runner.Memory
+
+// PerfValue is a perf counter's reading (Trace.Counter).
+type PerfValue = runner.PerfValue
+
+// Signal is a signal a run sent (Result.Signals).
+type Signal = runner.Signal
 
 // Socket is the socket a packet belongs to (Net.Socket).
 type Socket = runner.Socket
@@ -329,6 +349,12 @@ type Result struct {
 	// bpf_skb_set_tunnel_key and bpf_skb_set_tunnel_opt set, else what it
 	// was received with (Net.Tunnel); nil for none.
 	Tunnel *Tunnel
+	// Signals are the signals the last run sent with bpf_send_signal and
+	// bpf_send_signal_thread, in order.
+	Signals []Signal
+	// Buffer is a writable raw tracepoint's buffer (Trace.Buffer) as the
+	// last run left it.
+	Buffer []byte
 }
 
 // Redirect is the target a program chose with bpf_redirect or
@@ -546,7 +572,10 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	if err != nil {
 		return fmt.Errorf("run %s: %w", p.name, err)
 	}
-	in := runner.Input{Data: opts.Data, DataOut: opts.DataOut, Repeat: opts.Repeat, RunContext: opts.RunContext, Timed: timed, OnCPU: on, CPU: cpu, Net: opts.Net}
+	if err := p.traceRun(opts); err != nil {
+		return fmt.Errorf("run %s: %w", p.name, err)
+	}
+	in := runner.Input{Data: opts.Data, DataOut: opts.DataOut, Repeat: opts.Repeat, RunContext: opts.RunContext, Timed: timed, OnCPU: on, CPU: cpu, Net: opts.Net, Trace: opts.Trace}
 	if opts.Context != nil {
 		b, err := contextBytes(opts.Context)
 		if err != nil {
@@ -576,7 +605,7 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	if rd := out.Redirect; rd.Valid {
 		res.Redirect = Redirect{Map: p.mapOf(rd.Map), Key: rd.Key, Flags: rd.Flags, Valid: true, Peer: rd.Peer, Neigh: rd.Neigh, NextHop: rd.NextHop, Socket: rd.Socket}
 	}
-	res.Clones, res.Tunnel = out.Clones, out.Tunnel
+	res.Clones, res.Tunnel, res.Signals, res.Buffer = out.Clones, out.Tunnel, out.Signals, out.Buffer
 	return nil
 }
 

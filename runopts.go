@@ -76,3 +76,37 @@ func (p *Program) runCPU(opts *RunOptions) (cpu int, on bool, err error) {
 	}
 	return 0, false, nil
 }
+
+// traceRun checks a tracing program's run as the kernel's test run for it
+// does (progtype.TraceRun): no packet for any; for raw tracepoints, which
+// the kernel test-runs, no repetitions or context output either, and a
+// context input of at least the bytes the program reads of it and at
+// most the 12 arguments (EINVAL). The other types take repetitions and
+// give the context back.
+func (p *Program) traceRun(opts *RunOptions) error {
+	tr := p.run.Type.Trace
+	if tr == nil {
+		return nil
+	}
+	if len(opts.Data) != 0 || opts.DataOut != nil {
+		return fmt.Errorf("a %s program takes no packet: %w", p.run.Type.Name, maps.ErrInvalid)
+	}
+	if !tr.Kernel {
+		return nil
+	}
+	if opts.Repeat != 0 || opts.ContextOut != nil {
+		return fmt.Errorf("a %s test run takes no repetitions or context output: %w", p.run.Type.Name, maps.ErrInvalid)
+	}
+	n := 0
+	if opts.Context != nil {
+		b, err := contextBytes(opts.Context)
+		if err != nil {
+			return err
+		}
+		n = len(b)
+	}
+	if n < int(p.run.MaxCtx) || n > int(p.run.Type.ContextSize) {
+		return fmt.Errorf("context of %d bytes, the program reads %d and takes at most %d: %w", n, p.run.MaxCtx, p.run.Type.ContextSize, maps.ErrInvalid)
+	}
+	return nil
+}

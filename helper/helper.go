@@ -70,6 +70,8 @@ var families = [][]Helper{
 	timeHelpers,
 	cpuHelpers,
 	taskHelpers,
+	traceHelpers,
+	stackHelpers,
 	printkHelpers,
 	strtolHelpers,
 	skbHelpers,

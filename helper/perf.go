@@ -10,10 +10,10 @@ import (
 
 // perfHelpers write to perf event arrays. bpf_perf_event_output is the
 // networking variant (the kernel's bpf_skb_event_output_proto and
-// bpf_xdp_event_output_proto), for the types whose func_proto gives it. The
-// tracing types' bpf_perf_event_output_proto, and bpf_skb_output and
-// bpf_xdp_output (BPF_PROG_TYPE_TRACING only), are not implemented: bpfvm
-// has no tracing types.
+// bpf_xdp_event_output_proto), for the types whose func_proto gives it,
+// and the tracing types' (bpf_perf_event_output_proto and its tracepoint
+// and raw tracepoint forms), which outputs data only. bpf_skb_output and
+// bpf_xdp_output (BPF_PROG_TYPE_TRACING only) are not implemented.
 var perfHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_perf_event_output", Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything, ArgMem, ArgConstSizeOrZero}}, Func: helperPerfEventOutput},
 }
@@ -60,7 +60,8 @@ func helperPerfEventOutput(e *vm.Env, _, r2, r3, r4, r5 uint64) (uint64, error) 
 func dataOnlyOutput(kind ebpf.ProgramType) bool {
 	switch kind {
 	case ebpf.SkMsg, ebpf.SockOps, ebpf.CGroupSock, ebpf.CGroupSockAddr, ebpf.CGroupSysctl,
-		ebpf.CGroupSockopt, ebpf.CGroupDevice, ebpf.SkLookup:
+		ebpf.CGroupSockopt, ebpf.CGroupDevice, ebpf.SkLookup,
+		ebpf.Kprobe, ebpf.TracePoint, ebpf.RawTracepoint, ebpf.RawTracepointWritable, ebpf.PerfEvent:
 		return true
 	}
 	return false

@@ -10,6 +10,24 @@ var taskHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_get_current_pid_tgid"}, Func: helperGetCurrentPidTgid},
 	{Proto: Proto{Name: "bpf_get_current_uid_gid"}, Func: helperGetCurrentUidGid},
 	{Proto: Proto{Name: "bpf_get_current_comm", Args: [5]ArgType{ArgUninitMem, ArgConstSize}}, Func: helperGetCurrentComm},
+	{Proto: Proto{Name: "bpf_get_current_cgroup_id"}, Func: helperGetCurrentCgroupID},
+	{Proto: Proto{Name: "bpf_get_current_ancestor_cgroup_id", Args: [5]ArgType{ArgAnything}}, Func: helperGetCurrentAncestorCgroupID},
+}
+
+// helperGetCurrentAncestorCgroupID is
+// bpf_get_current_ancestor_cgroup_id(level): the id of the current task's
+// cgroup's ancestor at level (0 the root; its own at its level), 0 for a
+// level out of range.
+func helperGetCurrentAncestorCgroupID(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
+	t, _ := runner.Of(e).Task()
+	return t.AncestorCgroup(int32(r1)), nil
+}
+
+// helperGetCurrentCgroupID is bpf_get_current_cgroup_id: the id of the
+// current task's cgroup v2.
+func helperGetCurrentCgroupID(e *vm.Env, _, _, _, _, _ uint64) (uint64, error) {
+	t, _ := runner.Of(e).Task()
+	return t.CgroupID, nil
 }
 
 // helperGetCurrentPidTgid is bpf_get_current_pid_tgid: tgid << 32 | pid.

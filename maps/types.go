@@ -116,6 +116,7 @@ var types = [maxType]*typeInfo{
 	SockHash:            &sockHashInfo,
 	ReuseportSockArray:  &reuseportInfo,
 	SkStorage:           &skStorageInfo,
+	StackTrace:          &stackTraceInfo,
 }
 
 // noInfo is the description of the types bpfvm does not implement.

@@ -21,8 +21,8 @@ func TestTypeDescriptions(t *testing.T) {
 			t.Errorf("%s: takes only helpers it names, and names none", typ)
 		}
 	}
-	if n != 26 {
-		t.Errorf("%d implemented types, want 26", n)
+	if n != 27 {
+		t.Errorf("%d implemented types, want 27", n)
 	}
 	if got := Type(100).String(); got != "type 100" {
 		t.Errorf("Type(100).String() = %q", got)
@@ -97,7 +97,7 @@ func TestTypeRules(t *testing.T) {
 		{"ValueIsKey", Type.ValueIsKey, []Type{BloomFilter}},
 		{"Implemented", Type.Implemented, []Type{Hash, Array, ProgArray, PerfEventArray, PerCPUHash, PerCPUArray, LRUHash, LRUPerCPUHash,
 			LPMTrie, ArrayOfMaps, HashOfMaps, DevMap, CPUMap, XSKMap, Queue, Stack, DevMapHash, RingBuf, BloomFilter,
-			CgroupArray, CgroupStorage, PerCPUCgroupStorage, SockMap, SockHash, ReuseportSockArray, SkStorage}},
+			CgroupArray, CgroupStorage, PerCPUCgroupStorage, SockMap, SockHash, ReuseportSockArray, SkStorage, StackTrace}},
 		{"no BatchLookupAndDelete", func(t Type) bool { return !t.BatchLookupAndDelete() }, []Type{LPMTrie}},
 	} {
 		for typ := range maxType {

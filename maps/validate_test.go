@@ -20,6 +20,17 @@ func specCases() []specCase {
 	inner := &Spec{Type: Array, KeySize: 4, ValueSize: 4, MaxEntries: 1}
 	cases := []specCase{
 		{"hash", Spec{Type: Hash, KeySize: 4, ValueSize: 4, MaxEntries: 1}, nil, false},
+		{"stack_trace", Spec{Type: StackTrace, KeySize: 4, ValueSize: 8 * 127, MaxEntries: 1000}, nil, false},
+		{"stack_trace 128 frames", Spec{Type: StackTrace, KeySize: 4, ValueSize: 8 * 128, MaxEntries: 1}, ErrInvalid, false},
+		{"stack_trace value 12", Spec{Type: StackTrace, KeySize: 4, ValueSize: 12, MaxEntries: 1}, ErrInvalid, false},
+		{"stack_trace value 4", Spec{Type: StackTrace, KeySize: 4, ValueSize: 4, MaxEntries: 1}, ErrInvalid, false},
+		{"stack_trace key 8", Spec{Type: StackTrace, KeySize: 8, ValueSize: 8, MaxEntries: 1}, ErrInvalid, false},
+		{"stack_trace max 0", Spec{Type: StackTrace, KeySize: 4, ValueSize: 8}, ErrInvalid, false},
+		{"stack_trace build id", Spec{Type: StackTrace, KeySize: 4, ValueSize: 64, MaxEntries: 1, Flags: FlagStackBuildID}, nil, false},
+		{"stack_trace build id value 40", Spec{Type: StackTrace, KeySize: 4, ValueSize: 40, MaxEntries: 1, Flags: FlagStackBuildID}, ErrInvalid, false},
+		{"stack_trace rdonly_prog", Spec{Type: StackTrace, KeySize: 4, ValueSize: 8, MaxEntries: 1, Flags: FlagRdonlyProg}, ErrInvalid, false},
+		{"stack_trace rdonly", Spec{Type: StackTrace, KeySize: 4, ValueSize: 8, MaxEntries: 1, Flags: FlagRdonly}, nil, false},
+		{"stack_trace max 2^31+1", Spec{Type: StackTrace, KeySize: 4, ValueSize: 8, MaxEntries: 1<<31 + 1}, ErrFull, false},
 		{"hash key 0", Spec{Type: Hash, KeySize: 0, ValueSize: 4, MaxEntries: 1}, ErrInvalid, false},
 		{"hash value 0", Spec{Type: Hash, KeySize: 4, ValueSize: 0, MaxEntries: 1}, ErrInvalid, false},
 		{"hash max 0", Spec{Type: Hash, KeySize: 4, ValueSize: 4}, ErrInvalid, false},

@@ -42,6 +42,11 @@ type HelperRule struct {
 	// "curr" for bpf_get_cgroup_classid_curr_proto): package helper
 	// has an entry per variant (helper.Helper.Variant).
 	Variant string
+	// Refuse is how the kernel's verifier refuses calls the func_proto
+	// lets through, after "func <name>#<id> " (bpf_get_func_ip outside
+	// kprobes and trampolines: "not supported for program type 5"); ""
+	// for none.
+	Refuse string
 }
 
 // Helpers composes sets as a func_proto function falls through to the
@@ -129,6 +134,15 @@ func (t *Type) CanCall(id int32, c Cap) bool {
 	}
 	r, ok := t.Helpers[name]
 	return ok && r.Cap <= c
+}
+
+// HelperRefused returns how the verifier refuses calls of helper id that
+// the type's set names (HelperRule.Refuse), or "".
+func (t *Type) HelperRefused(id int32) string {
+	if t == nil || t.Helpers == nil {
+		return ""
+	}
+	return t.Helpers[isa.HelperName(id)].Refuse
 }
 
 // HelperVariant returns the variant of helper id the type's set gives

@@ -43,6 +43,8 @@ var kernelTypes = []kernelType{
 	{ebpf.SkReuseport, ebpf.AttachSkReuseportSelectOrMigrate},
 	{ebpf.LWTIn, 0}, {ebpf.LWTOut, 0}, {ebpf.LWTXmit, 0}, {ebpf.FlowDissector, 0},
 	{ebpf.LWTSeg6Local, 0},
+	{ebpf.Kprobe, 0}, {ebpf.Kprobe, ebpf.AttachTraceKprobeMulti}, {ebpf.TracePoint, 0},
+	{ebpf.RawTracepoint, 0}, {ebpf.RawTracepointWritable, 0}, {ebpf.PerfEvent, 0},
 }
 
 // TestHelperSetNames checks that every set names kernel helpers only: a

@@ -12,9 +12,11 @@
 // socket_filter.go, tc.go, cgroup_skb.go, lwt.go, sockmap.go (sk_skb,
 // sk_msg), sock_ops.go, cgroup_sock.go (cgroup_sock, cgroup_sock_addr),
 // sk_lookup.go, sk_reuseport.go, flow_dissector.go, cgroup.go (cgroup_sysctl, cgroup_sockopt,
-// cgroup_device); helpers.go holds the shared helper sets
+// cgroup_device), kprobe.go, tracepoint.go, raw_tracepoint.go,
+// perf_event.go; helpers.go holds the shared helper sets
 // (bpf_base_func_proto, bpf_sk_base_func_proto, cgroup_common_func_proto,
-// cgroup_current_func_proto) they compose. Where the kernel's rules depend
+// cgroup_current_func_proto) they compose, tracing_helpers.go the tracing
+// types' (bpf_tracing_func_proto and the sets over it). Where the kernel's rules depend
 // on the expected attach type, each attach type has its Type (OfAttach).
 package progtype
 
@@ -57,6 +59,11 @@ const (
 	// SocketOrNull loads the address of the run's socket, a struct
 	// bpf_sock read as Sock describes, or 0 when the run has none.
 	SocketOrNull
+	// TPBuffer loads the address of the writable buffer of a
+	// raw_tracepoint_writable program's tracepoint, its first argument
+	// (the kernel's PTR_TO_TP_BUFFER): memory the program reads and
+	// writes at constant offsets, as far as the tracepoint gives.
+	TPBuffer
 )
 
 // FlowKeysSize is the size of struct bpf_flow_keys.
@@ -80,6 +87,8 @@ func (k Kind) String() string {
 		return "sock"
 	case SocketOrNull:
 		return "sock_or_null"
+	case TPBuffer:
+		return "tp_buffer"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -219,6 +228,23 @@ type Type struct {
 	// packet metadata rather than packet (xdp_md.data of the input), after
 	// Setup accepted the context; nil for none.
 	MetaInput func(ctx []byte) uint32
+	// Trace, for a tracing type (kprobe, tracepoint, raw tracepoints,
+	// perf events), is its test run: the context is the host's, from the
+	// context input; there is no packet; the helpers read the world the
+	// run gives (runner.Trace). nil for the others.
+	Trace *TraceRun
+}
+
+// TraceRun is the test run of a tracing type (Type.Trace).
+type TraceRun struct {
+	// Kernel says the kernel has a test run for the type (raw
+	// tracepoints: bpf_prog_test_run_raw_tp), whose rules runs follow: a
+	// context input of at least the bytes the program reads of it (the
+	// verifier's max_ctx_offset) and at most ContextSize; no packet,
+	// repetitions or context output. The types without one (kprobe,
+	// tracepoint, perf_event) run on any context input, zero past its
+	// end, repeat, and give the context back as they leave it.
+	Kernel bool
 }
 
 // KeysRun is the test run of a type whose programs fill a struct
@@ -425,7 +451,7 @@ func (t *Type) Validate() error {
 		if f.NarrowSpan > f.Size || f.NarrowMin > f.Size {
 			return fmt.Errorf("program type %s: field %s: narrow loads limited beyond its %d bytes", t.Name, f.Name, f.Size)
 		}
-		if (f.Kind == FlowKeys || f.Kind == SockCommonOrNull || f.Kind == Socket || f.Kind == SocketOrNull) && f.Size != 8 {
+		if (f.Kind == FlowKeys || f.Kind == SockCommonOrNull || f.Kind == Socket || f.Kind == SocketOrNull || f.Kind == TPBuffer) && f.Size != 8 {
 			return fmt.Errorf("program type %s: pointer field %s must be 8 bytes", t.Name, f.Name)
 		}
 		if f.Kind != Scalar && f.Size != 4 && f.Size != 8 {
@@ -529,6 +555,22 @@ func OfAttach(t ebpf.ProgramType, a ebpf.AttachType) (*Type, error) {
 		return LWTXmit, nil
 	case ebpf.LWTSeg6Local:
 		return LWTSeg6Local, nil
+	case ebpf.Kprobe:
+		// The kernel takes any expected attach type for kprobes; its
+		// multi-attach ones change only where the probed address and the
+		// cookie come from, which the run's world gives either way.
+		if a == ebpf.AttachTraceKprobeSession || a == uprobeSession {
+			return kprobeSession, nil
+		}
+		return Kprobe, nil
+	case ebpf.TracePoint:
+		return Tracepoint, nil
+	case ebpf.RawTracepoint:
+		return RawTracepoint, nil
+	case ebpf.RawTracepointWritable:
+		return RawTracepointWritable, nil
+	case ebpf.PerfEvent:
+		return PerfEvent, nil
 	}
 	return nil, fmt.Errorf("program type %s: %w", t, ErrNotSupported)
 }

@@ -1,6 +1,10 @@
 package progtype
 
-import "github.com/cilium/ebpf"
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+)
 
 // The helper sets of the tracing program types (kernel/trace/bpf_trace.c,
 // kernel/bpf/bpf_lsm.c, kernel/bpf/syscall.c). Every tracing type needs
@@ -39,6 +43,14 @@ var tracingBaseHelpers = Helpers(
 	baseHelpers,
 )
 
+// funcIPRefused is bpf_get_func_ip as the verifier's check_get_func_ip
+// refuses it to program types other than kprobes and BPF_PROG_TYPE_TRACING
+// (the kernel's number typ), which their sets name through
+// bpf_tracing_func_proto.
+func funcIPRefused(typ int) HelperSet {
+	return HelperSet{"bpf_get_func_ip": {Variant: "tracing", Refuse: fmt.Sprintf("not supported for program type %d", typ)}}
+}
+
 // kprobeHelpers is kprobe_prog_func_proto (kprobe, kretprobe, uprobe,
 // uretprobe, usdt): perf output and stacks from the probed registers, the
 // probed function's address and the attach cookie. The kernel's
@@ -53,6 +65,7 @@ var kprobeHelpers = Helpers(
 // the registers from the tracepoint's record, the attach cookie.
 var tracepointHelpers = Helpers(
 	names(CapNone, "perf_event_output get_stackid get_stack get_attach_cookie"),
+	funcIPRefused(5),
 	tracingBaseHelpers,
 )
 
@@ -62,6 +75,7 @@ var tracepointHelpers = Helpers(
 // (ARG_PTR_TO_MEM | MEM_RDONLY), the variant "raw_tp".
 var rawTracepointHelpers = Helpers(
 	names(CapNone, "perf_event_output get_stackid get_stack@raw_tp get_attach_cookie"),
+	funcIPRefused(17),
 	tracingBaseHelpers,
 )
 
@@ -70,6 +84,7 @@ var rawTracepointHelpers = Helpers(
 var perfEventHelpers = Helpers(
 	names(CapNone, `perf_event_output get_stackid get_stack perf_prog_read_value
 		read_branch_records get_attach_cookie`),
+	funcIPRefused(7),
 	tracingBaseHelpers,
 )
 
@@ -97,7 +112,9 @@ func tracingHelpers(a ebpf.AttachType, trampoline bool) HelperSet {
 		sets = append(sets, names(CapNone, "seq_printf seq_write seq_printf_btf"))
 	}
 	if trampoline {
-		sets = append(sets, names(CapNone, "get_func_arg get_func_ret get_func_arg_cnt"))
+		sets = append(sets, names(CapNone, "get_func_arg get_func_ret get_func_arg_cnt get_func_ip@tracing"))
+	} else {
+		sets = append(sets, HelperSet{"bpf_get_func_ip": {Variant: "tracing", Refuse: "supported only for fentry/fexit/fmod_ret programs"}})
 	}
 	s := Helpers(append(sets, rawTracepointHelpers)...)
 	// The cookie is the trampoline's or the BTF tracepoint's; the others
@@ -118,7 +135,7 @@ func tracingHelpers(a ebpf.AttachType, trampoline bool) HelperSet {
 // set up, socket options; then tracing_prog_func_proto.
 func lsmHelpers(a ebpf.AttachType, hook string, sleepable bool) HelperSet {
 	sets := []HelperSet{names(CapNone, `inode_storage_get inode_storage_delete
-		sk_storage_get sk_storage_delete spin_lock spin_unlock bprm_opts_set`)}
+		sk_storage_get sk_storage_delete spin_lock spin_unlock bprm_opts_set`), funcIPRefused(29)}
 	if sleepable {
 		sets = append(sets, names(CapNone, "ima_inode_hash ima_file_hash"))
 	}
@@ -144,6 +161,7 @@ func lsmHelpers(a ebpf.AttachType, hook string, sleepable bool) HelperSet {
 // tracing_prog_func_proto.
 var syscallHelpers = Helpers(
 	names(CapPerfmon, "sys_bpf"),
+	funcIPRefused(31),
 	names(CapNone, "btf_find_by_name_kind sys_close kallsyms_lookup_name"),
 	tracingHelpers(0, false),
 )

@@ -11,10 +11,11 @@ import (
 // Shadow locates, relative to the context, the slots where the runner keeps
 // the 64-bit packet pointers verified programs load in place of the
 // context's data, data_end and data_meta fields, the flow keys' address
-// they load in place of __sk_buff.flow_keys, and the socket's in place of
-// __sk_buff.sk.
+// they load in place of __sk_buff.flow_keys, the socket's in place of
+// __sk_buff.sk, and a writable raw tracepoint's buffer's in place of its
+// first argument.
 type Shadow struct {
-	Data, End, Meta, FlowKeys, Socket uint64
+	Data, End, Meta, FlowKeys, Socket, TPBuffer uint64
 }
 
 // ConvertContext turns loads of packet pointer fields, which the verifier
@@ -55,6 +56,8 @@ func ConvertContext(insns []isa.Instruction, aux []verifier.InsnAux, shadow Shad
 			slot = shadow.FlowKeys
 		case progtype.SockCommonOrNull, progtype.Socket, progtype.SocketOrNull:
 			slot = shadow.Socket
+		case progtype.TPBuffer:
+			slot = shadow.TPBuffer
 		}
 		*ins = isa.Instruction{Op: isa.ClassLDX | isa.ModeMEM | isa.SizeDW, Dst: ins.Dst, Src: ins.Src, Off: int16(slot)}
 	}

@@ -45,6 +45,12 @@ type Program struct {
 	Checked bool
 	// Budget limits the instructions of one run (0: none).
 	Budget uint64
+	// MaxCtx is the end of the furthest context access the verifier saw
+	// (verifier.Result.MaxCtxOffset; 0 when not verified).
+	MaxCtx uint32
+	// MaxTP is the end of the furthest access to a writable raw
+	// tracepoint's buffer the verifier saw (verifier.Result.MaxTPAccess).
+	MaxTP uint32
 	// Maps are the maps the program references, by index.
 	Maps []maps.Map
 	// Regions are the map memory checked runs may access from the start.

@@ -32,14 +32,16 @@ const ethHeader = 14
 // data_meta fields, and the address of the flow keys they load in place of
 // __sk_buff.flow_keys and of the socket in place of __sk_buff.sk (the
 // rewrite turns those loads into loads of these slots; setPacket keeps them
-// up to date). The flow keys follow the slots, then the socket.
+// up to date), and of a writable raw tracepoint's buffer in place of its
+// first argument. The flow keys follow the slots, then the socket.
 const (
 	ShadowData     = 0
 	ShadowEnd      = 8
 	ShadowMeta     = 16
 	ShadowFlowKeys = 24
 	ShadowSocket   = 32
-	shadowSize     = 40
+	ShadowTPBuffer = 40
+	shadowSize     = 48
 )
 
 // Shadow is where, in the context area, the shadow slots of a program of
@@ -122,6 +124,9 @@ type Input struct {
 	// Net is the host's world (nil: the kernel's test run's): for
 	// programs on a socket buffer, and the cgroups and socket of any.
 	Net *Net
+	// Trace is the host's world for tracing programs (nil: the zero
+	// world).
+	Trace *Trace
 }
 
 // Output is what a test run returns.
@@ -141,6 +146,12 @@ type Output struct {
 	// (bpf_skb_set_tunnel_key's, or the one it was received with), nil
 	// for none.
 	Tunnel *Tunnel
+	// Signals are the signals the last run sent (bpf_send_signal,
+	// bpf_send_signal_thread).
+	Signals []Signal
+	// Buffer is a writable raw tracepoint's buffer after the run
+	// (Trace.Buffer as the program left it).
+	Buffer []byte
 }
 
 // Run runs p on one of its runners as the kernel's test run does, filling
@@ -180,10 +191,24 @@ func Run(p *Program, in *Input, out *Output) error {
 		// Room for the skb helpers to grow the packet in place.
 		headroom, tailroom = max(headroom, SkbMaxLen), max(tailroom, SkbMaxLen)
 	}
-	if err := r.memory(ctxArea + headroom + len(in.Data) + tailroom); err != nil {
+	var tpBuf []byte
+	if pt.Trace != nil && in.Trace != nil {
+		tpBuf = in.Trace.Buffer
+	}
+	if p.MaxTP > uint32(len(tpBuf)) {
+		// The kernel refuses to attach such a program to the tracepoint.
+		return fmt.Errorf("the program accesses %d bytes of the tracepoint's buffer, which has %d: %w", p.MaxTP, len(tpBuf), maps.ErrInvalid)
+	}
+	if err := r.memory(ctxArea + headroom + len(in.Data) + tailroom + len(tpBuf)); err != nil {
 		return err
 	}
 	r.prog = p
+	r.tpBuf, r.tpLen = 0, 0
+	if len(tpBuf) > 0 {
+		off := ctxArea + headroom + len(in.Data) + tailroom
+		r.tpBuf, r.tpLen = r.buf.Addr()+uint64(off), uint64(len(tpBuf))
+		copy(r.buf.Bytes()[off:], tpBuf)
+	}
 
 	buf := r.buf.Bytes()
 	base := r.buf.Addr()
@@ -277,6 +302,9 @@ func Run(p *Program, in *Input, out *Output) error {
 		r.sk.net = in.Net
 		r.sk.cookie++
 	}
+	if pt.Trace != nil {
+		r.beginTrace(in.Trace)
+	}
 	r.beginRun()
 	repeat := max(in.Repeat, 1)
 	var start time.Time
@@ -302,6 +330,12 @@ func Run(p *Program, in *Input, out *Output) error {
 			c.Options = append([]byte(nil), t.Options...)
 			out.Tunnel = &c
 		}
+	}
+	if pt.Trace != nil && len(r.tr.signals) > 0 {
+		out.Signals = append([]Signal(nil), r.tr.signals...)
+	}
+	if r.tpLen > 0 {
+		out.Buffer = append([]byte(nil), vm.Slice(r.tpBuf, r.tpLen)...)
 	}
 	if pt.Keys != nil {
 		return keysOutput(r, pt, in, out)
@@ -401,6 +435,8 @@ func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, err
 		return e.Ctx.Start + flowKeys(pt), nil
 	case progtype.SockCommonOrNull, progtype.Socket, progtype.SocketOrNull:
 		return r.sock, nil
+	case progtype.TPBuffer:
+		return r.tpBuf, nil
 	}
 	o, n := f.Convert(uint32(off), uint32(size), op)
 	addr, size := e.Ctx.Start+uint64(o), uint64(n)

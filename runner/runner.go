@@ -25,12 +25,16 @@ type Runner struct {
 	// flow keys from before each repetition (progtype.KeysRun).
 	keysIn, frame []byte
 	// sock is the address of the run's socket, 0 for none (Type.Socket).
-	sock    uint64
-	hs      helperState  // helpers' per-runner state (state.go)
-	sk      skbState     // the socket buffer of a run on one (skb.go)
-	cache   vm.Cache     // the engines' state kept from run to run
-	between func() error // r.nextRun, made once: what engines call between repetitions
-	pace    vm.Pacer     // nextRun's looks at the run's context
+	sock uint64
+	// tpBuf and tpLen locate a writable raw tracepoint's buffer, after
+	// the packet's tailroom (0: none).
+	tpBuf, tpLen uint64
+	hs           helperState  // helpers' per-runner state (state.go)
+	sk           skbState     // the socket buffer of a run on one (skb.go)
+	tr           traceState   // the world of a tracing run (trace.go)
+	cache        vm.Cache     // the engines' state kept from run to run
+	between      func() error // r.nextRun, made once: what engines call between repetitions
+	pace         vm.Pacer     // nextRun's looks at the run's context
 }
 
 // setPacket moves the packet boundaries (after bpf_xdp_adjust_head and
@@ -50,6 +54,7 @@ func (r *Runner) setPacket(p Packet) {
 		*(*uint64)(vm.Ptr(shadow + ShadowMeta)) = p.Meta
 		*(*uint64)(vm.Ptr(shadow + ShadowFlowKeys)) = r.buf.Addr() + flowKeys(r.prog.Type)
 		*(*uint64)(vm.Ptr(shadow + ShadowSocket)) = r.sock
+		*(*uint64)(vm.Ptr(shadow + ShadowTPBuffer)) = r.tpBuf
 	}
 }
 
@@ -96,6 +101,9 @@ func (r *Runner) progRegions(regions []vm.Region, p *Program) []vm.Region {
 	if p.Type.Socket != nil {
 		sk := base + socket(p.Type)
 		regions = append(regions, vm.Region{Start: sk, End: sk + progtype.SockSize})
+	}
+	if r.tpLen > 0 {
+		regions = append(regions, vm.Region{Start: r.tpBuf, End: r.tpBuf + r.tpLen, Writable: true})
 	}
 	return append(regions, p.Regions...)
 }

@@ -75,6 +75,7 @@ func (r *Runner) resetRun() {
 	r.env.TailCalls = 0
 	r.redirect = Redirect{}
 	r.sk.clones = r.sk.clones[:0]
+	r.tr.signals = r.tr.signals[:0]
 	r.hs.scratchDepth = 0
 }
 

@@ -17,6 +17,26 @@ type Task struct {
 	// Comm is the command name; programs see at most its first 15 bytes,
 	// as the kernel's TASK_COMM_LEN is 16 with the NUL.
 	Comm string
+	// CgroupID is the id of the task's cgroup v2 (bpf_get_current_cgroup_id):
+	// for the host, its cgroup directory's inode number, which is the
+	// kernel's id, or 1 (the root cgroup's) where there is none.
+	CgroupID uint64
+	// Ancestors are the ids of the ancestors of the task's cgroup, the
+	// root's first (level 0), for bpf_get_current_ancestor_cgroup_id: the
+	// task's own cgroup is at level len(Ancestors).
+	Ancestors []uint64
+}
+
+// AncestorCgroup returns the id of the task's cgroup's ancestor at level
+// (its own at its level), or 0 for a level out of range.
+func (t *Task) AncestorCgroup(level int32) uint64 {
+	switch {
+	case level < 0 || int(level) > len(t.Ancestors):
+		return 0
+	case int(level) == len(t.Ancestors):
+		return t.CgroupID
+	}
+	return t.Ancestors[level]
 }
 
 // CommLen is the kernel's TASK_COMM_LEN.
@@ -36,11 +56,16 @@ var hostTask = sync.OnceValue(func() Task {
 	if len(t.Comm) > CommLen-1 {
 		t.Comm = t.Comm[:CommLen-1]
 	}
+	t.CgroupID, t.Ancestors = hostCgroup()
 	return t
 })
 
-// Task returns the task a run reports and whether it is the host's.
+// Task returns the task a run reports and whether it is the host's: the
+// tracing world's (Trace.Task), else the program's, else the host's.
 func (r *Runner) Task() (Task, bool) {
+	if t := r.Trace().Task; t != nil {
+		return *t, false
+	}
 	if t := r.prog.Task; t != nil {
 		return *t, false
 	}

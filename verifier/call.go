@@ -59,6 +59,11 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	if !v.pt.CanCall(id, v.caps()) {
 		return v.errorf(pc, "program of this type cannot use helper %s#%d", name, id)
 	}
+	if msg := v.pt.HelperRefused(id); msg != "" {
+		// A check of the kernel's for this helper and type
+		// (check_get_func_ip), made before the arguments here.
+		return v.errorf(pc, "func %s#%d %s", name, id, msg)
+	}
 	if p == nil {
 		return v.errorf(pc, "invalid func %s#%d", name, id)
 	}

@@ -210,6 +210,8 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 			return Reg{}, v.errorf(a.pc, "invalid access to flow keys off=%d size=%d", off, a.size)
 		}
 		return v.loadedScalar(a.size), nil
+	case PtrToTPBuffer:
+		return v.tpBufferAccess(ptr, a)
 	case ConstPtrToMap:
 		return v.mapPtrAccess(ptr, a)
 	case PtrToMem:
@@ -313,6 +315,21 @@ func rdonlyProg(s maps.Spec) bool {
 // other than the stack.
 func (v *verifier) leaks(a access) bool {
 	return a.write && a.val != nil && a.src != nil && a.val.Type.IsPointer() && v.opts.Unprivileged
+}
+
+// tpBufferAccess checks an access to a raw_tracepoint_writable program's
+// buffer (check_tp_buffer_access): at a constant, non-negative offset, as
+// far as it goes recorded for the attach (Result.MaxTPAccess).
+func (v *verifier) tpBufferAccess(ptr *Reg, a access) (Reg, error) {
+	off := int64(ptr.Off) + int64(a.off)
+	if off < 0 {
+		return Reg{}, v.errorf(a.pc, "R%d invalid tracepoint buffer access: off=%d, size=%d", a.reg, off, a.size)
+	}
+	if !ptr.Scalar.Var.IsConst() || ptr.Scalar.Var.Value != 0 {
+		return Reg{}, v.errorf(a.pc, "R%d invalid variable buffer offset: off=%d, var_off=%s", a.reg, off, ptr.Scalar.Var)
+	}
+	v.maxTP = max(v.maxTP, uint32(off)+uint32(a.size))
+	return v.loadedScalar(a.size), nil
 }
 
 // loadedScalar is what a load of size bytes from plain memory yields.
@@ -427,6 +444,7 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 	if err != nil {
 		return Reg{}, v.errorf(a.pc, "%v", err)
 	}
+	v.maxCtx = max(v.maxCtx, uint32(off)+uint32(a.size))
 	aux := &v.aux[a.pc]
 	if aux.Ctx != nil && aux.Ctx != f {
 		return Reg{}, v.errorf(a.pc, "same insn cannot be used with different pointers")
@@ -441,6 +459,8 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 		return Reg{Type: PtrToPacketEnd, Scalar: Const(0)}, nil
 	case progtype.FlowKeys:
 		return Reg{Type: PtrToFlowKeys, Scalar: Const(0)}, nil
+	case progtype.TPBuffer:
+		return Reg{Type: PtrToTPBuffer, Scalar: Const(0)}, nil
 	case progtype.SockCommonOrNull:
 		return Reg{Type: PtrToSockCommon, Flags: MaybeNull, ID: v.newID(), Scalar: Const(0)}, nil
 	case progtype.Socket:

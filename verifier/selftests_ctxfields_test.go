@@ -33,54 +33,65 @@ var ctxOps = []struct {
 
 // ctxTypes are the program types with a context, by attach type where the
 // kernel's rules depend on it, with a value each may return.
+// from is where the sweep starts (0: 8 bytes before the context), for a
+// large context (a tracepoint's record of 8192 bytes) whose middle holds
+// nothing the start and the end do not.
 var ctxTypes = []struct {
 	typ    ebpf.ProgramType
 	attach ebpf.AttachType
 	size   int
 	ret    int
+	from   int
 }{
-	{ebpf.XDP, 0, 24, 0},
-	{ebpf.SocketFilter, 0, 192, 0},
-	{ebpf.SchedCLS, 0, 192, 0},
-	{ebpf.SchedACT, 0, 192, 0},
-	{ebpf.CGroupSKB, ebpf.AttachCGroupInetIngress, 192, 0},
-	{ebpf.CGroupSKB, ebpf.AttachCGroupInetEgress, 192, 0},
-	{ebpf.SkSKB, 0, 192, 0},
-	{ebpf.SkMsg, 0, 80, 0},
-	{ebpf.SockOps, 0, 224, 0},
-	{ebpf.CGroupSock, ebpf.AttachCGroupInetSockCreate, 80, 0},
-	{ebpf.CGroupSock, ebpf.AttachCgroupInetSockRelease, 80, 0},
-	{ebpf.CGroupSock, ebpf.AttachCGroupInet4PostBind, 80, 0},
-	{ebpf.CGroupSock, ebpf.AttachCGroupInet6PostBind, 80, 0},
-	{ebpf.CGroupSockAddr, ebpf.AttachCGroupInet4Bind, 72, 0},
-	{ebpf.CGroupSockAddr, ebpf.AttachCGroupInet6Bind, 72, 0},
-	{ebpf.CGroupSockAddr, ebpf.AttachCGroupInet4Connect, 72, 0},
-	{ebpf.CGroupSockAddr, ebpf.AttachCGroupInet6Connect, 72, 0},
-	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixConnect, 72, 0},
-	{ebpf.CGroupSockAddr, ebpf.AttachCgroupInet4GetPeername, 72, 1},
-	{ebpf.CGroupSockAddr, ebpf.AttachCgroupInet6GetPeername, 72, 1},
-	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixGetpeername, 72, 1},
-	{ebpf.CGroupSockAddr, ebpf.AttachCgroupInet4GetSockname, 72, 1},
-	{ebpf.CGroupSockAddr, ebpf.AttachCgroupInet6GetSockname, 72, 1},
-	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixGetsockname, 72, 1},
-	{ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP4Sendmsg, 72, 0},
-	{ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP6Sendmsg, 72, 0},
-	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixSendmsg, 72, 0},
-	{ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP4Recvmsg, 72, 1},
-	{ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP6Recvmsg, 72, 1},
-	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixRecvmsg, 72, 1},
-	{ebpf.SkLookup, ebpf.AttachSkLookup, 72, 0},
-	{ebpf.CGroupSysctl, 0, 8, 0},
-	{ebpf.CGroupSockopt, ebpf.AttachCGroupSetsockopt, 40, 0},
-	{ebpf.CGroupSockopt, ebpf.AttachCGroupGetsockopt, 40, 0},
-	{ebpf.CGroupDevice, 0, 12, 0},
-	{ebpf.SkReuseport, ebpf.AttachSkReuseportSelect, 56, 0},
-	{ebpf.SkReuseport, ebpf.AttachSkReuseportSelectOrMigrate, 56, 0},
-	{ebpf.FlowDissector, 0, 192, 0},
-	{ebpf.LWTIn, 0, 192, 0},
-	{ebpf.LWTOut, 0, 192, 0},
-	{ebpf.LWTXmit, 0, 192, 0},
-	{ebpf.LWTSeg6Local, 0, 192, 0},
+	{ebpf.XDP, 0, 24, 0, 0},
+	{ebpf.SocketFilter, 0, 192, 0, 0},
+	{ebpf.SchedCLS, 0, 192, 0, 0},
+	{ebpf.SchedACT, 0, 192, 0, 0},
+	{ebpf.CGroupSKB, ebpf.AttachCGroupInetIngress, 192, 0, 0},
+	{ebpf.CGroupSKB, ebpf.AttachCGroupInetEgress, 192, 0, 0},
+	{ebpf.SkSKB, 0, 192, 0, 0},
+	{ebpf.SkMsg, 0, 80, 0, 0},
+	{ebpf.SockOps, 0, 224, 0, 0},
+	{ebpf.CGroupSock, ebpf.AttachCGroupInetSockCreate, 80, 0, 0},
+	{ebpf.CGroupSock, ebpf.AttachCgroupInetSockRelease, 80, 0, 0},
+	{ebpf.CGroupSock, ebpf.AttachCGroupInet4PostBind, 80, 0, 0},
+	{ebpf.CGroupSock, ebpf.AttachCGroupInet6PostBind, 80, 0, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCGroupInet4Bind, 72, 0, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCGroupInet6Bind, 72, 0, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCGroupInet4Connect, 72, 0, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCGroupInet6Connect, 72, 0, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixConnect, 72, 0, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupInet4GetPeername, 72, 1, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupInet6GetPeername, 72, 1, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixGetpeername, 72, 1, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupInet4GetSockname, 72, 1, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupInet6GetSockname, 72, 1, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixGetsockname, 72, 1, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP4Sendmsg, 72, 0, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP6Sendmsg, 72, 0, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixSendmsg, 72, 0, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP4Recvmsg, 72, 1, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP6Recvmsg, 72, 1, 0},
+	{ebpf.CGroupSockAddr, ebpf.AttachCgroupUnixRecvmsg, 72, 1, 0},
+	{ebpf.SkLookup, ebpf.AttachSkLookup, 72, 0, 0},
+	{ebpf.CGroupSysctl, 0, 8, 0, 0},
+	{ebpf.CGroupSockopt, ebpf.AttachCGroupSetsockopt, 40, 0, 0},
+	{ebpf.CGroupSockopt, ebpf.AttachCGroupGetsockopt, 40, 0, 0},
+	{ebpf.CGroupDevice, 0, 12, 0, 0},
+	{ebpf.SkReuseport, ebpf.AttachSkReuseportSelect, 56, 0, 0},
+	{ebpf.SkReuseport, ebpf.AttachSkReuseportSelectOrMigrate, 56, 0, 0},
+	{ebpf.FlowDissector, 0, 192, 0, 0},
+	{ebpf.LWTIn, 0, 192, 0, 0},
+	{ebpf.LWTOut, 0, 192, 0, 0},
+	{ebpf.LWTXmit, 0, 192, 0, 0},
+	{ebpf.LWTSeg6Local, 0, 192, 0, 0},
+	{ebpf.Kprobe, 0, 168, 0, 0},
+	{ebpf.Kprobe, ebpf.AttachTraceKprobeMulti, 168, 0, 0},
+	{ebpf.TracePoint, 0, 72, 0, 0},
+	{ebpf.TracePoint, 0, 8192, 0, 8120},
+	{ebpf.RawTracepoint, 0, 96, 0, 0},
+	{ebpf.RawTracepointWritable, 0, 96, 0, 0},
+	{ebpf.PerfEvent, 0, 184, 0, 0},
 }
 
 // TestCtxFieldsExhaustive compares every context access of every size at
@@ -91,8 +102,28 @@ func TestCtxFieldsExhaustive(t *testing.T) {
 	// Known gaps, each a verdict the kernel's and not yet ours: the
 	// socket pointers (__sk_buff.sk, a nullable struct bpf_sock_common,
 	// and the struct bpf_sock pointers of the socket types), which bpfvm
-	// does not model.
+	// does not model. And a tracepoint's loads at negative offsets, which
+	// the kernel's tp_prog_is_valid_access lets through (its off <
+	// sizeof(void *) compares unsigned) to read the memory in front of
+	// the record: bpfvm refuses them, as outside the context
+	// (DESIGN.md).
 	known := map[string]bool{}
+	for off := -8; off < 0; off++ {
+		for _, op := range []string{"ldx8", "ldx16", "ldx32", "ldx64", "ldsx8", "ldsx16", "ldsx32"} {
+			known[fmt.Sprintf("%s/0/%s/%d", ebpf.TracePoint, op, off)] = true
+		}
+	}
+	// And loads of part of raw_tracepoint_writable's buffer address
+	// (bytes 1 to 7), which the kernel gives as scalars and bpfvm
+	// refuses.
+	for off := 1; off < 8; off++ {
+		for _, size := range []int{8, 16, 32} {
+			if off%(size/8) == 0 {
+				known[fmt.Sprintf("%s/0/ldx%d/%d", ebpf.RawTracepointWritable, size, off)] = true
+				known[fmt.Sprintf("%s/0/ldsx%d/%d", ebpf.RawTracepointWritable, size, off)] = true
+			}
+		}
+	}
 	for _, ty := range ctxTypes {
 		pt := progTypeAttach(ty.typ, ty.attach)
 		for _, f := range pt.Fields {
@@ -107,45 +138,48 @@ func TestCtxFieldsExhaustive(t *testing.T) {
 		if pt == progtype.Raw {
 			t.Fatalf("%s/%s: no description", ty.typ, ty.attach)
 		}
-		for off := -8; off < ty.size+8; off++ {
-			for _, size := range []string{"8", "16", "32", "64"} {
-				for _, op := range ctxOps {
-					if op.name == "ldsx" && size == "64" {
-						continue // no 64-bit sign extension
-					}
-					name := fmt.Sprintf("%s/%d/%s%s/%d", ty.typ, ty.attach, op.name, size, off)
-					insns, err := isa.Assemble(strings.Replace(op.asm(size, off), "r0 = 0\nexit", fmt.Sprintf("r0 = %d\nexit", ty.ret), 1))
-					if err != nil {
-						t.Fatal(err)
-					}
-					_, ours := verifier.Verify(insns, verifier.Options{Type: pt})
-					if ours != nil && !errors.Is(ours, verifier.ErrRejected) {
-						t.Errorf("%s: %v does not wrap ErrRejected", name, ours)
-					}
-					if known[name] {
-						gaps++
-						continue
-					}
-					klog, ran := kernelVerdictAttach(t, ty.typ, ty.attach, 0, nil, nil, true, insns, nil, ours)
-					if !ran {
-						continue
-					}
-					total++
-					ok := true
-					if ours != nil && !strings.Contains(klog, ours.Error()) {
-						t.Errorf("%s: ours %q, kernel: %s", name, ours, lastLines(klog, 1))
-						ok = false
-					}
-					if (ours == nil) != (klog == "") {
-						t.Errorf("%s: ours %v, kernel: %s", name, ours, lastLines(klog, 1))
-						ok = false
-					}
-					if ok {
-						agreed++
+		from := ty.from - 8
+		t.Run(fmt.Sprintf("%s/%s/%d", ty.typ, ty.attach, from), func(t *testing.T) {
+			for off := from; off < ty.size+8; off++ {
+				for _, size := range []string{"8", "16", "32", "64"} {
+					for _, op := range ctxOps {
+						if op.name == "ldsx" && size == "64" {
+							continue // no 64-bit sign extension
+						}
+						name := fmt.Sprintf("%s/%d/%s%s/%d", ty.typ, ty.attach, op.name, size, off)
+						insns, err := isa.Assemble(strings.Replace(op.asm(size, off), "r0 = 0\nexit", fmt.Sprintf("r0 = %d\nexit", ty.ret), 1))
+						if err != nil {
+							t.Fatal(err)
+						}
+						_, ours := verifier.Verify(insns, verifier.Options{Type: pt})
+						if ours != nil && !errors.Is(ours, verifier.ErrRejected) {
+							t.Errorf("%s: %v does not wrap ErrRejected", name, ours)
+						}
+						if known[name] {
+							gaps++
+							continue
+						}
+						klog, ran := kernelVerdictAttach(t, ty.typ, ty.attach, 0, nil, nil, true, insns, nil, ours)
+						if !ran {
+							continue
+						}
+						total++
+						ok := true
+						if ours != nil && !strings.Contains(klog, ours.Error()) {
+							t.Errorf("%s: ours %q, kernel: %s", name, ours, lastLines(klog, 1))
+							ok = false
+						}
+						if (ours == nil) != (klog == "") {
+							t.Errorf("%s: ours %v, kernel: %s", name, ours, lastLines(klog, 1))
+							ok = false
+						}
+						if ok {
+							agreed++
+						}
 					}
 				}
 			}
-		}
+		})
 	}
 	if total == 0 {
 		t.Skip("no kernel to compare with")

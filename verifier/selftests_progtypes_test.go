@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // TestSelftestProgTypePackets covers the packet pointers of the socket and
@@ -217,5 +219,91 @@ func TestSelftestSock(t *testing.T) {
 		c("recvmsg4 sk narrow", ebpf.CGroupSockAddr, ebpf.AttachCGroupUDP4Recvmsg, "r2 = *(u64 *)(r1 +64)\nr0 = *(u8 *)(r2 +25)\n", ""),
 		c("migrating_sk checked", ebpf.SkReuseport, rs, mig+"if r2 == 0 goto out\nr0 = *(u32 *)(r2 +4)\n", ""),
 		c("migrating_sk mark", ebpf.SkReuseport, rs, mig+"if r2 == 0 goto out\nr0 = *(u32 *)(r2 +16)\n", "R2 invalid sock_common access off=16 size=4"),
+	})
+}
+
+// TestSelftestTracing covers the tracing types' context rules (the
+// exhaustive comparison is TestCtxFieldsExhaustive), return ranges and
+// helper arguments, compared with the kernel's verdict and message.
+func TestSelftestTracing(t *testing.T) {
+	kp, tp, raw, pe, rw := ebpf.Kprobe, ebpf.TracePoint, ebpf.RawTracepoint, ebpf.PerfEvent, ebpf.RawTracepointWritable
+	stackMap := maps.Spec{Type: maps.StackTrace, KeySize: 4, ValueSize: 8 * 16, MaxEntries: 16}
+	hash := maps.Spec{Type: maps.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	bad := func(off, size int) string { return fmt.Sprintf("invalid bpf_context access off=%d size=%d", off, size) }
+	c := func(name string, typ ebpf.ProgramType, asm, err string) vcase {
+		return vcase{name: name, typ: typ, asm: asm, err: err, kmsg: err != ""}
+	}
+	ld := func(size string, off int) string { return fmt.Sprintf("r0 = *(%s *)(r1 +%d)\nr0 = 0\nexit", size, off) }
+	// A buffer of 16 bytes at fp-16, uninitialised, for a helper to fill.
+	call := func(fn string, args string) string {
+		return "r6 = r1\nr1 = r10\nr1 += -16\n" + args + "call " + fn + "\nr0 = 0\nexit"
+	}
+	runCases(t, []vcase{
+		c("kprobe ip", kp, ld("u64", 128), ""),
+		c("kprobe ss low half", kp, ld("u32", 160), ""),
+		c("kprobe ss high half", kp, ld("u32", 164), ""),
+		c("kprobe byte of sp", kp, ld("u8", 155), ""),
+		c("kprobe u64 misaligned", kp, ld("u64", 164), bad(164, 8)),
+		c("kprobe past the end", kp, ld("u8", 168), bad(168, 1)),
+		c("kprobe store", kp, "r2 = 1\n*(u64 *)(r1 +80) = r2\nr0 = 0\nexit", bad(80, 8)),
+		c("kprobe moved ctx", kp, "r1 += 8\nr0 = *(u64 *)(r1 +0)\nr0 = 0\nexit", "dereference of modified ctx ptr R1 off=8 disallowed"),
+		c("tracepoint common fields", tp, ld("u32", 4), bad(4, 4)),
+		c("tracepoint first field", tp, ld("u64", 8), ""),
+		c("tracepoint last byte", tp, ld("u8", 8191), ""),
+		c("tracepoint last half misaligned", tp, ld("u16", 8191), bad(8191, 2)),
+		c("tracepoint past the end", tp, ld("u64", 8192), bad(8192, 8)),
+		c("raw_tp arg high half", raw, ld("u32", 4), ""),
+		c("raw_tp last arg", raw, ld("u64", 88), ""),
+		c("raw_tp past the args", raw, ld("u64", 96), bad(96, 8)),
+		c("raw_tp store", raw, "*(u64 *)(r1 +0) = 1\nr0 = 0\nexit", bad(0, 8)),
+		c("perf_event reg half", pe, ld("u32", 0), bad(0, 4)),
+		c("perf_event reg", pe, ld("u64", 128), ""),
+		c("perf_event period high half", pe, ld("u32", 172), ""),
+		c("perf_event addr byte", pe, ld("u8", 183), ""),
+		c("perf_event past the end", pe, ld("u64", 184), bad(184, 8)),
+		// No return ranges but sessions'.
+		c("kprobe returns -1", kp, "r0 = -1\nexit", ""),
+		c("raw_tp returns 7", raw, "r0 = 7\nexit", ""),
+		{name: "kprobe session 2", typ: kp, attach: ebpf.AttachTraceKprobeSession, asm: "r0 = 2\nexit",
+			err: "At program exit the register R0 has smin=2 smax=2 should have been in [0, 1]", kmsg: true},
+		// The probe reads fill uninitialised buffers from any address.
+		c("probe_read_kernel", kp, call("bpf_probe_read_kernel", "r2 = 16\nr3 = 0\n")+"", ""),
+		c("probe_read_user_str from a register", kp, call("bpf_probe_read_user_str", "r2 = 16\nr3 = *(u64 *)(r6 +112)\n"), ""),
+		c("probe_read too long", tp, call("bpf_probe_read", "r2 = 17\nr3 = 0\n"), "invalid write to stack R1 off=-16 size=17"),
+		c("probe_read_kernel unbounded", raw, "r6 = r1\nr2 = *(u64 *)(r6 +0)\nr1 = r10\nr1 += -16\nr3 = 0\ncall bpf_probe_read_kernel\nr0 = 0\nexit",
+			"R2 min value is negative, either use unsigned or 'var &= const'"),
+		// Raw tracepoints' bpf_get_stack takes initialised, read-only
+		// memory (ARG_PTR_TO_MEM | MEM_RDONLY), which privileged loads
+		// may leave uninitialised on the stack (allow_uninit_stack); the
+		// helper writes it, so bpfvm's refuses memory the program may
+		// not write at run time (-EFAULT).
+		c("raw_tp get_stack uninit", raw, "r2 = r10\nr2 += -16\nr3 = 16\nr4 = 0\ncall bpf_get_stack\nr0 = 0\nexit", ""),
+		c("kprobe get_stack uninit", kp, "r2 = r10\nr2 += -16\nr3 = 16\nr4 = 0\ncall bpf_get_stack\nr0 = 0\nexit", ""),
+		c("perf_prog_read_value", pe, "r2 = r10\nr2 += -24\nr3 = 24\ncall bpf_perf_prog_read_value\nr0 = 0\nexit", ""),
+		c("perf_prog_read_value not ctx", pe, "r1 = r10\nr2 = r10\nr2 += -24\nr3 = 24\ncall bpf_perf_prog_read_value\nr0 = 0\nexit", "R1 type=fp expected=ctx"),
+		c("kprobe get_func_ip", kp, "call bpf_get_func_ip\nr0 = 0\nexit", ""),
+		c("tracepoint get_func_ip", tp, "call bpf_get_func_ip\nr0 = 0\nexit", "func bpf_get_func_ip#173 not supported for program type 5"),
+		c("raw_tp get_func_ip", raw, "call bpf_get_func_ip\nr0 = 0\nexit", "func bpf_get_func_ip#173 not supported for program type 17"),
+		c("perf_event get_func_ip", pe, "call bpf_get_func_ip\nr0 = 0\nexit", "func bpf_get_func_ip#173 not supported for program type 7"),
+		c("send_signal", tp, "r1 = 10\ncall bpf_send_signal\nr0 = 0\nexit", ""),
+		// bpf_get_stackid takes stack trace maps only, which nothing
+		// else takes.
+		{name: "get_stackid", typ: kp, maps: []maps.Spec{stackMap}, asm: "r2 = map[fd:0] ll\nr3 = 0\ncall bpf_get_stackid\nr0 = 0\nexit"},
+		{name: "get_stackid of a hash", typ: tp, maps: []maps.Spec{hash}, asm: "r2 = map[fd:0] ll\nr3 = 0\ncall bpf_get_stackid\nr0 = 0\nexit",
+			err: "cannot pass map_type 1 into func bpf_get_stackid#27", kmsg: true},
+		{name: "lookup in a stack trace map", typ: raw, maps: []maps.Spec{stackMap}, asm: "*(u32 *)(r10 -4) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem\nr0 = 0\nexit",
+			err: "cannot pass map_type 7 into func bpf_map_lookup_elem#1", kmsg: true},
+		// raw_tracepoint_writable's buffer: the first argument, read
+		// whole, then read and written at constant offsets.
+		c("tp buffer write", rw, "r1 = *(u64 *)(r1 +0)\n*(u64 *)(r1 +64) = 7\nr0 = *(u32 *)(r1 +4)\nexit", ""),
+		c("tp buffer atomic", rw, "r1 = *(u64 *)(r1 +0)\nr2 = 1\nlock *(u64 *)(r1 +8) += r2\nr0 = 0\nexit", ""),
+		c("tp buffer half load", rw, ld("u32", 0), bad(0, 4)),
+		c("tp buffer arg", rw, ld("u64", 8), ""),
+		c("tp buffer store to ctx", rw, "r2 = 1\n*(u64 *)(r1 +0) = r2\nr0 = 0\nexit", bad(0, 8)),
+		c("tp buffer negative", rw, "r1 = *(u64 *)(r1 +0)\nr0 = *(u8 *)(r1 -1)\nexit", "R1 invalid tracepoint buffer access: off=-1, size=1"),
+		c("tp buffer moved", rw, "r1 = *(u64 *)(r1 +0)\nr1 += 8\nr0 = *(u64 *)(r1 -8)\nexit", ""),
+		c("tp buffer variable", rw, "r2 = *(u64 *)(r1 +8)\nr1 = *(u64 *)(r1 +0)\nr2 &= 7\nr1 += r2\nr0 = *(u8 *)(r1 +0)\nexit", "R1 invalid variable buffer offset: off=0, var_off=(0x0; 0x7)"),
+		c("tp buffer to a helper", rw, "r1 = *(u64 *)(r1 +0)\nr2 = 8\nr3 = 0\ncall bpf_probe_read_kernel\nr0 = 0\nexit", "R1 type=tp_buffer expected=fp"),
+		c("perf_prog_read_value in kprobe", kp, "r2 = r10\nr2 += -24\nr3 = 24\ncall bpf_perf_prog_read_value\nr0 = 0\nexit", "program of this type cannot use helper bpf_perf_prog_read_value#56"),
 	})
 }

@@ -38,6 +38,11 @@ const (
 	// null-checked where it may be null): read-only, progtype.Sock's
 	// fields.
 	PtrToSocket
+	// PtrToTPBuffer is a raw_tracepoint_writable program's buffer
+	// (progtype.TPBuffer): read and written at constant, non-negative
+	// offsets, its size checked when the program is attached (the
+	// furthest access is Result.MaxTPAccess).
+	PtrToTPBuffer
 )
 
 // Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY and MEM_RINGBUF.
@@ -64,6 +69,7 @@ var regTypeNames = [...]string{
 	PtrToFlowKeys:   "flow_keys",
 	PtrToSockCommon: "sock_common",
 	PtrToSocket:     "sock",
+	PtrToTPBuffer:   "tp_buffer",
 }
 
 func (t RegType) String() string {

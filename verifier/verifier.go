@@ -199,6 +199,14 @@ type Result struct {
 	// NUL), the kernel's log_true_size: with LogSize at least this, the
 	// log is not truncated.
 	LogTrueSize int
+	// MaxCtxOffset is the end of the furthest context access the program
+	// makes (the kernel's max_ctx_offset): how much of a raw tracepoint's
+	// arguments it reads.
+	MaxCtxOffset uint32
+	// MaxTPAccess is the end of the furthest access to a
+	// raw_tracepoint_writable program's buffer (the kernel's
+	// max_tp_access): how much of it the tracepoint must give.
+	MaxTPAccess uint32
 }
 
 // Verify checks that insns is safe to run. Map loads are LD_IMM64 with a map
@@ -223,7 +231,7 @@ func verify(insns []isa.Instruction, opts Options, exact bool, hook func(pc int)
 	if opts.LogLevel != 0 {
 		v.logStats(opts.LogLevel&4 != 0)
 	}
-	res := &Result{Log: v.log.String(), Stats: v.stats, Aux: v.aux, LogTrueSize: v.log.trueSize()}
+	res := &Result{Log: v.log.String(), Stats: v.stats, Aux: v.aux, LogTrueSize: v.log.trueSize(), MaxCtxOffset: v.maxCtx, MaxTPAccess: v.maxTP}
 	if v.log.truncated() {
 		// The kernel's ENOSPC, which it returns for rejected programs
 		// too; the rejection stays in the chain (errors.As an *Error).
@@ -248,6 +256,8 @@ type verifier struct {
 	aux         []InsnAux
 	log         logger
 	stats       Stats
+	maxCtx      uint32 // Result.MaxCtxOffset
+	maxTP       uint32 // Result.MaxTPAccess
 
 	cur     *State
 	pc      int

@@ -152,9 +152,9 @@ func TestExitCodes(t *testing.T) {
 		// Refused programs name the file and the program, and types by
 		// their kernel names.
 		{[]string{"run", mixed, "-p", "rejected", pkt}, 1, `^$`, "testdata/mixed.o: program rejected: load program: invalid access to packet"},
-		{[]string{"run", mixed, "-p", "probe"}, 1, `^$`, "testdata/mixed.o: program probe: program type kprobe: not supported"},
-		{[]string{"run", "testdata/stack_map.o", "-p", "report", pkt}, 1, `^$`, "testdata/stack_map.o: program report: map stacks: type stack_trace:"},
-		{[]string{"verify", "testdata/stack_map.o"}, 1, `^$`, "map stacks: type stack_trace:"},
+		{[]string{"run", mixed, "-p", "probe"}, 1, `^$`, "testdata/mixed.o: program probe: program type netfilter: not supported"},
+		{[]string{"run", "testdata/unsupported_map.o", "-p", "report", pkt}, 1, `^$`, "testdata/unsupported_map.o: program report: map socks: type reuseport_sockarray:"},
+		{[]string{"verify", "testdata/unsupported_map.o"}, 1, `^$`, "map socks: type reuseport_sockarray:"},
 		{[]string{"run", mixed, "-p", "ok"}, 1, `^$`, "testdata/mixed.o: program ok: "},
 		// dump --xlated: each program on its own too.
 		{[]string{"dump", "--xlated", mixed}, 1, `(?s)ok \(xlated, 2 insns, verified=true\):.*unspec \(xlated, 2 insns, verified=false\):`,
@@ -255,9 +255,9 @@ func TestVerifyOutput(t *testing.T) {
 			t.Errorf("bpfvm %s: output lacks %q:\n%s", name, tc.contains, stdout)
 		}
 	}
-	// The rest of mixed.o: the kprobe fails to load, named on stderr.
+	// The rest of mixed.o: the netfilter program fails to load, named on stderr.
 	_, stdout, stderr := runCLI(t, "", "verify", "testdata/mixed.o")
-	if !strings.Contains(stderr, "bpfvm verify: testdata/mixed.o: program probe: program type kprobe: not supported") ||
+	if !strings.Contains(stderr, "bpfvm verify: testdata/mixed.o: program probe: program type netfilter: not supported") ||
 		!strings.Contains(stdout, "unspec: "+notVerified) || strings.Contains(stdout, "unspec: accepted") {
 		t.Errorf("stdout %q, stderr %q", stdout, stderr)
 	}
@@ -279,7 +279,7 @@ func veristatRow(out, file, prog string) []string {
 // summary and -q.
 func TestVeristat(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "", "veristat", "-e", "file,prog,verdict,insns", "testdata/mixed.o", "../../testdata/loops.o")
-	if code != 1 || !strings.Contains(stderr, "bpfvm veristat: testdata/mixed.o: program probe: program type kprobe: not supported") {
+	if code != 1 || !strings.Contains(stderr, "bpfvm veristat: testdata/mixed.o: program probe: program type netfilter: not supported") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 	for _, tc := range []struct{ file, prog, verdict, insns string }{
@@ -306,14 +306,14 @@ func TestVeristat(t *testing.T) {
 		t.Errorf("-q -o csv: exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
 	}
 	// --kernel never panics: the kernel's load errors are rows.
-	code, stdout, stderr = runCLI(t, "", "veristat", "--kernel", "-e", "file,prog,verdict,kernel_verdict", "testdata/mixed.o", "testdata/stack_map.o")
+	code, stdout, stderr = runCLI(t, "", "veristat", "--kernel", "-e", "file,prog,verdict,kernel_verdict", "testdata/mixed.o", "testdata/unsupported_map.o")
 	kernel := kernelAvailable()
 	for _, tc := range []struct{ file, prog, verdict, kernel string }{
 		{"mixed.o", "ok", "success", "success"},
 		{"mixed.o", "rejected", "failure", "failure"},
 		{"mixed.o", "probe", "error", "success"},
 		{"mixed.o", "unspec", "not verified", "error"},
-		{"stack_map.o", "report", "error", "success"},
+		{"unsupported_map.o", "report", "error", "success"},
 	} {
 		want := tc.kernel
 		if !kernel {
@@ -439,18 +439,18 @@ func TestJSONOutput(t *testing.T) {
 		{[]string{"run", "--json", mixed, "-p", "nope"}, 2, `^\{"error":"usage: no program \\"nope\\" in testdata/mixed.o; programs: ok, probe, rejected, unspec"\}\n$`},
 		{[]string{"-j", "run", "testdata/missing.o", "-p", "x"}, 1, `^\{"error":"open testdata/missing.o: no such file or directory"\}\n$`},
 		{[]string{"verify", "-j", mixed}, 1, `^\[\{"program":"ok","verdict":"accepted"\},` +
-			`\{"program":"probe","verdict":"error","error":"testdata/mixed.o: program probe: program type kprobe: not supported"\},` +
+			`\{"program":"probe","verdict":"error","error":"testdata/mixed.o: program probe: program type netfilter: not supported"\},` +
 			`\{"program":"rejected","verdict":"rejected","error":"invalid access to packet, off=0 size=1, R1\(id=0,off=0,r=0\)","log":\[.*"; return data\[0\]; @ mixed.c:17",.*"processed 2 insns \(limit 1000000\) [^"]*"\]\},` +
 			`\{"program":"unspec","verdict":"not verified"\}\]\n$`},
 		{[]string{"-j", "dump", "-p", "ok", mixed}, 0, `^\{"programs":\[\{"name":"ok","section":"xdp","type":"xdp","insns":2,"xlated":\[\{"src":"return XDP_PASS;","disasm":"\(b7\) r0 = 2"\},\{"disasm":"\(95\) exit"\}\]\}\],"maps":\[\]\}\n$`},
-		{[]string{"-j", "dump", "--xlated", mixed}, 1, `"name":"probe","section":"kprobe/do_sys_openat2","type":"kprobe","insns":2,"error":"testdata/mixed.o: program probe: program type kprobe: not supported"`},
+		{[]string{"-j", "dump", "--xlated", mixed}, 1, `"name":"probe","section":"netfilter","type":"netfilter","insns":2,"error":"testdata/mixed.o: program probe: program type netfilter: not supported"`},
 		// veristat: -o json, and --json (-j is its jobs) as bpfvm -j.
 		{[]string{"veristat", "-q", "-o", "json", "-e", "file,prog,verdict,insns", mixed}, 1, `^\[\{"file_name":"mixed.o","prog_name":"ok","verdict":"success","total_insns":2\},` +
 			`\{"file_name":"mixed.o","prog_name":"probe","verdict":"error","total_insns":null\},` +
 			`\{"file_name":"mixed.o","prog_name":"rejected","verdict":"failure","total_insns":2\},` +
 			`\{"file_name":"mixed.o","prog_name":"unspec","verdict":"not verified","total_insns":null\}\]\n$`},
 		{[]string{"-j", "veristat", "-q", "-e", "prog,verdict", "-f", "ok", mixed}, 0, `^\[\{"prog_name":"ok","verdict":"success"\}\]\n$`},
-		{[]string{"-j", "dump", "testdata/stack_map.o"}, 0, `"maps":\[\{"name":"stacks","type":"stack_trace","key_size":4,"value_size":\d+,"max_entries":\d+,"flags":0\}\]`},
+		{[]string{"-j", "dump", "testdata/unsupported_map.o"}, 0, `"maps":\[\{"name":"socks","type":"reuseport_sockarray","key_size":4,"value_size":\d+,"max_entries":\d+,"flags":0\}\]`},
 	} {
 		code, stdout, stderr := runCLI(t, "", tc.args...)
 		if code != tc.code || !regexp.MustCompile(tc.want).MatchString(stdout) {
@@ -578,7 +578,7 @@ func TestVeristatVerbose(t *testing.T) {
 			`verification time \d+ usec\nstack depth 0\nprocessed 2 insns .*\n(.*\n)*\nFile `, ""},
 		{[]string{"-v", "-l", "2", "-f", "/ok"}, `\n0: \(b7\) r0 = 2 +; R0=2\n`, ""},
 		{[]string{"-v", "-f", "/rejected"}, `VERDICT: failure, VERIFIER LOG:\n(.*\n)*invalid access to packet, off=0 size=1, R1\(id=0,off=0,r=0\)\n`, ""},
-		{[]string{"-v", "-f", "/probe"}, `VERDICT: error, VERIFIER LOG:\ntestdata/mixed.o: program probe: program type kprobe: not supported\n`, ""},
+		{[]string{"-v", "-f", "/probe"}, `VERDICT: error, VERIFIER LOG:\ntestdata/mixed.o: program probe: program type netfilter: not supported\n`, ""},
 		{[]string{"-v", "-f", "nope/"}, `^Skipping 'testdata/mixed.o' due to filters...\n`, "PROCESSING"},
 		// Without -v, -l changes nothing, as in veristat.
 		{[]string{"-l", "2", "-f", "/ok"}, `^File `, "PROCESSING"},

@@ -173,7 +173,14 @@ func readRunInputs(dataIn, ctxIn string, stdin io.Reader) (data, ctx []byte, err
 // else into files), then the return value and duration; into jw in JSON
 // mode.
 func execRun(prog *bpfvm.Program, in runArgs, stdout io.Writer, jw *jsonWriter) error {
-	opts := bpfvm.RunOptions{Data: in.data, Repeat: max(in.repeat, 1)}
+	// One run is repeat 0, which raw tracepoints' test runs require.
+	opts := bpfvm.RunOptions{Data: in.data}
+	if in.repeat > 1 {
+		opts.Repeat = in.repeat
+	}
+	// Raw tracepoints' test runs give no context back: asked for only
+	// with --ctx-out.
+	rawTP := prog.Type() == ebpf.RawTracepoint || prog.Type() == ebpf.RawTracepointWritable
 	if in.data != nil || in.dataSizeOut > 0 {
 		size := in.dataSizeOut
 		if size == 0 {
@@ -184,6 +191,8 @@ func execRun(prog *bpfvm.Program, in runArgs, stdout io.Writer, jw *jsonWriter) 
 	var ctxOut []byte
 	if in.ctx != nil {
 		opts.Context = in.ctx
+	}
+	if in.ctx != nil && (!rawTP || in.ctxOut != "") {
 		size := in.ctxSizeOut
 		if size == 0 {
 			size = defaultSizeOut

@@ -17,8 +17,8 @@ int rejected(struct xdp_md *ctx)
 	return data[0];
 }
 
-// A kprobe: a type bpfvm does not run.
-SEC("kprobe/do_sys_openat2")
+// A netfilter program: a type bpfvm does not run.
+SEC("netfilter")
 int probe(void *ctx)
 {
 	return 0;
