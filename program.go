@@ -266,16 +266,51 @@ type RunOptions struct {
 	BatchSize uint32
 	Reset     func()
 	// Net is the host's world that networking programs' helpers read:
-	// the packet's socket and tunnel metadata, the devices. Optional: nil
-	// is the world of the kernel's test run on the loopback device.
+	// the packet's socket and tunnel metadata, the devices, the socket
+	// table the socket lookups search, the routing and neighbour tables
+	// bpf_fib_lookup asks. Optional: nil is the world of the kernel's
+	// test run on the loopback device. A world that does not hold
+	// together (Net.Validate) fails the run with an error wrapping
+	// ErrInvalidNet.
 	Net *Net
 }
 
 // Net is the host's side of a run of a networking program (RunOptions.Net).
 type Net = runner.Net
 
-// Socket is the socket a packet belongs to (Net.Socket).
+// Socket is a socket of the host: the packet's (Net.Socket) or one of
+// the socket table (Net.Sockets).
 type Socket = runner.Socket
+
+// TCPInfo is what bpf_tcp_sock shows of a TCP socket (Socket.TCP).
+type TCPInfo = runner.TCPInfo
+
+// Peer is a network namespace the run's has an id for (Net.Peers).
+type Peer = runner.Peer
+
+// Route is a route of the host's routing table (Net.Routes).
+type Route = runner.Route
+
+// RouteType is a route's type (Route.Type).
+type RouteType = runner.RouteType
+
+// Route types (the kernel's RTN_*).
+const (
+	RouteUnicast     = runner.RouteUnicast
+	RouteLocal       = runner.RouteLocal
+	RouteBroadcast   = runner.RouteBroadcast
+	RouteAnycast     = runner.RouteAnycast
+	RouteMulticast   = runner.RouteMulticast
+	RouteBlackhole   = runner.RouteBlackhole
+	RouteUnreachable = runner.RouteUnreachable
+	RouteProhibit    = runner.RouteProhibit
+)
+
+// Rule is a policy routing rule (Net.Rules).
+type Rule = runner.Rule
+
+// Neighbor is an entry of the host's neighbour table (Net.Neighbors).
+type Neighbor = runner.Neighbor
 
 // Device is a network device of the host (Net.Devices).
 type Device = runner.Device
@@ -488,6 +523,11 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	cpu, on, err := p.runCPU(opts)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", p.name, err)
+	}
+	if opts.Net != nil {
+		if err := opts.Net.Validate(); err != nil {
+			return fmt.Errorf("run %s: %w", p.name, err)
+		}
 	}
 	in := runner.Input{Data: opts.Data, DataOut: opts.DataOut, Repeat: opts.Repeat, RunContext: opts.RunContext, Timed: timed, OnCPU: on, CPU: cpu, Net: opts.Net}
 	if opts.Context != nil {

@@ -74,6 +74,8 @@ var families = [][]Helper{
 	strtolHelpers,
 	skbHelpers,
 	sockHelpers,
+	sockLookupHelpers,
+	fibHelpers,
 	redirectHelpers,
 	tunnelHelpers,
 	xdpHelpers,

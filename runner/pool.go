@@ -296,6 +296,7 @@ func (c *CPUs) retire(i int) {
 		r.buf = nil
 	}
 	r.freeHelperState()
+	r.freeNet()
 	r.cache = vm.Cache{} // the execution context is freed when unreachable
 	if int(c.retired.Add(1)) == len(c.runners) {
 		// No run of these runners is left: grace periods need not wait

@@ -28,6 +28,7 @@ type Runner struct {
 	sock    uint64
 	hs      helperState  // helpers' per-runner state (state.go)
 	sk      skbState     // the socket buffer of a run on one (skb.go)
+	ns      netState     // the host world's socket slots (net.go)
 	cache   vm.Cache     // the engines' state kept from run to run
 	between func() error // r.nextRun, made once: what engines call between repetitions
 	pace    vm.Pacer     // nextRun's looks at the run's context
@@ -96,6 +97,9 @@ func (r *Runner) progRegions(regions []vm.Region, p *Program) []vm.Region {
 	if p.Type.Socket != nil {
 		sk := base + socket(p.Type)
 		regions = append(regions, vm.Region{Start: sk, End: sk + progtype.SockSize})
+	}
+	if socks := r.socketRegion(); socks.End != 0 {
+		regions = append(regions, socks)
 	}
 	return append(regions, p.Regions...)
 }

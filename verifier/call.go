@@ -69,6 +69,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		memArg      ArgType
 		allocSize   uint64
 		releaseRef  uint32
+		argRef      uint32 // the reference an argument carries (the kernel's meta.ref_obj_id)
 		callback    = -1
 		constKey    uint64
 		hasConstKey bool
@@ -157,7 +158,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			if err := v.checkConstStr(pc, regno, reg); err != nil {
 				return err
 			}
-		case ArgMem, ArgUninitMem, ArgMemOrNull, ArgWriteMemOrNull:
+		case ArgMem, ArgUninitMem, ArgMemOrNull, ArgWriteMemOrNull, ArgWriteMem:
 			// Checked with the size argument that follows.
 			memReg, memArg = i+1, at
 		case ArgConstSize, ArgConstSizeOrZero:
@@ -189,6 +190,30 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			}
 			allocSize = reg.Const()
 			v.markRegPrecise(regno)
+		case ArgSockCommon, ArgSockRelease:
+			if !isSocket(reg) {
+				want := "sock_common, sock, tcp_sock, xdp_sock"
+				if at == ArgSockRelease {
+					want += ", ptr_, trusted_ptr_"
+				}
+				return v.errorf(pc, "R%d type=%s expected=%s", regno, regTypeString(reg), want)
+			}
+			if at == ArgSockRelease {
+				if reg.RefID == 0 {
+					return v.errorf(pc, "R%d must be referenced when passed to release function", regno)
+				}
+				releaseRef = reg.RefID
+			}
+		case ArgCtxOrNull:
+			if reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
+				break
+			}
+			if reg.Type != PtrToCtx {
+				return v.errorf(pc, "R%d type=%s expected=ctx", regno, regTypeString(reg))
+			}
+			if err := v.checkPtrOffReg(pc, regno, reg, false); err != nil {
+				return err
+			}
 		case ArgCtx:
 			if reg.Type != PtrToCtx {
 				return v.errorf(pc, "R%d type=%s expected=ctx", regno, regTypeString(reg))
@@ -209,6 +234,9 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				return v.errorf(pc, "R%d must have zero offset when passed to release func", regno)
 			}
 			releaseRef = reg.RefID
+		}
+		if reg.RefID != 0 && at != ArgAnything {
+			argRef = reg.RefID
 		}
 	}
 	if m != nil && rdonlyProg(m.Spec) && changesMap(id) {
@@ -239,6 +267,9 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	}
 	if releaseRef != 0 && !v.cur.releaseRef(releaseRef) {
 		return v.errorf(pc, "R1 must be referenced when passed to release function")
+	}
+	if releaseRef != 0 {
+		argRef = 0
 	}
 	if p.TailCall {
 		if err := v.tailCall(pc); err != nil {
@@ -282,11 +313,44 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		if allocSize == 0 || allocSize > uint64(m.Spec.MaxEntries) {
 			return v.errorf(pc, "R2 invalid ringbuf reservation size %d", allocSize)
 		}
-		ref := v.newID()
-		v.cur.Refs = append(v.cur.Refs, Ref{ID: ref, Insn: pc})
-		*r0 = Reg{Type: PtrToMem, Flags: MaybeNull | Ringbuf, MemSize: uint32(allocSize), ID: v.newID(), RefID: ref, Scalar: Const(0)}
+		*r0 = Reg{Type: PtrToMem, Flags: MaybeNull | Ringbuf, MemSize: uint32(allocSize), ID: v.newID(), Scalar: Const(0)}
+		v.acquire(pc, r0)
+	case RetSocketOrNull, RetSockCommonOrNull, RetTCPSockOrNull:
+		t := PtrToSocket
+		switch p.Ret {
+		case RetSockCommonOrNull:
+			t = PtrToSockCommon
+		case RetTCPSockOrNull:
+			t = PtrToTCPSock
+		}
+		*r0 = Reg{Type: t, Flags: MaybeNull, ID: v.newID(), Scalar: Const(0)}
+		switch {
+		case p.Acquire:
+			v.acquire(pc, r0)
+		case p.Cast:
+			r0.RefID = argRef
+		}
 	}
 	return nil
+}
+
+// acquire gives r0, a helper's result that may be NULL, a new reference,
+// also its id (the kernel's acquire_reference after the id of the null
+// check): a null check that finds it NULL drops the reference.
+func (v *verifier) acquire(pc int, r0 *Reg) {
+	ref := v.newID()
+	v.cur.Refs = append(v.cur.Refs, Ref{ID: ref, Insn: pc})
+	r0.ID, r0.RefID = ref, ref
+}
+
+// isSocket reports whether reg is a socket pointer, null-checked: what
+// the kernel's sock_common_types hold.
+func isSocket(reg *Reg) bool {
+	switch reg.Type {
+	case PtrToSockCommon, PtrToSocket, PtrToTCPSock, PtrToXDPSock:
+		return !reg.maybeNull()
+	}
+	return false
 }
 
 // invalidatePackets makes every packet pointer of st unusable, after

@@ -36,11 +36,18 @@ const (
 	ArgMemOrNull       = helper.ArgMemOrNull
 	ArgWriteMemOrNull  = helper.ArgWriteMemOrNull
 	ArgStackOrNull     = helper.ArgStackOrNull
+	ArgWriteMem        = helper.ArgWriteMem
+	ArgSockCommon      = helper.ArgSockCommon
+	ArgSockRelease     = helper.ArgSockRelease
+	ArgCtxOrNull       = helper.ArgCtxOrNull
 
 	RetInteger          = helper.RetInteger
 	RetVoid             = helper.RetVoid
 	RetMapValueOrNull   = helper.RetMapValueOrNull
 	RetRingbufMemOrNull = helper.RetRingbufMemOrNull
+	RetSocketOrNull     = helper.RetSocketOrNull
+	RetSockCommonOrNull = helper.RetSockCommonOrNull
+	RetTCPSockOrNull    = helper.RetTCPSockOrNull
 )
 
 // BuiltinProto returns the prototype of a kernel helper bpfvm implements,

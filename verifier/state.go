@@ -38,6 +38,9 @@ const (
 	// null-checked where it may be null): read-only, progtype.Sock's
 	// fields.
 	PtrToSocket
+	// PtrToTCPSock is a struct bpf_tcp_sock (bpf_tcp_sock's result,
+	// null-checked): read-only, its fields whole (tcpSockAccess).
+	PtrToTCPSock
 )
 
 // Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY and MEM_RINGBUF.
@@ -64,6 +67,7 @@ var regTypeNames = [...]string{
 	PtrToFlowKeys:   "flow_keys",
 	PtrToSockCommon: "sock_common",
 	PtrToSocket:     "sock",
+	PtrToTCPSock:    "tcp_sock",
 }
 
 func (t RegType) String() string {
@@ -118,7 +122,8 @@ type Reg struct {
 	// another, for bounds propagation). A scalar whose ID has linkDelta
 	// set holds the linked value plus Off.
 	ID uint32
-	// RefID is the reference a pointer carries (ringbuf samples).
+	// RefID is the reference a pointer carries (ringbuf samples, the
+	// sockets of the socket lookups and the pointers cast from them).
 	RefID uint32
 	// Range is the number of bytes past a packet pointer proven in bounds.
 	Range int32
