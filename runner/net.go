@@ -39,8 +39,10 @@ const (
 	TCPNewSynRecv  = 12
 )
 
-// InitNetns is the cookie of the kernel's initial network namespace.
-const InitNetns = 1
+// InitNetns is the cookie of the kernel's initial network namespace: 3
+// on Linux 6.18, which numbers namespaces of every kind from one counter
+// (earlier kernels gave it 1).
+const InitNetns = 3
 
 // ErrInvalidNet is wrapped by the errors of a Net that does not hold
 // together.
@@ -220,13 +222,21 @@ func v4Of(a netip.Addr) [4]byte {
 	return loopback4v6
 }
 
-// v6Of returns what the kernel keeps of an address in an IPv6 field of a
-// socket of family fam: an AF_INET socket's are zero.
-func v6Of(a netip.Addr, fam uint32) [16]byte {
-	if fam != AFInet6 || !a.IsValid() {
+// v6Of returns what the kernel keeps of an address in an IPv6 field of
+// socket s: an AF_INET6 socket's address; for an AF_INET one, the
+// IPv4-mapped address where the kernel sets the addresses with
+// sk_rcv_saddr_set and sk_daddr_set (a connected TCP socket, either end)
+// and zero elsewhere (listeners, UDP).
+func v6Of(a netip.Addr, s *Socket) [16]byte {
+	switch {
+	case !a.IsValid():
 		return [16]byte{}
+	case s.family() == AFInet6:
+		return a.As16()
+	case s.Protocol == ProtoTCP && s.Remote.IsValid():
+		return a.As16() // IPv4-mapped
 	}
-	return a.As16()
+	return [16]byte{}
 }
 
 // putSock writes s as struct bpf_sock and struct bpf_tcp_sock into slot.
@@ -245,7 +255,7 @@ func putSock(slot []byte, s *Socket) {
 	le.PutUint32(slot[16:], s.Mark)
 	le.PutUint32(slot[20:], s.Priority)
 	src4, dst4 := v4Of(s.Local.Addr()), v4Of(s.Remote.Addr())
-	src6, dst6 := v6Of(s.Local.Addr(), fam), v6Of(s.Remote.Addr(), fam)
+	src6, dst6 := v6Of(s.Local.Addr(), s), v6Of(s.Remote.Addr(), s)
 	copy(slot[24:], src4[:])
 	copy(slot[28:], src6[:])
 	le.PutUint32(slot[44:], uint32(s.Local.Port()))

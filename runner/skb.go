@@ -99,7 +99,7 @@ type Net struct {
 	// bpf_sk_lookup_udp and bpf_skc_lookup_tcp find (net.go).
 	Sockets []Socket
 	// Netns is the cookie of the run's network namespace
-	// (bpf_get_netns_cookie); 0 is the initial namespace's, 1.
+	// (bpf_get_netns_cookie); 0 is the initial namespace's (InitNetns).
 	Netns uint64
 	// Peers are the other namespaces the run's has ids for, which the
 	// socket lookups' netns_id argument names.
