@@ -55,7 +55,10 @@ type Route struct {
 	// Src is the preferred source address (BPF_FIB_LOOKUP_SRC); invalid:
 	// the device's first address of the family.
 	Src netip.Addr
-	// MTU is the route's MTU, 0 for the device's.
+	// MTU is the route's locked MTU (iproute2's "mtu lock N"), 0 for
+	// the device's: bpf_fib_lookup checks against it. (An MTU that is
+	// not locked does not count there, as in the kernel without
+	// net.ipv4.ip_forward_use_pmtu: leave it 0.)
 	MTU uint32
 }
 
