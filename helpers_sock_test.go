@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -90,6 +91,22 @@ func hostSockets(t *testing.T) (socks []bpfvm.Socket, addrs map[string]netip.Add
 	socks = append(socks,
 		bpfvm.Socket{Protocol: 6, Local: ap(c.LocalAddr()), Remote: ap(c.RemoteAddr())},
 		bpfvm.Socket{Protocol: 6, Local: ap(s.LocalAddr()), Remote: ap(s.RemoteAddr())})
+	// A connection its client closes first: that end stays in
+	// TIME_WAIT.
+	c2, err := net.Dial("tcp4", l4.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := l4.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs["tw"], addrs["twpeer"] = ap(c2.LocalAddr()), ap(c2.RemoteAddr())
+	c2.Close()
+	time.Sleep(20 * time.Millisecond)
+	s2.Close()
+	time.Sleep(20 * time.Millisecond)
+	socks = append(socks, bpfvm.Socket{Protocol: 6, Local: addrs["tw"], Remote: addrs["twpeer"], State: 6})
 	listen("l6", "tcp6", "[::1]:0")
 	socks = append(socks, bpfvm.Socket{Protocol: 6, Local: addrs["l6"], V6Only: true})
 	listen("dual", "tcp", ":0")
@@ -131,6 +148,8 @@ func TestSockLookupKernel(t *testing.T) {
 		{"established server end", sockReq{0, 12, cur, 0, a["client"], a["server"]}},
 		{"established client end", sockReq{0, 12, cur, 0, a["server"], a["client"]}},
 		{"established skc", sockReq{2, 12, cur, 0, a["client"], a["server"]}},
+		{"time wait", sockReq{0, 12, cur, 0, a["twpeer"], a["tw"]}},
+		{"time wait skc", sockReq{2, 12, cur, 0, a["twpeer"], a["tw"]}},
 		{"nothing there", sockReq{0, 12, cur, 0, far4, closed}},
 		{"wrong address", sockReq{0, 12, cur, 0, far4, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), a["l4"].Port())}},
 		{"udp for a tcp listener", sockReq{1, 12, cur, 0, far4, a["l4"]}},

@@ -225,15 +225,16 @@ func v4Of(a netip.Addr) [4]byte {
 // v6Of returns what the kernel keeps of an address in an IPv6 field of
 // socket s: an AF_INET6 socket's address; for an AF_INET one, the
 // IPv4-mapped address where the kernel sets the addresses with
-// sk_rcv_saddr_set and sk_daddr_set (a connected TCP socket, either end)
-// and zero elsewhere (listeners, UDP).
+// sk_rcv_saddr_set and sk_daddr_set (a connected full TCP socket, either
+// end) and zero elsewhere (listeners, UDP, time-wait and request
+// sockets).
 func v6Of(a netip.Addr, s *Socket) [16]byte {
 	switch {
 	case !a.IsValid():
 		return [16]byte{}
 	case s.family() == AFInet6:
 		return a.As16()
-	case s.Protocol == ProtoTCP && s.Remote.IsValid():
+	case s.Protocol == ProtoTCP && s.Remote.IsValid() && fullsock(s.state()):
 		return a.As16() // IPv4-mapped
 	}
 	return [16]byte{}
