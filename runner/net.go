@@ -499,42 +499,21 @@ func (n *Net) established(t Tuple, netns uint64, dif uint32) int {
 // of the lookup's family).
 func (n *Net) listener(local netip.AddrPort, netns uint64, dif uint32) int {
 	v4 := local.Addr().Is4()
-	any := netip.IPv6Unspecified()
-	if v4 {
-		any = netip.IPv4Unspecified()
-	}
-	for _, addr := range []netip.Addr{local.Addr(), any} {
-		best, score := -1, 0
-		for i := range n.Sockets {
-			s := &n.Sockets[i]
-			if s.Protocol != ProtoTCP || s.state() != TCPListen || s.Local.Port() != local.Port() || !n.inNetns(s, netns) {
-				continue
-			}
-			if v4 && !v4Lookup(s) || !v4 && s.family() != AFInet6 {
-				continue
-			}
-			if !sameAddr(s.Local.Addr(), addr) || !devMatch(s.BoundDevIf, dif) {
-				continue
-			}
-			sc := 1
-			if s.BoundDevIf != 0 {
-				sc = 2
-			}
-			if v4 && s.family() == AFInet {
-				sc++
-			}
-			if sc > score {
-				best, score = i, sc
-			}
+	return n.best(local.Addr(), func(s *Socket, addr netip.Addr) int {
+		if s.Protocol != ProtoTCP || s.state() != TCPListen || s.Local.Port() != local.Port() || !n.inNetns(s, netns) ||
+			v4 && !v4Lookup(s) || !v4 && s.family() != AFInet6 ||
+			!sameAddr(s.Local.Addr(), addr) || !devMatch(s.BoundDevIf, dif) {
+			return -1
 		}
-		if best >= 0 {
-			return best
+		sc := 1
+		if s.BoundDevIf != 0 {
+			sc = 2
 		}
-		if addr == any {
-			break
+		if v4 && s.family() == AFInet {
+			sc++
 		}
-	}
-	return -1
+		return sc
+	})
 }
 
 // udp returns the index of the UDP socket a datagram of tuple t goes to,
@@ -543,61 +522,61 @@ func (n *Net) listener(local netip.AddrPort, netns uint64, dif uint32) int {
 // connected sockets must match the source, and win).
 func (n *Net) udp(t Tuple, netns uint64, dif uint32) int {
 	v4 := t.Dst.Addr().Is4()
-	any := netip.IPv6Unspecified()
+	// What a match on the source or the device weighs.
+	step := 1
 	if v4 {
+		step = 4
+	}
+	return n.best(t.Dst.Addr(), func(s *Socket, addr netip.Addr) int {
+		if s.Protocol != ProtoUDP || s.Local.Port() != t.Dst.Port() || !n.inNetns(s, netns) ||
+			v4 && !v4Lookup(s) || !v4 && s.family() != AFInet6 ||
+			!sameAddr(s.Local.Addr(), addr) || !devMatch(s.BoundDevIf, dif) {
+			return -1
+		}
+		sc := 0
+		if v4 {
+			sc = 1
+			if s.family() == AFInet {
+				sc = 2
+			}
+		}
+		if ra := s.Remote.Addr(); s.Remote.IsValid() && !ra.IsUnspecified() {
+			if !sameAddr(ra, t.Src.Addr()) {
+				return -1
+			}
+			sc += step
+		}
+		if s.Remote.Port() != 0 {
+			if s.Remote.Port() != t.Src.Port() {
+				return -1
+			}
+			sc += step
+		}
+		if s.BoundDevIf != 0 {
+			sc += step
+		}
+		return sc
+	})
+}
+
+// best returns the index of the socket of the highest score (score's
+// result, negative for a socket that does not match) among those bound to
+// dst, else among those bound to the unspecified address of its family
+// (the kernel's two hash slots), -1 for none; the first of equal scores.
+func (n *Net) best(dst netip.Addr, score func(s *Socket, bound netip.Addr) int) int {
+	any := netip.IPv6Unspecified()
+	if dst.Is4() {
 		any = netip.IPv4Unspecified()
 	}
-	for _, addr := range []netip.Addr{t.Dst.Addr(), any} {
-		best, score := -1, -1
+	for _, addr := range []netip.Addr{dst, any} {
+		best, top := -1, -1
 		for i := range n.Sockets {
-			s := &n.Sockets[i]
-			if s.Protocol != ProtoUDP || s.Local.Port() != t.Dst.Port() || !n.inNetns(s, netns) {
-				continue
-			}
-			if v4 && !v4Lookup(s) || !v4 && s.family() != AFInet6 {
-				continue
-			}
-			if !sameAddr(s.Local.Addr(), addr) || !devMatch(s.BoundDevIf, dif) {
-				continue
-			}
-			sc := 0
-			if v4 {
-				sc = 1
-				if s.family() == AFInet {
-					sc = 2
-				}
-			}
-			step := 1
-			if v4 {
-				step = 4
-			}
-			if s.Remote.IsValid() {
-				ra := s.Remote.Addr()
-				if !ra.IsUnspecified() {
-					if !sameAddr(ra, t.Src.Addr()) {
-						continue
-					}
-					sc += step
-				}
-				if s.Remote.Port() != 0 {
-					if s.Remote.Port() != t.Src.Port() {
-						continue
-					}
-					sc += step
-				}
-			}
-			if s.BoundDevIf != 0 {
-				sc += step
-			}
-			if sc > score {
-				best, score = i, sc
+			if sc := score(&n.Sockets[i], addr); sc > top {
+				best, top = i, sc
 			}
 		}
-		if best >= 0 {
+		if best >= 0 || addr == any {
 			return best
-		}
-		if addr == any {
-			break
 		}
 	}
 	return -1
