@@ -343,3 +343,61 @@ func TestNetnsCookieKernel(t *testing.T) {
 		}
 	})
 }
+
+// TestSockLookupWorld covers what the kernel comparison cannot set up on
+// this machine: sockets of other namespaces named by id, sockets bound
+// to a device, request sockets (a lookup gives their listener,
+// bpf_skc_lookup_tcp the request socket, whose listener
+// bpf_get_listener_sock finds).
+func TestSockLookupWorld(t *testing.T) {
+	ap := netip.MustParseAddrPort
+	far := ap("10.0.0.9:4000")
+	world := &bpfvm.Net{
+		Peers:   []bpfvm.Peer{{ID: 5, Netns: 1000}},
+		Devices: []bpfvm.Device{{Ifindex: 2, MTU: 1500}},
+		Sockets: []bpfvm.Socket{
+			{Protocol: 6, Local: ap("10.0.0.1:80"), Netns: 1000},
+			{Protocol: 6, Local: ap("10.0.0.1:81"), BoundDevIf: 2},
+			{Protocol: 6, Local: ap("10.0.0.1:82")},
+			{Protocol: 6, Local: ap("10.0.0.1:82"), Remote: far, State: 12},
+			{Protocol: 17, Local: ap("[fd00::1]:53")},
+			{Protocol: 17, Local: ap("[::]:53"), Mark: 9},
+		},
+	}
+	cur := ^uint64(0)
+	for _, c := range []struct {
+		name                string
+		req                 sockReq
+		found, state, lport uint32
+		listener, lportLsnr uint32
+		family, mark        uint32
+	}{
+		{name: "peer namespace by id", req: sockReq{0, 12, 5, 0, far, ap("10.0.0.1:80")}, found: 1, state: 10, lport: 80, listener: 1, lportLsnr: 80, family: 2},
+		{name: "not in the run's namespace", req: sockReq{0, 12, cur, 0, far, ap("10.0.0.1:80")}},
+		{name: "unknown namespace id", req: sockReq{0, 12, 6, 0, far, ap("10.0.0.1:80")}},
+		{name: "bound to another device", req: sockReq{0, 12, cur, 0, far, ap("10.0.0.1:81")}},
+		{name: "request socket gives its listener", req: sockReq{0, 12, cur, 0, far, ap("10.0.0.1:82")}, found: 1, state: 10, lport: 82, listener: 1, lportLsnr: 82, family: 2},
+		{name: "request socket itself", req: sockReq{2, 12, cur, 0, far, ap("10.0.0.1:82")}, found: 1, state: 12, lport: 82, listener: 1, lportLsnr: 82, family: 2},
+		{name: "udp v6 exact before wildcard", req: sockReq{1, 36, cur, 0, ap("[fd00::9]:4000"), ap("[fd00::1]:53")}, found: 1, state: 7, lport: 53, family: 10},
+		{name: "udp v6 wildcard", req: sockReq{1, 36, cur, 0, ap("[fd00::9]:4000"), ap("[fd00::2]:53")}, found: 1, state: 7, lport: 53, family: 10, mark: 9},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			modes(t, func(t *testing.T, noVerify bool) {
+				vm := loadVM(t, noVerify, "testdata/helpers_sock.o", bpfvm.CollectionOptions{})
+				prog := "tc_lookup"
+				if c.req.helper == 2 {
+					prog = "tc_skc_lookup"
+				}
+				res, err := vm.Programs[prog].Execute(&bpfvm.RunOptions{Data: c.req.packet(), Net: world})
+				if err != nil {
+					t.Fatal(err)
+				}
+				o := mapValue(t, vm.Maps["out"])
+				u := func(i int) uint32 { return binary.NativeEndian.Uint32(o[4*i:]) }
+				if uint32(res.R0) != c.found || u(0) != c.found || u(19) != c.state || u(12) != c.lport || u(22) != c.listener || u(23) != c.lportLsnr || u(2) != c.family || u(5) != c.mark {
+					t.Errorf("got %d%s", res.R0, sockOut(o))
+				}
+			})
+		})
+	}
+}
