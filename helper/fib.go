@@ -66,7 +66,7 @@ const (
 // tot_len, and otherwise the packet against the resulting device's; XDP
 // always checks tot_len.
 func helperFIBLookup(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error) {
-	if int32(r3) < fibSize {
+	if uint32(r3) < fibSize {
 		return neg(einval), nil
 	}
 	flags := uint32(r4)
