@@ -215,6 +215,40 @@ func TestSockLookupKernel(t *testing.T) {
 	})
 }
 
+// TestSkAssignKernel compares tc's bpf_sk_assign with the kernel's test
+// run, whose packet is not at tc ingress: -EOPNOTSUPP, -EINVAL for flags.
+func TestSkAssignKernel(t *testing.T) {
+	socks, a := hostSockets(t)
+	far4 := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.9"), 40000)
+	world := &bpfvm.Net{Sockets: socks}
+	modes(t, func(t *testing.T, noVerify bool) {
+		vm, kern := loadHelpers(t, noVerify, "testdata/helpers_sock.o", bpfvm.CollectionOptions{})
+		for _, c := range []struct {
+			name string
+			req  sockReq
+			want int32
+		}{
+			{"listener", sockReq{0, 12, ^uint64(0), 0, far4, a["l4"]}, -95},
+			{"established", sockReq{0, 12, ^uint64(0), 0, a["client"], a["server"]}, -95},
+			{"udp", sockReq{1, 12, ^uint64(0), 0, far4, a["udp"]}, -95},
+			{"flags", sockReq{0, 12, ^uint64(0), 1, far4, a["l4"]}, -22},
+			{"nothing found", sockReq{0, 12, ^uint64(0), 0, far4, netip.AddrPortFrom(far4.Addr(), 1)}, 1000},
+		} {
+			pkt := c.req.packet()
+			res, err := vm.Programs["tc_sk_assign"].Execute(&bpfvm.RunOptions{Data: pkt, Net: world})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int32(res.R0) != c.want {
+				t.Errorf("%s: %d, want %d", c.name, int32(res.R0), c.want)
+			}
+			if k, ok := kernelRun(t, kern, "tc_sk_assign", pkt, nil); ok && int32(k.ret) != int32(res.R0) {
+				t.Errorf("%s: kernel %d, bpfvm %d", c.name, int32(k.ret), int32(res.R0))
+			}
+		}
+	})
+}
+
 // mapValue returns key 0's value of a bpfvm map.
 func mapValue(t *testing.T, m *bpfvm.Map) []byte {
 	t.Helper()

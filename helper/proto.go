@@ -66,6 +66,10 @@ const (
 	// that carries a reference (the kernel's
 	// ARG_PTR_TO_BTF_ID_SOCK_COMMON | OBJ_RELEASE, bpf_sk_release).
 	ArgSockRelease
+	// ArgSockBTF is a socket as ArgSockRelease takes one, referenced or
+	// not, which the helper does not release (the kernel's
+	// ARG_PTR_TO_BTF_ID_SOCK_COMMON: bpf_sk_assign).
+	ArgSockBTF
 	// ArgCtxOrNull is the program's context pointer or NULL (the
 	// kernel's ARG_PTR_TO_CTX_OR_NULL).
 	ArgCtxOrNull

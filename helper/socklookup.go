@@ -23,6 +23,7 @@ var sockLookupHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_tcp_sock", Args: [5]ArgType{ArgSockCommon}, Ret: RetTCPSockOrNull, Cast: true}, Func: helperTCPSock},
 	{Proto: Proto{Name: "bpf_get_listener_sock", Args: [5]ArgType{ArgSockCommon}, Ret: RetSocketOrNull}, Func: helperGetListenerSock},
 	{Proto: Proto{Name: "bpf_get_netns_cookie", Args: [5]ArgType{ArgCtxOrNull}}, Func: helperGetNetnsCookie},
+	{Proto: Proto{Name: "bpf_sk_assign", Args: [5]ArgType{ArgCtx, ArgSockBTF, ArgAnything}}, Func: skbOnly(helperSkAssign)},
 }
 
 // lookupArgs are the socket lookups' arguments: the context, the tuple
@@ -130,6 +131,18 @@ func helperGetListenerSock(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
 		return ref.Addr, nil
 	}
 	return 0, nil
+}
+
+// helperSkAssign is tc's bpf_sk_assign(skb, sk, flags): the packet is to
+// be delivered to sk, which only a packet at tc ingress may be. bpfvm's
+// runs are the kernel's test run, whose packet is not at ingress:
+// -EOPNOTSUPP, -EINVAL for flags. (sk_lookup programs' bpf_sk_assign,
+// bpf_sk_lookup_assign, is another proto, not implemented.)
+func helperSkAssign(_ *vm.Env, _, _, r3, _, _ uint64) (uint64, error) {
+	if r3 != 0 {
+		return neg(einval), nil
+	}
+	return neg(eopnotsupp), nil
 }
 
 // helperGetNetnsCookie is bpf_get_netns_cookie(ctx): the cookie of the

@@ -14,6 +14,8 @@
 // tc_fib and xdp_fib read a struct bpf_fib_lookup, a size and flags after
 // the Ethernet header, call bpf_fib_lookup and store the params it left
 // in fib[0]; they return its result.
+//
+// tc_sk_assign assigns the socket it looks up to the packet.
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
@@ -250,4 +252,27 @@ int tc_netns_cookie(struct __sk_buff *skb)
 	o->dst_ip6[0] = b;
 	o->dst_ip6[1] = b >> 32;
 	return a == b;
+}
+
+/* tc_sk_assign looks the request's socket up (without flags) and assigns
+ * it to the packet with the request's flags: bpf_sk_assign's result, 1000
+ * when nothing was found. */
+SEC("tc")
+int tc_sk_assign(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk;
+	struct req r;
+	__u64 flags;
+	long ret;
+
+	if (skb_req(skb, &r))
+		return -1;
+	flags = r.flags;
+	r.flags = 0;
+	sk = lookup(skb, &r);
+	if (!sk)
+		return 1000;
+	ret = bpf_sk_assign(skb, sk, flags);
+	bpf_sk_release(sk);
+	return ret;
 }

@@ -190,10 +190,10 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			}
 			allocSize = reg.Const()
 			v.markRegPrecise(regno)
-		case ArgSockCommon, ArgSockRelease:
+		case ArgSockCommon, ArgSockRelease, ArgSockBTF:
 			if !isSocket(reg) {
 				want := "sock_common, sock, tcp_sock, xdp_sock"
-				if at == ArgSockRelease {
+				if at != ArgSockCommon {
 					want += ", ptr_, trusted_ptr_"
 				}
 				return v.errorf(pc, "R%d type=%s expected=%s", regno, regTypeString(reg), want)

@@ -39,6 +39,7 @@ const (
 	ArgWriteMem        = helper.ArgWriteMem
 	ArgSockCommon      = helper.ArgSockCommon
 	ArgSockRelease     = helper.ArgSockRelease
+	ArgSockBTF         = helper.ArgSockBTF
 	ArgCtxOrNull       = helper.ArgCtxOrNull
 
 	RetInteger          = helper.RetInteger

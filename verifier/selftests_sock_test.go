@@ -77,6 +77,15 @@ func TestSelftestSockLookup(t *testing.T) {
 		{name: "release listener", typ: tc, asm: lookup + "if r0 == 0 goto out\nr6 = r0\nr1 = r0\ncall bpf_get_listener_sock#98\nif r0 == 0 goto rel\nr1 = r0\ncall bpf_sk_release#86\nrel: r1 = r6\ncall bpf_sk_release#86" + out, err: "R1 must be referenced when passed to release function", kmsg: true},
 		{name: "tcp sock of ctx socket", typ: ebpf.CGroupSKB, attach: ebpf.AttachCGroupInetIngress, asm: "r1 = *(u64 *)(r1 +168)\nif r1 == 0 goto out\ncall bpf_tcp_sock#96\nif r0 == 0 goto out\nr0 = *(u32 *)(r0 +0)\nr0 = 1\nexit\nout: r0 = 1\nexit"},
 
+		// bpf_sk_assign takes a socket, referenced or not, and
+		// releases nothing.
+		{name: "sk assign", typ: tc, asm: lookup + "if r0 == 0 goto out\nr6 = r0\nr1 = r9\nr2 = r0\nr3 = 0\ncall bpf_sk_assign#124\nr1 = r6\ncall bpf_sk_release#86" + out},
+		{name: "sk assign leaves the reference", typ: tc, asm: lookup + "if r0 == 0 goto out\nr1 = r9\nr2 = r0\nr3 = 0\ncall bpf_sk_assign#124" + out, err: "Unreleased reference id=2 alloc_insn=9", kmsg: true},
+		{name: "sk assign ctx socket", typ: tc, asm: "r2 = *(u64 *)(r1 +168)\nif r2 == 0 goto out\nr3 = 0\ncall bpf_sk_assign#124" + out},
+		{name: "sk assign null", typ: tc, asm: "r2 = 0\nr3 = 0\ncall bpf_sk_assign#124" + out, err: "R2 type=scalar " + releaseTypes, kmsg: true},
+		{name: "sk assign unchecked", typ: tc, asm: lookup + "r1 = r9\nr2 = r0\nr3 = 0\ncall bpf_sk_assign#124" + out, err: "R2 type=sock_or_null " + releaseTypes, kmsg: true},
+		{name: "sk assign xdp", typ: ebpf.XDP, asm: "r2 = 0\nr3 = 0\ncall bpf_sk_assign#124" + out, err: "program of this type cannot use helper bpf_sk_assign#124", kmsg: true},
+
 		// bpf_get_netns_cookie takes the context or NULL.
 		{name: "netns cookie ctx", typ: tc, asm: "call bpf_get_netns_cookie#122\nr0 = 0\nexit"},
 		{name: "netns cookie null", typ: tc, asm: "r1 = 0\ncall bpf_get_netns_cookie#122\nr0 = 0\nexit"},
