@@ -70,6 +70,10 @@ const (
 	// not, which the helper does not release (the kernel's
 	// ARG_PTR_TO_BTF_ID_SOCK_COMMON: bpf_sk_assign).
 	ArgSockBTF
+	// ArgSockBTFOrNull is an ArgSockBTF or NULL, a socket pointer that
+	// may be NULL too (ARG_PTR_TO_BTF_ID_SOCK_COMMON | PTR_MAYBE_NULL:
+	// bpf_get_socket_ptr_cookie).
+	ArgSockBTFOrNull
 	// ArgCtxOrNull is the program's context pointer or NULL (the
 	// kernel's ARG_PTR_TO_CTX_OR_NULL).
 	ArgCtxOrNull

@@ -369,6 +369,20 @@ func SockState(ref SockRef) (state uint8, proto uint8) {
 	return uint8(binary.LittleEndian.Uint32(b[72:])), uint8(binary.LittleEndian.Uint32(b[12:]))
 }
 
+// SockCookie returns a resolved socket's cookie: a table socket's Cookie
+// or, for 0, one of its own (its place in the table, above the run's
+// own sockets'); the run's own socket's is SocketCookie's.
+func (r *Runner) SockCookie(ref SockRef) uint64 {
+	if ref.Socket == nil {
+		return r.SocketCookie()
+	}
+	if ref.Socket.Cookie != 0 {
+		return ref.Socket.Cookie
+	}
+	i := (ref.Addr - r.ns.socks.Addr()) / sockSlot
+	return 1<<62 | (i + 1)
+}
+
 // TCPSockAddr returns the address of a table socket's struct
 // bpf_tcp_sock.
 func (ref SockRef) TCPSockAddr() uint64 { return ref.Addr + progtype.SockSize }

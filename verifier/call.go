@@ -190,8 +190,9 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			}
 			allocSize = reg.Const()
 			v.markRegPrecise(regno)
-		case ArgSockCommon, ArgSockRelease, ArgSockBTF:
-			if !isSocket(reg) {
+		case ArgSockCommon, ArgSockRelease, ArgSockBTF, ArgSockBTFOrNull:
+			orNull := at == ArgSockBTFOrNull && (reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 || isSocketOrNull(reg))
+			if !isSocket(reg) && !orNull {
 				want := "sock_common, sock, tcp_sock, xdp_sock"
 				if at != ArgSockCommon {
 					want += ", ptr_, trusted_ptr_"
@@ -345,10 +346,14 @@ func (v *verifier) acquire(pc int, r0 *Reg) {
 
 // isSocket reports whether reg is a socket pointer, null-checked: what
 // the kernel's sock_common_types hold.
-func isSocket(reg *Reg) bool {
+func isSocket(reg *Reg) bool { return isSocketOrNull(reg) && !reg.maybeNull() }
+
+// isSocketOrNull reports whether reg is a socket pointer, null-checked or
+// not.
+func isSocketOrNull(reg *Reg) bool {
 	switch reg.Type {
 	case PtrToSockCommon, PtrToSocket, PtrToTCPSock, PtrToXDPSock:
-		return !reg.maybeNull()
+		return true
 	}
 	return false
 }

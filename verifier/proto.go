@@ -40,6 +40,7 @@ const (
 	ArgSockCommon      = helper.ArgSockCommon
 	ArgSockRelease     = helper.ArgSockRelease
 	ArgSockBTF         = helper.ArgSockBTF
+	ArgSockBTFOrNull   = helper.ArgSockBTFOrNull
 	ArgCtxOrNull       = helper.ArgCtxOrNull
 
 	RetInteger          = helper.RetInteger

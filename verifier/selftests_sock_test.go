@@ -119,3 +119,18 @@ func TestSelftestFIBLookup(t *testing.T) {
 		{name: "socket filter cannot", typ: ebpf.SocketFilter, asm: "r6 = r1\n" + params + call + "r0 = 0\nexit", err: "program of this type cannot use helper bpf_fib_lookup#69", kmsg: true},
 	})
 }
+
+// TestSelftestSocketPtrCookie covers sk_reuseport's bpf_get_socket_cookie,
+// which takes a socket pointer or NULL rather than the context.
+func TestSelftestSocketPtrCookie(t *testing.T) {
+	const types = "expected=sock_common, sock, tcp_sock, xdp_sock, ptr_, trusted_ptr_"
+	ru, sel := ebpf.SkReuseport, ebpf.AttachSkReuseportSelect
+	runCases(t, []vcase{
+		{name: "maybe-null socket", typ: ru, attach: sel, asm: "r1 = *(u64 *)(r1 +48)\ncall bpf_get_socket_cookie#46\nr0 = 1\nexit"},
+		{name: "checked socket", typ: ru, attach: sel, asm: "r1 = *(u64 *)(r1 +48)\nif r1 == 0 goto out\ncall bpf_get_socket_cookie#46\nout: r0 = 1\nexit"},
+		{name: "null", typ: ru, attach: sel, asm: "r1 = 0\ncall bpf_get_socket_cookie#46\nr0 = 1\nexit"},
+		{name: "ctx", typ: ru, attach: sel, asm: "call bpf_get_socket_cookie#46\nr0 = 1\nexit", err: "R1 type=ctx " + types, kmsg: true},
+		{name: "stack", typ: ru, attach: sel, asm: "r1 = r10\ncall bpf_get_socket_cookie#46\nr0 = 1\nexit", err: "R1 type=fp " + types, kmsg: true},
+		{name: "tc takes the ctx", typ: ebpf.SchedCLS, asm: "call bpf_get_socket_cookie#46\nr0 = 0\nexit"},
+	})
+}
