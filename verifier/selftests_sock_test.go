@@ -77,6 +77,12 @@ func TestSelftestSockLookup(t *testing.T) {
 		{name: "release listener", typ: tc, asm: lookup + "if r0 == 0 goto out\nr6 = r0\nr1 = r0\ncall bpf_get_listener_sock#98\nif r0 == 0 goto rel\nr1 = r0\ncall bpf_sk_release#86\nrel: r1 = r6\ncall bpf_sk_release#86" + out, err: "R1 must be referenced when passed to release function", kmsg: true},
 		{name: "tcp sock of ctx socket", typ: ebpf.CGroupSKB, attach: ebpf.AttachCGroupInetIngress, asm: "r1 = *(u64 *)(r1 +168)\nif r1 == 0 goto out\ncall bpf_tcp_sock#96\nif r0 == 0 goto out\nr0 = *(u32 *)(r0 +0)\nr0 = 1\nexit\nout: r0 = 1\nexit"},
 
+		// References live in the state, across calls.
+		{name: "lookup in callee released by caller", typ: tc, asm: "r1 = r9\ncall f\nif r0 == 0 goto out\n" + release + out + "\nf: r9 = r1\n" + lookup + "exit"},
+		{name: "released in callee", typ: tc, asm: lookup + "if r0 == 0 goto out\nr1 = r0\ncall g" + out + "\ng: call bpf_sk_release#86\nr0 = 0\nexit"},
+		{name: "leak from callee", typ: tc, asm: "r1 = r9\ncall f" + out + "\nf: r9 = r1\n" + lookup + "r0 = 0\nexit", err: "Unreleased reference id=2 alloc_insn=14", kmsg: true},
+		{name: "callee result used after release", typ: tc, asm: lookup + "if r0 == 0 goto out\nr6 = r0\nr1 = r0\ncall g\nr0 = *(u32 *)(r6 +4)" + out + "\ng: call bpf_sk_release#86\nr0 = 0\nexit", err: "R6 invalid mem access 'scalar'", kmsg: true},
+
 		// bpf_sk_assign takes a socket, referenced or not, and
 		// releases nothing.
 		{name: "sk assign", typ: tc, asm: lookup + "if r0 == 0 goto out\nr6 = r0\nr1 = r9\nr2 = r0\nr3 = 0\ncall bpf_sk_assign#124\nr1 = r6\ncall bpf_sk_release#86" + out},
