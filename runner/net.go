@@ -369,6 +369,21 @@ func SockState(ref SockRef) (state uint8, proto uint8) {
 	return uint8(binary.LittleEndian.Uint32(b[72:])), uint8(binary.LittleEndian.Uint32(b[12:]))
 }
 
+// SocketByCookie returns the address of the struct bpf_sock of the table
+// socket whose Cookie is cookie, 0 for none: for helpers that find
+// sockets by identity (sockmap and sockhash lookups).
+func (r *Runner) SocketByCookie(cookie uint64) uint64 {
+	if cookie == 0 || r.ns.nsocks == 0 {
+		return 0
+	}
+	for i := range r.sk.net.Sockets[:r.ns.nsocks] {
+		if r.sk.net.Sockets[i].Cookie == cookie {
+			return r.sockAddr(i)
+		}
+	}
+	return 0
+}
+
 // SockCookie returns a resolved socket's cookie: a table socket's Cookie
 // or, for 0, one of its own (its place in the table, above the run's
 // own sockets'); the run's own socket's is SocketCookie's.
