@@ -77,6 +77,9 @@ const (
 	// ArgCtxOrNull is the program's context pointer or NULL (the
 	// kernel's ARG_PTR_TO_CTX_OR_NULL).
 	ArgCtxOrNull
+	// ArgSpinLock points at the bpf_spin_lock of a map value
+	// (ARG_PTR_TO_SPIN_LOCK).
+	ArgSpinLock
 )
 
 // IsMem reports whether an argument points at memory the helper accesses.

@@ -42,6 +42,7 @@ const (
 	ArgSockBTF         = helper.ArgSockBTF
 	ArgSockBTFOrNull   = helper.ArgSockBTFOrNull
 	ArgCtxOrNull       = helper.ArgCtxOrNull
+	ArgSpinLock        = helper.ArgSpinLock
 
 	RetInteger          = helper.RetInteger
 	RetVoid             = helper.RetVoid

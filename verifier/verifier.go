@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/progtype"
 )
 
@@ -270,9 +271,11 @@ type verifier struct {
 	ret *earlyReturn
 
 	aluCache aluCache // alu_cache.go
-	free     []*State // states to reuse (state.go)
-	exact    bool     // compare every scalar and slot (tests)
-	hook     func(pc int)
+	// fields are the special fields of the maps' values (fields.go).
+	fields map[fieldsKey][]maps.Field
+	free   []*State // states to reuse (state.go)
+	exact  bool     // compare every scalar and slot (tests)
+	hook   func(pc int)
 
 	// The instruction history of the current path (precise.go).
 	hist []histEntry

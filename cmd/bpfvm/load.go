@@ -34,6 +34,14 @@ func openObject(path string) (*ebpf.CollectionSpec, error) {
 		return nil, fmt.Errorf("%s: %w", path, errNotELF)
 	}
 	spec, err := loadSpec(path)
+	if spec != nil {
+		// A command is a process of its own, where a map pinned by name
+		// (iproute2's PIN_GLOBAL_NS) would be pinned only for the
+		// command: it is created unpinned.
+		for _, m := range spec.Maps {
+			m.Pinning = ebpf.PinNone
+		}
+	}
 	switch {
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return nil, fmt.Errorf("%s: %w: truncated", path, errNotELF)

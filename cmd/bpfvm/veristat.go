@@ -406,7 +406,7 @@ func veristatFile(file string, opts veristatOptions) fileStats {
 		if insns, _, err := bpfvm.EncodeProgram(ps); err == nil {
 			row["prog_size"] = fmt.Sprint(len(insns))
 		}
-		l := loadOne(file, spec, name, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{LogLevel: level, LogSize: opts.logSize}})
+		l := loadOne(file, spec, name, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{LogLevel: bpfvm.LogLevel(level), LogSize: opts.logSize}})
 		var ve *bpfvm.VerifierError
 		log := ""
 		switch {
@@ -421,8 +421,8 @@ func veristatFile(file string, opts veristatOptions) fileStats {
 			log = l.prog.VerifierLog
 		case errors.As(l.err, &ve):
 			row["verdict"] = "failure"
-			fillFromLog(row, ve.Log)
-			log = ve.Log
+			log = joinLog(ve.Log)
+			fillFromLog(row, log)
 		default:
 			// Not a verdict: the program could not be loaded here.
 			row["verdict"] = "error"
