@@ -11,6 +11,7 @@ import (
 	"github.com/bpfvm/bpfvm/internal/errs"
 	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/progtype"
+	"github.com/bpfvm/bpfvm/runner"
 )
 
 // Errors returned by this package.
@@ -30,6 +31,11 @@ var (
 	// ErrBusy is returned, wrapped, by Map.Freeze during a Go-side write,
 	// as the kernel's EBUSY; it also matches unix.EBUSY.
 	ErrBusy = maps.ErrBusy
+	// ErrInvalidNet is returned, wrapped, by a run given a host world
+	// (RunOptions.Net) that does not hold together: a device given twice,
+	// a route or neighbour on a device that is not there, a socket of no
+	// known protocol or namespace (Net.Validate).
+	ErrInvalidNet = runner.ErrInvalidNet
 )
 
 // VerifierError is a program the verifier rejected, with its log, shaped

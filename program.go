@@ -282,8 +282,12 @@ type RunOptions struct {
 	BatchSize uint32
 	Reset     func()
 	// Net is the host's world that networking programs' helpers read:
-	// the packet's socket and tunnel metadata, the devices. Optional: nil
-	// is the world of the kernel's test run on the loopback device.
+	// the packet's socket and tunnel metadata, the devices, the socket
+	// table the socket lookups search, the routing and neighbour tables
+	// bpf_fib_lookup asks. Optional: nil is the world of the kernel's
+	// test run on the loopback device. A world that does not hold
+	// together (Net.Validate) fails the run with an error wrapping
+	// ErrInvalidNet.
 	Net *Net
 	// Trace is the world tracing programs' helpers read (kprobe,
 	// tracepoint, raw_tracepoint, perf_event): the current task, the
@@ -310,11 +314,42 @@ type PerfValue = runner.PerfValue
 // Signal is a signal a run sent (Result.Signals).
 type Signal = runner.Signal
 
-// Socket is the socket a packet belongs to (Net.Socket).
-type Socket = runner.Socket
-
 // Cgroup is a cgroup of the host's cgroup v2 hierarchy (Net.Cgroups).
 type Cgroup = runner.Cgroup
+
+// Socket is a socket of the host: the packet's (Net.Socket) or one of
+// the socket table (Net.Sockets).
+type Socket = runner.Socket
+
+// TCPInfo is what bpf_tcp_sock shows of a TCP socket (Socket.TCP).
+type TCPInfo = runner.TCPInfo
+
+// Peer is a network namespace the run's has an id for (Net.Peers).
+type Peer = runner.Peer
+
+// Route is a route of the host's routing table (Net.Routes).
+type Route = runner.Route
+
+// RouteType is a route's type (Route.Type).
+type RouteType = runner.RouteType
+
+// Route types (the kernel's RTN_*).
+const (
+	RouteUnicast     = runner.RouteUnicast
+	RouteLocal       = runner.RouteLocal
+	RouteBroadcast   = runner.RouteBroadcast
+	RouteAnycast     = runner.RouteAnycast
+	RouteMulticast   = runner.RouteMulticast
+	RouteBlackhole   = runner.RouteBlackhole
+	RouteUnreachable = runner.RouteUnreachable
+	RouteProhibit    = runner.RouteProhibit
+)
+
+// Rule is a policy routing rule (Net.Rules).
+type Rule = runner.Rule
+
+// Neighbor is an entry of the host's neighbour table (Net.Neighbors).
+type Neighbor = runner.Neighbor
 
 // Device is a network device of the host (Net.Devices).
 type Device = runner.Device
@@ -574,6 +609,11 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	}
 	if err := p.traceRun(opts); err != nil {
 		return fmt.Errorf("run %s: %w", p.name, err)
+	}
+	if opts.Net != nil {
+		if err := opts.Net.Validate(); err != nil {
+			return fmt.Errorf("run %s: %w", p.name, err)
+		}
 	}
 	in := runner.Input{Data: opts.Data, DataOut: opts.DataOut, Repeat: opts.Repeat, RunContext: opts.RunContext, Timed: timed, OnCPU: on, CPU: cpu, Net: opts.Net, Trace: opts.Trace}
 	if opts.Context != nil {

@@ -73,7 +73,7 @@ func helperSkbUnderCgroup(e *vm.Env, _, r2, r3, _, _ uint64) (uint64, error) {
 	if err != nil || errno != 0 {
 		return errno, err
 	}
-	return b2u(r.World().UnderCgroup(s.CgroupID, id)), nil
+	return b2u(r.Net().UnderCgroup(s.CgroupID, id)), nil
 }
 
 // helperCurrentTaskUnderCgroup is bpf_current_task_under_cgroup(map, idx):
@@ -85,7 +85,7 @@ func helperCurrentTaskUnderCgroup(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, er
 		return errno, err
 	}
 	r := runner.Of(e)
-	return b2u(r.World().UnderCgroup(r.TaskCgroup(), id)), nil
+	return b2u(r.Net().UnderCgroup(r.TaskCgroup(), id)), nil
 }
 
 // b2u is 1 for true, 0 for false.

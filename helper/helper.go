@@ -76,6 +76,8 @@ var families = [][]Helper{
 	strtolHelpers,
 	skbHelpers,
 	sockHelpers,
+	sockLookupHelpers,
+	fibHelpers,
 	redirectHelpers,
 	tunnelHelpers,
 	xdpHelpers,

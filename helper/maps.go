@@ -80,7 +80,7 @@ func helperMapUpdate(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 		switch {
 		case !ok:
 			return neg(einval), nil
-		case r.World().Socket == nil:
+		case r.Net().Socket == nil:
 			return neg(eopnotsupp), nil
 		}
 		return errno(sm.SetSocket(key, cookie, r4)), nil

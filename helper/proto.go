@@ -55,12 +55,31 @@ const (
 	// ArgStackOrNull is a pointer into the stack or NULL, passed on
 	// unchecked (callback contexts: the kernel's ARG_PTR_TO_STACK_OR_NULL).
 	ArgStackOrNull
+	// ArgWriteMem points at initialised memory the helper reads and
+	// writes, whose size is the next argument (the kernel's
+	// ARG_PTR_TO_MEM | MEM_WRITE: bpf_fib_lookup's params).
+	ArgWriteMem
+	// ArgSockCommon is a socket, null-checked: a sock_common, sock or
+	// tcp_sock pointer (the kernel's ARG_PTR_TO_SOCK_COMMON).
+	ArgSockCommon
+	// ArgSockRelease is a socket the helper releases: an ArgSockCommon
+	// that carries a reference (the kernel's
+	// ARG_PTR_TO_BTF_ID_SOCK_COMMON | OBJ_RELEASE, bpf_sk_release).
+	ArgSockRelease
+	// ArgSockBTF is a socket as ArgSockRelease takes one, referenced or
+	// not, which the helper does not release (the kernel's
+	// ARG_PTR_TO_BTF_ID_SOCK_COMMON: bpf_sk_assign).
+	ArgSockBTF
+	// ArgSockBTFOrNull is an ArgSockBTF or NULL, a socket pointer that
+	// may be NULL too (ARG_PTR_TO_BTF_ID_SOCK_COMMON | PTR_MAYBE_NULL:
+	// bpf_get_socket_ptr_cookie).
+	ArgSockBTFOrNull
+	// ArgCtxOrNull is the program's context pointer or NULL (the
+	// kernel's ARG_PTR_TO_CTX_OR_NULL).
+	ArgCtxOrNull
 	// ArgSpinLock points at the bpf_spin_lock of a map value
 	// (ARG_PTR_TO_SPIN_LOCK).
 	ArgSpinLock
-	// ArgSockCommon is a socket, not NULL: struct bpf_sock_common or
-	// struct bpf_sock (the kernel's ARG_PTR_TO_BTF_ID_SOCK_COMMON).
-	ArgSockCommon
 	// ArgMapValueOrNull is ArgMapValue, or NULL (the kernel's
 	// ARG_PTR_TO_MAP_VALUE | PTR_MAYBE_NULL).
 	ArgMapValueOrNull
@@ -69,7 +88,7 @@ const (
 // IsMem reports whether an argument points at memory the helper accesses.
 func (t ArgType) IsMem() bool {
 	switch t {
-	case ArgMapKey, ArgMapValue, ArgMapValueOrNull, ArgUninitMapValue, ArgMem, ArgUninitMem, ArgConstStr, ArgPtrToLong, ArgPtrToInt, ArgMemOrNull, ArgWriteMemOrNull:
+	case ArgMapKey, ArgMapValue, ArgMapValueOrNull, ArgUninitMapValue, ArgMem, ArgUninitMem, ArgConstStr, ArgPtrToLong, ArgPtrToInt, ArgMemOrNull, ArgWriteMemOrNull, ArgWriteMem:
 		return true
 	}
 	return false
@@ -82,7 +101,7 @@ func (t ArgType) OrNull() bool {
 
 // Writes reports whether the helper writes a memory argument (MEM_WRITE).
 func (t ArgType) Writes() bool {
-	return t == ArgUninitMapValue || t == ArgUninitMem || t == ArgPtrToLong || t == ArgPtrToInt || t == ArgWriteMemOrNull
+	return t == ArgUninitMapValue || t == ArgUninitMem || t == ArgPtrToLong || t == ArgPtrToInt || t == ArgWriteMemOrNull || t == ArgWriteMem
 }
 
 // Uninit reports whether a memory argument may be uninitialised stack the
@@ -103,6 +122,15 @@ const (
 	// RetMapValue is a value of the map argument, never NULL
 	// (bpf_get_local_storage).
 	RetMapValue
+	// RetSocketOrNull is a struct bpf_sock or NULL (the kernel's
+	// RET_PTR_TO_SOCKET_OR_NULL).
+	RetSocketOrNull
+	// RetSockCommonOrNull is a socket as struct bpf_sock_common shows it,
+	// or NULL (RET_PTR_TO_SOCK_COMMON_OR_NULL).
+	RetSockCommonOrNull
+	// RetTCPSockOrNull is a struct bpf_tcp_sock or NULL
+	// (RET_PTR_TO_TCP_SOCK_OR_NULL).
+	RetTCPSockOrNull
 )
 
 // Proto is a helper prototype: what the verifier checks of a call, the
@@ -122,4 +150,12 @@ type Proto struct {
 	// packet pointer is invalid after a call (the kernel's
 	// bpf_helper_changes_pkt_data).
 	ChangesPacket bool
+	// Acquire says the returned pointer carries a new reference the
+	// program must release (the kernel's is_acquire_function: the socket
+	// lookups).
+	Acquire bool
+	// Cast says the returned pointer is the socket argument seen as
+	// another type, carrying its reference if any (the kernel's
+	// is_ptr_cast_function: bpf_sk_fullsock, bpf_tcp_sock).
+	Cast bool
 }

@@ -10,6 +10,9 @@ import (
 // (runner.Net).
 var sockHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_get_socket_cookie", Args: [5]ArgType{ArgCtx}}, Func: helperGetSocketCookie},
+	// sk_reuseport's (bpf_get_socket_ptr_cookie_proto): of a socket
+	// pointer, 0 for NULL.
+	{Proto: Proto{Name: "bpf_get_socket_cookie", Args: [5]ArgType{ArgSockBTFOrNull}}, Func: helperGetSocketPtrCookie, Variant: "ptr"},
 	{Proto: Proto{Name: "bpf_get_socket_uid", Args: [5]ArgType{ArgCtx}}, Func: helperGetSocketUID},
 	{Proto: Proto{Name: "bpf_skb_cgroup_id", Args: [5]ArgType{ArgCtx}}, Func: helperSkbCgroupID},
 	// tc's (bpf_get_cgroup_classid_proto), from the skb; the base set's
@@ -24,6 +27,17 @@ var sockHelpers = []Helper{
 // packet's socket, 0 without one.
 func helperGetSocketCookie(e *vm.Env, _, _, _, _, _ uint64) (uint64, error) {
 	return runner.Of(e).SocketCookie(), nil
+}
+
+// helperGetSocketPtrCookie is bpf_get_socket_cookie(sk) of sk_reuseport:
+// the cookie of socket sk, 0 for NULL.
+func helperGetSocketPtrCookie(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
+	r := runner.Of(e)
+	ref, ok := r.Sock(r1)
+	if !ok {
+		return 0, nil
+	}
+	return r.SockCookie(ref), nil
 }
 
 // helperGetSocketUID is bpf_get_socket_uid(skb): the uid of the packet's

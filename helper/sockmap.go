@@ -22,11 +22,11 @@ var sockMapHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_sk_redirect_hash", Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgMapKey, ArgAnything}}, Func: helperSockRedirectHash},
 	{Proto: Proto{Name: "bpf_msg_redirect_hash", Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgMapKey, ArgAnything}}, Func: helperSockRedirectHash},
 	{Proto: Proto{Name: "bpf_sk_select_reuseport", Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgMapKey, ArgAnything}}, Func: helperSkSelectReuseport},
-	{Proto: Proto{Name: "bpf_sk_storage_get", Args: [5]ArgType{ArgConstMapPtr, ArgSockCommon, ArgMapValueOrNull, ArgAnything}, Ret: RetMapValueOrNull}, Func: helperSkStorageGet},
+	{Proto: Proto{Name: "bpf_sk_storage_get", Args: [5]ArgType{ArgConstMapPtr, ArgSockBTF, ArgMapValueOrNull, ArgAnything}, Ret: RetMapValueOrNull}, Func: helperSkStorageGet},
 	// cgroup_sock's (bpf_sk_storage_get_cg_sock_proto): the socket is the
 	// context.
 	{Proto: Proto{Name: "bpf_sk_storage_get", Args: [5]ArgType{ArgConstMapPtr, ArgCtx, ArgMapValueOrNull, ArgAnything}, Ret: RetMapValueOrNull}, Func: helperSkStorageGet, Variant: "cg_sock"},
-	{Proto: Proto{Name: "bpf_sk_storage_delete", Args: [5]ArgType{ArgConstMapPtr, ArgSockCommon}}, Func: helperSkStorageDelete},
+	{Proto: Proto{Name: "bpf_sk_storage_delete", Args: [5]ArgType{ArgConstMapPtr, ArgSockBTF}}, Func: helperSkStorageDelete},
 }
 
 // Verdicts of the socket redirect helpers.

@@ -10,7 +10,8 @@ import (
 // remote_port a __be16 read whole as a u32 or narrow, with the zero
 // padding after it. The sk field (cookie in test runs) is a nullable struct
 // bpf_sock pointer, NULL as in the kernel's test run: no socket is ever
-// selected (bpfvm has no sk_assign), so a test run's cookie is 0. Programs return SK_DROP (0)
+// selected (bpfvm lacks sk_lookup's bpf_sk_assign, the
+// "lookup" variant, tc's being another proto), so a test run's cookie is 0. Programs return SK_DROP (0)
 // or SK_PASS (1).
 //
 // The test run is the kernel's (bpf_prog_test_run_sk_lookup): no packet,
@@ -31,7 +32,7 @@ var SKLookup = &Type{
 			Field{Name: "ingress_ifindex", Offset: 64, Size: 4, Read: true, Narrow: true})...),
 	ContextNames: []string{"bpf_sk_lookup", "bpf_sk_lookup_kern"},
 	Setup:        skLookupSetup,
-	Helpers:      Helpers(names(CapNone, "perf_event_output sk_assign sk_release"), sockBaseHelpers),
+	Helpers:      Helpers(names(CapNone, "perf_event_output sk_assign@lookup sk_release"), sockBaseHelpers),
 	CheckReturn:  true,
 	ReturnMax:    1,
 }

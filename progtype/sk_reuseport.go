@@ -33,5 +33,5 @@ var SKReuseport = &Type{
 		return nil
 	},
 	Helpers: Helpers(names(CapNone, `sk_select_reuseport skb_load_bytes
-		skb_load_bytes_relative get_socket_cookie ktime_get_coarse_ns`), baseHelpers),
+		skb_load_bytes_relative get_socket_cookie@ptr ktime_get_coarse_ns`), baseHelpers),
 }

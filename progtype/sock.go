@@ -94,3 +94,14 @@ const (
 	ipProtoTCP     = 6
 	tcpEstablished = 1
 )
+
+// TCPSockSize is the size of struct bpf_tcp_sock, what bpf_tcp_sock's
+// result points at: u32 fields but for the u64 bytes_received and
+// bytes_acked.
+const TCPSockSize = 112
+
+// struct bpf_tcp_sock offsets of its u64 fields.
+const (
+	TCPSockBytesReceived = 80
+	TCPSockBytesAcked    = 88
+)

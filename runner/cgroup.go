@@ -56,19 +56,9 @@ func (n *Net) parent(cg uint64) uint64 {
 	return RootCgroup
 }
 
-// World returns the host's world of the run for any program type (never
-// nil: the kernel's test run's when the run was given none). Net is the
-// same for programs on a socket buffer.
-func (r *Runner) World() *Net {
-	if r.sk.net == nil {
-		return &noNet
-	}
-	return r.sk.net
-}
-
 // TaskCgroup is the id of the cgroup of the task the run is in.
 func (r *Runner) TaskCgroup() uint64 {
-	if c := r.World().Cgroup; c != 0 {
+	if c := r.Net().Cgroup; c != 0 {
 		return c
 	}
 	return RootCgroup
@@ -77,7 +67,7 @@ func (r *Runner) TaskCgroup() uint64 {
 // AttachCgroup is the id of the cgroup the program runs attached to and
 // its attach type: the key of the storage bpf_get_local_storage gives.
 func (r *Runner) AttachCgroup() (cgroup uint64, attach uint32) {
-	cgroup = r.World().AttachCgroup
+	cgroup = r.Net().AttachCgroup
 	if cgroup == 0 {
 		cgroup = RootCgroup
 	}
@@ -88,10 +78,11 @@ func (r *Runner) AttachCgroup() (cgroup uint64, attach uint32) {
 // (PTR_TO_SOCKET, PTR_TO_SOCK_COMMON) points at, ok false for an address
 // that is no socket of the run: the run's own socket (the context's sk).
 func (r *Runner) SocketAt(addr uint64) (cookie uint64, ok bool) {
-	if addr == 0 || addr != r.sock {
+	ref, ok := r.Sock(addr)
+	if !ok {
 		return 0, false
 	}
-	return r.SocketCookie(), true
+	return r.SockCookie(ref), true
 }
 
 // ContextIsSocket reports whether the program's context is its socket

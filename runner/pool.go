@@ -2,8 +2,10 @@
 // does: per-CPU runners with their off-heap stacks and run buffers, the
 // packet model (headroom, metadata, tailroom and the shadow packet
 // pointers of verified programs), the state helpers see of a run (Of),
-// tail calls between programs, and the lifetime of a loaded program. It
-// sits below the public API (package bpfvm) and above the engines.
+// tail calls between programs, the lifetime of a loaded program, and the
+// host's world networking helpers ask (Net: sockets, routes, neighbours,
+// devices; net.go, fib.go). It sits below the public API (package bpfvm)
+// and above the engines.
 package runner
 
 import (
@@ -296,6 +298,7 @@ func (c *CPUs) retire(i int) {
 		r.buf = nil
 	}
 	r.freeHelperState()
+	r.freeNet()
 	r.cache = vm.Cache{} // the execution context is freed when unreachable
 	if int(c.retired.Add(1)) == len(c.runners) {
 		// No run of these runners is left: grace periods need not wait

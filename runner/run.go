@@ -272,6 +272,9 @@ func Run(p *Program, in *Input, out *Output) error {
 			r.sock = base + socket(pt)
 		}
 	}
+	if err := r.beginNet(in.Net); err != nil {
+		return err
+	}
 	r.startEnv(in.RunContext)
 	env := &r.env
 	if len(frame) >= ethHeader {

@@ -32,6 +32,7 @@ type Runner struct {
 	hs           helperState  // helpers' per-runner state (state.go)
 	sk           skbState     // the socket buffer of a run on one (skb.go)
 	tr           traceState   // the world of a tracing run (trace.go)
+	ns           netState     // the host world's socket slots (net.go)
 	cache        vm.Cache     // the engines' state kept from run to run
 	between      func() error // r.nextRun, made once: what engines call between repetitions
 	pace         vm.Pacer     // nextRun's looks at the run's context
@@ -104,6 +105,9 @@ func (r *Runner) progRegions(regions []vm.Region, p *Program) []vm.Region {
 	}
 	if r.tpLen > 0 {
 		regions = append(regions, vm.Region{Start: r.tpBuf, End: r.tpBuf + r.tpLen, Writable: true})
+	}
+	if socks := r.socketRegion(); socks.End != 0 {
+		regions = append(regions, socks)
 	}
 	return append(regions, p.Regions...)
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"encoding/binary"
+	"net/netip"
 
 	"github.com/bpfvm/bpfvm/vm"
 )
@@ -72,7 +73,8 @@ type Skb struct {
 // Net is the host's side of a run of a networking program: what its
 // helpers read of the world beyond the packet. The zero value is the
 // world of the kernel's test run on the loopback device. Runs only read
-// it, so that concurrent runs may share one.
+// it, so that concurrent runs may share one; Validate says whether it
+// holds together (a run refuses one that does not).
 type Net struct {
 	// Socket is the socket the packet belongs to (skb->sk); nil is the
 	// kernel's test run's: a socket of uid 0 in the root cgroup, with a
@@ -103,17 +105,80 @@ type Net struct {
 	// with its attach type, the storage bpf_get_local_storage gives (0:
 	// the root cgroup).
 	AttachCgroup uint64
+
+	// Sockets is the host's socket table: what bpf_sk_lookup_tcp,
+	// bpf_sk_lookup_udp and bpf_skc_lookup_tcp find (net.go).
+	Sockets []Socket
+	// Netns is the cookie of the run's network namespace
+	// (bpf_get_netns_cookie); 0 is the initial namespace's (InitNetns).
+	Netns uint64
+	// Peers are the other namespaces the run's has ids for, which the
+	// socket lookups' netns_id argument names.
+	Peers []Peer
+
+	// Routes, Rules and Neighbors are the routing and neighbour tables
+	// bpf_fib_lookup answers from (fib.go), with the devices' Addrs,
+	// MAC, Down and Forwarding.
+	Routes    []Route
+	Rules     []Rule
+	Neighbors []Neighbor
 }
 
-// Socket is the socket a packet belongs to, as the socket helpers see it.
+// Socket is a socket of the host, as the socket helpers see it: the
+// packet's (Net.Socket), or one of the socket table (Net.Sockets), whose
+// lookups match the fields after CgroupID and whose struct bpf_sock
+// (and, for TCP, struct bpf_tcp_sock) a program reads shows them.
 type Socket struct {
 	// Cookie is what bpf_get_socket_cookie returns; 0 gives the socket a
-	// cookie of its own, as the kernel's first call does.
+	// cookie of its own, as the kernel's first call does. It is the
+	// socket's identity (sockmaps key sockets by it).
 	Cookie uint64
 	// UID is the owner's uid (bpf_get_socket_uid).
 	UID uint32
 	// CgroupID is the id of the socket's cgroup v2 (bpf_skb_cgroup_id).
 	CgroupID uint64
+
+	// Protocol is IPPROTO_TCP (6) or IPPROTO_UDP (17).
+	Protocol uint8
+	// Local is the address and port the socket is bound to (an
+	// unspecified address: every address); an IPv6 address (an
+	// IPv4-mapped one too) makes an AF_INET6 socket. Remote is the peer
+	// of a connected socket, the zero AddrPort for none.
+	Local, Remote netip.AddrPort
+	// State is the socket's state in the kernel's TCP numbering
+	// (TCP_ESTABLISHED 1, TCP_TIME_WAIT 6, TCP_CLOSE 7, TCP_LISTEN 10,
+	// TCP_NEW_SYN_RECV 12 ...); 0 is TCP_ESTABLISHED with a Remote and
+	// otherwise TCP_LISTEN for TCP, TCP_CLOSE for UDP.
+	State uint8
+	// V6Only is IPV6_V6ONLY: an AF_INET6 socket IPv4 lookups skip.
+	V6Only bool
+	// BoundDevIf is the device the socket is bound to (SO_BINDTOIFINDEX),
+	// 0 for none; Mark and Priority are SO_MARK and SO_PRIORITY.
+	BoundDevIf, Mark, Priority uint32
+	// Netns is the cookie of the socket's network namespace, 0 for the
+	// run's.
+	Netns uint64
+	// TCP is what struct bpf_tcp_sock shows of a TCP socket.
+	TCP TCPInfo
+}
+
+// TCPInfo is struct bpf_tcp_sock: a TCP socket's counters, as bpf_tcp_sock
+// shows them.
+type TCPInfo struct {
+	SndCwnd, SrttUs, RttMin, SndSsthresh, RcvNxt, SndNxt, SndUna, MssCache uint32
+	EcnFlags, RateDelivered, RateIntervalUs, PacketsOut, RetransOut        uint32
+	TotalRetrans, SegsIn, DataSegsIn, SegsOut, DataSegsOut, LostOut        uint32
+	SackedOut                                                              uint32
+	BytesReceived, BytesAcked                                              uint64
+	DsackDups, Delivered, DeliveredCE, IcskRetransmits                     uint32
+}
+
+// Peer is a network namespace the run's has an id for (its nsid).
+type Peer struct {
+	// ID is the namespace's id as the run's namespace knows it (>= 0).
+	ID int32
+	// Netns is the namespace's cookie, which Socket.Netns names.
+	Netns uint64
 }
 
 // Device is a network device of the host.
@@ -125,6 +190,17 @@ type Device struct {
 	// HeaderLen is its link-layer header length (hard_header_len; 0 for
 	// devices without one, such as tunnels).
 	HeaderLen uint32
+	// MAC is its hardware address (bpf_fib_lookup's smac).
+	MAC [6]byte
+	// Addrs are its addresses, in order: the source addresses
+	// bpf_fib_lookup's BPF_FIB_LOOKUP_SRC picks from.
+	Addrs []netip.Addr
+	// Down says the device is down: routes through it are dead.
+	Down bool
+	// Forwarding is the device's IPv4 and IPv6 forwarding sysctl; off
+	// (as the kernel's default), bpf_fib_lookup on it gives
+	// BPF_FIB_LKUP_RET_FWD_DISABLED.
+	Forwarding bool
 }
 
 // loopback is the loopback device as the kernel sets it up.
@@ -185,7 +261,6 @@ type skbState struct {
 // run's world).
 func (r *Runner) beginSkb(net *Net) {
 	r.sk.skb = Skb{tx: Tunnel{Options: r.sk.skb.tx.Options[:0]}}
-	r.sk.net = net
 	r.sk.cookie++
 	r.sk.clones = r.sk.clones[:0]
 	if net != nil && net.Tunnel != nil {
@@ -197,20 +272,30 @@ func (r *Runner) beginSkb(net *Net) {
 // and change.
 func (r *Runner) Skb() *Skb { return &r.sk.skb }
 
-// Net returns the host's world of the run (never nil; the kernel's test
-// run's for a program not on a socket buffer).
+// Net returns the host's world of the run (never nil: the kernel's test
+// run's when the run has none).
 func (r *Runner) Net() *Net {
-	if r.sk.net == nil || !r.prog.Type.Skb {
+	if r.sk.net == nil {
 		return &noNet
 	}
 	return r.sk.net
+}
+
+// skbNet returns the host's world of a run on a socket buffer, the
+// kernel's test run's for another program (whose context has no packet
+// socket).
+func (r *Runner) skbNet() *Net {
+	if !r.prog.Type.Skb {
+		return &noNet
+	}
+	return r.Net()
 }
 
 var noNet Net
 
 // SkbSocket returns the socket of the run's packet, nil for none.
 func (r *Runner) SkbSocket() *Socket {
-	n := r.Net()
+	n := r.skbNet()
 	switch {
 	case n.NoSocket:
 		return nil
@@ -228,7 +313,7 @@ var testSocket = Socket{CgroupID: 1}
 // socket: its Cookie, or one of its own (unique among the runs of the
 // runner, never 0).
 func (r *Runner) SocketCookie() uint64 {
-	n := r.World()
+	n := r.Net()
 	if n.NoSocket {
 		return 0
 	}

@@ -287,7 +287,7 @@ func (v *verifier) pointerALU(pc int, ins isa.Instruction, dst, src *Reg, op uin
 			break
 		}
 		return v.errorf(pc, "R%d pointer arithmetic on %s prohibited", ins.Dst, ptr.Type)
-	case PtrToPacketEnd, PtrToFunc, PtrToXDPSock, PtrToSockCommon, PtrToSocket:
+	case PtrToPacketEnd, PtrToFunc, PtrToXDPSock, PtrToSockCommon, PtrToSocket, PtrToTCPSock:
 		return v.errorf(pc, "R%d pointer arithmetic on %s prohibited", ins.Dst, ptr.Type)
 	case PtrToFlowKeys:
 		if !off.Scalar.IsConst() {

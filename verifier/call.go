@@ -77,6 +77,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		memArg      ArgType
 		allocSize   uint64
 		releaseRef  uint32
+		argRef      uint32 // the reference an argument carries (the kernel's meta.ref_obj_id)
 		callback    = -1
 		constKey    uint64
 		hasConstKey bool
@@ -99,7 +100,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		if at == ArgMapValue && m != nil && socketValued(m) {
 			// A sockmap's or sockhash's value is a socket (the kernel's
 			// resolve_map_arg_type).
-			at = ArgSockCommon
+			at = ArgSockBTF
 		}
 		if at.IsMem() {
 			if err := v.checkMemArgType(pc, regno, reg, at); err != nil {
@@ -161,10 +162,6 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			if err := v.checkHelperMem(pc, regno, reg, int(m.Spec.ValueSize), at, true, false, &raw); err != nil {
 				return err
 			}
-		case ArgSockCommon:
-			if reg.Type != PtrToSockCommon && reg.Type != PtrToSocket || reg.maybeNull() {
-				return v.errorf(pc, "R%d type=%s expected=sock_common, sock, tcp_sock, xdp_sock, ptr_, trusted_ptr_", regno, regTypeString(reg))
-			}
 		case ArgPtrToLong:
 			if err := v.checkHelperMem(pc, regno, reg, 8, at, true, false, &raw); err != nil {
 				return err
@@ -185,7 +182,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			if err := v.checkConstStr(pc, regno, reg); err != nil {
 				return err
 			}
-		case ArgMem, ArgUninitMem, ArgMemOrNull, ArgWriteMemOrNull:
+		case ArgMem, ArgUninitMem, ArgMemOrNull, ArgWriteMemOrNull, ArgWriteMem:
 			// Checked with the size argument that follows.
 			memReg, memArg = i+1, at
 		case ArgConstSize, ArgConstSizeOrZero:
@@ -217,6 +214,31 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			}
 			allocSize = reg.Const()
 			v.markRegPrecise(regno)
+		case ArgSockCommon, ArgSockRelease, ArgSockBTF, ArgSockBTFOrNull:
+			orNull := at == ArgSockBTFOrNull && (reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 || isSocketOrNull(reg))
+			if !isSocket(reg) && !orNull {
+				want := "sock_common, sock, tcp_sock, xdp_sock"
+				if at != ArgSockCommon {
+					want += ", ptr_, trusted_ptr_"
+				}
+				return v.errorf(pc, "R%d type=%s expected=%s", regno, regTypeString(reg), want)
+			}
+			if at == ArgSockRelease {
+				if reg.RefID == 0 {
+					return v.errorf(pc, "R%d must be referenced when passed to release function", regno)
+				}
+				releaseRef = reg.RefID
+			}
+		case ArgCtxOrNull:
+			if reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
+				break
+			}
+			if reg.Type != PtrToCtx {
+				return v.errorf(pc, "R%d type=%s expected=ctx", regno, regTypeString(reg))
+			}
+			if err := v.checkPtrOffReg(pc, regno, reg, false); err != nil {
+				return err
+			}
 		case ArgCtx:
 			if reg.Type != PtrToCtx {
 				return v.errorf(pc, "R%d type=%s expected=ctx", regno, regTypeString(reg))
@@ -241,6 +263,9 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				return v.errorf(pc, "R%d must have zero offset when passed to release func", regno)
 			}
 			releaseRef = reg.RefID
+		}
+		if reg.RefID != 0 && at != ArgAnything {
+			argRef = reg.RefID
 		}
 	}
 	if m != nil && rdonlyProg(m.Spec) && changesMap(id) {
@@ -284,6 +309,9 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	}
 	if releaseRef != 0 && !v.cur.releaseRef(releaseRef) {
 		return v.errorf(pc, "R1 must be referenced when passed to release function")
+	}
+	if releaseRef != 0 {
+		argRef = 0
 	}
 	if p.TailCall {
 		if err := v.tailCall(pc); err != nil {
@@ -329,9 +357,23 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		if allocSize == 0 || allocSize > uint64(m.Spec.MaxEntries) {
 			return v.errorf(pc, "R2 invalid ringbuf reservation size %d", allocSize)
 		}
-		ref := v.newID()
-		v.cur.Refs = append(v.cur.Refs, Ref{ID: ref, Insn: pc})
-		*r0 = Reg{Type: PtrToMem, Flags: MaybeNull | Ringbuf, MemSize: uint32(allocSize), ID: v.newID(), RefID: ref, Scalar: Const(0)}
+		*r0 = Reg{Type: PtrToMem, Flags: MaybeNull | Ringbuf, MemSize: uint32(allocSize), ID: v.newID(), Scalar: Const(0)}
+		v.acquire(pc, r0)
+	case RetSocketOrNull, RetSockCommonOrNull, RetTCPSockOrNull:
+		t := PtrToSocket
+		switch p.Ret {
+		case RetSockCommonOrNull:
+			t = PtrToSockCommon
+		case RetTCPSockOrNull:
+			t = PtrToTCPSock
+		}
+		*r0 = Reg{Type: t, Flags: MaybeNull, ID: v.newID(), Scalar: Const(0)}
+		switch {
+		case p.Acquire:
+			v.acquire(pc, r0)
+		case p.Cast:
+			r0.RefID = argRef
+		}
 	}
 	return nil
 }
@@ -355,6 +397,29 @@ func (v *verifier) mayUpdateSockmap(name string) bool {
 		// callback.
 		return name == "bpf_map_delete_elem"
 	case "socket_filter", "sched_cls", "sched_act", "xdp", "sk_reuseport", "flow_dissector", "sk_lookup":
+		return true
+	}
+	return false
+}
+
+// acquire gives r0, a helper's result that may be NULL, a new reference,
+// also its id (the kernel's acquire_reference after the id of the null
+// check): a null check that finds it NULL drops the reference.
+func (v *verifier) acquire(pc int, r0 *Reg) {
+	ref := v.newID()
+	v.cur.Refs = append(v.cur.Refs, Ref{ID: ref, Insn: pc})
+	r0.ID, r0.RefID = ref, ref
+}
+
+// isSocket reports whether reg is a socket pointer, null-checked: what
+// the kernel's sock_common_types hold.
+func isSocket(reg *Reg) bool { return isSocketOrNull(reg) && !reg.maybeNull() }
+
+// isSocketOrNull reports whether reg is a socket pointer, null-checked or
+// not.
+func isSocketOrNull(reg *Reg) bool {
+	switch reg.Type {
+	case PtrToSockCommon, PtrToSocket, PtrToTCPSock, PtrToXDPSock:
 		return true
 	}
 	return false

@@ -58,7 +58,7 @@ func TestHelperSets(t *testing.T) {
 		cannot("socket skb_pull_data", sf, "r2 = 0\ncall bpf_skb_pull_data#39\n", "bpf_skb_pull_data#39"),
 		cannot("socket probe_read", sf, "call bpf_probe_read#4\n", "bpf_probe_read#4"),
 		cannot("socket xdp_load_bytes", sf, "call bpf_xdp_load_bytes#189\n", "bpf_xdp_load_bytes#189"),
-		lacking("socket get_netns_cookie", sf, "call bpf_get_netns_cookie#122\n", "bpf_get_netns_cookie#122"),
+		ok("socket get_netns_cookie", sf, "call bpf_get_netns_cookie#122\n"),
 		ok("socket get_socket_cookie", sf, "call bpf_get_socket_cookie#46\n"),
 		// XDP: xdp_func_proto.
 		ok("xdp adjust_head", xdp, "r2 = 0\ncall bpf_xdp_adjust_head#44\n"),
@@ -71,7 +71,7 @@ func TestHelperSets(t *testing.T) {
 		cannot("xdp get_socket_cookie", xdp, "call bpf_get_socket_cookie#46\n", "bpf_get_socket_cookie#46"),
 		lacking("xdp tcp_gen_syncookie", xdp, "call bpf_tcp_gen_syncookie#110\n", "bpf_tcp_gen_syncookie#110"),
 		ok("xdp xdp_load_bytes", xdp, buf+"r2 = 0\nr3 = r10\nr3 += -8\nr4 = 8\ncall bpf_xdp_load_bytes#189\n"),
-		lacking("xdp fib_lookup", xdp, "call bpf_fib_lookup#69\n", "bpf_fib_lookup#69"),
+		lacking("xdp tcp_check_syncookie", xdp, "call bpf_tcp_check_syncookie#100\n", "bpf_tcp_check_syncookie#100"),
 		// tc: tc_cls_act_func_proto, for both tc types.
 		ok("cls store_bytes", cls, storeBytes),
 		ok("act l3_csum_replace", act, "r2 = 0\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_l3_csum_replace#10\n"),
@@ -98,7 +98,7 @@ func TestHelperSets(t *testing.T) {
 		unpriv(cannot("socket snprintf", sf, "call bpf_snprintf#165\n", "bpf_snprintf#165")),
 		unpriv(cannot("socket skc_to_tcp_sock", sf, "call bpf_skc_to_tcp_sock#137\n", "bpf_skc_to_tcp_sock#137")),
 		unpriv(cannot("socket store_bytes", sf, storeBytes, "bpf_skb_store_bytes#9")),
-		unpriv(lacking("socket get_netns_cookie", sf, "call bpf_get_netns_cookie#122\n", "bpf_get_netns_cookie#122")),
+		unpriv(ok("socket get_netns_cookie", sf, "call bpf_get_netns_cookie#122\n")),
 		unpriv(ok("socket get_socket_uid", sf, "call bpf_get_socket_uid#47\n")),
 	})
 }

@@ -285,7 +285,9 @@ func (v *verifier) nullCheck(st *State, dst, src *Reg, op uint8, taken bool) {
 			r.Type = PtrToXDPSock
 		}
 	})
-	if isNull && ref != 0 {
+	if isNull && ref != 0 && ref == id {
+		// The pointer holds the reference itself (not a cast of
+		// it): NULL holds nothing to release.
 		st.releaseRef(ref)
 	}
 }

@@ -110,7 +110,7 @@ func (v *verifier) checkAtomic(pc int, ins isa.Instruction) error {
 		return err
 	}
 	switch ptr.Type {
-	case PtrToCtx, PtrToPacket, PtrToPacketMeta, PtrToFlowKeys, PtrToSockCommon, PtrToSocket:
+	case PtrToCtx, PtrToPacket, PtrToPacketMeta, PtrToFlowKeys, PtrToSockCommon, PtrToSocket, PtrToTCPSock:
 		return v.errorf(pc, "BPF_ATOMIC stores into R%d %s is not allowed", ins.Dst, regTypeString(ptr))
 	}
 	if ins.Imm&isa.AtomicFetch != 0 && ins.Imm != isa.AtomicCmpXchg {
@@ -201,6 +201,8 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 		return v.xdpSockAccess(ptr, a)
 	case PtrToSockCommon, PtrToSocket:
 		return v.sockAccess(ptr, a)
+	case PtrToTCPSock:
+		return v.tcpSockAccess(ptr, a)
 	case PtrToFlowKeys:
 		if v.leaks(a) {
 			return Reg{}, v.errorf(a.pc, "R%d leaks addr into flow keys", a.valReg)
@@ -258,11 +260,29 @@ func (v *verifier) sockAccess(ptr *Reg, a access) (Reg, error) {
 	return v.loadedScalar(a.size), nil
 }
 
+// tcpSockAccess checks an access to a struct bpf_tcp_sock (the kernel's
+// bpf_tcp_sock_is_valid_access): reads of whole fields only, the u64
+// bytes_received and bytes_acked and the u32 others.
+func (v *verifier) tcpSockAccess(ptr *Reg, a access) (Reg, error) {
+	if a.write {
+		return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))
+	}
+	off := int64(ptr.Off) + int64(a.off)
+	want := 4
+	if off == progtype.TCPSockBytesReceived || off == progtype.TCPSockBytesAcked {
+		want = 8
+	}
+	if off < 0 || off >= progtype.TCPSockSize || off%int64(a.size) != 0 || a.size != want {
+		return Reg{}, v.errorf(a.pc, "R%d invalid %s access off=%d size=%d", a.reg, regTypeString(ptr), off, a.size)
+	}
+	return v.loadedScalar(a.size), nil
+}
+
 // mixable reports whether one instruction may access memory of type t and
 // of other types on different paths: not the context and sockets, whose
 // accesses the kernel converts (reg_type_mismatch_ok).
 func mixable(t RegType) bool {
-	return t.IsPointer() && t != PtrToCtx && t != PtrToXDPSock && t != PtrToSockCommon && t != PtrToSocket
+	return t.IsPointer() && t != PtrToCtx && t != PtrToXDPSock && t != PtrToSockCommon && t != PtrToSocket && t != PtrToTCPSock
 }
 
 // xdpSockAccess checks an access to an xskmap socket: only its 4-byte

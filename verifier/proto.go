@@ -36,8 +36,13 @@ const (
 	ArgMemOrNull       = helper.ArgMemOrNull
 	ArgWriteMemOrNull  = helper.ArgWriteMemOrNull
 	ArgStackOrNull     = helper.ArgStackOrNull
-	ArgSpinLock        = helper.ArgSpinLock
+	ArgWriteMem        = helper.ArgWriteMem
 	ArgSockCommon      = helper.ArgSockCommon
+	ArgSockRelease     = helper.ArgSockRelease
+	ArgSockBTF         = helper.ArgSockBTF
+	ArgSockBTFOrNull   = helper.ArgSockBTFOrNull
+	ArgCtxOrNull       = helper.ArgCtxOrNull
+	ArgSpinLock        = helper.ArgSpinLock
 	ArgMapValueOrNull  = helper.ArgMapValueOrNull
 
 	RetInteger          = helper.RetInteger
@@ -45,6 +50,9 @@ const (
 	RetMapValueOrNull   = helper.RetMapValueOrNull
 	RetRingbufMemOrNull = helper.RetRingbufMemOrNull
 	RetMapValue         = helper.RetMapValue
+	RetSocketOrNull     = helper.RetSocketOrNull
+	RetSockCommonOrNull = helper.RetSockCommonOrNull
+	RetTCPSockOrNull    = helper.RetTCPSockOrNull
 )
 
 // BuiltinProto returns the prototype of a kernel helper bpfvm implements,

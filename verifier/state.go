@@ -43,6 +43,9 @@ const (
 	// offsets, its size checked when the program is attached (the
 	// furthest access is Result.MaxTPAccess).
 	PtrToTPBuffer
+	// PtrToTCPSock is a struct bpf_tcp_sock (bpf_tcp_sock's result,
+	// null-checked): read-only, its fields whole (tcpSockAccess).
+	PtrToTCPSock
 )
 
 // Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY and MEM_RINGBUF.
@@ -70,6 +73,7 @@ var regTypeNames = [...]string{
 	PtrToSockCommon: "sock_common",
 	PtrToSocket:     "sock",
 	PtrToTPBuffer:   "tp_buffer",
+	PtrToTCPSock:    "tcp_sock",
 }
 
 func (t RegType) String() string {
@@ -124,7 +128,8 @@ type Reg struct {
 	// another, for bounds propagation). A scalar whose ID has linkDelta
 	// set holds the linked value plus Off.
 	ID uint32
-	// RefID is the reference a pointer carries (ringbuf samples).
+	// RefID is the reference a pointer carries (ringbuf samples, the
+	// sockets of the socket lookups and the pointers cast from them).
 	RefID uint32
 	// Range is the number of bytes past a packet pointer proven in bounds.
 	Range int32
