@@ -641,18 +641,21 @@ func TestSockCommonRun(t *testing.T) {
 	} {
 		for _, f := range progtype.SockCommon.Fields {
 			for size := uint32(1); size <= f.Size; size *= 2 {
-				for off := f.Offset; off+size <= f.Offset+f.Size; off += size {
+				for off, half := f.Offset, 0; off+size <= f.Offset+f.Size; off, half = off+size*uint32(half), 1-half {
 					if _, err := progtype.SockCommon.Access(off, size, progtype.Load); err != nil {
 						continue
 					}
-					src := fmt.Sprintf("r2 = *(u64 *)(r1 +168)\nr0 = 0xdead\nif r2 == 0 goto out\nr0 = *(u%d *)(r2 +%d)\nout: exit", size*8, off)
+					// Each load twice: its value, and its high half
+					// (rx_queue_mapping's -1 is 64 bits wide).
+					shift := []string{"", "r0 >>= 32\n"}[half]
+					src := fmt.Sprintf("r2 = *(u64 *)(r1 +168)\nr0 = 0xdead\nif r2 == 0 goto out\nr0 = *(u%d *)(r2 +%d)\n%sout: exit", size*8, off, shift)
 					insns, err := isa.Assemble(viaCB(ty.pt, src))
 					if err != nil {
 						t.Fatal(err)
 					}
 					kp := kernelRawProgram(t, ty.typ, insns)
 					for fname, frame := range frames {
-						id := fmt.Sprintf("%s %s u%d@%d, %s", ty.typ, f.Name, size*8, off, fname)
+						id := fmt.Sprintf("%s %s u%d@%d%s, %s", ty.typ, f.Name, size*8, off, []string{"", " >> 32"}[half], fname)
 						var got []uint32
 						for _, opts := range []bpfvm.ProgramOptions{{Engine: bpfvm.EngineInterpreter}, {Engine: bpfvm.EngineJIT}, {NoVerify: true}} {
 							p, err := bpfvm.NewRawProgram("sk", ty.typ, insns, opts)

@@ -37,8 +37,7 @@ func cgroupSock(a ebpf.AttachType) *Type {
 	state := start
 	state.Backing = 1
 	f = append(f, u32Fields(72, "state", state)...)
-	start.Backing = 0
-	f = append(f, u32Fields(76, "rx_queue_mapping", start)...)
+	f = append(f, u32Fields(sockRxQueue, "rx_queue_mapping", rxQueueMapping(start))...)
 	return &Type{
 		Name:         "cgroup_sock",
 		ContextSize:  80,
@@ -166,7 +165,7 @@ func addrSocket(sk, ctx, frame []byte) bool {
 	le.PutUint32(sk[sockType:], le.Uint32(ctx[sockAddrType:])&0xffff)
 	le.PutUint32(sk[sockProtocol:], le.Uint32(ctx[sockAddrProtocol:])&0xffff)
 	le.PutUint32(sk[sockState:], tcpClose)
-	le.PutUint32(sk[sockRxQueue:], noQueueIndex)
+	le.PutUint16(sk[sockRxQueue:], noQueueIndex)
 	return true
 }
 

@@ -137,6 +137,15 @@ type Field struct {
 	// many bytes, and a load at least that wide reads the stored value
 	// whatever its offset in the field.
 	Backing uint32
+	// NoneMinusOne makes a load at least Backing wide of a field whose
+	// stored value is all ones give -1 over 64 bits, the stored value
+	// zero-extended otherwise, and narrower loads the stored bytes: the
+	// kernel's conversion of bpf_sock.rx_queue_mapping, a u16 whose
+	// NO_QUEUE_MAPPING becomes a 64-bit move of -1 which the narrow-load
+	// mask does not reach (convert_ctx_accesses masks only loads narrower
+	// than the kernel's field). The kernel's verifier bounds such a load
+	// by its size all the same; bpfvm's takes it as any 64-bit value.
+	NoneMinusOne bool
 	// StoreLimit drops stores of a value at or above it (0 for none), as
 	// the kernel's conversion of queue_mapping drops NO_QUEUE_MAPPING and
 	// above: a register compared unsigned over 64 bits, an immediate as
@@ -326,6 +335,24 @@ func (f *Field) Convert(off, size uint32, op Op) (uint32, uint32) {
 	return off, size
 }
 
+// MinusOne reports whether a load of size bytes of the field reads the
+// kernel's converted value, -1 for the stored all-ones (NoneMinusOne).
+func (f *Field) MinusOne(size uint32) bool {
+	return f.NoneMinusOne && f.Kind == Scalar && size >= f.Backing
+}
+
+// None is the stored value a NoneMinusOne field shows as -1: all ones in
+// Backing bytes.
+func (f *Field) None() uint64 { return 1<<(8*f.Backing) - 1 }
+
+// LoadConverted is a MinusOne load of the field from its stored value.
+func (f *Field) LoadConverted(stored uint64) uint64 {
+	if stored == f.None() {
+		return ^uint64(0)
+	}
+	return stored
+}
+
 // Truncate clears the bytes of a context's fields above their Backing
 // width, as storing an input into the kernel's narrower field does.
 func (t *Type) Truncate(ctx []byte) {
@@ -441,6 +468,9 @@ func (t *Type) Validate() error {
 			// Accesses are aligned to their size, so such a field could
 			// never be accessed whole.
 			return fmt.Errorf("program type %s: field %s (off %d size %d) is not a 1, 2, 4 or 8 byte field aligned to its size (or Memory)", t.Name, f.Name, f.Offset, f.Size)
+		}
+		if f.NoneMinusOne && (f.Backing == 0 || f.Backing >= f.Size) {
+			return fmt.Errorf("program type %s: field %s: -1 for none needs a backing narrower than the field", t.Name, f.Name)
 		}
 		if f.Backing != 0 && (f.Backing > f.Size || f.Backing&(f.Backing-1) != 0) {
 			return fmt.Errorf("program type %s: field %s: backing of %d bytes for a %d byte field", t.Name, f.Name, f.Backing, f.Size)

@@ -34,7 +34,18 @@ func sockFields(full bool) []Field {
 	f = append(f, u32Fields(44, "src_port", start)...)
 	f = append(f, Field{Name: "dst_port", Offset: 48, Size: 4, Read: true, Narrow: true, NarrowSpan: 2})
 	f = append(f, u32Fields(52, "dst_ip4 dst_ip6[4]", addr)...)
-	f = append(f, u32Fields(72, "state rx_queue_mapping", start)...)
+	f = append(f, u32Fields(72, "state", start)...)
+	f = append(f, u32Fields(sockRxQueue, "rx_queue_mapping", rxQueueMapping(start))...)
+	return f
+}
+
+// rxQueueMapping is bpf_sock.rx_queue_mapping as the kernel converts it:
+// stored in the socket's u16 sk_rx_queue_mapping, NO_QUEUE_MAPPING (all
+// ones) read as -1 over 64 bits by a load of two or four bytes, its low
+// byte by a byte load (bpf_sock_convert_ctx_access). Sockets here are laid
+// out with the u16 stored, zero-extended.
+func rxQueueMapping(f Field) Field {
+	f.Backing, f.NoneMinusOne = 2, true
 	return f
 }
 
@@ -52,7 +63,7 @@ const (
 	sockState    = 72
 	sockRxQueue  = 76
 	tcpClose     = 7
-	noQueueIndex = 0xffffffff
+	noQueueIndex = 0xffff // NO_QUEUE_MAPPING
 )
 
 // skbSocket is the socket of the kernel's skb test run: a fresh one
@@ -64,7 +75,7 @@ func skbSocket(sk, ctx, frame []byte) bool {
 	testRunSocket(frame, sk, sockFamily, sockSrcIP4, sockDstIP4, sockSrcIP6, sockDstIP6)
 	le := binary.LittleEndian
 	le.PutUint32(sk[sockState:], tcpClose)
-	le.PutUint32(sk[sockRxQueue:], noQueueIndex)
+	le.PutUint16(sk[sockRxQueue:], noQueueIndex)
 	return true
 }
 
@@ -84,7 +95,7 @@ func msgSocket(sk, ctx, frame []byte) bool {
 	le.PutUint32(sk[sockSrcPort:], le.Uint32(ctx[skMsgLocalPort:])&0xffff)
 	le.PutUint16(sk[sockDstPort:], uint16(le.Uint32(ctx[skMsgRemotePort:])>>16))
 	le.PutUint32(sk[sockState:], tcpEstablished)
-	le.PutUint32(sk[sockRxQueue:], noQueueIndex)
+	le.PutUint16(sk[sockRxQueue:], noQueueIndex)
 	return true
 }
 

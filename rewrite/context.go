@@ -94,6 +94,44 @@ func GuardContextStores(rp *Program) error {
 	return nil
 }
 
+// ConvertNoneLoads expands the loads of context and socket fields that the
+// kernel's conversion reads as -1 for none (progtype.Field.NoneMinusOne,
+// bpf_sock.rx_queue_mapping), each at least the stored value wide, as the
+// kernel's conversion does: load the stored value, replace all ones with a
+// 64-bit -1, then sign-extend a sign-extending load from its size.
+// Narrower loads read the stored bytes as they are.
+func ConvertNoneLoads(rp *Program) error {
+	var rs []Replacement
+	for pc, ins := range rp.Insns {
+		f := rp.Aux[pc].Ctx
+		if f == nil {
+			f = rp.Aux[pc].Sock
+		}
+		size := uint32(isa.SizeBytes(ins.Op))
+		if f == nil || ins.Class() != isa.ClassLDX || !f.MinusOne(size) {
+			continue
+		}
+		// The verifier proved the pointer unmoved: the offset is the
+		// field's.
+		seq := []isa.Instruction{
+			{Op: isa.ClassLDX | isa.ModeMEM | sizeCode(f.Backing), Dst: ins.Dst, Src: ins.Src, Off: int16(f.Offset)},
+			{Op: isa.ClassJMP | isa.JumpNE | isa.SrcK, Dst: ins.Dst, Off: 1, Imm: int32(f.None())},
+			{Op: isa.ClassALU64 | isa.ALUMov | isa.SrcK, Dst: ins.Dst, Imm: -1},
+		}
+		if ins.Op&0xe0 == isa.ModeMEMSX && size < 8 {
+			seq = append(seq, isa.Instruction{Op: isa.ClassALU64 | isa.ALUMov | isa.SrcX, Dst: ins.Dst, Src: ins.Dst, Off: int16(8 * size)})
+		}
+		rs = append(rs, Replacement{PC: pc, Seq: seq})
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	if err := rp.PatchAll(rs); err != nil {
+		return fmt.Errorf("context loads: %w", err)
+	}
+	return nil
+}
+
 // sizeCode is the size field of a load or store of n bytes.
 func sizeCode(n uint32) uint8 {
 	switch n {

@@ -76,7 +76,8 @@ func (r *Runner) AttachCgroup() (cgroup uint64, attach uint32) {
 
 // SocketAt returns the cookie of the socket a program's socket pointer
 // (PTR_TO_SOCKET, PTR_TO_SOCK_COMMON) points at, ok false for an address
-// that is no socket of the run: the run's own socket (the context's sk).
+// that is no socket of the run: the run's own socket (the context's sk)
+// or a socket of the table (Net.Sockets) a lookup returned.
 func (r *Runner) SocketAt(addr uint64) (cookie uint64, ok bool) {
 	ref, ok := r.Sock(addr)
 	if !ok {

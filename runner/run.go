@@ -294,6 +294,11 @@ func Run(p *Program, in *Input, out *Output) error {
 		env.Ctx = vm.Region{Start: base, End: base + uint64(pt.ContextSize), Writable: true}
 		if !p.Verified {
 			env.CtxAccess = ctxAccess
+			if r.sock != 0 {
+				// Loads from the socket are emulated too, for the
+				// fields the kernel converts (ctxAccess).
+				env.Ctx.End = r.sock + progtype.SockSize
+			}
 		}
 		r1 = base
 	}
@@ -413,6 +418,30 @@ func readContext(in *Input, ctx []byte) error {
 	return nil
 }
 
+// beyondCtx emulates the accesses of an unverified program past the
+// context, in the window that reaches the run's socket: loads from the
+// socket, its bytes as they are but for the fields the kernel converts
+// (progtype.Field.NoneMinusOne), and loads and stores of the flow keys;
+// nothing else, as without the window.
+func beyondCtx(e *vm.Env, pt *progtype.Type, off, size uint64, write bool, val uint64) (uint64, error) {
+	addr := e.Ctx.Start + off
+	switch sk, keys := socket(pt), flowKeys(pt); {
+	case off >= sk && off+size <= sk+progtype.SockSize && !write:
+		f := progtype.Sock.Field(uint32(off-sk), uint32(size))
+		if f != nil && f.MinusOne(uint32(size)) && off-sk == uint64(f.Offset) {
+			return f.LoadConverted(vm.LoadSized(addr, uint64(f.Backing))), nil
+		}
+		return vm.LoadSized(addr, size), nil
+	case pt.Keys != nil && off >= keys && off+size <= keys+progtype.FlowKeysSize:
+		if write {
+			vm.StoreSized(addr, size, val)
+			return 0, nil
+		}
+		return vm.LoadSized(addr, size), nil
+	}
+	return 0, &vm.MemoryError{Addr: addr, Size: size, Write: write}
+}
+
 // ctxAccess emulates context accesses in checked mode: it enforces the
 // type's field rules and turns loads of packet pointer fields into the
 // run's 64-bit packet addresses, as the kernel's context rewrite does.
@@ -422,6 +451,9 @@ func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, err
 	op := progtype.Load
 	if write {
 		op = progtype.Store
+	}
+	if off >= uint64(pt.ContextSize) {
+		return beyondCtx(e, pt, off, size, write, val)
 	}
 	f, err := pt.Access(uint32(off), uint32(size), op)
 	if err != nil {
@@ -443,6 +475,9 @@ func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, err
 	}
 	o, n := f.Convert(uint32(off), uint32(size), op)
 	addr, size := e.Ctx.Start+uint64(o), uint64(n)
+	if !write && f.MinusOne(uint32(size)) {
+		return f.LoadConverted(vm.LoadSized(addr, uint64(f.Backing))), nil
+	}
 	if write {
 		if f.StoreLimit != 0 && val >= f.StoreLimit {
 			// Without the instruction, a store of a negative immediate

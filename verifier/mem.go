@@ -254,10 +254,12 @@ func (v *verifier) sockAccess(ptr *Reg, a access) (Reg, error) {
 	if ptr.Type == PtrToSocket {
 		desc = progtype.Sock
 	}
-	if _, err := desc.Access(uint32(off), uint32(a.size), op); err != nil {
+	f, err := desc.Access(uint32(off), uint32(a.size), op)
+	if err != nil {
 		return Reg{}, v.errorf(a.pc, "R%d invalid %s access off=%d size=%d", a.reg, regTypeString(ptr), off, a.size)
 	}
-	return v.loadedScalar(a.size), nil
+	v.aux[a.pc].Sock = f
+	return v.fieldScalar(f, a), nil
 }
 
 // tcpSockAccess checks an access to a struct bpf_tcp_sock (the kernel's
@@ -488,7 +490,20 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 	case progtype.SocketOrNull:
 		return Reg{Type: PtrToSocket, Flags: MaybeNull, ID: v.newID(), Scalar: Const(0)}, nil
 	}
-	return v.loadedScalar(a.size), nil
+	return v.fieldScalar(f, a), nil
+}
+
+// fieldScalar is what a load a of scalar context or socket field f gives:
+// a value of its size, or any 64-bit value where the kernel's conversion
+// gives -1 for none (progtype.Field.NoneMinusOne), which the kernel's
+// verifier bounds by the load's size though its program reads -1. A
+// sign-extending load is sign-extended after the conversion and keeps its
+// bounds.
+func (v *verifier) fieldScalar(f *progtype.Field, a access) Reg {
+	if !a.signed && f.MinusOne(uint32(a.size)) {
+		return unknownScalar()
+	}
+	return v.loadedScalar(a.size)
 }
 
 // checkPtrOffReg checks that a pointer which must be passed or accessed

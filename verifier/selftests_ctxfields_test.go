@@ -256,5 +256,22 @@ func TestSelftestCtxFields(t *testing.T) {
 		c("sf ldsx len byte", sf, "r0 = *(s8 *)(r1 +3)\nr0 = 0\nexit", ""),
 		// An ldsx of a field is a scalar the verifier bounds as signed.
 		c("ldsx protocol bounds", tc, "r0 = *(s8 *)(r1 +16)\nif r0 s> 127 goto bad\nif r0 s< -128 goto bad\nr0 = 0\nexit\nbad: r0 = *(u64 *)(r0 +0)\nexit", ""),
+		// bpf_sock.rx_queue_mapping: a byte load keeps its bounds.
+		c("rx_queue_mapping u8 bounds", tc, rxQueue("u8", 8), ""),
+		// Loads of two and four bytes read NO_QUEUE_MAPPING as a
+		// 64-bit -1, which the kernel's verifier bounds by the load's
+		// size: it accepts these, and its run of them has r0 >> 32 at
+		// 0xffffffff (TestSockCommonRun). bpfvm's takes any value.
+		{name: "rx_queue_mapping u16 any", typ: tc, asm: rxQueue("u16", 32), err: "R0 invalid mem access 'scalar'", noKernel: true},
+		{name: "rx_queue_mapping u32 any", typ: tc, asm: rxQueue("u32", 32), err: "R0 invalid mem access 'scalar'", noKernel: true},
+		// Sign-extending ones are sign-extended after the conversion.
+		c("rx_queue_mapping s16 bounds", tc, "r1 = *(u64 *)(r1 +168)\nif r1 == 0 goto out\nr0 = *(s16 *)(r1 +76)\nif r0 s> 32767 goto bad\nif r0 s< -32768 goto bad\nout: r0 = 0\nexit\nbad: r0 = *(u64 *)(r0 +0)\nexit", ""),
 	})
+}
+
+// rxQueue loads bpf_sock.rx_queue_mapping of a tc program's skb->sk with
+// a load of size and dereferences what is left of it shifted right by
+// shift where that is not zero.
+func rxQueue(size string, shift int) string {
+	return fmt.Sprintf("r1 = *(u64 *)(r1 +168)\nif r1 == 0 goto out\nr0 = *(%s *)(r1 +76)\nr0 >>= %d\nif r0 == 0 goto out\nr0 = *(u64 *)(r0 +0)\nout: r0 = 0\nexit", size, shift)
 }

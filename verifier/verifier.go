@@ -173,6 +173,9 @@ type InsnAux struct {
 	PtrType RegType
 	// Ctx is the context field a load or store accessed.
 	Ctx *progtype.Field
+	// Sock is the socket field (struct bpf_sock) a load through a socket
+	// pointer read, for the loads the kernel converts (NoneMinusOne).
+	Sock *progtype.Field
 	// Map is the map a helper call at this instruction used on every path,
 	// or nil when paths disagree or it is unknown (for inlining lookups).
 	Map *MapInfo
