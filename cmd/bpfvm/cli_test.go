@@ -153,8 +153,8 @@ func TestExitCodes(t *testing.T) {
 		// their kernel names.
 		{[]string{"run", mixed, "-p", "rejected", pkt}, 1, `^$`, "testdata/mixed.o: program rejected: load program: invalid access to packet"},
 		{[]string{"run", mixed, "-p", "probe"}, 1, `^$`, "testdata/mixed.o: program probe: program type netfilter: not supported"},
-		{[]string{"run", "testdata/unsupported_map.o", "-p", "report", pkt}, 1, `^$`, "testdata/unsupported_map.o: program report: map socks: type reuseport_sockarray:"},
-		{[]string{"verify", "testdata/unsupported_map.o"}, 1, `^$`, "map socks: type reuseport_sockarray:"},
+		{[]string{"run", "testdata/unsupported_map.o", "-p", "report", pkt}, 1, `^$`, "testdata/unsupported_map.o: program report: map socks: type user_ringbuf:"},
+		{[]string{"verify", "testdata/unsupported_map.o"}, 1, `^$`, "map socks: type user_ringbuf:"},
 		{[]string{"run", mixed, "-p", "ok"}, 1, `^$`, "testdata/mixed.o: program ok: "},
 		// dump --xlated: each program on its own too.
 		{[]string{"dump", "--xlated", mixed}, 1, `(?s)ok \(xlated, 2 insns, verified=true\):.*unspec \(xlated, 2 insns, verified=false\):`,
@@ -450,7 +450,7 @@ func TestJSONOutput(t *testing.T) {
 			`\{"file_name":"mixed.o","prog_name":"rejected","verdict":"failure","total_insns":2\},` +
 			`\{"file_name":"mixed.o","prog_name":"unspec","verdict":"not verified","total_insns":null\}\]\n$`},
 		{[]string{"-j", "veristat", "-q", "-e", "prog,verdict", "-f", "ok", mixed}, 0, `^\[\{"prog_name":"ok","verdict":"success"\}\]\n$`},
-		{[]string{"-j", "dump", "testdata/unsupported_map.o"}, 0, `"maps":\[\{"name":"socks","type":"reuseport_sockarray","key_size":4,"value_size":\d+,"max_entries":\d+,"flags":0\}\]`},
+		{[]string{"-j", "dump", "testdata/unsupported_map.o"}, 0, `"maps":\[\{"name":"socks","type":"user_ringbuf","key_size":0,"value_size":0,"max_entries":\d+,"flags":0\}\]`},
 	} {
 		code, stdout, stderr := runCLI(t, "", tc.args...)
 		if code != tc.code || !regexp.MustCompile(tc.want).MatchString(stdout) {

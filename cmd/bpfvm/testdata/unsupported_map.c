@@ -1,13 +1,11 @@
 // unsupported_map.c: an object with a map type bpfvm does not implement
-// (reuseport_sockarray), for the CLI's error messages.
+// (user_ringbuf), for the CLI's error messages.
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
 struct {
-	__uint(type, BPF_MAP_TYPE_REUSEPORT_SOCKARRAY);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(__u64));
-	__uint(max_entries, 16);
+	__uint(type, BPF_MAP_TYPE_USER_RINGBUF);
+	__uint(max_entries, 4096);
 } socks SEC(".maps");
 
 SEC("xdp")
