@@ -12,6 +12,7 @@ import (
 	"github.com/bpfvm/bpfvm/interp"
 	"github.com/bpfvm/bpfvm/isa"
 	"github.com/bpfvm/bpfvm/jit/amd64"
+	"github.com/bpfvm/bpfvm/kernelbtf"
 	"github.com/bpfvm/bpfvm/loader"
 	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/progtype"
@@ -187,6 +188,14 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		LogSize:      opts.LogSize,
 		Funcs:        opts.Funcs,
 		Lines:        opts.Lines,
+		KernelTypes:  opts.KernelTypes,
+	}
+	if vopts.KernelTypes == nil && needsKernelTypes(insns) {
+		// The default target, as for CO-RE: the host's, else the
+		// shipped types.
+		if specs, err := kernelbtf.Targets(nil); err == nil && len(specs) > 0 {
+			vopts.KernelTypes = specs[0]
+		}
 	}
 	res, err := verifier.Verify(insns, vopts)
 	// A log that did not fit: verify again with the buffer it needs (the
@@ -207,7 +216,16 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		Data: shadow + runner.ShadowData, End: shadow + runner.ShadowEnd, Meta: shadow + runner.ShadowMeta,
 		FlowKeys: shadow + runner.ShadowFlowKeys, Socket: shadow + runner.ShadowSocket,
 	})
+	rewrite.ProbeLoads(ctx, res.Aux)
 	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats}, nil
+}
+
+// needsKernelTypes reports whether verifying insns needs the kernel's BTF:
+// it calls kfuncs that give pointers to kernel objects.
+func needsKernelTypes(insns []isa.Instruction) bool {
+	return slices.ContainsFunc(insns, func(ins isa.Instruction) bool {
+		return ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallKfunc) && (ins.Imm == isa.KfuncCastToKernCtx || ins.Imm == isa.KfuncRdonlyCast)
+	})
 }
 
 // explainPoison adds to a rejection at an instruction CO-RE poisoned the

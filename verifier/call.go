@@ -200,7 +200,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			if reg.Type != PtrToFunc {
 				return v.errorf(pc, "R%d type=%s expected=func", regno, regTypeString(reg))
 			}
-			callback = reg.Subprog
+			callback = int(reg.Subprog)
 		case ArgRingbufMem:
 			if reg.Type != PtrToMem || reg.Flags&Ringbuf == 0 || reg.maybeNull() {
 				return v.errorf(pc, "R%d type=%s expected=ringbuf_mem", regno, regTypeString(reg))
@@ -617,7 +617,7 @@ func (v *verifier) checkLocalCall(pc, target int) error {
 		caller.Regs[r] = Reg{Type: NotInit}
 	}
 	if v.log.level > 0 {
-		v.log.printf("caller:\n %s\ncallee:\n %s\n", frameString(caller), frameString(callee))
+		v.log.printf("caller:\n %s\ncallee:\n %s\n", v.frameString(caller), v.frameString(callee))
 	}
 	v.pc = target
 	return nil
@@ -715,7 +715,7 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		caller := st.cur()
 		caller.Regs[0] = *r0
 		if v.log.level > 0 {
-			v.log.printf("returning from callee:\n %s\nto caller at %d:\n %s\n", frameString(f), f.CallSite+1, frameString(caller))
+			v.log.printf("returning from callee:\n %s\nto caller at %d:\n %s\n", v.frameString(f), f.CallSite+1, v.frameString(caller))
 		}
 		v.pc = f.CallSite + 1
 		return false, nil

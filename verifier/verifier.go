@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cilium/ebpf/btf"
+
 	"github.com/bpfvm/bpfvm/isa"
 	"github.com/bpfvm/bpfvm/progtype"
 )
@@ -100,6 +102,11 @@ type Options struct {
 	// Lines is the program's BTF line_info, ordered by instruction: the
 	// log shows the source lines, as the kernel's does.
 	Lines []LineInfo
+	// KernelTypes is the kernel's BTF (vmlinux): the types of the
+	// pointers to kernel objects (PtrToBTFID) that kfuncs and tracing
+	// contexts give, and what bpf_rdonly_cast's type ids name. Nil
+	// refuses what needs it.
+	KernelTypes *btf.Spec
 }
 
 // Program load flags (the kernel's BPF_F_* prog_flags) and what they do
@@ -172,6 +179,10 @@ type InsnAux struct {
 	PtrType RegType
 	// Ctx is the context field a load or store accessed.
 	Ctx *progtype.Field
+	// Probe marks a load through a pointer to a kernel object (PtrToBTFID,
+	// untrusted memory) on some path: the kernel's BPF_PROBE_MEM, which
+	// reads 0 where nothing is mapped instead of faulting.
+	Probe bool
 	// Map is the map a helper call at this instruction used on every path,
 	// or nil when paths disagree or it is unknown (for inlining lookups).
 	Map *MapInfo
@@ -270,6 +281,10 @@ type verifier struct {
 	ret *earlyReturn
 
 	aluCache aluCache // alu_cache.go
+	// btfTypes is the table of the types PtrToBTFID registers point to,
+	// by Reg.BTF-1, and btfIndex their indexes (btfptr.go).
+	btfTypes []btfEntry
+	btfIndex map[btf.Type]uint32
 	free     []*State // states to reuse (state.go)
 	exact    bool     // compare every scalar and slot (tests)
 	hook     func(pc int)

@@ -68,6 +68,10 @@ type vcase struct {
 	// processes for the program: ours must be at most that, and at most
 	// the running kernel's count where it runs.
 	kinsns int
+	// btf verifies against the host's vmlinux BTF (Options.KernelTypes),
+	// the one the kernel has: the case's type ids are the host's. The
+	// case is skipped where the host has none.
+	btf bool
 }
 
 // Kernel comparison counts, reported by TestMain.
@@ -118,7 +122,11 @@ func runCases(t *testing.T, cases []vcase) {
 			if !c.noBTF {
 				funcs = funcInfos(insns, c.funcs)
 			}
-			res, err := verifier.Verify(insns, verifier.Options{Type: progTypeAttach(typ, c.attach), Maps: infos, Unprivileged: c.unpriv, Flags: c.flags, LogLevel: 2, Funcs: funcs})
+			var kernelTypes *btf.Spec
+			if c.btf {
+				kernelTypes = hostBTF(t)
+			}
+			res, err := verifier.Verify(insns, verifier.Options{Type: progTypeAttach(typ, c.attach), Maps: infos, Unprivileged: c.unpriv, Flags: c.flags, LogLevel: 2, Funcs: funcs, KernelTypes: kernelTypes})
 			switch {
 			case c.err == "" && err != nil:
 				t.Errorf("rejected: %v\n%s", err, res.Log)
@@ -315,6 +323,17 @@ func withFuncInfo(kinsns asm.Instructions, funcs []verifier.FuncInfo) {
 		}
 		pc += int(kinsns[i].Size() / asm.InstructionSize)
 	}
+}
+
+// hostBTF returns the host's vmlinux BTF, skipping the test where there is
+// none.
+func hostBTF(t *testing.T) *btf.Spec {
+	t.Helper()
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Skipf("no host BTF: %v", err)
+	}
+	return spec
 }
 
 // kfuncBTFID returns the vmlinux BTF id of a kernel function.

@@ -74,6 +74,7 @@ type image struct {
 	retStub uint32   // a bare ret: makes the current function return R0
 	size    int      // bytes of machine code
 	sites   []site   // helper calls, by the index in their exit word
+	probes  bool     // the code has probe loads: the region table is kept, checked or not
 	// chunk is the budget chunk runs of this image start with: the size
 	// the last measured refill found to take about vm.SliceTime (0: none
 	// measured yet; see refill).
@@ -127,8 +128,10 @@ type compiler struct {
 	sites []int // instruction index of each helper call site
 
 	exitCommon, entry, retStub, check, memfail, abort label
+	probe                                             label // the probe load routine (probeRoutine)
 	exitKeepR0                                        label // exitCommon after R0's store: helper exits
 	usesPacket                                        bool  // LD_ABS or LD_IND: Go keeps the packet bounds current
+	probes                                            bool  // probe loads: Go keeps the region table current, checked or not
 
 	// fp tracks, within a basic block, registers holding R10 plus a
 	// constant (r2 = r10; r2 += -4): checked code needs no check for
@@ -181,6 +184,7 @@ func compileImage(prog []isa.Instruction, helpers []vm.Helper, checked, exact bo
 		return nil, err
 	}
 	img := c.finish(a, x)
+	img.probes = c.probes
 	img.info = Info{
 		Tier: x.tier, CodeSize: len(a.b), Pages: x.pages, NativeCalls: c.nativeCalls,
 		Indirect: c.nativeCalls > 0 && c.base == 0, Retpoline: c.nativeCalls > 0 && c.base == 0 && opts.Retpoline,
@@ -267,6 +271,9 @@ func (c *compiler) analyze() {
 			pc++
 			continue
 		}
+		if ins.IsProbe() {
+			c.probes = true
+		}
 		if ins.Class() == isa.ClassLD {
 			// LD_ABS, LD_IND: the only other LD. Out of bounds it returns
 			// from the function, so it ends its block: the budget charged
@@ -349,6 +356,7 @@ func (c *compiler) emitAll(a *asm) error {
 	c.entry = a.newLabel()
 	c.retStub = a.newLabel()
 	c.check = a.newLabel()
+	c.probe = a.newLabel()
 	c.memfail = a.newLabel()
 	c.abort = a.newLabel()
 	c.thunk = a.newLabel()
@@ -433,6 +441,9 @@ func (c *compiler) common() {
 
 	if c.checked {
 		c.checkRoutine()
+	}
+	if c.probes {
+		c.probeRoutine()
 	}
 	if c.opts.Retpoline && c.nativeCalls > 0 {
 		c.retpoline()
@@ -548,6 +559,82 @@ func (c *compiler) checkRoutine() {
 	a.pop(rsi)
 	a.pop(rcx)
 	a.jmp(c.memfail)
+}
+
+// probeLoad emits a probe load (isa.ModeProbe): the probe routine says
+// whether the run may read the bytes (ZF set), and the load happens only
+// then; otherwise the destination is 0. In checked and unchecked code
+// alike: a probe load never faults and never fails the run.
+func (c *compiler) probeLoad(ins isa.Instruction, size int) {
+	a := c.a
+	zero, done := a.newLabel(), a.newLabel()
+	m := mem{regMap[ins.Src], int32(ins.Off)}
+	a.lea(rax, m)
+	a.movRI32(rdx, sizeIndex(size))
+	a.call(c.probe)
+	a.jcc(ccNE, zero)
+	a.load(size, ins.Op&0xe0 == isa.ModeProbeSX, regMap[ins.Dst], m)
+	a.jmp(done)
+	a.bind(zero)
+	a.aluRR(4, aluXor, regMap[ins.Dst], regMap[ins.Dst])
+	a.bind(done)
+}
+
+// probeRoutine tells whether a probe load may read: rax = address, edx =
+// size index. It sets ZF if the bytes lie in the whole stack (dead frames
+// too: a probe load only reads) or in a region of the table, as
+// vm.Env.Probe, and clears it otherwise. It preserves every register but
+// rdx.
+func (c *compiler) probeRoutine() {
+	a := c.a
+	regions, loop, next, ok := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
+	a.bind(c.probe)
+	a.push(rcx)
+	a.push(rsi)
+	a.push(rdi)
+	// rsi = size
+	a.movRR(8, rcx, rdx)
+	a.aluRI(4, aluAnd, rcx, 3)
+	a.movRI32(rsi, 1)
+	a.shiftRCL(4, shShl, rsi)
+	// In [start, start+len) iff addr-start <= len and len-(addr-start) >= size.
+	a.movRR(8, rcx, rax)
+	a.aluRM(8, aluSub, rcx, mem{regCtx, offProbeStack})
+	a.aluRM(8, aluCmp, rcx, mem{regCtx, offProbeStackLen})
+	a.jcc(ccA, regions)
+	a.unary(8, 3, rcx) // neg
+	a.aluRM(8, aluAdd, rcx, mem{regCtx, offProbeStackLen})
+	a.aluRR(8, aluCmp, rcx, rsi)
+	a.jcc(ccAE, ok)
+	a.bind(regions)
+	a.load(8, false, rdi, mem{regCtx, offTablePtr})
+	a.bind(loop)
+	a.aluRM(8, aluCmp, rdi, mem{regCtx, offTableEnd})
+	a.jcc(ccAE, next) // the end: rsi >= 1, so the test below clears ZF
+	a.movRR(8, rcx, rax)
+	a.aluRM(8, aluSub, rcx, mem{rdi, 0})
+	a.aluRM(8, aluCmp, rcx, mem{rdi, 8})
+	l := a.newLabel()
+	a.jcc(ccA, l)
+	a.unary(8, 3, rcx)
+	a.aluRM(8, aluAdd, rcx, mem{rdi, 8})
+	a.aluRR(8, aluCmp, rcx, rsi)
+	a.jcc(ccAE, ok)
+	a.bind(l)
+	a.aluRI(8, aluAdd, rdi, entrySize)
+	a.jmp(loop)
+	a.bind(next)
+	a.testRR(8, rsi, rsi) // ZF clear
+	a.pop(rdi)
+	a.pop(rsi)
+	a.pop(rcx)
+	a.ret()
+	a.bind(ok)
+	a.aluRR(8, aluCmp, rsi, rsi) // ZF set
+	a.pop(rdi)
+	a.pop(rsi)
+	a.pop(rcx)
+	a.ret()
 }
 
 // makeHot records the table entry at rdi as the hot region that inline
@@ -802,6 +889,10 @@ func (c *compiler) insn(pc int) error {
 		return c.ld(pc, ins)
 	case isa.ClassLDX:
 		size := isa.SizeBytes(ins.Op)
+		if ins.IsProbe() {
+			c.probeLoad(ins, size)
+			return nil
+		}
 		signed := ins.Op&0xe0 == isa.ModeMEMSX
 		trusted := ins.IsTrusted()
 		if ins.Op&0xe0 != isa.ModeMEM && !signed && !trusted || signed && size == 8 {
@@ -1068,7 +1159,7 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper):
 		// Go runs the helper and resumes at the next instruction.
 		code := exitHelper
-		if c.checked || c.usesPacket {
+		if c.checked || c.usesPacket || c.probes {
 			code = exitHelperSync
 		}
 		a.storeImm(8, mem{regCtx, offExit}, exitWord(len(c.sites), code))
