@@ -495,31 +495,15 @@ func (c *compiler) checkRoutine() {
 	a := c.a
 	regions, loop, next, ok, fail := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
 	a.bind(c.check)
-	a.push(rcx)
-	a.push(rsi)
-	a.push(rdi)
-	// rsi = size
-	a.movRR(8, rcx, rdx)
-	a.aluRI(4, aluAnd, rcx, 3)
-	a.movRI32(rsi, 1)
-	a.shiftRCL(4, shShl, rsi)
+	c.routineEntry()
 	// The emulated context comes first, as in vm.Env.Load.
 	a.testRI(4, rdx, descNoCtx)
 	a.jcc(ccNE, regions)
 	a.aluMI(8, aluCmp, mem{regCtx, offCtxFlag}, 0)
 	a.jcc(ccE, regions)
-	a.movRR(8, rcx, rax)
-	a.aluRM(8, aluSub, rcx, mem{regCtx, offCtxStart})
-	a.aluRM(8, aluCmp, rcx, mem{regCtx, offCtxLen})
-	a.jcc(ccA, regions)
-	a.unary(8, 3, rcx) // neg
-	a.aluRM(8, aluAdd, rcx, mem{regCtx, offCtxLen})
-	a.aluRR(8, aluCmp, rcx, rsi)
-	a.jcc(ccB, regions)
+	c.within(mem{regCtx, offCtxStart}, mem{regCtx, offCtxLen}, regions)
 	// Context access: exit to Go, which resumes after the instruction.
-	a.pop(rdi)
-	a.pop(rsi)
-	a.pop(rcx)
+	c.routineExit()
 	a.lea(rsp, mem{rsp, 8}) // drop the return address
 	a.store(8, mem{regCtx, offExitAddr}, rax)
 	a.store(8, mem{regCtx, offExitDesc}, rdx)
@@ -529,35 +513,20 @@ func (c *compiler) checkRoutine() {
 	a.jmp(c.exitCommon)
 
 	a.bind(regions)
-	a.load(8, false, rdi, mem{regCtx, offTablePtr})
-	a.bind(loop)
-	a.aluRM(8, aluCmp, rdi, mem{regCtx, offTableEnd})
-	a.jcc(ccAE, fail)
-	a.movRR(8, rcx, rax)
-	a.aluRM(8, aluSub, rcx, mem{rdi, 0})
-	a.aluRM(8, aluCmp, rcx, mem{rdi, 8})
-	a.jcc(ccA, next)
-	a.unary(8, 3, rcx)
-	a.aluRM(8, aluAdd, rcx, mem{rdi, 8})
-	a.aluRR(8, aluCmp, rcx, rsi)
-	a.jcc(ccB, next)
+	c.tableEntry(loop, next, fail)
 	a.testRI(4, rdx, descWrite)
 	a.jcc(ccE, ok)
 	a.aluMI(8, aluCmp, mem{rdi, 16}, 0)
 	a.jcc(ccE, next)
 	a.bind(ok)
 	c.makeHot()
-	a.pop(rdi)
-	a.pop(rsi)
-	a.pop(rcx)
+	c.routineExit()
 	a.ret()
 	a.bind(next)
 	a.aluRI(8, aluAdd, rdi, entrySize)
 	a.jmp(loop)
 	a.bind(fail)
-	a.pop(rdi)
-	a.pop(rsi)
-	a.pop(rcx)
+	c.routineExit()
 	a.jmp(c.memfail)
 }
 
@@ -587,54 +556,71 @@ func (c *compiler) probeLoad(ins isa.Instruction, size int) {
 // rdx.
 func (c *compiler) probeRoutine() {
 	a := c.a
-	regions, loop, next, ok := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
+	regions, loop, next, ok, fail := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
 	a.bind(c.probe)
+	c.routineEntry()
+	c.within(mem{regCtx, offProbeStack}, mem{regCtx, offProbeStackLen}, regions)
+	a.jmp(ok)
+	a.bind(regions)
+	c.tableEntry(loop, next, fail)
+	a.bind(ok)
+	a.aluRR(8, aluCmp, rsi, rsi) // ZF set
+	c.routineExit()
+	a.ret()
+	a.bind(next)
+	a.aluRI(8, aluAdd, rdi, entrySize)
+	a.jmp(loop)
+	a.bind(fail)
+	a.testRR(8, rsi, rsi) // ZF clear: rsi >= 1
+	c.routineExit()
+	a.ret()
+}
+
+// routineEntry starts the check and probe routines: it saves the
+// registers they use and sets rsi to the access size (edx's size index).
+func (c *compiler) routineEntry() {
+	a := c.a
 	a.push(rcx)
 	a.push(rsi)
 	a.push(rdi)
-	// rsi = size
 	a.movRR(8, rcx, rdx)
 	a.aluRI(4, aluAnd, rcx, 3)
 	a.movRI32(rsi, 1)
 	a.shiftRCL(4, shShl, rsi)
-	// In [start, start+len) iff addr-start <= len and len-(addr-start) >= size.
-	a.movRR(8, rcx, rax)
-	a.aluRM(8, aluSub, rcx, mem{regCtx, offProbeStack})
-	a.aluRM(8, aluCmp, rcx, mem{regCtx, offProbeStackLen})
-	a.jcc(ccA, regions)
-	a.unary(8, 3, rcx) // neg
-	a.aluRM(8, aluAdd, rcx, mem{regCtx, offProbeStackLen})
-	a.aluRR(8, aluCmp, rcx, rsi)
-	a.jcc(ccAE, ok)
-	a.bind(regions)
+}
+
+// tableEntry starts the check and probe routines' walk of the region
+// table: rdi goes from entry to entry (loop, where next comes back to),
+// to fail past the last, to next when the access misses the entry.
+func (c *compiler) tableEntry(loop, next, fail label) {
+	a := c.a
 	a.load(8, false, rdi, mem{regCtx, offTablePtr})
 	a.bind(loop)
 	a.aluRM(8, aluCmp, rdi, mem{regCtx, offTableEnd})
-	a.jcc(ccAE, next) // the end: rsi >= 1, so the test below clears ZF
+	a.jcc(ccAE, fail)
+	c.within(mem{rdi, 0}, mem{rdi, 8}, next)
+}
+
+// routineExit restores what routineEntry saved.
+func (c *compiler) routineExit() {
+	c.a.pop(rdi)
+	c.a.pop(rsi)
+	c.a.pop(rcx)
+}
+
+// within jumps to miss unless the rsi bytes at rax lie in [start,
+// start+len) (start and len in memory): iff addr-start <= len and
+// len-(addr-start) >= size, unsigned. It clobbers rcx.
+func (c *compiler) within(start, length mem, miss label) {
+	a := c.a
 	a.movRR(8, rcx, rax)
-	a.aluRM(8, aluSub, rcx, mem{rdi, 0})
-	a.aluRM(8, aluCmp, rcx, mem{rdi, 8})
-	l := a.newLabel()
-	a.jcc(ccA, l)
-	a.unary(8, 3, rcx)
-	a.aluRM(8, aluAdd, rcx, mem{rdi, 8})
+	a.aluRM(8, aluSub, rcx, start)
+	a.aluRM(8, aluCmp, rcx, length)
+	a.jcc(ccA, miss)
+	a.unary(8, 3, rcx) // neg
+	a.aluRM(8, aluAdd, rcx, length)
 	a.aluRR(8, aluCmp, rcx, rsi)
-	a.jcc(ccAE, ok)
-	a.bind(l)
-	a.aluRI(8, aluAdd, rdi, entrySize)
-	a.jmp(loop)
-	a.bind(next)
-	a.testRR(8, rsi, rsi) // ZF clear
-	a.pop(rdi)
-	a.pop(rsi)
-	a.pop(rcx)
-	a.ret()
-	a.bind(ok)
-	a.aluRR(8, aluCmp, rsi, rsi) // ZF set
-	a.pop(rdi)
-	a.pop(rsi)
-	a.pop(rcx)
-	a.ret()
+	a.jcc(ccB, miss)
 }
 
 // makeHot records the table entry at rdi as the hot region that inline
