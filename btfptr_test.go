@@ -1,7 +1,10 @@
 package bpfvm_test
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -10,6 +13,7 @@ import (
 	"github.com/bpfvm/bpfvm"
 	"github.com/bpfvm/bpfvm/isa"
 	"github.com/bpfvm/bpfvm/kernelbtf"
+	"github.com/bpfvm/bpfvm/progtype"
 )
 
 // Loads through pointers to kernel objects are probe loads, as the
@@ -91,5 +95,53 @@ func TestProbeLoads(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A tracing program's context is its target's arguments: tp_btf on
+// sched_switch reads prev->pid through the u64 slot the run's context
+// input gives, as a probe load (0 at an unmapped address), on both
+// engines; a target the kernel's BTF lacks is a load error.
+func TestTracingContext(t *testing.T) {
+	if _, err := os.Stat(kernelbtf.VMLinux); err != nil {
+		t.Skip("no host BTF")
+	}
+	host, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Skip(err)
+	}
+	var task *btf.Struct
+	if err := host.TypeByName("task_struct", &task); err != nil {
+		t.Skip(err)
+	}
+	pid := -1
+	for _, m := range task.Members {
+		if m.Name == "pid" {
+			pid = int(m.Offset.Bytes())
+		}
+	}
+	prog, err := isa.Assemble(fmt.Sprintf("r1 = *(u64 *)(r1 +8)\nr0 = *(u32 *)(r1 +%d)\nr0 += 5\nexit", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := make([]byte, 8*progtype.MaxTracingArgs)
+	binary.LittleEndian.PutUint64(ctx[8:], 0xdead0000)
+	for _, e := range []bpfvm.Engine{bpfvm.EngineInterpreter, bpfvm.EngineJIT} {
+		for _, checks := range []bpfvm.Checks{bpfvm.ChecksOn, bpfvm.ChecksOff} {
+			opts := bpfvm.ProgramOptions{Engine: e, Checks: checks, AttachType: ebpf.AttachTraceRawTp, AttachTo: "sched_switch"}
+			p, err := bpfvm.NewRawProgram("tp", ebpf.Tracing, prog, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := p.Execute(&bpfvm.RunOptions{Context: ctx})
+			p.Close()
+			if err != nil || res.R0 != 5 {
+				t.Errorf("%v checks %v: r0 = %d, %v; want 5", e, checks, res.R0, err)
+			}
+		}
+	}
+	_, err = bpfvm.NewRawProgram("tp", ebpf.Tracing, prog, bpfvm.ProgramOptions{AttachType: ebpf.AttachTraceRawTp, AttachTo: "no_such_tracepoint"})
+	if !errors.Is(err, btf.ErrNotFound) {
+		t.Errorf("unknown target: %v, want btf.ErrNotFound", err)
 	}
 }

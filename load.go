@@ -156,6 +156,20 @@ const maxLogSize = 1 << 30
 // verify runs the verifier unless the options or the program type say not
 // to (the result then has no aux).
 func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Set, opts ProgramOptions) (*verified, error) {
+	var kt *btf.Spec
+	var target *verifier.AttachTarget
+	if pt.BTFArgs {
+		// The kernel refuses a tracing program whose target it cannot
+		// find, before verifying it (or not).
+		kt = opts.KernelTypes
+		if kt == nil {
+			kt = defaultKernelTypes()
+		}
+		var err error
+		if target, err = verifier.ResolveAttach(kt, pt.Attach, opts.AttachTo); err != nil {
+			return nil, err
+		}
+	}
 	if opts.NoVerify || pt.ContextSize == 0 {
 		return &verified{}, nil
 	}
@@ -191,11 +205,10 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		KernelTypes:  opts.KernelTypes,
 	}
 	if vopts.KernelTypes == nil && needsKernelTypes(insns) {
-		// The default target, as for CO-RE: the host's, else the
-		// shipped types.
-		if specs, err := kernelbtf.Targets(nil); err == nil && len(specs) > 0 {
-			vopts.KernelTypes = specs[0]
-		}
+		vopts.KernelTypes = defaultKernelTypes()
+	}
+	if pt.BTFArgs {
+		vopts.KernelTypes, vopts.Attach = kt, target
 	}
 	res, err := verifier.Verify(insns, vopts)
 	// A log that did not fit: verify again with the buffer it needs (the
@@ -218,6 +231,16 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 	})
 	rewrite.ProbeLoads(ctx, res.Aux)
 	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats}, nil
+}
+
+// defaultKernelTypes is the kernel BTF verification uses when the options
+// name none: the default CO-RE target, the host's, else the shipped types;
+// nil if there is none.
+func defaultKernelTypes() *btf.Spec {
+	if specs, err := kernelbtf.Targets(nil); err == nil && len(specs) > 0 {
+		return specs[0]
+	}
+	return nil
 }
 
 // needsKernelTypes reports whether verifying insns needs the kernel's BTF:

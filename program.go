@@ -80,6 +80,12 @@ type ProgramOptions struct {
 	// progtype.OfAttach. NewProgram and NewCollection take the spec's
 	// (ProgramSpec.AttachType) instead.
 	AttachType ebpf.AttachType
+	// AttachTo is the attach target of a tracing program NewRawProgram
+	// loads (a kernel function for fentry, fexit and fmod_ret, a
+	// tracepoint for tp_btf), found in KernelTypes (or the default
+	// target) as the kernel finds it: its prototype types the context.
+	// NewProgram and NewCollection take the spec's (ProgramSpec.AttachTo).
+	AttachTo string
 	// Output receives the messages of bpf_trace_printk and
 	// bpf_trace_vprintk, one Write per message, formatted as lines of the
 	// kernel's trace_pipe: "bpf_trace_printk: " and the message, ending in
@@ -352,7 +358,7 @@ func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Progra
 	if len(enc.refs) > 0 {
 		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, enc.refs[0])
 	}
-	opts.flags, opts.poisons, opts.AttachType = spec.Flags, enc.poisons, spec.AttachType
+	opts.flags, opts.poisons, opts.AttachType, opts.AttachTo = spec.Flags, enc.poisons, spec.AttachType, spec.AttachTo
 	return newProgram(spec.Name, spec.Type, enc.insns, nil, nil, opts)
 }
 

@@ -215,6 +215,10 @@ type Type struct {
 	// Keys, for a type whose programs fill a struct bpf_flow_keys
 	// (flow_dissector), is its test run; nil for none.
 	Keys *KeysRun
+	// BTFArgs says the context is the arguments of the program's attach
+	// target, u64 slots typed by its BTF prototype (the tracing types):
+	// the verifier checks accesses against the target (Fields is empty).
+	BTFArgs bool
 	// MetaInput returns how many leading bytes of a test run's input are
 	// packet metadata rather than packet (xdp_md.data of the input), after
 	// Setup accepted the context; nil for none.
@@ -513,6 +517,8 @@ func OfAttach(t ebpf.ProgramType, a ebpf.AttachType) (*Type, error) {
 			return cgroupDeviceNoRetval, nil
 		}
 		return CGroupDevice, nil
+	case ebpf.Tracing:
+		return byAttach(tracingTypes)
 	case ebpf.SkReuseport:
 		return byAttach(map[ebpf.AttachType]*Type{
 			0:                                     SKReuseport,

@@ -428,6 +428,9 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 	if v.leaks(a) {
 		return Reg{}, v.errorf(a.pc, "R%d leaks addr into ctx", a.valReg)
 	}
+	if v.pt.BTFArgs {
+		return v.tracingCtxAccess(off, a) // tracing.go
+	}
 	op := progtype.Load
 	switch {
 	case a.write:

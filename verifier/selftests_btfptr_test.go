@@ -2,6 +2,7 @@ package verifier_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -22,16 +23,37 @@ func hostStruct(t *testing.T, spec *btf.Spec, name string) (*btf.Struct, btf.Typ
 	return s, id
 }
 
-// memberOff returns the byte offset of s's member called name.
+// memberOff returns the byte offset of s's member called name, looking
+// into anonymous structs and unions.
 func memberOff(t *testing.T, s *btf.Struct, name string) int {
 	t.Helper()
-	for _, m := range s.Members {
+	off, ok := findMember(s.Members, name)
+	if !ok {
+		t.Skipf("struct %s has no member %s", s.Name, name)
+	}
+	return off
+}
+
+func findMember(ms []btf.Member, name string) (int, bool) {
+	for _, m := range ms {
 		if m.Name == name {
-			return int(m.Offset.Bytes())
+			return int(m.Offset.Bytes()), true
+		}
+		if m.Name != "" {
+			continue
+		}
+		var inner []btf.Member
+		switch u := btf.UnderlyingType(m.Type).(type) {
+		case *btf.Struct:
+			inner = u.Members
+		case *btf.Union:
+			inner = u.Members
+		}
+		if off, ok := findMember(inner, name); ok {
+			return int(m.Offset.Bytes()) + off, true
 		}
 	}
-	t.Skipf("struct %s has no member %s", s.Name, name)
-	return 0
+	return 0, false
 }
 
 // Pointers to kernel objects (PtrToBTFID) from bpf_cast_to_kern_ctx and
@@ -41,7 +63,7 @@ func memberOff(t *testing.T, s *btf.Struct, name string) int {
 func TestSelftestBTFPointers(t *testing.T) {
 	spec := hostBTF(t)
 	xdp, _ := hostStruct(t, spec, "xdp_buff")
-	rxq, _ := hostStruct(t, spec, "xdp_rxq_info")
+	rxq, rxqID := hostStruct(t, spec, "xdp_rxq_info")
 	skb, _ := hostStruct(t, spec, "sk_buff")
 	task, taskID := hostStruct(t, spec, "task_struct")
 	var u32 *btf.Typedef
@@ -53,6 +75,7 @@ func TestSelftestBTFPointers(t *testing.T) {
 	qiOff := memberOff(t, rxq, "queue_index")
 	skOff, lenOff := memberOff(t, skb, "sk"), memberOff(t, skb, "len")
 	pidOff, parentOff := memberOff(t, task, "pid"), memberOff(t, task, "real_parent")
+	utimeOff := memberOff(t, task, "utime")
 
 	cast := "call bpf_cast_to_kern_ctx#0\n"
 	rdonly := func(id btf.TypeID) string { return fmt.Sprintf("r2 = %d\ncall bpf_rdonly_cast#0\n", id) }
@@ -114,6 +137,102 @@ func TestSelftestBTFPointers(t *testing.T) {
 			err: fmt.Sprintf("access beyond struct task_struct at off %d size 1", task.Size), kmsg: true},
 		{name: "rdonly_cast to helper memory", btf: true, asm: rdonly(taskID) + "r1 = r0\nr2 = 4\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28\nr0 = 0\nexit",
 			err: "R1 type=untrusted_ptr_ expected=fp", kmsg: true},
+		// Pointers to different types never prune one another: either
+		// path order fails at the access beyond the smaller struct.
+		{name: "types do not prune", btf: true, asm: pruneTypes(rxqID, taskID, utimeOff),
+			err: fmt.Sprintf("access beyond struct xdp_rxq_info at off %d size 8", utimeOff), kmsg: true},
+		{name: "types do not prune swapped", btf: true, asm: pruneTypes(taskID, rxqID, utimeOff),
+			err: fmt.Sprintf("access beyond struct xdp_rxq_info at off %d size 8", utimeOff), kmsg: true},
 		{name: "atomic", btf: true, asm: rdonly(taskID) + fmt.Sprintf("r1 = 1\nlock *(u32 *)(r0 +%d) += r1\nr0 = 0\nexit", pidOff), err: "only read is supported", kmsg: true},
+	})
+}
+
+// pruneTypes casts to type a on one path and b on the other, then loads 8
+// bytes at off where both paths meet.
+func pruneTypes(a, b btf.TypeID, off int) string {
+	return fmt.Sprintf(`r6 = *(u32 *)(r1 +12)
+		r1 = 0
+		if r6 == 0 goto other
+		r2 = %d
+		call bpf_rdonly_cast#0
+		goto join
+	other:
+		r2 = %d
+		call bpf_rdonly_cast#0
+	join:
+		r0 = *(u64 *)(r0 +%d)
+		r0 = 0
+		exit`, a, b, off)
+}
+
+// Tracing programs' contexts (btf_ctx_access), compared with the kernel:
+// fentry, fexit and fmod_ret on the kernel's test functions and others of
+// this machine's vmlinux, tp_btf on scheduler tracepoints.
+func TestSelftestTracingContext(t *testing.T) {
+	spec := hostBTF(t)
+	task, _ := hostStruct(t, spec, "task_struct")
+	common, _ := hostStruct(t, spec, "sock_common")
+	pidOff, parentOff := memberOff(t, task, "pid"), memberOff(t, task, "real_parent")
+	familyOff := memberOff(t, common, "skc_family")
+	skb, _ := hostStruct(t, spec, "sk_buff")
+	mm, _ := hostStruct(t, spec, "mm_struct")
+	skOff, mmOff, exeOff := memberOff(t, skb, "sk"), memberOff(t, task, "mm"), memberOff(t, mm, "exe_file")
+	// A case whose error is invalid context access gives the reason the
+	// kernel logs before it as err: the kernel's log must have it, our
+	// error (and log) has the access.
+	fentry := func(name, target, asm string, err string) vcase {
+		c := vcase{name: name, typ: ebpf.Tracing, attach: ebpf.AttachTraceFEntry, attachTo: target, asm: asm, err: err, kmsg: err != ""}
+		if strings.HasPrefix(err, "func '") || strings.HasPrefix(err, "ret type") {
+			c.err, c.kmsg, c.klog = "invalid bpf_context access", false, err
+		}
+		return c
+	}
+	fexit := func(name, target, asm string, err string) vcase {
+		c := fentry(name, target, asm, err)
+		c.attach = ebpf.AttachTraceFExit
+		return c
+	}
+	tp := func(name, target, asm string, err string) vcase {
+		c := fentry(name, target, asm, err)
+		c.attach = ebpf.AttachTraceRawTp
+		return c
+	}
+	runCases(t, []vcase{
+		fentry("int arg", "bpf_fentry_test1", "r0 = *(u64 *)(r1 +0)\nr0 = 0\nexit", ""),
+		fentry("int arg narrow", "bpf_fentry_test1", "r0 = *(u32 *)(r1 +0)\nr0 = 0\nexit", ""),
+		fentry("second arg", "bpf_fentry_test2", "r0 = *(u64 *)(r1 +8)\nr0 = 0\nexit", ""),
+		fentry("no such arg", "bpf_fentry_test1", "r0 = *(u64 *)(r1 +8)\nr0 = 0\nexit", "func 'bpf_fentry_test1' doesn't have 2-th argument"),
+		fentry("no such arg message", "bpf_fentry_test1", "r0 = *(u64 *)(r1 +8)\nr0 = 0\nexit", "invalid bpf_context access off=8 size=8"),
+		fentry("unaligned", "bpf_fentry_test1", "r0 = *(u32 *)(r1 +4)\nr0 = 0\nexit", "func 'bpf_fentry_test1' offset 4 is not multiple of 8"),
+		fentry("misaligned", "bpf_fentry_test1", "r0 = *(u64 *)(r1 +4)\nr0 = 0\nexit", "invalid bpf_context access off=4 size=8"),
+		fentry("store", "bpf_fentry_test1", "r2 = 0\n*(u64 *)(r1 +0) = r2\nr0 = 0\nexit", "invalid bpf_context access off=0 size=8"),
+		fentry("beyond slots", "bpf_fentry_test1", "r0 = *(u64 *)(r1 +96)\nr0 = 0\nexit", "invalid bpf_context access off=96 size=8"),
+		fentry("return 1", "bpf_fentry_test1", "r0 = 1\nexit", "should have been in [0, 0]"),
+		fentry("struct pointer", "tcp_sendmsg", fmt.Sprintf("r1 = *(u64 *)(r1 +0)\nr0 = *(u16 *)(r1 +%d)\nr0 = 0\nexit", familyOff), ""),
+		fentry("struct pointer narrow", "tcp_sendmsg", "r1 = *(u32 *)(r1 +0)\nr0 = 0\nexit", "func 'tcp_sendmsg' size 4 must be 8"),
+		fentry("struct pointer beyond", "tcp_sendmsg", "r1 = *(u64 *)(r1 +0)\nr0 = *(u8 *)(r1 +32000)\nr0 = 0\nexit", "access beyond struct sock at off 32000 size 1"),
+		fentry("struct pointer store", "tcp_sendmsg", "r1 = *(u64 *)(r1 +0)\nr2 = 0\n*(u8 *)(r1 +0) = r2\nr0 = 0\nexit", "only read is supported"),
+		fentry("size_t arg", "tcp_sendmsg", "r0 = *(u64 *)(r1 +16)\nr0 = 0\nexit", ""),
+		fentry("int pointer is a scalar", "bpf_fentry_test9", "r1 = *(u64 *)(r1 +0)\nr0 = *(u32 *)(r1 +0)\nr0 = 0\nexit", "R1 invalid mem access 'scalar'"),
+		fentry("test struct pointer", "bpf_fentry_test7", "r1 = *(u64 *)(r1 +0)\nr0 = *(u64 *)(r1 +0)\nr0 = 0\nexit", ""),
+		fexit("return value", "bpf_fentry_test1", "r0 = *(u64 *)(r1 +8)\nr0 = 0\nexit", ""),
+		fexit("past the return value", "bpf_fentry_test1", "r0 = *(u64 *)(r1 +16)\nr0 = 0\nexit", "func 'bpf_fentry_test1' doesn't have 3-th argument"),
+		fexit("void return", "bpf_fentry_test_sinfo", "r0 = *(u64 *)(r1 +8)\nr0 = 0\nexit", "func 'bpf_fentry_test_sinfo' doesn't have 3-th argument"),
+		fexit("pointer return", "inet_csk_accept", fmt.Sprintf("r1 = *(u64 *)(r1 +16)\nr0 = *(u16 *)(r1 +%d)\nr0 = 0\nexit", familyOff), ""),
+		fexit("return 1", "bpf_fentry_test1", "r0 = 1\nexit", "should have been in [0, 0]"),
+		{name: "fmod_ret return value", typ: ebpf.Tracing, attach: ebpf.AttachModifyReturn, attachTo: "bpf_modify_return_test", asm: "r0 = *(u64 *)(r1 +16)\nr0 = 1\nexit"},
+		{name: "fmod_ret past the return value", typ: ebpf.Tracing, attach: ebpf.AttachModifyReturn, attachTo: "bpf_modify_return_test", asm: "r0 = *(u64 *)(r1 +24)\nr0 = 0\nexit",
+			err: "invalid bpf_context access off=24 size=8", klog: "func 'bpf_modify_return_test' doesn't have 4-th argument"},
+		tp("tracepoint bool", "sched_switch", "r0 = *(u64 *)(r1 +0)\nr0 = 0\nexit", ""),
+		tp("tracepoint task", "sched_switch", fmt.Sprintf("r1 = *(u64 *)(r1 +8)\nr0 = *(u32 *)(r1 +%d)\nr0 = 0\nexit", pidOff), ""),
+		tp("tracepoint task parent", "sched_switch", fmt.Sprintf("r1 = *(u64 *)(r1 +16)\nr1 = *(u64 *)(r1 +%d)\nr0 = *(u32 *)(r1 +%d)\nr0 = 1\nexit", parentOff, pidOff), ""),
+		tp("tracepoint last arg", "sched_switch", "r0 = *(u32 *)(r1 +24)\nr0 = 0\nexit", ""),
+		tp("tracepoint no such arg", "sched_switch", "r0 = *(u64 *)(r1 +32)\nr0 = 0\nexit", "func 'sched_switch' doesn't have 5-th argument"),
+		tp("tracepoint skb sk unchecked", "kfree_skb", fmt.Sprintf("r1 = *(u64 *)(r1 +0)\nr1 = *(u64 *)(r1 +%d)\nr0 = *(u32 *)(r1 +0)\nr0 = 0\nexit", skOff), "R1 invalid mem access 'rcu_ptr_or_null_'"),
+		tp("tracepoint skb sk checked", "kfree_skb", fmt.Sprintf("r1 = *(u64 *)(r1 +0)\nr1 = *(u64 *)(r1 +%d)\nif r1 == 0 goto out\nr0 = *(u32 *)(r1 +0)\nout: r0 = 0\nexit", skOff), ""),
+		tp("tracepoint plain parent", "sched_switch", fmt.Sprintf("r1 = *(u64 *)(r1 +8)\nr1 = *(u64 *)(r1 +%d)\nr1 = *(u64 *)(r1 +%d)\nr0 = *(u32 *)(r1 +0)\nr0 = 0\nexit", mmOff, exeOff), ""),
+		// struct file starts with a spinlock: the walk goes into it.
+		tp("tracepoint embedded struct", "sched_switch", fmt.Sprintf("r1 = *(u64 *)(r1 +8)\nr1 = *(u64 *)(r1 +%d)\nr1 = *(u64 *)(r1 +%d)\nr0 = *(u64 *)(r1 +0)\nr0 = 0\nexit", mmOff, exeOff), "access beyond struct spinlock at off 0 size 8"),
+		tp("tracepoint moved ctx", "sched_switch", "r1 += 8\nr0 = *(u64 *)(r1 +0)\nr0 = 0\nexit", "dereference of modified ctx ptr R1 off=8 disallowed"),
 	})
 }

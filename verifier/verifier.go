@@ -107,6 +107,9 @@ type Options struct {
 	// contexts give, and what bpf_rdonly_cast's type ids name. Nil
 	// refuses what needs it.
 	KernelTypes *btf.Spec
+	// Attach is the attach target of a tracing program
+	// (progtype.Type.BTFArgs), found in KernelTypes (ResolveAttach).
+	Attach *AttachTarget
 }
 
 // Program load flags (the kernel's BPF_F_* prog_flags) and what they do
