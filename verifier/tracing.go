@@ -94,42 +94,46 @@ func modifiable(name string) bool {
 }
 
 // trampolineProto checks that a trampoline can pass a function's
-// arguments and return value (the kernel's btf_distill_func_proto).
+// arguments and return value (the kernel's btf_distill_func_proto):
+// scalars and pointers, structs of up to 16 bytes as arguments only.
 func trampolineProto(name string, proto *btf.FuncProto) error {
 	if len(proto.Params) > progtype.MaxTracingArgs {
 		return fmt.Errorf("The function %s has %d arguments. Too many.", name, len(proto.Params))
 	}
-	if ret := btf.UnderlyingType(proto.Return); !isVoid(ret) && !passable(ret) {
+	if ret := btf.UnderlyingType(proto.Return); !isVoid(ret) && (isStructType(ret) || passSize(ret) < 0) {
 		return fmt.Errorf("The function %s return type %s is unsupported.", name, kindName(ret))
 	}
 	for i, p := range proto.Params {
 		t := btf.UnderlyingType(p.Type)
-		if isVoid(t) {
+		switch n := passSize(t); {
+		case isVoid(t) && i == len(proto.Params)-1:
+			return fmt.Errorf("The function %s with variable args is unsupported.", name)
+		case isVoid(t) || n == 0:
 			return fmt.Errorf("The function %s has malformed void argument.", name)
-		}
-		if !passable(t) {
+		case n < 0 || n > 16:
 			return fmt.Errorf("The function %s arg%d type %s is unsupported.", name, i, kindName(t))
 		}
 	}
 	return nil
 }
 
-// passable reports whether a trampoline passes a value of type t: a
-// pointer, an int or enum of up to 8 bytes, a struct or union of up to 16.
-func passable(t btf.Type) bool {
+// passSize is the size of a value of type t a trampoline passes (the
+// kernel's __get_type_size): 8 for a pointer, the size of an int, enum,
+// struct or union, -1 for anything else.
+func passSize(t btf.Type) int {
 	switch t := t.(type) {
 	case *btf.Pointer:
-		return true
+		return 8
 	case *btf.Int:
-		return t.Size <= 8
+		return int(t.Size)
 	case *btf.Enum:
-		return t.Size <= 8
+		return int(t.Size)
 	case *btf.Struct:
-		return t.Size <= 16
+		return int(t.Size)
 	case *btf.Union:
-		return t.Size <= 16
+		return int(t.Size)
 	}
-	return false
+	return -1
 }
 
 // slotSize is the bytes of context an argument or return value of type t
@@ -283,6 +287,9 @@ func (v *verifier) tracingCtxAccess(off int64, a access) (Reg, error) {
 		// The kernel's prog_args_trusted: tracepoints' arguments are
 		// trusted, fentry's and fexit's are not.
 		flags = Trusted
+	}
+	if arg < nargs && strings.HasSuffix(params[arg].Name, "__nullable") {
+		flags |= MaybeNull
 	}
 	return v.btfPtr(target, flags), nil
 }
