@@ -12,7 +12,8 @@
 // socket_filter.go, tc.go, cgroup_skb.go, lwt.go, sockmap.go (sk_skb,
 // sk_msg), sock_ops.go, cgroup_sock.go (cgroup_sock, cgroup_sock_addr),
 // sk_lookup.go, sk_reuseport.go, flow_dissector.go, cgroup.go (cgroup_sysctl, cgroup_sockopt,
-// cgroup_device); helpers.go holds the shared helper sets
+// cgroup_device), tracing.go (tp_btf, fentry, fexit, fmod_ret, whose context
+// is their attach target's arguments: BTFArgs); helpers.go holds the shared helper sets
 // (bpf_base_func_proto, bpf_sk_base_func_proto, cgroup_common_func_proto,
 // cgroup_current_func_proto) they compose. Where the kernel's rules depend
 // on the expected attach type, each attach type has its Type (OfAttach).

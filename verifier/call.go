@@ -440,8 +440,9 @@ func (v *verifier) checkMemArgType(pc int, regno isa.Register, reg *Reg, at ArgT
 	case PtrToStack, PtrToPacket, PtrToPacketMeta, PtrToMapKey, PtrToMapValue:
 		ok = true
 	case PtrToMem:
-		// Read-only memory only where the helper only reads.
-		ok = reg.Flags&Rdonly == 0 || !at.Writes()
+		// Read-only memory only where the helper only reads; untrusted
+		// memory (probe loads only) nowhere.
+		ok = (reg.Flags&Rdonly == 0 || !at.Writes()) && reg.Flags&Untrusted == 0
 	}
 	if at == ArgConstStr {
 		want, ok = "map_value", reg.Type == PtrToMapValue

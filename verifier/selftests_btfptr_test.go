@@ -143,6 +143,12 @@ func TestSelftestBTFPointers(t *testing.T) {
 			err: fmt.Sprintf("access beyond struct xdp_rxq_info at off %d size 8", utimeOff), kmsg: true},
 		{name: "types do not prune swapped", btf: true, asm: pruneTypes(taskID, rxqID, utimeOff),
 			err: fmt.Sprintf("access beyond struct xdp_rxq_info at off %d size 8", utimeOff), kmsg: true},
+		{name: "untrusted memory to helper memory", btf: true, asm: rdonly(0) + "r1 = r0\nr2 = 4\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28\nr0 = 0\nexit",
+			err: "R1 type=rdonly_untrusted_mem expected=fp", kmsg: true},
+		{name: "spilled and filled", btf: true, asm: cast + fmt.Sprintf("*(u64 *)(r10 -8) = r0\nr1 = *(u64 *)(r10 -8)\nr1 = *(u64 *)(r1 +%d)\nr0 = *(u32 *)(r1 +%d)\nr0 = 0\nexit", rxqOff, qiOff)},
+		{name: "spilled and filled beyond", btf: true, asm: cast + fmt.Sprintf("*(u64 *)(r10 -8) = r0\nr1 = *(u64 *)(r10 -8)\nr0 = *(u64 *)(r1 +%d)\nr0 = 0\nexit", xdp.Size),
+			err: fmt.Sprintf("access beyond struct xdp_buff at off %d size 8", xdp.Size), kmsg: true},
+		{name: "compared with null", btf: true, asm: cast + "if r0 == 0 goto out\nr0 = *(u64 *)(r0 +0)\nout: r0 = 0\nexit"},
 		{name: "atomic", btf: true, asm: rdonly(taskID) + fmt.Sprintf("r1 = 1\nlock *(u32 *)(r0 +%d) += r1\nr0 = 0\nexit", pidOff), err: "only read is supported", kmsg: true},
 	})
 }
