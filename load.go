@@ -12,7 +12,6 @@ import (
 	"github.com/bpfvm/bpfvm/interp"
 	"github.com/bpfvm/bpfvm/isa"
 	"github.com/bpfvm/bpfvm/jit/amd64"
-	"github.com/bpfvm/bpfvm/kernelbtf"
 	"github.com/bpfvm/bpfvm/loader"
 	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/progtype"
@@ -163,7 +162,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		// find, before verifying it (or not).
 		kt = opts.KernelTypes
 		if kt == nil {
-			kt = defaultKernelTypes()
+			kt = defaultKernelTypes(opts)
 		}
 		var err error
 		if target, err = verifier.ResolveAttach(kt, pt.Attach, opts.AttachTo); err != nil {
@@ -205,7 +204,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		KernelTypes:  opts.KernelTypes,
 	}
 	if vopts.KernelTypes == nil && needsKernelTypes(insns) {
-		vopts.KernelTypes = defaultKernelTypes()
+		vopts.KernelTypes = defaultKernelTypes(opts)
 	}
 	if pt.BTFArgs {
 		vopts.KernelTypes, vopts.Attach = kt, target
@@ -234,10 +233,15 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 }
 
 // defaultKernelTypes is the kernel BTF verification uses when the options
-// name none: the default CO-RE target, the host's, else the shipped types;
-// nil if there is none.
-func defaultKernelTypes() *btf.Spec {
-	if specs, err := kernelbtf.Targets(nil); err == nil && len(specs) > 0 {
+// name none: the load's CO-RE target (the host's vmlinux, else the shipped
+// types), the same types bpf_core_type_id_kernel numbered; nil if there is
+// none.
+func defaultKernelTypes(opts ProgramOptions) *btf.Spec {
+	targets := opts.targets
+	if targets == nil {
+		targets = newCORETargets(ProgramOptions{}, nil)
+	}
+	if specs, err := targets.get(); err == nil && len(specs) > 0 {
 		return specs[0]
 	}
 	return nil

@@ -151,6 +151,9 @@ type ProgramOptions struct {
 	// poisons are the instructions CO-RE poisoned, which the loaders copy
 	// here to explain a rejection at one.
 	poisons []loader.Poison
+	// targets are the load's CO-RE targets, whose vmlinux is the kernel
+	// BTF verification uses when KernelTypes is nil (nil: found anew).
+	targets *coreTargets
 }
 
 // Checks selects whether a verified program also runs with the run-time
@@ -345,7 +348,8 @@ func NewProgram(spec *ebpf.ProgramSpec) (*Program, error) {
 
 // NewProgramWithOptions loads a single program that references no maps.
 func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Program, error) {
-	enc, err := convertFuncs(spec, newCORETargets(opts, nil))
+	targets := newCORETargets(opts, nil)
+	enc, err := convertFuncs(spec, targets)
 	if err != nil {
 		return nil, fmt.Errorf("program %s: %w", spec.Name, err)
 	}
@@ -358,7 +362,7 @@ func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Progra
 	if len(enc.refs) > 0 {
 		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, enc.refs[0])
 	}
-	opts.flags, opts.poisons, opts.AttachType, opts.AttachTo = spec.Flags, enc.poisons, spec.AttachType, spec.AttachTo
+	opts.flags, opts.poisons, opts.AttachType, opts.AttachTo, opts.targets = spec.Flags, enc.poisons, spec.AttachType, spec.AttachTo, targets
 	return newProgram(spec.Name, spec.Type, enc.insns, nil, nil, opts)
 }
 

@@ -30,7 +30,7 @@ func (v *verifier) btfRef(t btf.Type) uint32 {
 	if v.btfIndex == nil {
 		v.btfIndex = map[btf.Type]uint32{}
 	}
-	v.btfTypes = append(v.btfTypes, btfEntry{typ: t, name: t.TypeName()})
+	v.btfTypes = append(v.btfTypes, btfEntry{typ: t, name: typeName(t)})
 	i := uint32(len(v.btfTypes))
 	v.btfIndex[t] = i
 	return i
@@ -54,6 +54,15 @@ func (v *verifier) btfPtr(t btf.Type, flags uint8) Reg {
 		r.ID = v.newID()
 	}
 	return r
+}
+
+// typeName names a type as the kernel's messages do: "(anon)" for an
+// anonymous one.
+func typeName(t btf.Type) string {
+	if n := t.TypeName(); n != "" {
+		return n
+	}
+	return "(anon)"
 }
 
 // isStructType reports whether t is a struct or union (the kernel's
@@ -104,7 +113,7 @@ type walkStep struct {
 func btfWalk(t btf.Type, off, size uint32, untrusted *bool) (walkStep, error) {
 again:
 	t = btf.UnderlyingType(t)
-	tname := t.TypeName()
+	tname := typeName(t)
 	if !isStructType(t) {
 		return walkStep{}, fmt.Errorf("Type '%s' is not a struct", tname)
 	}

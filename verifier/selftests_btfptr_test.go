@@ -1,12 +1,16 @@
 package verifier_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // hostStruct returns the host's struct called name and its BTF id.
@@ -143,6 +147,12 @@ func TestSelftestBTFPointers(t *testing.T) {
 			err: fmt.Sprintf("access beyond struct xdp_rxq_info at off %d size 8", utimeOff), kmsg: true},
 		{name: "types do not prune swapped", btf: true, asm: pruneTypes(taskID, rxqID, utimeOff),
 			err: fmt.Sprintf("access beyond struct xdp_rxq_info at off %d size 8", utimeOff), kmsg: true},
+		// The kernel lets helpers read trusted kernel objects; bpfvm's
+		// objects behind such pointers are not the kernel's (the context
+		// cast gives the context's own, smaller, memory), and unchecked
+		// helpers would read past it: refused.
+		{name: "trusted pointer to helper memory", btf: true, noKernel: true, asm: cast + "r1 = r0\nr2 = 8\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28\nr0 = 0\nexit",
+			err: "R1 type=trusted_ptr_ expected=fp"},
 		{name: "untrusted memory to helper memory", btf: true, asm: rdonly(0) + "r1 = r0\nr2 = 4\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28\nr0 = 0\nexit",
 			err: "R1 type=rdonly_untrusted_mem expected=fp", kmsg: true},
 		{name: "spilled and filled", btf: true, asm: cast + fmt.Sprintf("*(u64 *)(r10 -8) = r0\nr1 = *(u64 *)(r10 -8)\nr1 = *(u64 *)(r1 +%d)\nr0 = *(u32 *)(r1 +%d)\nr0 = 0\nexit", rxqOff, qiOff)},
@@ -242,4 +252,55 @@ func TestSelftestTracingContext(t *testing.T) {
 		tp("tracepoint function pointer", "initcall_start", "r0 = *(u64 *)(r1 +0)\nr0 = 0\nexit", "func 'initcall_start' arg0 type FUNC_PROTO is not a struct"),
 		tp("tracepoint moved ctx", "sched_switch", "r1 += 8\nr0 = *(u64 *)(r1 +0)\nr0 = 0\nexit", "dereference of modified ctx ptr R1 off=8 disallowed"),
 	})
+}
+
+// TestBTFWalkSweep loads every byte offset and size of kernel structs
+// through bpf_rdonly_cast pointers, in bpfvm and in the kernel: the same
+// verdict each time and, for rejections, the kernel's message. Pointer
+// members read whole are loaded through once more, so that what the walk
+// gives them (a pointer to a struct, untrusted memory) is compared too.
+func TestBTFWalkSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("thousands of kernel loads")
+	}
+	spec := hostBTF(t)
+	structs := []struct {
+		name string
+		step int
+	}{{"xdp_buff", 1}, {"sk_buff", 1}, {"sock_common", 1}, {"xdp_rxq_info", 1}, {"file", 2}, {"task_struct", 8}}
+	compared, agreed := 0, 0
+	for _, s := range structs {
+		st, id := hostStruct(t, spec, s.name)
+		for off := 0; off < int(st.Size)+8; off += s.step {
+			for _, size := range []string{"u8", "u16", "u32", "u64"} {
+				asm := fmt.Sprintf("r2 = %d\ncall bpf_rdonly_cast#0\nr1 = *(%s *)(r0 +%d)\n", id, size, off)
+				if size == "u64" {
+					// Through what was read: a scalar's load fails, a
+					// pointer's reads its target.
+					asm += "r1 = *(u8 *)(r1 +0)\n"
+				}
+				asm += "r0 = 0\nexit"
+				insns, err := isa.Assemble(asm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, ours := verifier.Verify(insns, verifier.Options{Type: progType(ebpf.XDP), KernelTypes: spec})
+				klog, _, ran := kernelVerdictInsns(t, ebpf.XDP, 0, 0, nil, nil, false, insns, nil, ours)
+				if !ran {
+					t.Skip("no kernel")
+				}
+				compared++
+				var ve *verifier.Error
+				switch {
+				case ours == nil:
+					agreed++
+				case errors.As(ours, &ve) && strings.Contains(klog, ve.Msg):
+					agreed++
+				default:
+					t.Errorf("%s off %d %s: ours %v, kernel:\n%s", s.name, off, size, ours, lastLines(klog, 2))
+				}
+			}
+		}
+	}
+	t.Logf("%d loads compared, %d with the kernel's verdict and message", compared, agreed)
 }

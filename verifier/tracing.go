@@ -262,7 +262,7 @@ func (v *verifier) tracingCtxAccess(off int64, a access) (Reg, error) {
 		if isSmallInt(t) {
 			return v.loadedScalar(a.size), nil
 		}
-		return fail("func '%s' arg%d '%s' has type %s. Only pointer access is allowed", name, arg, t.TypeName(), kindName(t))
+		return fail("func '%s' arg%d '%s' has type %s. Only pointer access is allowed", name, arg, typeName(t), kindName(t))
 	}
 	if a.size != 8 {
 		return fail("func '%s' size %d must be 8", name, a.size)
@@ -279,7 +279,7 @@ func (v *verifier) tracingCtxAccess(off int64, a access) (Reg, error) {
 	}
 	if v.opts.KernelTypes != nil {
 		if id, err := v.opts.KernelTypes.TypeID(target); err == nil {
-			v.log.printf("func '%s' arg%d has btf_id %d type %s '%s'\n", name, arg, id, kindName(target), target.TypeName())
+			v.log.printf("func '%s' arg%d has btf_id %d type %s '%s'\n", name, arg, id, kindName(target), typeName(target))
 		}
 	}
 	var flags uint8
