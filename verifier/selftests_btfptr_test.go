@@ -231,6 +231,9 @@ func TestSelftestTracingContext(t *testing.T) {
 		fentry("size_t arg", "tcp_sendmsg", "r0 = *(u64 *)(r1 +16)\nr0 = 0\nexit", ""),
 		fentry("int pointer is a scalar", "bpf_fentry_test9", "r1 = *(u64 *)(r1 +0)\nr0 = *(u32 *)(r1 +0)\nr0 = 0\nexit", "R1 invalid mem access 'scalar'"),
 		fentry("test struct pointer", "bpf_fentry_test7", "r1 = *(u64 *)(r1 +0)\nr0 = *(u64 *)(r1 +0)\nr0 = 0\nexit", ""),
+		// A 12-byte struct argument takes two slots.
+		fentry("struct argument", "ZSTD_copyCCtx_internal", "r0 = *(u64 *)(r1 +24)\nr0 = *(u64 *)(r1 +40)\nr0 = 0\nexit", ""),
+		fentry("past a struct argument", "ZSTD_copyCCtx_internal", "r0 = *(u64 *)(r1 +48)\nr0 = 0\nexit", "func 'ZSTD_copyCCtx_internal' doesn't have 6-th argument"),
 		fexit("return value", "bpf_fentry_test1", "r0 = *(u64 *)(r1 +8)\nr0 = 0\nexit", ""),
 		fexit("past the return value", "bpf_fentry_test1", "r0 = *(u64 *)(r1 +16)\nr0 = 0\nexit", "func 'bpf_fentry_test1' doesn't have 3-th argument"),
 		fexit("void return", "bpf_fentry_test_sinfo", "r0 = *(u64 *)(r1 +8)\nr0 = 0\nexit", "func 'bpf_fentry_test_sinfo' doesn't have 3-th argument"),
@@ -267,7 +270,7 @@ func TestBTFWalkSweep(t *testing.T) {
 	structs := []struct {
 		name string
 		step int
-	}{{"xdp_buff", 1}, {"sk_buff", 1}, {"sock_common", 1}, {"xdp_rxq_info", 1}, {"file", 2}, {"task_struct", 8}}
+	}{{"xdp_buff", 1}, {"sk_buff", 1}, {"sock_common", 2}, {"xdp_rxq_info", 1}, {"file", 4}, {"task_struct", 16}}
 	compared, agreed := 0, 0
 	for _, s := range structs {
 		st, id := hostStruct(t, spec, s.name)
