@@ -331,6 +331,7 @@ func rewriteFor(e Engine, insns []isa.Instruction, v *verified, hs *helper.Set, 
 				return out, err
 			}
 			rewrite.InlineIterNext(rp)
+			rewrite.InlineCasts(rp)
 			if _, err := rewrite.InlineLoops(rp, hs.Lookup); err != nil {
 				return out, err
 			}

@@ -26,3 +26,22 @@ func ProbeLoads(insns []isa.Instruction, aux []verifier.InsnAux) {
 		}
 	}
 }
+
+// InlineCasts replaces calls of bpf_cast_to_kern_ctx and bpf_rdonly_cast
+// with r0 = r1, as the kernel's fixup does: the casts only change what the
+// verifier knows of the pointer. It returns the number of calls replaced.
+func InlineCasts(p *Program) int {
+	n := 0
+	for pc := 0; pc < len(p.Insns); pc++ {
+		ins := &p.Insns[pc]
+		if ins.IsLdImm64() {
+			pc++
+			continue
+		}
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallKfunc) && (ins.Imm == isa.KfuncCastToKernCtx || ins.Imm == isa.KfuncRdonlyCast) {
+			*ins = isa.Instruction{Op: isa.ClassALU64 | isa.ALUMov | isa.SrcX, Dst: isa.R0, Src: isa.R1}
+			n++
+		}
+	}
+	return n
+}
