@@ -36,8 +36,11 @@ type logger struct {
 	start, end int
 	max        int
 	// open is the length of an instruction line still waiting for the
-	// registers that follow it (0 when no line is open).
+	// registers that follow it (0 when no line is open); cut says that
+	// something else was logged after the instruction line (the registers
+	// then get a line of their own).
 	open int
+	cut  bool
 	// lines are the program's line_info records by instruction, and
 	// lastLine is 1 + the index of the one printed last (0: none yet),
 	// the kernel's prev_linfo, which rewinds leave alone as they do there.
@@ -51,7 +54,7 @@ func (l *logger) printf(format string, args ...any) {
 	}
 	s := fmt.Sprintf(format, args...)
 	if l.open > 0 {
-		l.open = 0
+		l.open, l.cut = 0, true
 		s = "\n" + s
 	}
 	l.write(s)
@@ -133,7 +136,7 @@ func (l *logger) insn(pc int, insns []isa.Instruction) {
 	l.sourceLine(pc)
 	line := fmt.Sprintf("%d: (%02x) %s", pc, insns[pc].Op, isa.Format(insns, pc, nil))
 	l.printf("%s", line)
-	l.open = len(line)
+	l.open, l.cut = len(line), false
 }
 
 // sourceLine logs the line_info record that covers pc, as the kernel's
@@ -162,10 +165,17 @@ func (l *logger) sourceLine(pc int) {
 }
 
 // closeInsn ends an open instruction line with the state it changed,
-// aligned as the kernel aligns it ("; R1=ctx() R2=pkt(r=0)").
-func (l *logger) closeInsn(state string) {
+// aligned as the kernel aligns it ("; R1=ctx() R2=pkt(r=0)"). When
+// something else was logged after the instruction, the state gets a line
+// of its own, numbered with the next instruction, next, as the kernel's
+// print_insn_state does.
+func (l *logger) closeInsn(state string, next int) {
 	pos := l.open
 	if pos == 0 {
+		if l.cut && state != "" {
+			l.printf("%d: %s\n", next, state)
+		}
+		l.cut = false
 		return
 	}
 	l.open = 0

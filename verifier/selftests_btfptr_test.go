@@ -3,6 +3,7 @@ package verifier_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -306,4 +307,65 @@ func TestBTFWalkSweep(t *testing.T) {
 		}
 	}
 	t.Logf("%d loads compared, %d with the kernel's verdict and message", compared, agreed)
+}
+
+// TestBTFPointerLog compares the types the log shows for pointers to
+// kernel objects with the kernel's (reg_type_str and the struct's name):
+// each program walks to a pointer and then exits without R0, so that both
+// logs, of a rejection, hold the state after the walk.
+func TestBTFPointerLog(t *testing.T) {
+	spec := hostBTF(t)
+	task, taskID := hostStruct(t, spec, "task_struct")
+	skb, _ := hostStruct(t, spec, "sk_buff")
+	xdp, _ := hostStruct(t, spec, "xdp_buff")
+	parentOff, mmOff := memberOff(t, task, "real_parent"), memberOff(t, task, "mm")
+	skOff, rxqOff := memberOff(t, skb, "sk"), memberOff(t, xdp, "rxq")
+	for _, c := range []struct {
+		name     string
+		attach   ebpf.AttachType
+		attachTo string
+		asm      string
+		want     string
+	}{
+		{"tracepoint argument", ebpf.AttachTraceRawTp, "sched_switch", "r1 = *(u64 *)(r1 +8)\nexit", "=trusted_ptr_task_struct()"},
+		{"rcu member", ebpf.AttachTraceRawTp, "sched_switch", fmt.Sprintf("r1 = *(u64 *)(r1 +8)\nr1 = *(u64 *)(r1 +%d)\nexit", parentOff), "=rcu_ptr_task_struct()"},
+		{"plain member", ebpf.AttachTraceRawTp, "sched_switch", fmt.Sprintf("r1 = *(u64 *)(r1 +8)\nr1 = *(u64 *)(r1 +%d)\nexit", mmOff), "=ptr_mm_struct()"},
+		{"member of a union", ebpf.AttachTraceRawTp, "kfree_skb", "r1 = *(u64 *)(r1 +0)\nr1 = *(u64 *)(r1 +0)\nexit", "=untrusted_ptr_sk_buff()"},
+		{"rcu or null member", ebpf.AttachTraceRawTp, "kfree_skb", fmt.Sprintf("r1 = *(u64 *)(r1 +0)\nr1 = *(u64 *)(r1 +%d)\nexit", skOff), "=rcu_ptr_or_null_sock(id=1)"},
+		{"fentry argument", ebpf.AttachTraceFEntry, "tcp_sendmsg", "r1 = *(u64 *)(r1 +0)\nexit", "=ptr_sock()"},
+		{"rdonly_cast", 0, "", fmt.Sprintf("r2 = %d\ncall bpf_rdonly_cast#0\nr1 = r0\nr0 = *(u64 *)(r10 +8)\nexit", taskID), "=untrusted_ptr_task_struct()"},
+		{"cast and walk", 0, "", fmt.Sprintf("call bpf_cast_to_kern_ctx#0\nr1 = *(u64 *)(r0 +%d)\nr0 = *(u64 *)(r10 +8)\nexit", rxqOff), "=ptr_xdp_rxq_info()"},
+		{"void member", 0, "", "call bpf_cast_to_kern_ctx#0\nr1 = *(u64 *)(r0 +0)\nr0 = *(u64 *)(r10 +8)\nexit", "=rdonly_untrusted_mem(sz=0)"},
+		{"moved", 0, "", "call bpf_cast_to_kern_ctx#0\nr0 += 8\nr1 = r0\nr0 = *(u64 *)(r10 +8)\nexit", "=trusted_ptr_xdp_buff(off=8)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			insns, err := isa.Assemble(c.asm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			typ := ebpf.XDP
+			opts := verifier.Options{Type: progType(typ), KernelTypes: spec, LogLevel: 2}
+			if c.attachTo != "" {
+				typ = ebpf.Tracing
+				opts.Type = progTypeAttach(typ, c.attach)
+				if opts.Attach, err = verifier.ResolveAttach(spec, c.attach, c.attachTo); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, ours := verifier.Verify(insns, opts)
+			if ours == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(res.Log, c.want) {
+				t.Errorf("our log lacks %q:\n%s", c.want, res.Log)
+			}
+			klog, _, ran := kernelVerdictTo(t, typ, c.attach, c.attachTo, 0, nil, nil, false, insns, nil, ours)
+			if ran && os.Getenv("BPFVM_KERNEL_LOG") != "" {
+				t.Logf("kernel:\n%s", klog)
+			}
+			if ran && !strings.Contains(klog, c.want) {
+				t.Errorf("the kernel's log lacks %q:\n%s", c.want, klog)
+			}
+		})
+	}
 }
