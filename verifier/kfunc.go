@@ -93,6 +93,11 @@ func (v *verifier) castToKernCtx(pc int) error {
 	if err := v.checkPtrOffReg(pc, isa.R1, ctx, false); err != nil {
 		return err
 	}
+	if v.pt.BTFArgs {
+		// The kernel context of tracing programs is void *, which
+		// bpf_ctx_convert records.
+		return v.errorf(pc, "kern ctx type id %d is not a struct", v.convertMember("BPF_PROG_TYPE_TRACING_kern"))
+	}
 	names := v.pt.ContextNames
 	if len(names) == 0 {
 		return v.errorf(pc, "bpf_cast_to_kern_ctx: program type %s has no kernel context type", v.pt.Name)
@@ -148,6 +153,22 @@ func (v *verifier) rdonlyCast(pc int) error {
 	clearCallerSaved(f)
 	f.Regs[0] = r0
 	return nil
+}
+
+// convertMember returns the type id of the member name of the kernel's
+// struct bpf_ctx_convert (the program types' contexts), 0 if there is none.
+func (v *verifier) convertMember(name string) btf.TypeID {
+	var s *btf.Struct
+	if v.opts.KernelTypes == nil || v.opts.KernelTypes.TypeByName("bpf_ctx_convert", &s) != nil {
+		return 0
+	}
+	for _, m := range s.Members {
+		if m.Name == name {
+			id, _ := v.opts.KernelTypes.TypeID(m.Type)
+			return id
+		}
+	}
+	return 0
 }
 
 // isVoid reports whether t is void.

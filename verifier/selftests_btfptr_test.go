@@ -254,6 +254,7 @@ func TestSelftestTracingContext(t *testing.T) {
 		// struct file starts with a spinlock: the walk goes into it.
 		tp("tracepoint embedded struct", "sched_switch", fmt.Sprintf("r1 = *(u64 *)(r1 +8)\nr1 = *(u64 *)(r1 +%d)\nr1 = *(u64 *)(r1 +%d)\nr0 = *(u64 *)(r1 +0)\nr0 = 0\nexit", mmOff, exeOff), "access beyond struct spinlock at off 0 size 8"),
 		tp("tracepoint function pointer", "initcall_start", "r0 = *(u64 *)(r1 +0)\nr0 = 0\nexit", "func 'initcall_start' arg0 type FUNC_PROTO is not a struct"),
+		tp("tracepoint kern ctx", "sched_switch", "call bpf_cast_to_kern_ctx#0\nr0 = 0\nexit", "kern ctx type id"),
 		tp("tracepoint moved ctx", "sched_switch", "r1 += 8\nr0 = *(u64 *)(r1 +0)\nr0 = 0\nexit", "dereference of modified ctx ptr R1 off=8 disallowed"),
 	})
 }
