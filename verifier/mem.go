@@ -159,10 +159,13 @@ func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
 	}
 	if aux.PtrType == NotInit {
 		aux.PtrType = ptr.Type
-	} else if aux.PtrType != ptr.Type && !(mixable(ptr.Type) && mixable(aux.PtrType)) {
+	} else if aux.PtrType != ptr.Type && !(mixable(ptr.Type) && mixable(aux.PtrType)) &&
+		!(!a.write && memOrObject(ptr.Type) && memOrObject(aux.PtrType)) {
 		// The rewrite converts context accesses; an instruction that
 		// reaches the context on one path and other memory on another
-		// cannot be converted.
+		// cannot be converted. A load may read kernel objects on one
+		// path and memory on another (the kernel's allow_trust_mismatch):
+		// it becomes a probe load (Probe), which reads memory as a load.
 		return Reg{}, v.errorf(a.pc, "same insn cannot be used with different pointers")
 	}
 	return res, nil
@@ -271,6 +274,10 @@ func (v *verifier) sockAccess(ptr *Reg, a access) (Reg, error) {
 func mixable(t RegType) bool {
 	return t.IsPointer() && t != PtrToCtx && t != PtrToXDPSock && t != PtrToSockCommon && t != PtrToSocket && t != PtrToBTFID
 }
+
+// memOrObject reports whether t is memory or a kernel object, which one
+// load may read on different paths.
+func memOrObject(t RegType) bool { return t == PtrToMem || t == PtrToBTFID }
 
 // probed reports whether loads through ptr are probe loads: of a kernel
 // object or of untrusted memory.

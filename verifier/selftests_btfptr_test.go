@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/verifier"
 )
 
@@ -160,8 +161,30 @@ func TestSelftestBTFPointers(t *testing.T) {
 		{name: "spilled and filled beyond", btf: true, asm: cast + fmt.Sprintf("*(u64 *)(r10 -8) = r0\nr1 = *(u64 *)(r10 -8)\nr0 = *(u64 *)(r1 +%d)\nr0 = 0\nexit", xdp.Size),
 			err: fmt.Sprintf("access beyond struct xdp_buff at off %d size 8", xdp.Size), kmsg: true},
 		{name: "compared with null", btf: true, asm: cast + "if r0 == 0 goto out\nr0 = *(u64 *)(r0 +0)\nout: r0 = 0\nexit"},
+		// One load may read a kernel object on one path and memory on
+		// another, not a kernel object and a map value.
+		{name: "object or memory", btf: true, asm: mixedLoad(fmt.Sprintf("r2 = 0\ncall bpf_rdonly_cast#0"), 0)},
+		{name: "object or map value", btf: true, maps: []maps.Spec{arrayMap}, asm: mixedLoad("*(u32 *)(r10 -4) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto out", 0),
+			err: "same insn cannot be used with different pointers", kmsg: true},
 		{name: "atomic", btf: true, asm: rdonly(taskID) + fmt.Sprintf("r1 = 1\nlock *(u32 *)(r0 +%d) += r1\nr0 = 0\nexit", pidOff), err: "only read is supported", kmsg: true},
 	})
+}
+
+// mixedLoad loads 8 bytes at off through bpf_cast_to_kern_ctx's pointer on
+// one path and through what other leaves in R0 on the other.
+func mixedLoad(other string, off int) string {
+	return fmt.Sprintf(`r6 = r1
+		r7 = *(u32 *)(r1 +12)
+		if r7 == 0 goto other
+		call bpf_cast_to_kern_ctx#0
+		goto join
+	other:
+		%s
+	join:
+		r0 = *(u64 *)(r0 +%d)
+	out:
+		r0 = 0
+		exit`, other, off)
 }
 
 // pruneTypes casts to type a on one path and b on the other, then loads 8
