@@ -48,7 +48,7 @@ func TestChecksCorpus(t *testing.T) {
 				for _, engine := range []bpfvm.Engine{bpfvm.EngineInterpreter, bpfvm.EngineJIT} {
 					var results [2][]string
 					for i, checks := range []bpfvm.Checks{bpfvm.ChecksOff, bpfvm.ChecksOn} {
-						one := spec.Copy()
+						one := unpinned(spec.Copy())
 						for other := range one.Programs {
 							if other != name {
 								delete(one.Programs, other)

@@ -1,9 +1,13 @@
 // Package bpfvm runs eBPF programs in userspace, without a kernel: it loads
 // clang-built objects (or cilium/ebpf CollectionSpecs, e.g. from bpf2go),
 // creates their maps in memory outside the Go heap, verifies programs as
-// the kernel does and runs them on an interpreter or an x86-64 JIT. Its
-// API follows cilium/ebpf's names and signatures, so that
-// code written against cilium/ebpf switches by changing the import.
+// the kernel does and runs them on an interpreter or an x86-64 JIT. The
+// default engine (ProgramOptions.Engine) is the JIT on linux/amd64, for
+// every program it can compile, and the interpreter elsewhere, with the
+// same results. Its API follows cilium/ebpf's names and signatures, so
+// that code written against cilium/ebpf switches by changing the import
+// (see examples/migration); pins live in a Pins namespace rather than on
+// bpffs, and programs run with Program.Run rather than being attached.
 package bpfvm
 
 import (
@@ -29,6 +33,8 @@ import (
 // CollectionOptions control loading a collection.
 type CollectionOptions struct {
 	Programs ProgramOptions
+	// Maps control creating the maps: pinning (MapOptions).
+	Maps MapOptions
 	// NumCPU is the number of runners: how many runs proceed at once, and
 	// how many values per-CPU maps keep. Default: GOMAXPROCS.
 	NumCPU int
@@ -131,7 +137,7 @@ func newCollection(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collec
 		if err != nil {
 			return nil, err
 		}
-		m, err := newMap(ms, coll.cpus)
+		m, err := newPinnedMap(ms, opts.Maps, coll.cpus.Len(), coll.cpus.Domain())
 		if err != nil {
 			return nil, err
 		}
@@ -182,6 +188,7 @@ func newCollection(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collec
 		if err != nil {
 			return nil, err
 		}
+		p.ref.pin.ns = opts.Maps.Pins
 		coll.Programs[name] = p
 	}
 	// Initial contents naming maps (maps of maps) or programs (program

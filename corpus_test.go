@@ -36,7 +36,7 @@ func TestCorpusVerdicts(t *testing.T) {
 		sort.Strings(names)
 		for _, name := range names {
 			t.Run(filepath.Base(file)+"/"+name, func(t *testing.T) {
-				one := spec.Copy()
+				one := unpinned(spec.Copy())
 				for other := range one.Programs {
 					if other != name {
 						delete(one.Programs, other)
@@ -77,12 +77,22 @@ func TestCorpusVerdicts(t *testing.T) {
 				if kerr != nil && !errors.As(kerr, &kve) {
 					t.Skipf("kernel load: %v", kerr)
 				}
-				if (err == nil) != (kerr == nil) {
+				why, refused := knownRefused[filepath.Base(file)+"/"+name]
+				switch {
+				case refused && err != nil && kerr == nil:
+					t.Logf("bpfvm refuses what the kernel accepts: %s", why)
+				case (err == nil) != (kerr == nil):
 					t.Errorf("bpfvm: %v; kernel: %v", err, kerr)
 				}
 			})
 		}
 	}
+}
+
+// knownRefused are the corpus programs (by file/program name) bpfvm refuses
+// on purpose where the kernel accepts them, for a feature bpfvm lacks.
+var knownRefused = map[string]string{
+	"map_fields.o/load_untrusted": "a kptr load gives a PTR_TO_BTF_ID, which bpfvm does not have yet",
 }
 
 // knownExcess are the corpus programs (by file/program name, without a
@@ -97,4 +107,14 @@ var knownExcess = map[string]string{
 	"helpers_skb.o/tunnel":     "partial spills over a spilled zero stay precise",
 	"helpers_skb.o/tunnel_get": "partial spills over a spilled zero stay precise",
 	"helpers_skb.o/tunnel_set": "partial spills over a spilled zero stay precise",
+}
+
+// unpinned returns spec with its maps' pinning dropped (iproute2's
+// PIN_GLOBAL_NS maps of the legacy objects), so that a test loads them on
+// either back end without a pin path.
+func unpinned(spec *ebpf.CollectionSpec) *ebpf.CollectionSpec {
+	for _, m := range spec.Maps {
+		m.Pinning = ebpf.PinNone
+	}
+	return spec
 }

@@ -200,10 +200,20 @@ func kernelProgram(t *testing.T, file, name string) *ebpf.Program {
 }
 
 // Legacy iproute2 maps of maps are filled with their inner maps by name.
+// Their PIN_GLOBAL_NS maps are pinned by name, in a namespace at tc's path.
 func TestLegacyMapInMap(t *testing.T) {
-	coll, err := bpfvm.LoadCollection("testdata/legacy_elf_maps.o")
+	spec, err := loader.LoadCollectionSpec("testdata/legacy_elf_maps.o")
 	if err != nil {
 		t.Fatal(err)
+	}
+	pins := bpfvm.NewPins()
+	defer pins.Close()
+	coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Maps: bpfvm.MapOptions{PinPath: "/sys/fs/bpf/tc/globals", Pins: pins}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if paths := pins.Paths(); len(paths) == 0 {
+		t.Error("no map pinned")
 	}
 	defer coll.Close()
 	var id uint32

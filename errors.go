@@ -3,6 +3,7 @@ package bpfvm
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -31,25 +32,86 @@ var (
 	ErrBusy = maps.ErrBusy
 )
 
-// VerifierError is a program the verifier rejected, with its log, like
-// cilium/ebpf's.
+// VerifierError is a program the verifier rejected, with its log, shaped
+// like cilium/ebpf's: Error gives the same one-line summary (the log's last
+// meaningful lines), %+v and %-v print the log, and errors.As also fills a
+// *ebpf.VerifierError. A program the verifier cannot prove safe may still
+// run unverified, in checked mode (ProgramOptions.NoVerify).
 type VerifierError struct {
-	// Err wraps verifier.ErrRejected and names the instruction.
-	Err error
-	Log string
+	// Cause is the verifier's error, wrapping verifier.ErrRejected (or,
+	// for a malformed program, isa.ErrInvalidProgram): the rule the
+	// program broke, in the kernel's words.
+	Cause error
+	// Log is the verifier log in lines, trailing white space trimmed, as
+	// cilium/ebpf splits the kernel's. Unless ProgramOptions.LogDisabled
+	// is set, a program rejected at LogLevel 0 is verified again for it,
+	// as cilium/ebpf loads it again with LogLevelBranch.
+	Log []string
+	// Truncated says the log did not fit even the largest buffer (see
+	// ProgramOptions.LogSize) and lost its end.
+	Truncated bool
 }
 
-func (e *VerifierError) Error() string {
-	msg := "load program: " + e.Err.Error()
-	if hint := "(set ProgramOptions.NoVerify to run it unverified in checked mode)"; !strings.Contains(msg, "NoVerify") {
-		msg += " " + hint
+// newVerifierError splits a verifier log into a VerifierError's lines.
+func newVerifierError(cause error, log string, truncated bool) *VerifierError {
+	log = strings.Trim(log, "\t\r\v\n ")
+	var lines []string
+	if log != "" {
+		lines = strings.Split(log, "\n")
+		for i, l := range lines {
+			lines[i] = strings.TrimRight(l, "\t\r\v\n ")
+		}
 	}
-	return msg
+	return &VerifierError{Cause: cause, Log: lines, Truncated: truncated}
 }
 
-func (e *VerifierError) Unwrap() error { return e.Err }
+// Error is cilium/ebpf's summary: "load program", the cause, and the log's
+// last line (with the one before it where that explains it: a register's
+// state, the instruction of an invalid context access, a BTF member), the
+// statistics line left out, and how many lines are not shown. The cause is
+// left out where it is one of those lines, as bpfvm's cause is the
+// kernel's message (cilium/ebpf's is the errno).
+func (e *VerifierError) Error() string {
+	var b strings.Builder
+	b.WriteString("load program")
+	log := e.Log
+	if n := len(log); n > 0 && strings.HasPrefix(log[n-1], "processed ") {
+		log = log[:n-1]
+	}
+	var lines []string
+	if n := len(log); n > 0 {
+		lines = log[n-1:]
+		if n >= 2 && includePreviousLine(log[n-1]) {
+			lines = log[n-2:]
+		}
+	}
+	cause := ""
+	if e.Cause != nil {
+		cause = e.Cause.Error()
+	}
+	if cause != "" && !slices.ContainsFunc(lines, func(l string) bool { return strings.HasSuffix(cause, strings.TrimSpace(l)) }) {
+		b.WriteString(": ")
+		b.WriteString(cause)
+	}
+	for _, l := range lines {
+		b.WriteString(": ")
+		b.WriteString(strings.TrimSpace(l))
+	}
+	if omitted := len(e.Log) - len(lines); omitted > 0 && len(lines) > 0 {
+		fmt.Fprintf(&b, " (%d line(s) omitted)", omitted)
+	}
+	return b.String()
+}
 
-func (e *VerifierError) String() string { return fmt.Sprintf("%v\n%s", e.Err, e.Log) }
+// includePreviousLine reports whether a last log line is better understood
+// with the line before it, by cilium/ebpf's rules.
+func includePreviousLine(line string) bool {
+	return strings.HasPrefix(line, "\t") ||
+		len(line) >= 2 && line[0] == 'R' && line[1] >= '0' && line[1] <= '9' ||
+		strings.HasPrefix(line, "invalid bpf_context access")
+}
+
+func (e *VerifierError) Unwrap() error { return e.Cause }
 
 // Errors of map operations. Every sentinel of this package also matches,
 // with errors.Is, cilium/ebpf's sentinel for the same failure (where it has
@@ -76,25 +138,16 @@ var (
 	ErrReadOnly error = errs.New("resource is read-only", ebpf.ErrReadOnly)
 )
 
-// As makes errors.As fill a *ebpf.VerifierError from a bpfvm one, with the
-// log split into lines and Cause the verifier's error, so that code
-// reporting cilium/ebpf's verifier errors works unchanged.
+// As makes errors.As fill a *ebpf.VerifierError from a bpfvm one, with
+// the same Cause and Log, so that code reporting cilium/ebpf's verifier
+// errors works unchanged.
 func (e *VerifierError) As(target any) bool {
 	t, ok := target.(**ebpf.VerifierError)
 	if !ok {
 		return false
 	}
-	*t = &ebpf.VerifierError{Cause: e.Err, Log: e.logLines()}
+	*t = &ebpf.VerifierError{Cause: e.Cause, Log: e.Log}
 	return true
-}
-
-// logLines returns the verifier log in lines, without the trailing newline.
-func (e *VerifierError) logLines() []string {
-	log := strings.TrimRight(e.Log, "\n")
-	if log == "" {
-		return nil
-	}
-	return strings.Split(log, "\n")
 }
 
 // Format prints the error as cilium/ebpf's VerifierError does: %s and %v
@@ -102,12 +155,22 @@ func (e *VerifierError) logLines() []string {
 // line indented by a tab, as many as the width says (all without one),
 // and how many were left out.
 func (e *VerifierError) Format(f fmt.State, verb rune) {
-	if verb != 'v' && verb != 's' {
+	switch verb {
+	case 's':
+		io.WriteString(f, e.Error())
+		return
+	case 'v':
+	default:
 		fmt.Fprintf(f, "%%!%c(BADVERB)", verb)
 		return
 	}
 	first, last := f.Flag('+'), f.Flag('-')
-	if verb == 's' || !first && !last {
+	n, haveWidth := f.Width()
+	if !first && !last {
+		if haveWidth {
+			io.WriteString(f, "%!v(BADWIDTH)")
+			return
+		}
 		io.WriteString(f, e.Error())
 		return
 	}
@@ -115,13 +178,16 @@ func (e *VerifierError) Format(f fmt.State, verb rune) {
 		io.WriteString(f, "%!v(BADFLAG)")
 		return
 	}
-	lines := e.logLines()
-	n, ok := f.Width()
-	if !ok || n > len(lines) {
+	lines := e.Log
+	if !haveWidth || n > len(lines) {
 		n = len(lines)
 	}
 	omitted := len(lines) - n
-	fmt.Fprintf(f, "%s:", e.Error())
+	io.WriteString(f, "load program")
+	if e.Cause != nil {
+		fmt.Fprintf(f, ": %v", e.Cause)
+	}
+	io.WriteString(f, ":")
 	if last {
 		lines = lines[len(lines)-n:]
 		if omitted > 0 {

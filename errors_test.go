@@ -1,6 +1,8 @@
 package bpfvm_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/bpfvm/bpfvm"
 	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // ciliumTargets are what code written against cilium/ebpf checks errors
@@ -188,54 +191,118 @@ func TestSentinelsMatchCilium(t *testing.T) {
 	}
 }
 
-// TestVerifierErrorAs: errors.As fills cilium/ebpf's *VerifierError from a
-// rejection, with the log in lines, as the kernel's through cilium/ebpf.
-func TestVerifierErrorAs(t *testing.T) {
-	const prog = "exit" // R0 never written
-	insns, err := isa.Assemble(prog)
+// rejectedPrograms are socket filters the verifier rejects, in kernel
+// syntax, for the VerifierError comparisons.
+var rejectedPrograms = []struct{ name, asm string }{
+	{"no return value", "exit"},
+	{"context access", "r0 = *(u64 *)(r1 + 0)\nexit"},
+	{"scalar dereference", "r2 = 0\nr0 = *(u64 *)(r2 + 0)\nexit"},
+	{"frame pointer write", "r10 = 0\nr0 = 0\nexit"},
+	{"stack out of bounds", "r0 = *(u64 *)(r10 + 8)\nexit"},
+	{"unknown helper", "call 999\nexit"},
+	{"jump out of range", "goto +5\nr0 = 0\nexit"},
+	{"no exit", "r0 = 0"},
+}
+
+// kernelVerifierError loads insns into the kernel as a socket filter and
+// returns its *ebpf.VerifierError (nil when bpf() is not permitted).
+func kernelVerifierError(t *testing.T, insns []isa.Instruction, opts ebpf.ProgramOptions) *ebpf.VerifierError {
+	t.Helper()
+	if os.Getuid() != 0 {
+		return nil
+	}
+	ai, err := asm.AppendInstructions(nil, bytes.NewReader(isa.EncodeProgram(insns)), binary.LittleEndian, "linux")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = bpfvm.NewRawProgram("p", ebpf.SocketFilter, insns, bpfvm.ProgramOptions{LogLevel: 1})
-	var ours *bpfvm.VerifierError
-	var theirs *ebpf.VerifierError
-	if !errors.As(err, &ours) || !errors.As(err, &theirs) {
-		t.Fatalf("%v: errors.As into ours %v, into cilium/ebpf's %v", err, ours != nil, theirs != nil)
-	}
-	const msg = "R0 !read_ok"
-	if n := len(theirs.Log); n == 0 || theirs.Log[n-1] != msg && (n < 2 || theirs.Log[n-2] != msg) {
-		t.Errorf("log %q, want %q near its end", theirs.Log, msg)
-	}
-	if !errors.Is(theirs, ours.Err) {
-		t.Errorf("cause %v, want %v", theirs.Cause, ours.Err)
-	}
-	if os.Getuid() != 0 {
-		return
-	}
-	_, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: ebpf.SocketFilter, License: "GPL",
-		Instructions: asm.Instructions{asm.Return()}}, ebpf.ProgramOptions{LogLevel: ebpf.LogLevelInstruction})
+	_, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: ebpf.SocketFilter, License: "GPL", Instructions: ai}, opts)
 	var kve *ebpf.VerifierError
-	if !errors.As(kerr, &kve) || len(kve.Log) < 2 {
-		t.Skipf("kernel: %v", kerr)
+	if !errors.As(err, &kve) {
+		t.Skipf("kernel: %v", err)
 	}
-	if last := kve.Log[len(kve.Log)-1]; last != msg && kve.Log[len(kve.Log)-2] != msg {
-		t.Errorf("kernel log %q, want %q near its end", kve.Log, msg)
+	return kve
+}
+
+// TestVerifierErrorKernel: a rejection's VerifierError has the kernel's
+// log in cilium/ebpf's lines, at LogLevel 0 too (verified again for it, as
+// cilium/ebpf loads again), and the same one-line summary but for the
+// cause, which is cilium/ebpf's errno and bpfvm's message; errors.As fills
+// cilium/ebpf's type with the same fields.
+func TestVerifierErrorKernel(t *testing.T) {
+	compared := 0
+	for _, tc := range rejectedPrograms {
+		t.Run(tc.name, func(t *testing.T) {
+			insns, err := isa.Assemble(tc.asm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = bpfvm.NewRawProgram("p", ebpf.SocketFilter, insns, bpfvm.ProgramOptions{})
+			var ours *bpfvm.VerifierError
+			var theirs *ebpf.VerifierError
+			if !errors.As(err, &ours) || !errors.As(err, &theirs) {
+				t.Fatalf("%v: errors.As into ours %v, into cilium/ebpf's %v", err, ours != nil, theirs != nil)
+			}
+			if len(ours.Log) == 0 || ours.Truncated {
+				t.Errorf("log %q, truncated %v", ours.Log, ours.Truncated)
+			}
+			if !errors.Is(theirs, ours.Cause) || strings.Join(theirs.Log, "\n") != strings.Join(ours.Log, "\n") {
+				t.Errorf("cilium/ebpf's: cause %v, log %q", theirs.Cause, theirs.Log)
+			}
+			if !errors.Is(err, verifier.ErrRejected) && !errors.Is(err, isa.ErrInvalidProgram) {
+				t.Errorf("%v does not wrap verifier.ErrRejected or isa.ErrInvalidProgram", err)
+			}
+			kve := kernelVerifierError(t, insns, ebpf.ProgramOptions{})
+			if kve == nil {
+				return
+			}
+			if got, want := strings.Join(ours.Log, "\n"), strings.Join(kve.Log, "\n"); got != want {
+				t.Errorf("log\n%s\nkernel's\n%s", got, want)
+			}
+			want := strings.Replace(kve.Error(), ": "+kve.Cause.Error(), "", 1)
+			if got := ours.Error(); got != want {
+				t.Errorf("Error() %q, kernel's without its errno %q", got, want)
+			}
+			compared++
+		})
+	}
+	t.Logf("%d of %d compared with the kernel", compared, len(rejectedPrograms))
+}
+
+// TestVerifierErrorLogDisabled: LogDisabled leaves the log empty and the
+// summary the cause, as cilium/ebpf's.
+func TestVerifierErrorLogDisabled(t *testing.T) {
+	insns, err := isa.Assemble("exit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bpfvm.NewRawProgram("p", ebpf.SocketFilter, insns, bpfvm.ProgramOptions{LogDisabled: true})
+	var ve *bpfvm.VerifierError
+	if !errors.As(err, &ve) {
+		t.Fatal(err)
+	}
+	if ve.Log != nil || ve.Error() != "load program: "+ve.Cause.Error() {
+		t.Errorf("log %q, error %q", ve.Log, ve.Error())
+	}
+	if kve := kernelVerifierError(t, insns, ebpf.ProgramOptions{LogDisabled: true}); kve != nil && (kve.Log != nil || kve.Error() != "load program: "+kve.Cause.Error()) {
+		t.Errorf("kernel: log %q, error %q", kve.Log, kve.Error())
 	}
 }
 
 // TestVerifierErrorFormat: %+v and %-v print the log's first or last
 // lines after the message, as cilium/ebpf's VerifierError does.
 func TestVerifierErrorFormat(t *testing.T) {
-	ve := &bpfvm.VerifierError{Err: errors.New("rejected"), Log: "0: (95) exit\nR0 !read_ok\nprocessed 1 insns\n"}
-	theirs := &ebpf.VerifierError{Cause: ve, Log: []string{"0: (95) exit", "R0 !read_ok", "processed 1 insns"}}
-	msg := ve.Error()
+	cause := errors.New("R0 !read_ok")
+	ve := &bpfvm.VerifierError{Cause: cause, Log: []string{"0: (95) exit", "R0 !read_ok", "processed 1 insns"}}
+	theirs := &ebpf.VerifierError{Cause: cause, Log: ve.Log}
+	head := "load program: R0 !read_ok:"
 	for _, tc := range []struct{ format, want string }{
-		{"%s", msg},
-		{"%v", msg},
-		{"%+v", msg + ":\n\t0: (95) exit\n\tR0 !read_ok\n\tprocessed 1 insns"},
-		{"%+1v", msg + ":\n\t0: (95) exit\n\t(2 line(s) omitted)"},
-		{"%-2v", msg + ":\n\t(1 line(s) omitted)\n\tR0 !read_ok\n\tprocessed 1 insns"},
-		{"%-9v", msg + ":\n\t0: (95) exit\n\tR0 !read_ok\n\tprocessed 1 insns"},
+		{"%s", "load program: 0: (95) exit: R0 !read_ok (1 line(s) omitted)"},
+		{"%v", "load program: 0: (95) exit: R0 !read_ok (1 line(s) omitted)"},
+		{"%+v", head + "\n\t0: (95) exit\n\tR0 !read_ok\n\tprocessed 1 insns"},
+		{"%+1v", head + "\n\t0: (95) exit\n\t(2 line(s) omitted)"},
+		{"%-2v", head + "\n\t(1 line(s) omitted)\n\tR0 !read_ok\n\tprocessed 1 insns"},
+		{"%-9v", head + "\n\t0: (95) exit\n\tR0 !read_ok\n\tprocessed 1 insns"},
+		{"%3v", "%!v(BADWIDTH)"},
 		{"%+-v", "%!v(BADFLAG)"},
 		{"%d", "%!d(BADVERB)"},
 	} {
@@ -243,11 +310,14 @@ func TestVerifierErrorFormat(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.format, got, tc.want)
 		}
-		// cilium/ebpf's, whose message is ": " and its cause's.
-		if strings.HasPrefix(tc.want, msg) {
-			if want := strings.Replace(tc.want, msg, ": "+msg, 1); fmt.Sprintf(tc.format, theirs) != want && tc.format != "%s" && tc.format != "%v" {
-				t.Errorf("%s: cilium/ebpf's %q, ours %q", tc.format, fmt.Sprintf(tc.format, theirs), got)
-			}
+		// cilium/ebpf's, whose source is empty here and whose summary
+		// keeps the cause.
+		want := strings.Replace(tc.want, "load program", "", 1)
+		if tc.format == "%s" || tc.format == "%v" {
+			want = ": R0 !read_ok: 0: (95) exit: R0 !read_ok (1 line(s) omitted)"
+		}
+		if got := fmt.Sprintf(tc.format, theirs); got != want {
+			t.Errorf("%s: cilium/ebpf's %q, want %q", tc.format, got, want)
 		}
 	}
 }

@@ -381,7 +381,7 @@ func TestHelperMemMatrix(t *testing.T) {
 							t.Errorf("%s: bpfvm %v, kernel %v\n%s", name, ours, kerr, text)
 						default:
 							agreed++
-							if ours != nil && strings.Contains(strings.Join(kve.Log, "\n"), lastLine(ve.Err.Error())) {
+							if ours != nil && strings.Contains(strings.Join(kve.Log, "\n"), lastLine(ve.Cause.Error())) {
 								msgs++
 							}
 						}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -51,7 +52,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	}
 	hs := &helper.Set{Host: opts.Helpers, Protos: opts.HelperProtos, NoNatives: opts.JIT.NoNatives, Type: pt}
 	if err := check(insns, opts); err != nil {
-		return nil, err
+		return nil, structuralRejection(err, opts)
 	}
 	if err := typeHelpers(insns, pt, hs); err != nil {
 		return nil, err
@@ -93,7 +94,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	}
 	run.Start()
 	return &Program{
-		name: name, typ: typ, insns: insns, maps: ms, opts: opts, run: run,
+		name: name, typ: typ, insns: insns, maps: ms, opts: opts, run: run, users: newRefCount(), ref: &progRef{},
 		kind: e.kind, jit: e.info, xlated: e.x.insns, xlatedLines: e.x.lines, xlatedFuncs: e.x.funcs, stats: v.stats, VerifierLog: v.log,
 	}, nil
 }
@@ -108,6 +109,24 @@ func programType(typ ebpf.ProgramType, opts ProgramOptions) (*progtype.Type, err
 		return pt, nil
 	}
 	return progtype.OfAttach(typ, opts.AttachType)
+}
+
+// structuralRejection makes a malformed program (isa.Validate's
+// ErrInvalidProgram: a jump out of range, a missing exit) a VerifierError
+// when it was to be verified, as the kernel's verifier finds the same in
+// its first passes and logs the same message, before any instruction is
+// processed.
+func structuralRejection(err error, opts ProgramOptions) error {
+	var ie *isa.InstructionError
+	if opts.NoVerify || !errors.As(err, &ie) || !errors.Is(err, isa.ErrInvalidProgram) {
+		return err
+	}
+	if opts.LogDisabled {
+		return newVerifierError(err, "", false)
+	}
+	msg := strings.TrimPrefix(ie.Err.Error(), isa.ErrInvalidProgram.Error()+": ")
+	stats := fmt.Sprintf("processed 0 insns (limit %d) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 0", verifier.MaxProcessed)
+	return newVerifierError(err, msg+"\n"+stats, false)
 }
 
 // check refuses what no engine loads: options out of range, malformed
@@ -197,7 +216,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		Helpers:      hs.Proto,
 		Unprivileged: opts.Unprivileged,
 		Flags:        opts.flags,
-		LogLevel:     opts.LogLevel,
+		LogLevel:     int(opts.LogLevel),
 		LogSize:      opts.LogSize,
 		Funcs:        opts.Funcs,
 		Lines:        opts.Lines,
@@ -217,9 +236,17 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		vopts.LogSize = min(max(vopts.LogSize*2, res.LogTrueSize), maxLogSize)
 		res, err = verifier.Verify(insns, vopts)
 	}
+	if errors.Is(err, verifier.ErrRejected) && vopts.LogLevel == 0 && !opts.LogDisabled {
+		// A rejection without a log: verify again for the log, as
+		// cilium/ebpf loads again with LogLevelBranch.
+		vopts.LogLevel, vopts.LogSize = 1, 0
+		if res2, err2 := verifier.Verify(insns, vopts); errors.Is(err2, verifier.ErrRejected) {
+			res, err = res2, err2
+		}
+	}
 	if err != nil {
 		if errors.Is(err, verifier.ErrRejected) {
-			return nil, &VerifierError{Err: explainPoison(err, opts.poisons), Log: res.Log}
+			return nil, newVerifierError(explainPoison(err, opts.poisons), res.Log, errors.Is(err, verifier.ErrLogTruncated))
 		}
 		return nil, err
 	}

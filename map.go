@@ -2,15 +2,19 @@ package bpfvm
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpfvm/bpfvm/internal/mapref"
 	"github.com/bpfvm/bpfvm/maps"
@@ -52,34 +56,112 @@ type Map struct {
 	// run time (Result.Redirect through a map of maps): it holds no
 	// reference, so Close only closes the view.
 	view bool
+	// access restricts this reference to reading (maps.FlagRdonly) or
+	// writing (maps.FlagWronly) the contents, as a file descriptor the
+	// kernel's BPF_OBJ_GET opened with BPF_F_RDONLY or BPF_F_WRONLY
+	// (LoadPinOptions).
+	access uint32
+	// pin is where this reference is pinned (Pin).
+	pin pinState
+	// byID marks references from NewMapFromID: they hold the map as a
+	// program does (Acquire), not as its creator, so that the last of
+	// them releases it rather than closing it.
+	byID bool
+}
+
+// NewMap creates a map outside any collection, as cilium/ebpf's NewMap:
+// for Go code, a collection's MapReplacements, or a map of maps' values. A
+// per-CPU map has a value per GOMAXPROCS CPUs, the NumCPU a collection
+// takes by default.
+func NewMap(spec *MapSpec) (*Map, error) { return NewMapWithOptions(spec, MapOptions{}) }
+
+// NewMapWithOptions creates a map outside any collection, pinned by name
+// in opts.Pins if its spec says so (see MapOptions). Its initial contents
+// may hold values, *Map and *Program, but not the names of maps or
+// programs, which only a collection resolves.
+func NewMapWithOptions(spec *MapSpec, opts MapOptions) (*Map, error) {
+	if spec == nil {
+		return nil, fmt.Errorf("create map: nil spec")
+	}
+	if deferredContents(spec) {
+		return nil, fmt.Errorf("map %s: initial contents name maps or programs, which only a collection resolves", spec.Name)
+	}
+	// No domain: the map's retirements wait for the runs of every live
+	// collection, as any map's do.
+	return newPinnedMap(spec, opts, runtime.GOMAXPROCS(0), nil)
+}
+
+// NewMapFromID returns a new reference to the map of id (Map.ID, a map of
+// maps' value), as cilium/ebpf's: it fails with an error wrapping
+// os.ErrNotExist (ENOENT) when no live map has it. Per-CPU maps are not
+// supported yet (their number of CPUs is their collection's).
+func NewMapFromID(id MapID) (*Map, error) {
+	mm, ok := maps.ByID(uint32(id))
+	if !ok || !mm.Acquire() {
+		return nil, fmt.Errorf("map id %d: %w", id, syscall.ENOENT)
+	}
+	if mm.Spec().Type.PerCPU() {
+		mm.Release()
+		return nil, fmt.Errorf("map id %d: per-CPU map by id: %w", id, ErrNotSupported)
+	}
+	return &Map{name: mm.Spec().Name, m: mm, users: newRefCount(), byID: true}, nil
 }
 
 func newMap(spec *ebpf.MapSpec, c *runner.CPUs) (*Map, error) {
-	s, err := createSpec(spec, c.Len())
+	return createMap(spec, c.Len(), c.Domain())
+}
+
+// createMap creates a map of ncpu CPUs in reclamation domain d (nil
+// outside a collection) and finalizes it.
+func createMap(spec *ebpf.MapSpec, ncpu int, d *maps.Domain) (*Map, error) {
+	s, err := createSpec(spec, ncpu)
 	if err != nil {
 		return nil, err
 	}
-	m, err := maps.New(s, maps.Options{NumCPU: c.Len(), Domain: c.Domain(), Programs: runner.Refs{}})
+	if s.Value != nil {
+		if err := maps.CheckValueBTF(s.Value); err != nil {
+			return nil, fmt.Errorf("map %s: load BTF: %w", spec.Name, err)
+		}
+	}
+	opts := maps.Options{NumCPU: ncpu, Domain: d, Programs: runner.Refs{}}
+	m, err := maps.New(s, opts)
+	if err != nil && s.Value != nil && (errors.Is(err, syscall.EINVAL) || errors.Is(err, maps.ErrKernelNotSupported)) {
+		// cilium/ebpf retries a creation the kernel refuses with
+		// EINVAL or ENOTSUPP without the BTF: the map then has no
+		// special fields, and neither has ours.
+		s.Value = nil
+		m, err = maps.New(s, opts)
+	}
 	if err != nil {
 		return nil, err
 	}
-	mm := &Map{name: spec.Name, m: m, ncpu: c.Len(), users: newRefCount()}
+	mm := &Map{name: spec.Name, m: m, ncpu: ncpu, users: newRefCount()}
+	if err := mm.finalize(spec); err != nil {
+		mm.Close()
+		return nil, err
+	}
+	return mm, nil
+}
+
+// finalize writes a map's initial contents but those naming maps or
+// programs (which the collection writes once they all exist), and freezes
+// it if it is frozen on load and has no such contents, as cilium/ebpf does
+// for a map it creates or reuses from a pin.
+func (mm *Map) finalize(spec *ebpf.MapSpec) error {
 	for _, kv := range spec.Contents {
 		if _, ok := kv.Value.(string); ok {
 			continue // a map or program by name: filled in by the collection
 		}
 		if err := mm.Update(kv.Key, kv.Value, UpdateAny); err != nil {
-			mm.Close()
-			return nil, fmt.Errorf("map %s: initial contents: %w", spec.Name, err)
+			return fmt.Errorf("map %s: initial contents: %w", spec.Name, err)
 		}
 	}
 	if freezeOnLoad(spec) && !deferredContents(spec) {
 		if err := mm.Freeze(); err != nil {
-			mm.Close()
-			return nil, err
+			return err
 		}
 	}
-	return mm, nil
+	return nil
 }
 
 // createSpec is the maps.Spec that spec creates in a collection of ncpu
@@ -165,6 +247,9 @@ func mapSpec(spec *ebpf.MapSpec) (maps.Spec, error) {
 		Flags:      spec.Flags,
 		MapExtra:   spec.MapExtra,
 	}
+	if keyBTFFits(spec) {
+		s.Value = spec.Value
+	}
 	if spec.InnerMap != nil {
 		inner, err := mapSpec(spec.InnerMap)
 		if err != nil {
@@ -173,6 +258,31 @@ func mapSpec(spec *ebpf.MapSpec) (maps.Spec, error) {
 		s.InnerMap = &inner
 	}
 	return s, nil
+}
+
+// keyBTFFits reports whether the kernel takes the BTF of a map's key and
+// value as map_check_btf checks the key: a key type of the key's size (a
+// 32-bit int for arrays), or none for the single value of an array that
+// holds a data section. Otherwise it refuses the BTF (EINVAL), and
+// cilium/ebpf creates the map without it.
+func keyBTFFits(spec *ebpf.MapSpec) bool {
+	if spec.Value == nil {
+		return false
+	}
+	if _, void := spec.Key.(*btf.Void); spec.Key == nil || void {
+		_, sec := spec.Value.(*btf.Datasec)
+		return spec.Type == ebpf.Array && spec.MaxEntries == 1 && sec
+	}
+	size, err := btf.Sizeof(spec.Key)
+	if err != nil || uint32(size) != spec.KeySize {
+		return false
+	}
+	switch spec.Type {
+	case ebpf.Array, ebpf.PerCPUArray:
+		i, ok := btf.UnderlyingType(spec.Key).(*btf.Int)
+		return ok && i.Size == 4
+	}
+	return true
 }
 
 // Name returns the map's name.
@@ -222,7 +332,7 @@ func (m *Map) begin(op string, a access) error {
 	if err := m.hold(op); err != nil {
 		return err
 	}
-	flags := m.m.Spec().Flags
+	flags := m.m.Spec().Flags | m.access
 	if a&accessRead != 0 && flags&maps.FlagWronly != 0 || a&accessWrite != 0 && flags&maps.FlagRdonly != 0 {
 		m.m.Release()
 		return fmt.Errorf("map %s: %s: %w", m.name, op, ErrPermission)
@@ -257,7 +367,12 @@ func (m *Map) Freeze() error {
 		return err
 	}
 	defer m.m.Release()
-	if m.m.Spec().Flags&maps.FlagRdonly != 0 {
+	if fields, _ := m.m.Spec().Fields(); len(fields) > 0 {
+		// The kernel's map_freeze: ENOTSUPP for values with special
+		// fields.
+		return fmt.Errorf("map %s: freeze: values with special fields: %w", m.name, maps.ErrKernelNotSupported)
+	}
+	if (m.m.Spec().Flags|m.access)&maps.FlagRdonly != 0 {
 		return fmt.Errorf("map %s: freeze: %w", m.name, ErrPermission)
 	}
 	if err := m.m.Freeze(); err != nil {
@@ -501,6 +616,10 @@ func (m *Map) Close() error {
 	if m.users != nil && !m.users.release() {
 		return nil
 	}
+	if m.byID {
+		m.m.Release()
+		return nil
+	}
 	return m.m.Close()
 }
 
@@ -513,7 +632,7 @@ func (m *Map) Clone() (*Map, error) {
 		return nil, nil
 	}
 	if !m.closed.Load() && m.users != nil && m.users.hold() {
-		return &Map{name: m.name, m: m.m, ncpu: m.ncpu, users: m.users}, nil
+		return &Map{name: m.name, m: m.m, ncpu: m.ncpu, users: m.users, access: m.access, pin: pinState{ns: m.pin.ns}, byID: m.byID}, nil
 	}
 	return nil, fmt.Errorf("map %s: clone: %w", m.name, ErrClosed)
 }
@@ -556,10 +675,25 @@ func marshal(v any, size int) ([]byte, error) {
 		if size != 4 {
 			return nil, fmt.Errorf("program as a %d byte value, want 4", size)
 		}
-		if v.run.Closed() {
+		if v.closed() {
 			return nil, fmt.Errorf("program %s: %w", v.name, ErrClosed)
 		}
 		return binary.NativeEndian.AppendUint32(nil, v.ID()), nil
+	case encoding.BinaryMarshaler:
+		// As cilium/ebpf's sysenc: netip.Addr keys, for one.
+		b, err := v.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("marshal %T: %w", v, err)
+		}
+		if len(b) != size {
+			return nil, fmt.Errorf("%T doesn't marshal to %d bytes", v, size)
+		}
+		return b, nil
+	case string:
+		if len(v) != size {
+			return nil, fmt.Errorf("%d bytes, want %d", len(v), size)
+		}
+		return []byte(v), nil
 	}
 	// Fast paths for the common key and value types; binary.Write's
 	// reflection costs more than the map operation itself.
@@ -644,6 +778,11 @@ func unmarshal(b []byte, out any) error {
 	case *[]byte:
 		*o = append((*o)[:0], b...)
 		return nil
+	case *string:
+		*o = string(b)
+		return nil
+	case encoding.BinaryUnmarshaler:
+		return o.UnmarshalBinary(b)
 	}
 	if ok, err := unmarshalInt(b, out); ok {
 		return err

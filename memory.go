@@ -58,16 +58,22 @@ func (m *Map) Memory() (*Memory, error) {
 		m.m.Release()
 		return nil, fmt.Errorf("map %s: Map was not created with the BPF_F_MMAPABLE flag: %w", m.name, ErrNotSupported)
 	}
-	switch {
-	case spec.Flags&maps.FlagWronly != 0:
+	switch flags := spec.Flags | m.access; {
+	case flags&maps.FlagWronly != 0:
 		m.m.Release()
 		return nil, fmt.Errorf("map %s: memory: %w", m.name, errAccess)
-	case spec.Flags&maps.FlagRdonly != 0:
-		// The kernel's descriptor of such a map is read-only, so a
+	case flags&maps.FlagRdonly != 0:
+		// The kernel's descriptor of such a map (or opened read-only) is read-only, so a
 		// shared mapping of it is not VM_SHARED, which bpf_map_mmap
 		// refuses.
 		m.m.Release()
 		return nil, fmt.Errorf("map %s: memory: %w", m.name, maps.ErrInvalid)
+	}
+	if fields, _ := spec.Fields(); len(fields) > 0 {
+		// Programs' locks and pointers are not Go's to write
+		// (bpf_map_mmap's ENOTSUPP).
+		m.m.Release()
+		return nil, fmt.Errorf("map %s: memory: values with special fields: %w", m.name, maps.ErrKernelNotSupported)
 	}
 	regions := m.m.Memory()
 	if len(regions) != 1 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -107,12 +108,17 @@ type ProgramOptions struct {
 	Checks Checks
 	// HelperProtos gives the verifier the prototypes of host helpers.
 	HelperProtos map[int32]*verifier.Proto
-	// LogLevel selects the verifier log (see verifier.Options). LogSize is
-	// the log buffer to start with (0: unlimited); when the log does not
-	// fit, the buffer is doubled and the program verified again, as
-	// cilium/ebpf does with the kernel.
-	LogLevel int
-	LogSize  int
+	// LogLevel selects the verifier log (see verifier.Options), in
+	// cilium/ebpf's type, so that its constants (ebpf.LogLevelBranch, …)
+	// work. LogSize is the log buffer to start with (0: unlimited); when
+	// the log does not fit, the buffer is doubled and the program verified
+	// again, as cilium/ebpf does with the kernel. LogDisabled keeps a
+	// rejection's VerifierError without a log: by default a program
+	// rejected at LogLevel 0 is verified again at level 1 for it, as
+	// cilium/ebpf does.
+	LogLevel    LogLevel
+	LogSize     int
+	LogDisabled bool
 	// Unprivileged verifies with the rules for loads without CAP_BPF.
 	Unprivileged bool
 	// Funcs is the BTF func_info of a raw program's functions
@@ -191,6 +197,11 @@ func (o *ProgramOptions) checked() bool {
 	return o.Checks == ChecksOn || o.Checks == ChecksDefault && o.Unprivileged
 }
 
+// LogLevel selects the verifier's log: cilium/ebpf's type (LogLevelBranch,
+// LogLevelInstruction, LogLevelStats); bpfvm's verifier reads it as the
+// kernel's log_level (see verifier.Options).
+type LogLevel = ebpf.LogLevel
+
 // JITOptions tune the JIT (package jit/amd64).
 type JITOptions struct {
 	// Memory is the executable memory pool, with the limits of its near
@@ -229,7 +240,12 @@ type Program struct {
 	opts  ProgramOptions
 	// run is the program as runners run it (package runner): engine,
 	// memory mode, lifetime.
-	run  *runner.Program
+	run *runner.Program
+	// users counts the open Programs sharing run: this one and its clones
+	// (Clone, pins). The last Close closes run.
+	users *refCount
+	// ref is this reference's own state.
+	ref  *progRef
 	kind Engine // the engine that runs: EngineInterpreter or EngineJIT
 	jit  JITInfo
 	// xlated is the program after rewriting, map references by index.
@@ -413,13 +429,43 @@ func (p *Program) XlatedFuncInfo() []verifier.FuncInfo {
 // its map loads use.
 func (p *Program) Maps() []*Map { return p.maps }
 
+// progRef is the state of one reference to a program.
+type progRef struct {
+	closed atomic.Bool
+	pin    pinState
+}
+
 // Close releases the user's reference to the program (see Program). Runs
 // in progress finish; closing twice, or concurrently with anything, is
-// safe.
+// safe. The last of a program and its clones (Clone, a pin) to close
+// closes the program.
 func (p *Program) Close() error {
-	p.run.Close()
+	if p.ref.closed.Swap(true) {
+		return nil
+	}
+	if p.users.release() {
+		p.run.Close()
+	}
 	return nil
 }
+
+// Clone returns another reference to the same program, as cilium/ebpf's
+// (which duplicates the file descriptor); each is closed on its own. It
+// fails with ErrClosed on a closed program. Clone of a nil Program is nil.
+func (p *Program) Clone() (*Program, error) {
+	if p == nil {
+		return nil, nil
+	}
+	if p.ref.closed.Load() || !p.users.hold() {
+		return nil, fmt.Errorf("program %s: clone: %w", p.name, ErrClosed)
+	}
+	c := *p
+	c.ref = &progRef{pin: pinState{ns: p.ref.pin.ns}}
+	return &c, nil
+}
+
+// closed reports whether this reference is closed.
+func (p *Program) closed() bool { return p.ref.closed.Load() || p.run.Closed() }
 
 // ID returns the program's id, unique in the process while the program is
 // alive. It is what a prog_array stores for the program.
@@ -495,6 +541,9 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	if opts == nil {
 		opts = &RunOptions{}
 	}
+	if p.closed() {
+		return fmt.Errorf("run %s: %w", p.name, ErrClosed)
+	}
 	cpu, on, err := p.runCPU(opts)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", p.name, err)
@@ -559,11 +608,13 @@ func (p *Program) mapOf(m maps.Map) *Map {
 		return nil
 	}
 	for _, mm := range p.maps {
-		if mm.m == m {
+		if mm.m == m && !mm.closed.Load() {
 			return mm
 		}
 	}
-	// A map reached through a map of maps: its creator's to close.
+	// A map reached through a map of maps, or one whose reference the
+	// program's collection closed (the program outlives it, pinned or
+	// cloned): a view, its creator's to close.
 	return &Map{name: m.Spec().Name, m: m, ncpu: p.run.CPUs.Len(), view: true}
 }
 
@@ -572,7 +623,7 @@ func (p *Program) mapOf(m maps.Map) *Map {
 // disassembly; ok is false when the program runs on the interpreter.
 func (p *Program) NativeCode() (code []byte, offsets []uint32, ok bool) {
 	jp, isJIT := p.run.Engine.(*amd64.Program)
-	if !isJIT || p.run.Closed() {
+	if !isJIT || p.closed() {
 		return nil, nil, false
 	}
 	code, offsets = jp.Code(p.run.Checked)

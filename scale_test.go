@@ -162,7 +162,7 @@ func scaleCheckBpfvm(t *testing.T, c scaleCase, file string, budget time.Duratio
 		}
 		log = p.VerifierLog
 	case errors.As(r.err, &ve):
-		log = ve.Log
+		log = strings.Join(ve.Log, "\n")
 	default:
 		t.Fatalf("bpfvm load: %v", r.err)
 	}

@@ -77,6 +77,7 @@ var families = [][]Helper{
 	redirectHelpers,
 	tunnelHelpers,
 	xdpHelpers,
+	lockHelpers,
 }
 
 // Table is a set of helpers by id and variant.

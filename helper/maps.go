@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/runner"
 	"github.com/bpfvm/bpfvm/vm"
 )
 
@@ -52,6 +53,11 @@ func helperMapUpdate(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
 	value, err := memArg(e, r3, spec.ValueSize, false)
 	if err != nil {
 		return 0, err
+	}
+	if r4&maps.UpdateLock != 0 && runner.Of(e).HoldsLock() {
+		// Only an unverified program calls a helper holding a lock:
+		// the update would wait for the lock it holds.
+		return 0, fmt.Errorf("%w: bpf_map_update_elem with BPF_F_LOCK while the run holds a lock", ErrLock)
 	}
 	return errno(m.Update(key, value, r4, e.CPU)), nil
 }

@@ -55,6 +55,9 @@ const (
 	// ArgStackOrNull is a pointer into the stack or NULL, passed on
 	// unchecked (callback contexts: the kernel's ARG_PTR_TO_STACK_OR_NULL).
 	ArgStackOrNull
+	// ArgSpinLock points at the bpf_spin_lock of a map value
+	// (ARG_PTR_TO_SPIN_LOCK).
+	ArgSpinLock
 )
 
 // IsMem reports whether an argument points at memory the helper accesses.

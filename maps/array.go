@@ -45,6 +45,8 @@ type array struct {
 	base   uint64
 	vsize  uint64 // value size rounded up to 8
 	stride uint64 // bytes per element (all CPUs)
+	// fields are the values' special fields, which copies skip.
+	fields []Field
 }
 
 // Header field offsets of arrays, relative to HeaderFields.
@@ -65,7 +67,7 @@ func newArray(spec Spec, opts Options) (Map, error) {
 	if spec.ValueSize == 0 || spec.ValueSize > maxValueSize {
 		return nil, fmt.Errorf("map %s: value size %d: %w", spec.Name, spec.ValueSize, ErrInvalid)
 	}
-	a := &array{spec: spec, ncpu: 1, vsize: (uint64(spec.ValueSize) + 7) &^ 7}
+	a := &array{spec: spec, ncpu: 1, vsize: (uint64(spec.ValueSize) + 7) &^ 7, fields: specFields(spec)}
 	if spec.Type.PerCPU() {
 		a.ncpu = opts.NumCPU
 	}
@@ -116,10 +118,10 @@ func (a *array) Lookup(key unsafe.Pointer, cpu int) unsafe.Pointer {
 	return vm.Ptr(addr)
 }
 
-// checkFlags rejects unknown flags and, as the kernel does for values
-// without a bpf_spin_lock (bpfvm has none), BPF_F_LOCK.
-func checkFlags(flags uint64) error {
-	if flags > UpdateExist {
+// checkFlags rejects unknown flags and, as the kernel does, BPF_F_LOCK for
+// values without a bpf_spin_lock.
+func checkFlags(flags uint64, fields []Field) error {
+	if flags&^UpdateLock > UpdateExist || flags&UpdateLock != 0 && !hasSpinLock(fields) {
 		return fmt.Errorf("update flags %#x: %w", flags, ErrInvalid)
 	}
 	return nil
@@ -128,7 +130,7 @@ func checkFlags(flags uint64) error {
 // update validates an update of element i, as the kernel's array does: every
 // element exists, so NOEXIST always fails.
 func (a *array) update(i uint32, flags uint64) error {
-	if err := checkFlags(flags); err != nil {
+	if err := checkFlags(flags, a.fields); err != nil {
 		return err
 	}
 	if i >= a.spec.MaxEntries {
@@ -145,8 +147,17 @@ func (a *array) Update(key, value unsafe.Pointer, flags uint64, cpu int) error {
 	if err := a.update(i, flags); err != nil {
 		return err
 	}
-	copyMem(a.elem(i, cpu), value, a.spec.ValueSize)
+	a.store(a.elem(i, cpu), unsafe.Slice((*byte)(value), a.spec.ValueSize), flags)
 	return nil
+}
+
+// store writes a value in place, holding its spin lock with BPF_F_LOCK.
+func (a *array) store(dst uint64, src []byte, flags uint64) {
+	if flags&UpdateLock != 0 {
+		storeLocked(dst, src, a.fields)
+		return
+	}
+	storeValue(dst, src, a.fields)
 }
 
 func (a *array) Delete(unsafe.Pointer) error { return ErrInvalid }
@@ -162,11 +173,7 @@ func (a *array) LookupBytes(key, value []byte) error {
 	if len(value) != ValueSizeBytes(a.spec, a.ncpu) {
 		return fmt.Errorf("value of %d bytes, want %d: %w", len(value), ValueSizeBytes(a.spec, a.ncpu), ErrInvalid)
 	}
-	if !a.spec.Type.PerCPU() {
-		copy(value, bytesAt(a.elem(i, 0), uint64(a.spec.ValueSize)))
-		return nil
-	}
-	copy(value, bytesAt(a.elem(i, 0), a.stride))
+	loadValues(value, a.elem(i, 0), a.vsize, a.fields)
 	return nil
 }
 
@@ -182,12 +189,11 @@ func (a *array) UpdateBytes(key, value []byte, flags uint64) error {
 		return fmt.Errorf("value of %d bytes, want %d: %w", len(value), ValueSizeBytes(a.spec, a.ncpu), ErrInvalid)
 	}
 	if !a.spec.Type.PerCPU() {
-		copy(bytesAt(a.elem(i, 0), uint64(a.spec.ValueSize)), value)
+		a.store(a.elem(i, 0), value, flags)
 		return nil
 	}
 	for cpu := range a.ncpu {
-		src := value[uint64(cpu)*a.vsize:][:a.spec.ValueSize]
-		copy(bytesAt(a.elem(i, cpu), uint64(a.spec.ValueSize)), src)
+		storeValue(a.elem(i, cpu), value[uint64(cpu)*a.vsize:][:a.spec.ValueSize], a.fields)
 	}
 	return nil
 }

@@ -70,7 +70,8 @@ func (hashes) check(s Spec) error                    { return validateHash(s) }
 type hashMap struct {
 	header
 	spec    Spec
-	ncpu    int // values per element
+	fields  []Field // the values' special fields, which copies skip
+	ncpu    int     // values per element
 	lru     bool
 	keySize uint64
 	valOff  uint64 // offset of the value (apart: of its address) in an element
@@ -143,6 +144,7 @@ func newHash(spec Spec, opts Options) (Map, error) {
 func newHashMap(spec Spec, opts Options, apart bool) (*hashMap, error) {
 	m := &hashMap{
 		spec:    spec,
+		fields:  specFields(spec),
 		ncpu:    1,
 		lru:     spec.Type == LRUHash || spec.Type == LRUPerCPUHash,
 		keySize: uint64(spec.KeySize),
@@ -316,27 +318,52 @@ func (m *hashMap) fill(e uint64, v valueSrc) {
 		clear(bytesAt(dst, m.vsize*uint64(m.ncpu)))
 		copyMem(dst+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
 	}
+	// A new element's special fields are initialised, never copied in.
+	if len(m.fields) > 0 {
+		for cpu := range uint64(m.ncpu) {
+			initFields(bytesAt(dst+cpu*m.vsize, uint64(m.spec.ValueSize)), m.fields)
+		}
+	}
 }
 
-func checkHashFlags(flags uint64) error {
-	if flags > UpdateExist {
-		// BPF_F_LOCK needs a bpf_spin_lock in the value, which bpfvm's
-		// maps do not have.
-		return fmt.Errorf("update flags %#x: %w", flags, ErrInvalid)
-	}
-	return nil
+// putCPUValue writes a program's value for one CPU into an existing
+// per-CPU element, but for its special fields (pcpu_copy_value).
+func (m *hashMap) putCPUValue(e uint64, v valueSrc) {
+	storeValue(m.value(e)+uint64(v.cpu)*m.vsize, unsafe.Slice((*byte)(v.prog), m.spec.ValueSize), m.fields)
 }
 
 // update sets the value of key. Go callers (goSide) may wait for memory;
 // programs get ErrBusy instead, since a run waiting for reclamation could
 // wait for itself.
 func (m *hashMap) update(key []byte, v valueSrc, flags uint64, goSide bool) error {
-	if err := checkHashFlags(flags); err != nil {
+	if err := checkFlags(flags, m.fields); err != nil {
 		return err
 	}
+	locked := flags&UpdateLock != 0
+	flags &^= UpdateLock
 	hash := HashKey(m.seed, key)
 	b := hash & m.mask
 	head := m.bucket(hash)
+	if locked {
+		// BPF_F_LOCK writes an existing element in place, holding its
+		// spin lock (values with a lock are never per-CPU); a new one
+		// is inserted as without the flag.
+		src := v.b
+		if v.prog != nil {
+			src = unsafe.Slice((*byte)(v.prog), m.spec.ValueSize)
+		}
+		m.locks[b].Lock()
+		_, old := m.find(head, hash, key)
+		if old != 0 {
+			err := checkExists(true, flags)
+			if err == nil {
+				storeLocked(m.value(old), src, m.fields)
+			}
+			m.locks[b].Unlock()
+			return err
+		}
+		m.locks[b].Unlock()
+	}
 	if v.prog != nil && m.ncpu > 1 {
 		// Per-CPU updates from programs write the CPU's value of an
 		// existing element in place, as the kernel does.
@@ -345,7 +372,7 @@ func (m *hashMap) update(key []byte, v valueSrc, flags uint64, goSide bool) erro
 		if old != 0 {
 			err := checkExists(true, flags)
 			if err == nil {
-				copyMem(m.value(old)+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
+				m.putCPUValue(old, v)
 			}
 			m.locks[b].Unlock()
 			return err
@@ -366,7 +393,7 @@ func (m *hashMap) update(key []byte, v valueSrc, flags uint64, goSide bool) erro
 		case err != nil:
 		case old != 0 && v.prog != nil && m.ncpu > 1:
 			// Inserted by someone else since the check above.
-			copyMem(m.value(old)+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
+			m.putCPUValue(old, v)
 		case old == 0 && !m.reserve():
 			if !m.lru {
 				err = fmt.Errorf("%d entries: %w", m.max, ErrFull)
@@ -472,7 +499,7 @@ func (m *hashMap) remove(key, out []byte) error {
 		return ErrKeyNotExist
 	}
 	if out != nil {
-		copy(out, bytesAt(m.value(e), uint64(len(out))))
+		loadValues(out, m.value(e), m.vsize, m.fields)
 	}
 	store(prev, load(e+HashElemNext))
 	m.count.Add(-1)
@@ -521,7 +548,7 @@ func (m *hashMap) LookupBytes(key, value []byte) error {
 	if e == 0 {
 		return ErrKeyNotExist
 	}
-	copy(value, bytesAt(m.value(e), uint64(len(value))))
+	loadValues(value, m.value(e), m.vsize, m.fields)
 	return nil
 }
 

@@ -347,7 +347,7 @@ func (h *hashOfMaps) UpdateBytes(key, value []byte, flags uint64) error {
 	if err := h.checkKey(key); err != nil {
 		return err
 	}
-	if err := checkHashFlags(flags); err != nil {
+	if err := checkFlags(flags, nil); err != nil {
 		return err
 	}
 	m, id, err := resolveInner(h.outer.InnerMap, h.refs.ncpu, value)

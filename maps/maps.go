@@ -20,6 +20,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpfvm/bpfvm/internal/errs"
 	"github.com/bpfvm/bpfvm/vm"
@@ -96,7 +97,16 @@ type Spec struct {
 	MapExtra uint64
 	// InnerMap describes the maps a map of maps holds.
 	InnerMap *Spec
+	// Value is the BTF type of a value (cilium/ebpf's MapSpec.Value),
+	// nil without: the value's special fields (Fields) are found in it,
+	// as the kernel's map_check_btf finds them in the value type it is
+	// given.
+	Value btf.Type
 }
+
+// Fields returns the special fields of the spec's values (ParseFields of
+// Value), sorted by offset; nil without Value or fields.
+func (s Spec) Fields() ([]Field, error) { return ParseFields(s.Value, s.ValueSize) }
 
 // Options are the runtime facts a map is created with.
 type Options struct {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"os"
+	"slices"
 )
 
 // Limits the kernel puts on map specs.
@@ -53,6 +54,13 @@ func validate(s Spec) error {
 		if err := info.maps.check(s); err != nil {
 			return err
 		}
+	}
+	fields, err := s.Fields()
+	if err != nil {
+		return fmt.Errorf("%s value BTF: %w", s.Type, err)
+	}
+	if err := checkFieldTypes(s, fields); err != nil {
+		return err
 	}
 	if info.ofMaps {
 		return validateInner(s)
@@ -211,6 +219,9 @@ func checkInner(tmpl *Spec, m Map) error {
 		return fmt.Errorf("inner map %s: value size %d, want %d: %w", s.Name, s.ValueSize, tmpl.ValueSize, ErrInvalid)
 	case s.Flags != tmpl.Flags:
 		return fmt.Errorf("inner map %s: flags %#x, want %#x: %w", s.Name, s.Flags, tmpl.Flags, ErrInvalid)
+	}
+	if !slices.Equal(specFields(s), specFields(*tmpl)) {
+		return fmt.Errorf("inner map %s: special fields differ from the template's: %w", s.Name, ErrInvalid)
 	}
 	if s.Type.Indexed() && tmpl.Flags&FlagInnerMap == 0 && s.MaxEntries != tmpl.MaxEntries {
 		return fmt.Errorf("inner map %s: max_entries %d, want %d: %w", s.Name, s.MaxEntries, tmpl.MaxEntries, ErrInvalid)

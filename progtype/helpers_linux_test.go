@@ -117,12 +117,15 @@ func verdict(can bool) string {
 // kernelCanCall loads "call id; r0 = 0; exit" and reports whether the
 // kernel found a prototype for the helper, and whether bpf() was permitted.
 func kernelCanCall(typ ebpf.ProgramType, attach ebpf.AttachType, id int32) (can, ok bool, err error) {
-	p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
-		Type:         typ,
-		AttachType:   attach,
-		License:      "GPL",
-		Instructions: asm.Instructions{asm.BuiltinFunc(id).Call(), asm.Mov.Imm(asm.R0, 0), asm.Return()},
-	}, ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 16})
+	return kernelCanCallSpec(ebpf.ProgramSpec{Type: typ, AttachType: attach}, id)
+}
+
+// kernelCanCallSpec is kernelCanCall for a program of spec's type, attach
+// type and target, flags: "call id; r0 = 0; exit" in place of its code.
+func kernelCanCallSpec(spec ebpf.ProgramSpec, id int32) (can, ok bool, err error) {
+	spec.License = "GPL"
+	spec.Instructions = asm.Instructions{asm.BuiltinFunc(id).Call(), asm.Mov.Imm(asm.R0, 0), asm.Return()}
+	p, err := ebpf.NewProgramWithOptions(&spec, ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 16})
 	var ve *ebpf.VerifierError
 	switch {
 	case err == nil:
@@ -148,4 +151,63 @@ func dropCaps(keep []int) error {
 		data[c/32].Effective |= 1 << (c % 32)
 	}
 	return unix.Capset(&hdr, &data[0])
+}
+
+// TestTracingHelperSetsKernel compares the tracing types' sets with the
+// running kernel's func_proto, helper by helper, as TestHelperSetsKernel
+// does, for root loads (every tracing type needs CAP_PERFMON to load):
+// kprobe, tracepoint, raw tracepoints and perf events, and the sets of the
+// types that take BTF attach targets (tracing, lsm, syscall), for each
+// attach type and hook whose rules differ.
+func TestTracingHelperSetsKernel(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("not root")
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		t.Skip(err)
+	}
+	for _, c := range []struct {
+		name string
+		spec ebpf.ProgramSpec
+		set  progtype.HelperSet
+	}{
+		{"kprobe", ebpf.ProgramSpec{Type: ebpf.Kprobe}, progtype.KprobeHelpers},
+		{"tracepoint", ebpf.ProgramSpec{Type: ebpf.TracePoint}, progtype.TracepointHelpers},
+		{"raw_tracepoint", ebpf.ProgramSpec{Type: ebpf.RawTracepoint}, progtype.RawTracepointHelpers},
+		{"raw_tracepoint_writable", ebpf.ProgramSpec{Type: ebpf.RawTracepointWritable}, progtype.RawTracepointHelpers},
+		{"perf_event", ebpf.ProgramSpec{Type: ebpf.PerfEvent}, progtype.PerfEventHelpers},
+		{"fentry", ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: "bpf_fentry_test1"}, progtype.TracingHelpers(ebpf.AttachTraceFEntry)},
+		{"fexit", ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFExit, AttachTo: "bpf_fentry_test1"}, progtype.TracingHelpers(ebpf.AttachTraceFExit)},
+		{"fmod_ret", ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachModifyReturn, AttachTo: "bpf_modify_return_test"}, progtype.TracingHelpers(ebpf.AttachModifyReturn)},
+		{"tp_btf", ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: "sys_enter"}, progtype.TracingHelpers(ebpf.AttachTraceRawTp)},
+		{"iter/task", ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceIter, AttachTo: "task"}, progtype.TracingHelpers(ebpf.AttachTraceIter)},
+		{"lsm/file_mprotect", ebpf.ProgramSpec{Type: ebpf.LSM, AttachType: ebpf.AttachLSMMac, AttachTo: "file_mprotect"}, progtype.LSMHelpers(ebpf.AttachLSMMac, "file_mprotect", false)},
+		{"lsm.s/file_open", ebpf.ProgramSpec{Type: ebpf.LSM, AttachType: ebpf.AttachLSMMac, AttachTo: "file_open", Flags: unix.BPF_F_SLEEPABLE}, progtype.LSMHelpers(ebpf.AttachLSMMac, "file_open", true)},
+		{"lsm_cgroup/file_open", ebpf.ProgramSpec{Type: ebpf.LSM, AttachType: ebpf.AttachLSMCgroup, AttachTo: "file_open"}, progtype.LSMHelpers(ebpf.AttachLSMCgroup, "file_open", false)},
+		{"lsm_cgroup/socket_post_create", ebpf.ProgramSpec{Type: ebpf.LSM, AttachType: ebpf.AttachLSMCgroup, AttachTo: "socket_post_create"}, progtype.LSMHelpers(ebpf.AttachLSMCgroup, "socket_post_create", false)},
+		{"lsm_cgroup/sock_graft", ebpf.ProgramSpec{Type: ebpf.LSM, AttachType: ebpf.AttachLSMCgroup, AttachTo: "sock_graft"}, progtype.LSMHelpers(ebpf.AttachLSMCgroup, "sock_graft", false)},
+		{"syscall", ebpf.ProgramSpec{Type: ebpf.Syscall, Flags: unix.BPF_F_SLEEPABLE}, progtype.SyscallHelpers},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			compared, allowed := 0, 0
+			for id := int32(0); id <= 211; id++ {
+				kernelCan, ok, err := kernelCanCallSpec(c.spec, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					t.Skip("bpf() not permitted")
+				}
+				compared++
+				if kernelCan {
+					allowed++
+				}
+				r, in := c.set[isa.HelperName(id)]
+				if ours := in && r.Cap <= progtype.CapPerfmon; ours != kernelCan {
+					t.Errorf("%s: kernel %s, bpfvm %s", isa.HelperLabel(id), verdict(kernelCan), verdict(ours))
+				}
+			}
+			t.Logf("%d helpers compared, the kernel allows %d", compared, allowed)
+		})
+	}
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"unsafe"
 
+	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/progtype"
 	"github.com/bpfvm/bpfvm/vm"
 )
@@ -22,6 +23,11 @@ type helperState struct {
 	// reserved are the ring buffer samples of the run not yet submitted or
 	// discarded.
 	reserved []reservation
+
+	// locked is the address of the bpf_spin_lock the run holds, 0 for
+	// none: released if the run ends holding it (only an unverified
+	// program can), so that no later run waits for it forever.
+	locked uint64
 
 	// tailSaves keep the caller's regions across a tail call, one slice per
 	// tail-call depth, reused from run to run.
@@ -78,7 +84,7 @@ func (r *Runner) resetRun() {
 // pending signal, looking at it every few repetitions (vm.Pacer: a short
 // repetition may not reach the engines' own looks).
 func (r *Runner) nextRun() error {
-	if len(r.hs.reserved) > 0 {
+	if len(r.hs.reserved) > 0 || r.hs.locked != 0 {
 		r.endRun()
 	}
 	r.resetRun()
@@ -96,6 +102,34 @@ func (r *Runner) endRun() {
 		res.ring.Commit(vm.Ptr(res.addr), true)
 	}
 	r.hs.reserved = r.hs.reserved[:0]
+	if r.hs.locked != 0 {
+		maps.UnlockSpin((*uint32)(vm.Ptr(r.hs.locked)))
+		r.hs.locked = 0
+	}
+}
+
+// HoldLock records that the run takes the bpf_spin_lock at addr; false if
+// it holds one already (the verifier allows one at a time, so only an
+// unverified program can, which would wait for itself).
+func (r *Runner) HoldLock(addr uint64) bool {
+	if r.hs.locked != 0 {
+		return false
+	}
+	r.hs.locked = addr
+	return true
+}
+
+// HoldsLock reports whether the run holds a bpf_spin_lock.
+func (r *Runner) HoldsLock() bool { return r.hs.locked != 0 }
+
+// DropLock records that the run releases the bpf_spin_lock at addr; false
+// if it does not hold that lock.
+func (r *Runner) DropLock(addr uint64) bool {
+	if r.hs.locked != addr || addr == 0 {
+		return false
+	}
+	r.hs.locked = 0
+	return true
 }
 
 // freeHelperState frees the runner's off-heap helper memory.

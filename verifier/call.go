@@ -46,6 +46,9 @@ func (v *verifier) caps() progtype.Cap {
 }
 
 func (v *verifier) checkHelperCall(pc int, id int32) error {
+	if err := v.checkCallInLock(pc, id, false); err != nil {
+		return err
+	}
 	p := v.proto(id)
 	name := isa.HelperName(id)
 	if name == "" {
@@ -201,6 +204,10 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				return v.errorf(pc, "R%d type=%s expected=func", regno, regTypeString(reg))
 			}
 			callback = int(reg.Subprog)
+		case ArgSpinLock:
+			if err := v.spinLockArg(pc, regno, reg, name == "bpf_spin_lock"); err != nil {
+				return err
+			}
 		case ArgRingbufMem:
 			if reg.Type != PtrToMem || reg.Flags&Ringbuf == 0 || reg.maybeNull() {
 				return v.errorf(pc, "R%d type=%s expected=ringbuf_mem", regno, regTypeString(reg))
@@ -490,7 +497,7 @@ func (v *verifier) applyRawWrite(pc int, w *rawWrite) error {
 // fill of uninitialised stack is recorded in raw.
 func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int, at ArgType, constSize, zeroOK bool, raw *rawWrite) error {
 	write := at.Writes()
-	a := access{pc: pc, reg: regno, size: size, write: write}
+	a := access{pc: pc, reg: regno, size: size, write: write, helper: true}
 	switch reg.Type {
 	case PtrToStack:
 		return v.helperStack(pc, regno, reg, size, write, at.Uninit() && constSize, raw)
@@ -539,7 +546,7 @@ func (v *verifier) checkConstStr(pc int, regno isa.Register, reg *Reg) error {
 	if size := vs - int64(reg.Off); size <= 0 {
 		return v.errorf(pc, "invalid access to map value, value_size=%d off=%d size=%d", vs, reg.Off, size)
 	}
-	if _, err := v.mapValueAccess(reg, access{pc: pc, reg: regno, size: int(vs - int64(reg.Off))}); err != nil {
+	if _, err := v.mapValueAccess(reg, access{pc: pc, reg: regno, size: int(vs - int64(reg.Off)), helper: true}); err != nil {
 		return err
 	}
 	off := int64(reg.Off) + int64(reg.Const())
@@ -599,6 +606,9 @@ func (v *verifier) checkLocalCall(pc, target int) error {
 	}
 	sub := subprogAt(v.subs, target)
 	if v.isGlobal(sub) {
+		if v.cur.heldLock() != nil {
+			return v.errorf(pc, "global function calls are not allowed while holding a lock,\nuse static function instead")
+		}
 		return v.callGlobal(pc, sub) // global.go
 	}
 	for _, f := range st.Frames {
@@ -723,6 +733,9 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 	}
 	if v.opts.Unprivileged && r0.Type.IsPointer() {
 		return false, v.errorf(pc, "R0 leaks addr as return value")
+	}
+	if err := v.checkLockLeak(pc, "BPF_EXIT instruction in main prog"); err != nil {
+		return false, err
 	}
 	if len(st.Refs) > 0 {
 		r := st.Refs[0]

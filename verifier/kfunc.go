@@ -13,6 +13,9 @@ import (
 // iterator's three functions and the casts to kernel types; any other id
 // is rejected as the kernel rejects a kfunc it cannot find.
 func (v *verifier) checkKfuncCall(pc int, id int32) error {
+	if err := v.checkCallInLock(pc, id, true); err != nil {
+		return err
+	}
 	name := isa.KfuncName(id)
 	if name == "" || v.opts.Unprivileged {
 		// The kernel lets only CAP_BPF loads call kernel functions.

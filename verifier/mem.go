@@ -23,6 +23,9 @@ type access struct {
 	// and valReg its number.
 	src    *Reg
 	valReg isa.Register
+	// helper is set for a helper's (or global function's) memory
+	// argument, which may not touch a kptr (the kernel's ACCESS_HELPER).
+	helper bool
 }
 
 func (v *verifier) checkLoad(pc int, ins isa.Instruction) error {
@@ -394,6 +397,9 @@ func (v *verifier) mapValueAccess(ptr *Reg, a access) (Reg, error) {
 	if err := v.boundsCheck(ptr, a, int64(m.Spec.ValueSize), what); err != nil {
 		return Reg{}, err
 	}
+	if err := v.checkFieldAccess(ptr, a); err != nil {
+		return Reg{}, err
+	}
 	return v.loadedScalar(a.size), nil
 }
 
@@ -542,9 +548,15 @@ func (v *verifier) checkLdImm(pc int, ins isa.Instruction) error {
 	case 0:
 		*dst = constScalar(isa.Imm64(ins, hi))
 	case isa.PseudoMapFD, isa.PseudoMapIdx:
+		if err := v.checkMapLockUse(pc, &v.opts.Maps[ins.Imm]); err != nil {
+			return err
+		}
 		*dst = Reg{Type: ConstPtrToMap, Map: &v.opts.Maps[ins.Imm], Scalar: Const(0)}
 	case isa.PseudoMapValue, isa.PseudoMapIdxValue:
 		m := &v.opts.Maps[ins.Imm]
+		if err := v.checkMapLockUse(pc, m); err != nil {
+			return err
+		}
 		off := uint32(hi.Imm)
 		if !m.Spec.Type.DirectValue() {
 			return v.errorf(pc, "no direct value access support for this map type")
@@ -572,6 +584,9 @@ func (v *verifier) checkLdAbs(pc int, ins isa.Instruction) error {
 	f := v.cur.cur()
 	ctx, err := v.readReg(pc, isa.R6)
 	if err != nil {
+		return err
+	}
+	if err := v.checkLockLeak(pc, "BPF_LD_[ABS|IND]"); err != nil {
 		return err
 	}
 	if len(v.cur.Refs) > 0 {

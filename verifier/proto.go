@@ -36,6 +36,7 @@ const (
 	ArgMemOrNull       = helper.ArgMemOrNull
 	ArgWriteMemOrNull  = helper.ArgWriteMemOrNull
 	ArgStackOrNull     = helper.ArgStackOrNull
+	ArgSpinLock        = helper.ArgSpinLock
 
 	RetInteger          = helper.RetInteger
 	RetVoid             = helper.RetVoid

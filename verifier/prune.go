@@ -291,7 +291,7 @@ func (v *verifier) statesEqual(old, cur *State, pc int, all bool) bool {
 		}
 	}
 	for i := range old.Refs {
-		if !ids.check(old.Refs[i].ID, cur.Refs[i].ID) {
+		if !ids.check(old.Refs[i].ID, cur.Refs[i].ID) || old.Refs[i].Lock != cur.Refs[i].Lock {
 			return false
 		}
 	}

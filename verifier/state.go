@@ -266,6 +266,9 @@ func (f *Frame) slot(off int) *Slot {
 type Ref struct {
 	ID   uint32
 	Insn int // the instruction that acquired it
+	// Lock is set for a bpf_spin_lock held (lock.go): the map whose
+	// value's lock it is; ID is then the value pointer's id.
+	Lock *MapInfo
 }
 
 // State is the verifier's state at one point of one path.

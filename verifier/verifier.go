@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/progtype"
 )
 
@@ -288,9 +289,11 @@ type verifier struct {
 	// by Reg.BTF-1, and btfIndex their indexes (btfptr.go).
 	btfTypes []btfEntry
 	btfIndex map[btf.Type]uint32
-	free     []*State // states to reuse (state.go)
-	exact    bool     // compare every scalar and slot (tests)
-	hook     func(pc int)
+	// fields are the special fields of the maps' values (fields.go).
+	fields map[fieldsKey][]maps.Field
+	free   []*State // states to reuse (state.go)
+	exact  bool     // compare every scalar and slot (tests)
+	hook   func(pc int)
 
 	// The instruction history of the current path (precise.go).
 	hist []histEntry

@@ -14,7 +14,18 @@ type Mem struct {
 	b []byte
 }
 
-// Alloc maps size bytes of zeroed read-write memory, rounded up to whole pages.
+// populateMax is the largest allocation whose pages are populated when it
+// is mapped. The kernel's map memory is there from the map's creation
+// (vmalloc'd arrays, preallocated hash elements); mapped lazily, a
+// program's first run paid a page fault for each page it touched first (a
+// stack page, an array value, a hash bucket and element: 10 faults, half of
+// a single run's time). Larger areas, maps sized for the worst case, still
+// fault in as used, so that they cost only the memory they use.
+const populateMax = 1 << 20
+
+// Alloc maps size bytes of zeroed read-write memory, rounded up to whole
+// pages; on Linux, pages of an area up to populateMax bytes are populated
+// up front, as the kernel's map memory is.
 func Alloc(size int) (*Mem, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("alloc %d bytes: size must be positive", size)

@@ -4,9 +4,14 @@ package vm
 
 import "golang.org/x/sys/unix"
 
-// mapMemory maps size bytes (whole pages) of zeroed private memory.
+// mapMemory maps size bytes (whole pages) of zeroed private memory, its
+// pages populated up front when it is at most populateMax bytes.
 func mapMemory(size int) ([]byte, error) {
-	return unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	flags := unix.MAP_PRIVATE | unix.MAP_ANON
+	if size <= populateMax {
+		flags |= mapPopulate
+	}
+	return unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, flags)
 }
 
 // unmapMemory unmaps what mapMemory mapped.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/bpfvm/bpfvm"
 )
 
 // runProg is bpftool's prog command in its keyword syntax, on an object:
@@ -30,7 +32,18 @@ func runProg(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	path, rest := pos[1], pos[2:]
 	name, _ := progRef(rest)
-	s, err := flags.start(path, []string{name}, stdout, stderr)
+	// One run goes on the interpreter, as run's (runEngine).
+	repeat, pcap := uint64(1), false
+	for i, a := range rest {
+		switch {
+		case a == "repeat" && i+1 < len(rest):
+			repeat, _ = strconv.ParseUint(rest[i+1], 0, 32)
+		case a == "pcap_in":
+			pcap = true
+		}
+	}
+	flags.engine = runEngine(bpfvm.EngineDefault, uint32(repeat), pcap)
+	s, err := flags.start(path, []string{name}, nil, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -109,8 +122,10 @@ func (s *session) progCommand(args []string, stdin io.Reader) error {
 		if dataIn != "" || ctxIn != "" {
 			return usageErr("pcap_in takes the packets from the capture: no data_in or ctx_in")
 		}
+		defer flushTrace(s.trace)
 		return runPcap(prog, pcapIn, pcapOut, in.repeat, s.out, s.jw)
 	}
+	defer flushTrace(s.trace)
 	var err error
 	if in.data, in.ctx, err = readRunInputs(dataIn, ctxIn, stdin); err != nil {
 		return err
@@ -174,16 +189,20 @@ func runBatch(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", script, err)
 	}
-	// The programs the script runs, loaded with the maps.
-	var progs []string
+	// The programs the script runs, loaded with the maps, and those its
+	// map updates may put in program arrays.
+	var progs, maybe []string
 	for _, l := range lines {
+		if len(l.args) > 1 && l.args[0] == "map" && l.args[1] == "update" {
+			maybe = append(maybe, valueNames(l.args)...)
+		}
 		if len(l.args) > 1 && l.args[0] == "prog" && l.args[1] == "run" {
 			if name, _ := progRef(l.args[2:]); name != "" && !contains(progs, name) {
 				progs = append(progs, name)
 			}
 		}
 	}
-	s, err := flags.start(path, progs, stdout, stderr)
+	s, err := flags.start(path, progs, maybe, stdout, stderr)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,14 @@ func openObject(path string) (*ebpf.CollectionSpec, error) {
 		return nil, fmt.Errorf("%s: %w", path, errNotELF)
 	}
 	spec, err := loadSpec(path)
+	if spec != nil {
+		// A command is a process of its own, where a map pinned by name
+		// (iproute2's PIN_GLOBAL_NS) would be pinned only for the
+		// command: it is created unpinned.
+		for _, m := range spec.Maps {
+			m.Pinning = ebpf.PinNone
+		}
+	}
 	switch {
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return nil, fmt.Errorf("%s: %w: truncated", path, errNotELF)
@@ -114,6 +122,34 @@ var progTypeNames = []string{
 	"sk_reuseport", "flow_dissector", "cgroup_sysctl",
 	"raw_tracepoint_writable", "cgroup_sockopt", "tracing", "struct_ops", "ext",
 	"lsm", "sk_lookup", "syscall", "netfilter",
+}
+
+// attachTypeNames are the kernel's names of attach types (enum
+// bpf_attach_type without its prefix), as libbpf's
+// libbpf_bpf_attach_type_str gives them to veristat and bpftool.
+var attachTypeNames = []string{
+	"cgroup_inet_ingress", "cgroup_inet_egress", "cgroup_inet_sock_create", "cgroup_sock_ops",
+	"sk_skb_stream_parser", "sk_skb_stream_verdict", "cgroup_device", "sk_msg_verdict",
+	"cgroup_inet4_bind", "cgroup_inet6_bind", "cgroup_inet4_connect", "cgroup_inet6_connect",
+	"cgroup_inet4_post_bind", "cgroup_inet6_post_bind", "cgroup_udp4_sendmsg", "cgroup_udp6_sendmsg",
+	"lirc_mode2", "flow_dissector", "cgroup_sysctl", "cgroup_udp4_recvmsg", "cgroup_udp6_recvmsg",
+	"cgroup_getsockopt", "cgroup_setsockopt", "trace_raw_tp", "trace_fentry", "trace_fexit",
+	"modify_return", "lsm_mac", "trace_iter", "cgroup_inet4_getpeername", "cgroup_inet6_getpeername",
+	"cgroup_inet4_getsockname", "cgroup_inet6_getsockname", "xdp_devmap", "cgroup_inet_sock_release",
+	"xdp_cpumap", "sk_lookup", "xdp", "sk_skb_verdict", "sk_reuseport_select",
+	"sk_reuseport_select_or_migrate", "perf_event", "trace_kprobe_multi", "lsm_cgroup", "struct_ops",
+	"netfilter", "tcx_ingress", "tcx_egress", "trace_uprobe_multi", "cgroup_unix_connect",
+	"cgroup_unix_sendmsg", "cgroup_unix_recvmsg", "cgroup_unix_getpeername", "cgroup_unix_getsockname",
+	"netkit_primary", "netkit_peer", "trace_kprobe_session", "trace_uprobe_session",
+}
+
+// attachTypeName names an attach type as the kernel does; 0, which is
+// also "none", is cgroup_inet_ingress, as veristat prints it.
+func attachTypeName(t ebpf.AttachType) string {
+	if int(t) < len(attachTypeNames) {
+		return attachTypeNames[t]
+	}
+	return "N/A"
 }
 
 // progTypeName names a program type as the kernel does.

@@ -4,13 +4,13 @@
 //	bpfvm run FILE.o -p PROG [--data FILE | --data-hex HEX | --pcap FILE [--pcap-out FILE]] [--ctx-in FILE] [--ctx-out FILE|-] [--repeat N] [--engine E] [--data-out FILE|-]
 //	bpfvm run --type raw FILE.bin|FILE.s [--data FILE | --data-hex HEX]
 //	bpfvm verify [-l LEVEL] [-p PROG] [--type T] [--unpriv] FILE
-//	bpfvm veristat [-e FIELDS] [-s SORT] [-n N] [-f FILTER]... [-o table|csv|json] [-v [-l LEVEL]] [-q] [-j JOBS] [--kernel] FILES...
+//	bpfvm veristat [-e FIELDS]... [-s SORT]... [-n N] [-f FILTER]... [-G "VAR = VALUE"|@FILE]... [--dump[=xlated|jited]] [-o table|csv|json] [-v|-d [-l LEVEL]] [-q] [-j JOBS] [--kernel] FILES... | @LIST
 //	bpfvm veristat -C [-f FILTER]... [-s SORT] base.csv new.csv
 //	bpfvm veristat -R [-f FILTER]... [-s SORT] results.csv
 //	bpfvm conformance [--engine E] PATH...
 //	bpfvm plugin [--engine E] [MEMORY-HEX] < PROGRAM-HEX
 //	bpfvm bench [--repeat N] [--run REGEXP]
-//	bpfvm map {dump|lookup|update|delete|getnext|show} FILE.o [name] MAP [key [hex] BYTES] [value [hex] BYTES] [any|noexist|exist]
+//	bpfvm map {dump|lookup|update|delete|getnext|show} FILE.o [name] MAP [key [hex] BYTES] [value [hex] BYTES | value {id N|name MAP|name PROG}] [any|noexist|exist]
 //	bpfvm map load FILE.o [name] MAP [file] DUMP.json
 //	bpfvm prog run FILE.o [name] PROG [data_in FILE] [data_out FILE|-] [ctx_in FILE] [ctx_out FILE|-] [repeat N] ...
 //	bpfvm prog dump {xlated|jited} FILE.o [name] PROG [opcodes] [linum] [visual]

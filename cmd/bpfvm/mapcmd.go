@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,9 +36,10 @@ type session struct {
 }
 
 // openSession loads an object's maps and the programs named (none for
-// map commands), with one value per CPU of the machine in per-CPU maps,
-// as bpftool shows the kernel's.
-func openSession(path string, progs []string, trace io.Writer) (*session, error) {
+// map commands), and those of maybe the object has (programs that map
+// update may put in a program array), with one value per CPU of the
+// machine in per-CPU maps, as bpftool shows the kernel's.
+func openSession(path string, progs, maybe []string, engine bpfvm.Engine, trace io.Writer) (*session, error) {
 	spec, err := openObject(path)
 	if err != nil {
 		return nil, err
@@ -50,7 +53,12 @@ func openSession(path string, progs []string, trace io.Writer) (*session, error)
 			return nil, usageErr("no program %q in %s; programs: %s", p, path, strings.Join(specNames(spec), ", "))
 		}
 	}
-	opts := bpfvm.CollectionOptions{ProgramNames: progs, NumCPU: ncpu, Programs: bpfvm.ProgramOptions{Output: trace}}
+	for _, p := range maybe {
+		if spec.Programs[p] != nil && !contains(progs, p) {
+			progs = append(progs, p)
+		}
+	}
+	opts := bpfvm.CollectionOptions{ProgramNames: progs, NumCPU: ncpu, Programs: bpfvm.ProgramOptions{Output: trace, Engine: engine}}
 	coll, err := bpfvm.NewCollectionWithOptions(spec, opts)
 	if err != nil {
 		name := ""
@@ -75,6 +83,8 @@ func (s *session) close() {
 type sessionFlags struct {
 	js    *jsonOutput
 	trace *string
+	// engine runs the session's programs (the default: the JIT).
+	engine bpfvm.Engine
 }
 
 func addSessionFlags(fs *flag.FlagSet) sessionFlags {
@@ -86,12 +96,12 @@ func addSessionFlags(fs *flag.FlagSet) sessionFlags {
 
 // start opens a session for a command's output: text on stdout, or JSON
 // into a writer on it, and trace output where the flags say.
-func (f sessionFlags) start(path string, progs []string, stdout, stderr io.Writer) (*session, error) {
+func (f sessionFlags) start(path string, progs, maybe []string, stdout, stderr io.Writer) (*session, error) {
 	traceOut, closeTrace, err := openTrace(*f.trace, stderr)
 	if err != nil {
 		return nil, err
 	}
-	s, err := openSession(path, progs, traceOut)
+	s, err := openSession(path, progs, maybe, f.engine, traceOut)
 	if err != nil {
 		closeTrace()
 		return nil, err
@@ -123,7 +133,7 @@ func runMap(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if !contains(mapSubcommands, sub) {
 		return usageErr("unknown map subcommand %q (want %s)", sub, strings.Join(mapSubcommands, ", "))
 	}
-	s, err := flags.start(path, nil, stdout, stderr)
+	s, err := flags.start(path, nil, valueNames(pos[2:]), stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -174,6 +184,10 @@ func (s *session) mapCommand(args []string) error {
 		}
 		return s.mapLookup(m, spec, e.key)
 	case "update":
+		args, err := s.valueRefs(m, args)
+		if err != nil {
+			return err
+		}
 		e, err := parseElem(args, m, true, true, true)
 		if err != nil {
 			return err
@@ -794,6 +808,102 @@ func isPerCPU(t ebpf.MapType) bool {
 
 func isMapOfMaps(t ebpf.MapType) bool { return t == ebpf.ArrayOfMaps || t == ebpf.HashOfMaps }
 
+// valueNames are the names in "value name NAME" of map update arguments:
+// programs among them are loaded, for program arrays to hold.
+func valueNames(args []string) []string {
+	var names []string
+	for i := 0; i+2 < len(args); i++ {
+		if args[i] == "value" && args[i+1] == "name" {
+			names = append(names, args[i+2])
+		}
+	}
+	return names
+}
+
+// valueRefs turns the value of a map update into bytes where bpftool
+// takes a reference: a map for maps of maps ("value id N", "name NAME" or
+// "pinned PATH"), a program for program arrays (also "tag TAG"). Maps of
+// maps and program arrays hold ids here, as the kernel's hold what the
+// file descriptors refer to; bpfvm has no bpffs, so nothing is pinned.
+func (s *session) valueRefs(m *bpfvm.Map, args []string) ([]string, error) {
+	progs := m.Type() == ebpf.ProgramArray
+	if !progs && !isMapOfMaps(m.Type()) {
+		return args, nil
+	}
+	i := slices.Index(args, "value")
+	if i < 0 {
+		return args, nil // parseElem says what is missing
+	}
+	if i+1 >= len(args) {
+		if progs {
+			return nil, usageErr("not enough value arguments for map of progs")
+		}
+		return nil, usageErr("not enough value arguments for map in map")
+	}
+	if m.ValueSize() != 4 {
+		return nil, fmt.Errorf("value smaller than 4B for map in map?")
+	}
+	kinds := "'id', 'name' or 'pinned'"
+	if progs {
+		kinds = "'id', 'tag', 'name' or 'pinned'"
+	}
+	kind := args[i+1]
+	if kind != "id" && kind != "name" && kind != "pinned" && !(progs && kind == "tag") {
+		return nil, usageErr("expected %s, got: '%s'?", kinds, kind)
+	}
+	if i+2 >= len(args) {
+		return nil, usageErr("expected %s", kinds)
+	}
+	ref := args[i+2]
+	var id uint32
+	switch {
+	case kind == "pinned":
+		return nil, fmt.Errorf("bpf obj get (%s): %s: bpfvm has no bpffs; refer to it by name or id", ref, errnoText(syscall.ENOENT))
+	case kind == "tag":
+		return nil, fmt.Errorf("no program with tag %s: bpfvm has no program tags; refer to it by name or id", ref)
+	case kind == "id":
+		n, err := strconv.ParseUint(ref, 0, 32)
+		if err != nil {
+			return nil, usageErr("can't parse %s as ID", ref)
+		}
+		id = uint32(n)
+		found := false
+		if progs {
+			for _, p := range s.coll.Programs {
+				found = found || p.ID() == id
+			}
+		} else {
+			for _, mm := range s.coll.Maps {
+				found = found || mm.ID() == id
+			}
+		}
+		if !found {
+			what := "get map by id"
+			if progs {
+				what = "get by id"
+			}
+			return nil, fmt.Errorf("%s (%d): %s", what, id, errnoText(syscall.ENOENT))
+		}
+	case progs:
+		p := s.coll.Programs[ref]
+		if p == nil {
+			return nil, fmt.Errorf("can't find prog %s in %s", ref, s.path)
+		}
+		id = p.ID()
+	default:
+		mm := s.coll.Maps[ref]
+		if mm == nil {
+			return nil, fmt.Errorf("can't find map %s in %s", ref, s.path)
+		}
+		id = mm.ID()
+	}
+	out := slices.Clone(args[:i+1])
+	for _, b := range binary.NativeEndian.AppendUint32(nil, id) {
+		out = append(out, strconv.Itoa(int(b)))
+	}
+	return append(out, args[i+3:]...), nil
+}
+
 // strerror names a map error as the C library's strerror names its errno,
 // as bpftool prints it.
 func strerror(err error) string {
@@ -806,9 +916,14 @@ func strerror(err error) string {
 		{maps.ErrPermission, syscall.EPERM}, {maps.ErrBusy, syscall.EBUSY}, {maps.ErrAgain, syscall.EAGAIN},
 	} {
 		if errors.Is(err, e.err) {
-			msg := e.errno.Error()
-			return strings.ToUpper(msg[:1]) + msg[1:]
+			return errnoText(e.errno)
 		}
 	}
 	return err.Error()
+}
+
+// errnoText is an errno as the C library's strerror says it.
+func errnoText(e syscall.Errno) string {
+	msg := e.Error()
+	return strings.ToUpper(msg[:1]) + msg[1:]
 }

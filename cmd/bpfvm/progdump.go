@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf/btf"
+	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/bpfvm/bpfvm"
 	"github.com/bpfvm/bpfvm/isa"
@@ -61,8 +62,14 @@ func runProgDump(args []string, stdout io.Writer, js *jsonOutput) error {
 	defer l.close()
 	d := newXlatedDump(l.prog)
 	switch {
+	case kind == "jited" && js.enabled():
+		jw := js.writer(stdout)
+		if err := d.jited(stdout, o, jw); err != nil {
+			return err
+		}
+		return jw.flush()
 	case kind == "jited":
-		return d.jited(stdout, o)
+		return d.jited(stdout, o, nil)
 	case o.visual:
 		d.dot(stdout, o)
 		return nil
@@ -174,20 +181,7 @@ func (d *xlatedDump) json(j *jsonWriter, o progDumpOptions) {
 			j.str(sig)
 		}
 		if l, ok := d.lines[pc]; ok {
-			j.name("src")
-			j.str(strings.TrimLeft(l.Line, " \t\n\v\f\r"))
-			if o.linum {
-				j.name("file")
-				j.str(l.File)
-				if l.LineNum != 0 {
-					j.name("line_num")
-					j.uint(uint64(l.LineNum))
-				}
-				if l.Column != 0 {
-					j.name("line_col")
-					j.uint(uint64(l.Column))
-				}
-			}
+			writeLineJSON(j, l, o.linum)
 		}
 		j.name("disasm")
 		j.str(d.text[pc])
@@ -216,41 +210,214 @@ func (d *xlatedDump) json(j *jsonWriter, o progDumpOptions) {
 	j.endArray()
 }
 
-// jited prints the machine code as bpftool prog dump jited: prototypes and
-// source lines before the code of their instructions, one x86
-// instruction a line, its bytes with opcodes.
-func (d *xlatedDump) jited(w io.Writer, o progDumpOptions) error {
+// jited prints the machine code as bpftool prog dump jited prints it
+// (jit_disasm.c): per function, its prototype from func info and its
+// symbol, then each x86 instruction as "%4x:\t" and its text, the offset
+// from the function's start, with the source line of the BPF instruction
+// it starts before it ("; line", [file:... line_num:N line_col:M] with
+// linum) and, with opcodes, its bytes on the next line ("\n\t" and "%02x "
+// each); a blank line after each function. The text is objdump's AT&T
+// layout (libbfd's, bpftool's other disassembler), branch targets as
+// offsets in the function. The kernel's symbol is bpf_prog_TAG_NAME;
+// bpfvm has no program tags, so it is bpf_prog_NAME. In JSON, an object
+// per function: "name", and "insns" with "pc", "operation", "operands"
+// and "opcodes", as bpftool -j.
+func (d *xlatedDump) jited(w io.Writer, o progDumpOptions, j *jsonWriter) error {
 	code, offsets, ok := d.prog.NativeCode()
 	if !ok {
 		return fmt.Errorf("program %s runs on the interpreter: no machine code", d.prog.Name())
 	}
-	for pc := 0; pc < len(d.insns); pc = d.next(pc) {
-		if sig, ok := d.funcs[pc]; ok {
-			fmt.Fprintf(w, "%s:\n", sig)
+	funcs := d.jitFuncs(len(offsets))
+	if j != nil {
+		j.startArray()
+	}
+	for fi, f := range funcs {
+		lo := 0
+		if fi > 0 && f.start < len(offsets) {
+			lo = int(offsets[f.start])
 		}
-		if l, ok := d.lines[pc]; ok {
-			fmt.Fprintf(w, "; %s\n", lineText(l, o.linum))
+		hi := len(code)
+		if fi+1 < len(funcs) && funcs[fi+1].start < len(offsets) {
+			hi = int(offsets[funcs[fi+1].start])
 		}
-		if pc >= len(offsets) {
-			continue
-		}
-		end := len(code)
-		if n := d.next(pc); n < len(offsets) {
-			end = int(offsets[n])
-		}
-		for _, line := range nativeLines(code, int(offsets[pc]), end) {
-			if !o.opcodes {
-				// "off:  bytes  asm": keep the offset and the text.
-				off, rest, _ := strings.Cut(line, ":  ")
-				if i := strings.Index(rest, "  "); i >= 0 && len(rest) > 25 {
-					rest = strings.TrimLeft(rest[24:], " ")
-				}
-				line = off + ":\t" + rest
+		// Which BPF instruction each native offset starts, for line info.
+		starts := map[int]int{}
+		for pc := f.start; pc < len(d.insns) && pc < len(offsets) && (fi+1 == len(funcs) || pc < funcs[fi+1].start); pc = d.next(pc) {
+			if _, dup := starts[int(offsets[pc])]; !dup {
+				starts[int(offsets[pc])] = pc
 			}
-			fmt.Fprintf(w, "%s\n", line)
+		}
+		if j != nil {
+			j.startObject()
+			j.name("name")
+			j.str("bpf_prog_" + f.name)
+			j.name("insns")
+			j.startArray()
+		} else {
+			if sig, ok := d.funcs[f.start]; ok {
+				fmt.Fprintf(w, "%s:\n", sig)
+			}
+			fmt.Fprintf(w, "bpf_prog_%s:\n", f.name)
+		}
+		shown := map[int]bool{}
+		for off := lo; off < hi; {
+			n, text := disasmX86(code[off:hi], off-lo)
+			var line *verifier.LineInfo
+			if pc, ok := starts[off]; ok && !shown[pc] {
+				if l, ok := d.lines[pc]; ok {
+					line = &l
+				}
+				shown[pc] = true
+			}
+			if j != nil {
+				j.startObject()
+				if line != nil {
+					writeLineJSON(j, *line, o.linum)
+				}
+				j.name("pc")
+				j.str(fmt.Sprintf("0x%x", off-lo))
+				op, operands := splitX86(text)
+				j.name("operation")
+				j.str(op)
+				j.name("operands")
+				j.startArray()
+				if len(operands) == 0 {
+					j.raw("null")
+				}
+				for _, a := range operands {
+					j.str(a)
+				}
+				j.endArray()
+				if o.opcodes {
+					j.name("opcodes")
+					j.startArray()
+					for _, c := range code[off : off+n] {
+						j.str("0x" + hex2(c))
+					}
+					j.endArray()
+				}
+				j.endObject()
+			} else {
+				if line != nil {
+					fmt.Fprintf(w, "; %s\n", lineText(*line, o.linum))
+				}
+				fmt.Fprintf(w, "%4x:\t%s", off-lo, text)
+				if o.opcodes {
+					io.WriteString(w, "\n\t")
+					for _, c := range code[off : off+n] {
+						fmt.Fprintf(w, "%02x ", c)
+					}
+				}
+				io.WriteString(w, "\n")
+			}
+			off += n
+		}
+		if j != nil {
+			j.endArray()
+			j.endObject()
+		} else {
+			io.WriteString(w, "\n")
 		}
 	}
+	if j != nil {
+		j.endArray()
+	}
 	return nil
+}
+
+// jitFunc is a function of the program: where its instructions start and
+// its name.
+type jitFunc struct {
+	start int
+	name  string
+}
+
+// jitFuncs are the program's functions, from its func info, or the whole
+// program as one function when it has none.
+func (d *xlatedDump) jitFuncs(n int) []jitFunc {
+	var out []jitFunc
+	for _, f := range d.prog.XlatedFuncInfo() {
+		if f.Start < n {
+			out = append(out, jitFunc{f.Start, f.Name})
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].start < out[b].start })
+	if len(out) == 0 || out[0].start != 0 {
+		out = append([]jitFunc{{0, d.prog.Name()}}, out...)
+	}
+	return out
+}
+
+// writeLineJSON writes a line info record's fields as bpftool's
+// btf_dump_linfo_json: "src", and with linum "file", "line_num",
+// "line_col".
+func writeLineJSON(j *jsonWriter, l verifier.LineInfo, linum bool) {
+	j.name("src")
+	j.str(strings.TrimLeft(l.Line, " \t\n\v\f\r"))
+	if linum {
+		j.name("file")
+		j.str(l.File)
+		if l.LineNum != 0 {
+			j.name("line_num")
+			j.uint(uint64(l.LineNum))
+		}
+		if l.Column != 0 {
+			j.name("line_col")
+			j.uint(uint64(l.Column))
+		}
+	}
+}
+
+// disasmX86 decodes the x86-64 instruction at the start of code, at pc
+// in its function, and returns its length and its text in objdump's
+// layout: the mnemonic padded to six columns and a space, then the AT&T
+// operands, branch targets as offsets in the function.
+func disasmX86(code []byte, pc int) (int, string) {
+	inst, err := x86asm.Decode(code, 64)
+	if err != nil || inst.Len == 0 {
+		return 1, "(bad)"
+	}
+	text := x86asm.GNUSyntax(inst, uint64(pc), nil)
+	op, args, _ := strings.Cut(text, " ")
+	// Prefixes ("lock", "rep") stay with the mnemonic, as objdump's.
+	for contains(x86Prefixes, op) && args != "" {
+		var next string
+		next, args, _ = strings.Cut(args, " ")
+		op += " " + next
+	}
+	if args == "" {
+		return inst.Len, op
+	}
+	return inst.Len, fmt.Sprintf("%-6s %s", op, args)
+}
+
+// x86Prefixes are the prefixes x86asm writes as words before a mnemonic.
+var x86Prefixes = []string{"lock", "rep", "repn", "data16", "addr32", "rex", "rex.w"}
+
+// splitX86 splits a disassembled instruction as bpftool's JSON does: the
+// operation, then the operands at the commas outside parentheses.
+func splitX86(text string) (string, []string) {
+	op, args, _ := strings.Cut(text, " ")
+	args = strings.TrimSpace(args)
+	if args == "" {
+		return op, nil
+	}
+	var out []string
+	depth, from := 0, 0
+	for i, c := range args {
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, args[from:i])
+				from = i + 1
+			}
+		}
+	}
+	return op, append(out, args[from:])
 }
 
 // dot prints the control flow graph in Graphviz's dot language, as bpftool

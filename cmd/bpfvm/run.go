@@ -27,7 +27,7 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctxOut := fs.String("ctx-out", "", "write the output context to this file (- for a hex dump on stdout)")
 	ctxSizeOut := fs.Uint("ctx-size-out", 0, "size of the output context buffer (default 32 KiB, as bpftool)")
 	repeat := fs.Uint("repeat", 1, "run this many times and report the mean duration")
-	engineName := fs.String("engine", "default", "engine: "+strings.Join(engineNames, ", "))
+	engineName := fs.String("engine", "default", "engine: "+strings.Join(engineNames, ", ")+" (default: the interpreter for one run, the JIT for more)")
 	typ := fs.String("type", "", "input kind: empty for an ELF object, raw for instructions (.bin) or assembly text")
 	pcapIn := fs.String("pcap", "", "run on each packet of a pcap capture (Ethernet), one test run each")
 	pcapOut := fs.String("pcap-out", "", "with --pcap: write the packets as the program left them to this pcap file")
@@ -64,7 +64,7 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeTrace()
-	opts := bpfvm.ProgramOptions{Engine: engine, Output: traceOut}
+	opts := bpfvm.ProgramOptions{Engine: runEngine(engine, in.repeat, *pcapIn != ""), Output: traceOut}
 
 	var prog *bpfvm.Program
 	switch *typ {
@@ -248,6 +248,18 @@ func execRun(prog *bpfvm.Program, in runArgs, stdout io.Writer, jw *jsonWriter) 
 	return nil
 }
 
+// runEngine is the engine a run command uses: the one asked for, or by
+// default the interpreter for a single run and the JIT for more. One run
+// does not pay back the JIT's compile and first-run setup (its execution
+// context, cold machine code): measured by BenchmarkSingleRun, a run of
+// maps_cli.o's count takes about half as long on the interpreter.
+func runEngine(e bpfvm.Engine, repeat uint32, pcap bool) bpfvm.Engine {
+	if e == bpfvm.EngineDefault && repeat <= 1 && !pcap {
+		return bpfvm.EngineInterpreter
+	}
+	return e
+}
+
 // engineNames are the names ParseEngine takes.
 var engineNames = []string{"default", "interp", "jit"}
 
@@ -313,11 +325,13 @@ func openTrace(dest string, stderr io.Writer) (io.Writer, func(), error) {
 	case "", "none":
 		return nil, func() {}, nil
 	case "-":
-		return newTracePipe(stderr), func() {}, nil
+		t := newTracePipe(stderr)
+		return t, func() { t.Flush() }, nil
 	}
 	f, err := os.Create(dest)
 	if err != nil {
 		return nil, nil, err
 	}
-	return newTracePipe(f), func() { f.Close() }, nil
+	t := newTracePipe(f)
+	return t, func() { t.Flush(); f.Close() }, nil
 }

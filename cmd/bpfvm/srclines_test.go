@@ -49,14 +49,14 @@ func ourLog(t *testing.T, obj, prog string, level int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := loadOne(obj, spec, prog, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{LogLevel: level}})
+	l := loadOne(obj, spec, prog, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{LogLevel: bpfvm.LogLevel(level)}})
 	defer l.close()
 	var ve *bpfvm.VerifierError
 	switch {
 	case l.err == nil:
 		return l.prog.VerifierLog
 	case errors.As(l.err, &ve):
-		return ve.Log
+		return strings.Join(ve.Log, "\n")
 	}
 	t.Fatal(l.err)
 	return ""

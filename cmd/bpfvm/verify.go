@@ -46,7 +46,7 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	// empty): the default asks only for the statistics, cheap on success,
 	// and loads a rejected program again for its log.
 	loadAt := func(logLevel int, only string) []loaded {
-		opts := bpfvm.ProgramOptions{LogLevel: logLevel, Unprivileged: *unpriv}
+		opts := bpfvm.ProgramOptions{LogLevel: bpfvm.LogLevel(logLevel), Unprivileged: *unpriv}
 		if *typ != "" || isRawFile(path) {
 			pt, ok := rawTypes[*typ]
 			if !ok {
@@ -112,14 +112,14 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 			}
 		case errors.As(r.err, &ve):
 			refused = true
-			v.Verdict, v.Error = "rejected", ve.Err.Error()
-			fmt.Fprintf(out, "%s: rejected: %v\n", r.name, ve.Err)
-			full := ve.Log
+			v.Verdict, v.Error = "rejected", ve.Cause.Error()
+			fmt.Fprintf(out, "%s: rejected: %v\n", r.name, ve.Cause)
+			full := joinLog(ve.Log)
 			if *level < 0 {
 				again := loadAt(1|4, r.name)
 				var ve2 *bpfvm.VerifierError
 				if len(again) == 1 && errors.As(again[0].err, &ve2) {
-					full = ve2.Log
+					full = joinLog(ve2.Log)
 				}
 				for _, a := range again {
 					a.close()
@@ -217,4 +217,12 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 		}
 	}
 	return false
+}
+
+// joinLog is a VerifierError's log as the verifier wrote it.
+func joinLog(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return strings.Join(lines, "\n") + "\n"
 }

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -62,7 +61,12 @@ var statFields = []statField{
 	{"kernel_duration", nil, "Kernel duration (us)", true},
 }
 
-var defaultFields = "file_name,prog_name,verdict,duration,total_insns,total_states,peak_states"
+// The fields veristat shows without -e: in a table, and in CSV (also our
+// JSON, keyed like the CSV).
+var (
+	defaultFields    = "file_name,prog_name,verdict,duration,total_insns,total_states,prog_size,prog_size_jited"
+	defaultCSVFields = "file_name,prog_name,verdict,duration,total_insns,total_states,peak_states,max_states_per_insn,max_mark_read_len,prog_size,prog_size_jited,prog_type,attach_type,stack_depth,mem_peak"
+)
 
 func lookupField(name string) (statField, bool) {
 	for _, f := range statFields {
@@ -96,12 +100,19 @@ type veristatOptions struct {
 	flags uint32
 	// flagsLog is added to the log level (--log-fixed).
 	flagsLog int
+	// presets are set in each object's global variables (-G).
+	presets varPresets
+	// debug notes each object's maps and programs as it opens them (-d).
+	debug bool
+	// dump prints each loaded program's dumps (--dump).
+	dump dumpModes
 }
 
 func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("veristat", stderr)
-	fieldsFlag := fs.String("e", "", "comma-separated fields to show (default "+defaultFields+")")
-	sortFlag := fs.String("s", "", "comma-separated fields to sort by, each ending in ^ (ascending) or v (descending), or :asc/:desc")
+	fieldsFlag, sortFlag := new(string), new(string)
+	fs.Func("e", "comma-separated fields to show (default "+defaultFields+"; for CSV "+defaultCSVFields+"); repeated, the lists add up", appendList(fieldsFlag))
+	fs.Func("s", "comma-separated fields to sort by, each ending in ^ (ascending) or v (descending), or :asc/:desc; repeated, the lists add up", appendList(sortFlag))
 	topN := fs.Int("n", 0, "show only the first N rows")
 	output := fs.String("o", "table", "output format: table, csv or json")
 	compare := fs.Bool("C", false, "compare two CSV files: veristat -C base.csv new.csv")
@@ -116,6 +127,11 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	stateFreq := fs.Bool("t", false, "remember states at every jump (BPF_F_TEST_STATE_FREQ)")
 	regInv := fs.Bool("r", false, "fail verification on a register invariant violation (BPF_F_TEST_REG_INVARIANTS)")
 	showVersion := fs.Bool("V", false, "print the version")
+	debug := fs.Bool("d", false, "debug: -v, and each object's maps and programs on stderr as it is opened")
+	var dump dumpModes
+	fs.Var(&dump, "dump", "print each loaded program's dump, as bpftool prog dump: --dump or --dump=xlated, --dump=jited (repeatable)")
+	var presets varPresets
+	fs.Func("G", `set a global variable before loading: "VAR = VALUE" (an integer, or an enumerator's name; VAR may be a path: "cfg.arr[2].x"); @FILE reads them from a file, one a line (repeatable)`, presets.add)
 	var flt filters
 	fs.Func("f", "filter: GLOB, FILE-GLOB/PROG-GLOB or STAT OP VALUE (insns>1000, verdict=failure, insns_diff<0); !EXPR denies; @FILE reads them from a file (repeatable)", flt.add)
 	jobs := fs.Int("j", runtime.GOMAXPROCS(0), "files verified at once (default: every core)")
@@ -139,6 +155,9 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if *showVersion {
 		return runVersion(nil, nil, stdout, stderr)
 	}
+	if *debug {
+		*verbose = true
+	}
 	if *verbose && *quiet {
 		return usageErr("-v and -q are exclusive")
 	}
@@ -161,12 +180,18 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		}
 		return veristatReplay(pos[0], *fieldsFlag, format, keys, &flt, *topN, stdout)
 	}
+	if pos, err = objectList(pos); err != nil {
+		return err
+	}
 	if len(pos) == 0 {
 		return usageErr("no object files given")
 	}
 	fields := *fieldsFlag
 	if fields == "" {
 		fields = defaultFields
+		if format != "table" {
+			fields = defaultCSVFields
+		}
 		if *withKernel {
 			fields += ",kernel_verdict,kernel_insns,kernel_duration"
 		}
@@ -175,7 +200,7 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := veristatOptions{kernel: *withKernel, filters: &flt, logSize: *logSize, topLines: *topLines}
+	opts := veristatOptions{kernel: *withKernel, filters: &flt, logSize: *logSize, topLines: *topLines, presets: presets, debug: *debug, dump: dump}
 	if *verbose {
 		opts.logLevel = max(*level, 1)
 	}
@@ -206,8 +231,14 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 			if *topLines > 0 {
 				printTopLines(stdout, l.log, l.row["prog_name"], *topLines)
 			}
+			io.WriteString(stdout, l.dump)
 		}
 		progsSkipped += r.progsSkipped
+		if !*quiet {
+			for _, n := range r.notes {
+				fmt.Fprintln(stderr, n)
+			}
+		}
 		switch {
 		case r.filtered:
 			filesSkipped++
@@ -239,13 +270,25 @@ func runVeristat(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	// its format means: veristat's own passes the counts out of order).
 	summary := fmt.Sprintf("Done. Processed %d files, %d programs. Skipped %d files, %d programs.",
 		files, nrows, filesSkipped, progsSkipped)
-	if err := printRows(stdout, format, cols, rows, summary); err != nil {
+	if err := printRows(stdout, format, cols, rows, summary, true); err != nil {
 		return err
 	}
 	if failed {
 		return exitError(1)
 	}
 	return nil
+}
+
+// appendList is a flag that adds its comma-separated list to *dst, as
+// veristat's -e and -s add to their specs.
+func appendList(dst *string) func(string) error {
+	return func(s string) error {
+		if *dst != "" {
+			s = *dst + "," + s
+		}
+		*dst = s
+		return nil
+	}
 }
 
 // filterRows applies the statistic filters, sorts and keeps the first n
@@ -309,12 +352,16 @@ type fileStats struct {
 	// programs they skip.
 	filtered     bool
 	progsSkipped int
+	// notes go to stderr (unless -q): -d's, presets not applied.
+	notes []string
 }
 
-// progLog is a program's verifier log for -v and -S.
+// progLog is a program's verifier log for -v and -S, and its dumps for
+// --dump.
 type progLog struct {
-	row statRow
-	log string
+	row  statRow
+	log  string
+	dump string
 }
 
 // progressAfter is how long a run goes before it shows progress.
@@ -390,11 +437,22 @@ func veristatFile(file string, opts veristatOptions) fileStats {
 	if err != nil {
 		return fileStats{err: err}
 	}
+	var out fileStats
+	if opts.debug {
+		out.notes = debugNotes(file, spec)
+	}
+	if len(opts.presets) > 0 {
+		notes, err := opts.presets.apply(spec)
+		out.notes = append(out.notes, notes...)
+		if err != nil {
+			out.err = fmt.Errorf("%s: failed to set global variables: %w", file, err)
+			return out
+		}
+	}
 	level := 4 | opts.logLevel | opts.flagsLog
 	if opts.topLines > 0 && opts.logLevel == 0 {
 		level |= 2 // -S needs the log, as veristat asks for level 2
 	}
-	var out fileStats
 	for _, name := range specNames(spec) {
 		if opts.filters != nil && !opts.filters.wantProg(base, name) {
 			out.progsSkipped++
@@ -402,11 +460,11 @@ func veristatFile(file string, opts veristatOptions) fileStats {
 		}
 		ps := spec.Programs[name]
 		ps.Flags |= opts.flags
-		row := statRow{"file_name": base, "prog_name": name, "prog_type": progTypeName(ps.Type)}
+		row := statRow{"file_name": base, "prog_name": name, "prog_type": progTypeName(ps.Type), "attach_type": attachTypeName(ps.AttachType)}
 		if insns, _, err := bpfvm.EncodeProgram(ps); err == nil {
 			row["prog_size"] = fmt.Sprint(len(insns))
 		}
-		l := loadOne(file, spec, name, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{LogLevel: level, LogSize: opts.logSize}})
+		l := loadOne(file, spec, name, bpfvm.CollectionOptions{Programs: bpfvm.ProgramOptions{LogLevel: bpfvm.LogLevel(level), LogSize: opts.logSize}})
 		var ve *bpfvm.VerifierError
 		log := ""
 		switch {
@@ -421,17 +479,21 @@ func veristatFile(file string, opts veristatOptions) fileStats {
 			log = l.prog.VerifierLog
 		case errors.As(l.err, &ve):
 			row["verdict"] = "failure"
-			fillFromLog(row, ve.Log)
-			log = ve.Log
+			log = joinLog(ve.Log)
+			fillFromLog(row, log)
 		default:
 			// Not a verdict: the program could not be loaded here.
 			row["verdict"] = "error"
 			out.progErrs = append(out.progErrs, l.err)
 			log = l.err.Error() + "\n"
 		}
+		dump := ""
+		if l.err == nil && opts.dump != 0 {
+			dump = programDumps(l.prog, opts.dump, base, name)
+		}
 		l.close()
-		if opts.logLevel > 0 || opts.topLines > 0 {
-			out.logs = append(out.logs, progLog{row, log})
+		if opts.logLevel > 0 || opts.topLines > 0 || dump != "" {
+			out.logs = append(out.logs, progLog{row, log, dump})
 		}
 		if opts.kernel {
 			if err := kernelStats(row, spec, name); err != nil {
@@ -539,7 +601,7 @@ func kernelStats(row statRow, spec *ebpf.CollectionSpec, name string) error {
 
 // printRows prints a table, CSV or JSON; a table ends with a rule and the
 // summary, when there is one.
-func printRows(w io.Writer, format string, cols []statField, rows []statRow, summary string) error {
+func printRows(w io.Writer, format string, cols []statField, rows []statRow, summary string, rightNumbers bool) error {
 	switch format {
 	case "json", "json-pretty":
 		// The kernel's veristat has no JSON: an array of objects keyed
@@ -566,29 +628,63 @@ func printRows(w io.Writer, format string, cols []statField, rows []statRow, sum
 		cw.Flush()
 		return cw.Error()
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	var header, rule []string
-	for _, c := range cols {
-		header = append(header, c.header)
-		rule = append(rule, strings.Repeat("-", len(c.header)))
+	// veristat's table: each column as wide as its widest cell, two
+	// spaces between, names and verdicts left-aligned and, but in
+	// comparison mode, numbers right-aligned; a rule of dashes under the
+	// header and, before the summary, again after the rows.
+	cells := make([][]string, 0, len(rows)+1)
+	header := make([]string, len(cols))
+	for i, c := range cols {
+		header[i] = c.header
 	}
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	fmt.Fprintln(tw, strings.Join(rule, "\t"))
+	cells = append(cells, header)
 	for _, r := range rows {
-		var vals []string
-		for _, c := range cols {
-			v := r[c.name]
-			if v == "" {
-				v = "N/A"
+		vals := make([]string, len(cols))
+		for i, c := range cols {
+			if vals[i] = r[c.name]; vals[i] == "" {
+				vals[i] = "N/A"
 			}
-			vals = append(vals, v)
 		}
-		fmt.Fprintln(tw, strings.Join(vals, "\t"))
+		cells = append(cells, vals)
+	}
+	widths := make([]int, len(cols))
+	for _, row := range cells {
+		for i, v := range row {
+			widths[i] = max(widths[i], len(v))
+		}
+	}
+	var b strings.Builder
+	line := func(row []string) {
+		for i, v := range row {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if rightNumbers && cols[i].numeric {
+				b.WriteString(strings.Repeat(" ", widths[i]-len(v)) + v)
+			} else {
+				b.WriteString(v + strings.Repeat(" ", widths[i]-len(v)))
+			}
+		}
+		b.WriteString("\n")
+	}
+	rule := func() {
+		for i, n := range widths {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(strings.Repeat("-", n))
+		}
+		b.WriteString("\n")
+	}
+	line(header)
+	rule()
+	for _, row := range cells[1:] {
+		line(row)
 	}
 	if summary != "" {
-		fmt.Fprintln(tw, strings.Join(rule, "\t"))
+		rule()
 	}
-	if err := tw.Flush(); err != nil {
+	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
 	if summary != "" {
@@ -660,7 +756,7 @@ func veristatCompare(basePath, newPath, fields, format string, keys []sortKey, f
 		}
 		rows = append(rows, r)
 	}
-	return printRows(w, format, cols, rows, "")
+	return printRows(w, format, cols, rows, "", false)
 }
 
 // veristatReplay prints a CSV output again, filtered and sorted, as
@@ -681,7 +777,7 @@ func veristatReplay(path, fields, format string, keys []sortKey, flt *filters, n
 			kept = append(kept, r)
 		}
 	}
-	return printRows(w, format, cols, filterRows(kept, flt, keys, n), "")
+	return printRows(w, format, cols, filterRows(kept, flt, keys, n), "", true)
 }
 
 func diff(a, b string, numeric bool) string {

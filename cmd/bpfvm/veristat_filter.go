@@ -262,6 +262,27 @@ type statFilter struct {
 	value float64
 }
 
+// listFile reads a list veristat takes as @FILE (filters, presets,
+// objects): a line each, blank lines and lines starting with # skipped.
+func listFile(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); line != "" && line[0] != '#' {
+			lines = append(lines, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return lines, nil
+}
+
 // filters are veristat's allow (-f EXPR) and deny (-f !EXPR) lists.
 type filters struct {
 	allow, deny []statFilter
@@ -271,23 +292,14 @@ type filters struct {
 // file of them, one a line, # starting comments.
 func (fs *filters) add(arg string) error {
 	if path, ok := strings.CutPrefix(arg, "@"); ok {
-		f, err := os.Open(path)
+		lines, err := listFile(path)
 		if err != nil {
 			return fmt.Errorf("filters: %w", err)
 		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || line[0] == '#' {
-				continue
-			}
+		for _, line := range lines {
 			if err := fs.addExpr(line); err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
-		}
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
 		}
 		return nil
 	}

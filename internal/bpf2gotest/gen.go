@@ -8,4 +8,4 @@ package bpf2gotest
 
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-19 -target bpfel -go-package bpf2gotest kernel dropin.c -- -I/usr/include/x86_64-linux-gnu
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-19 -target bpfel -go-package bpf2gotest vm dropin.c -- -I/usr/include/x86_64-linux-gnu
-//go:generate sed -i "s#\t\"github.com/cilium/ebpf\"#\tebpf \"bpfvm\"#" vm_bpfel.go
+//go:generate sed -i "s#\t\"github.com/cilium/ebpf\"#\tebpf \"github.com/bpfvm/bpfvm\"#" vm_bpfel.go

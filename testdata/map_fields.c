@@ -1,0 +1,172 @@
+//go:build ignore
+
+// map_fields.c: a map whose value has special fields (a struct
+// bpf_spin_lock, a referenced __kptr and a __kptr_untrusted), and programs
+// touching them or taking the lock that the kernel accepts or rejects
+// (map_fields_test.go).
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+// The installed libbpf predates the kptr_untrusted tag.
+#define __kptr_untrusted __attribute__((btf_type_tag("kptr_untrusted")))
+
+// The kernel finds task_struct by name in vmlinux: only its name matters,
+// but it must be a struct, not a forward declaration, which is what clang
+// emits for a struct only pointed to (the variable below makes it complete).
+struct task_struct {
+	int pid;
+};
+
+struct task_struct complete_task;
+
+struct val {
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	struct task_struct __kptr_untrusted *untrusted;
+	struct task_struct __kptr *ref;
+	__u64 counter;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct val);
+} vals SEC(".maps");
+
+static struct val *value(void)
+{
+	__u32 k = 0;
+	return bpf_map_lookup_elem(&vals, &k);
+}
+
+// Accepted: the plain fields.
+SEC("xdp")
+int count(struct xdp_md *ctx)
+{
+	struct val *v = value();
+	if (!v)
+		return XDP_ABORTED;
+	v->counter++;
+	v->pad = 7;
+	return XDP_PASS;
+}
+
+// Accepted: NULL into an untrusted kptr.
+SEC("xdp")
+int clear_untrusted(struct xdp_md *ctx)
+{
+	struct val *v = value();
+	if (!v)
+		return XDP_ABORTED;
+	v->untrusted = 0;
+	return XDP_PASS;
+}
+
+// Rejected: bpf_spin_lock cannot be accessed directly by load/store.
+SEC("xdp")
+int read_lock(struct xdp_md *ctx)
+{
+	struct val *v = value();
+	if (!v)
+		return XDP_ABORTED;
+	return *(volatile __u32 *)&v->lock;
+}
+
+// Rejected: bpf_spin_lock cannot be accessed directly by load/store.
+SEC("xdp")
+int write_lock(struct xdp_md *ctx)
+{
+	struct val *v = value();
+	if (!v)
+		return XDP_ABORTED;
+	*(volatile __u32 *)&v->lock = 0;
+	return XDP_PASS;
+}
+
+// Rejected: store to referenced kptr disallowed.
+SEC("xdp")
+int store_ref(struct xdp_md *ctx)
+{
+	struct val *v = value();
+	if (!v)
+		return XDP_ABORTED;
+	v->ref = 0;
+	return XDP_PASS;
+}
+
+// Rejected: kptr access size must be BPF_DW.
+SEC("xdp")
+int half_kptr(struct xdp_md *ctx)
+{
+	struct val *v = value();
+	if (!v)
+		return XDP_ABORTED;
+	return *(volatile __u32 *)&v->untrusted;
+}
+
+// Rejected: the value passed to bpf_map_update_elem holds the lock.
+SEC("xdp")
+int update_from_value(struct xdp_md *ctx)
+{
+	__u32 k = 0;
+	struct val *v = bpf_map_lookup_elem(&vals, &k);
+	if (!v)
+		return XDP_ABORTED;
+	bpf_map_update_elem(&vals, &k, v, 0);
+	return XDP_PASS;
+}
+
+// Accepted by the kernel (an untrusted PTR_TO_BTF_ID); refused by bpfvm,
+// which has no PTR_TO_BTF_ID yet.
+SEC("xdp")
+int load_untrusted(struct xdp_md *ctx)
+{
+	struct val *v = value();
+	if (!v)
+		return XDP_ABORTED;
+	return v->untrusted != 0;
+}
+
+// Accepted: the counter under the value's lock.
+SEC("xdp")
+int locked_count(struct xdp_md *ctx)
+{
+	struct val *v = value();
+	if (!v)
+		return XDP_ABORTED;
+	bpf_spin_lock(&v->lock);
+	v->counter++;
+	bpf_spin_unlock(&v->lock);
+	return XDP_PASS;
+}
+
+// Rejected: BPF_EXIT instruction in main prog cannot be used inside
+// bpf_spin_lock-ed region.
+SEC("xdp")
+int exit_locked(struct xdp_md *ctx)
+{
+	struct val *v = value();
+	if (!v)
+		return XDP_ABORTED;
+	bpf_spin_lock(&v->lock);
+	if (v->counter > 3)
+		return XDP_DROP;
+	bpf_spin_unlock(&v->lock);
+	return XDP_PASS;
+}
+
+// Rejected: function calls are not allowed while holding a lock.
+SEC("xdp")
+int call_locked(struct xdp_md *ctx)
+{
+	struct val *v = value();
+	if (!v)
+		return XDP_ABORTED;
+	bpf_spin_lock(&v->lock);
+	v->counter = bpf_get_prandom_u32();
+	bpf_spin_unlock(&v->lock);
+	return XDP_PASS;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,6 @@
+//go:build unix && !linux
+
+package vm
+
+// mapPopulate is zero where mmap has no MAP_POPULATE: pages fault in.
+const mapPopulate = 0
