@@ -172,7 +172,7 @@ func newCollection(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collec
 			progMaps = append(progMaps, m)
 		}
 		popts := opts.Programs
-		popts.flags, popts.poisons, popts.AttachType = ps.Flags, enc.poisons, ps.AttachType
+		popts.flags, popts.poisons, popts.AttachType, popts.AttachTo, popts.targets = ps.Flags, enc.poisons, ps.AttachType, ps.AttachTo, targets
 		if enc.funcs != nil {
 			popts.Funcs = enc.funcs
 		}

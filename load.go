@@ -180,6 +180,20 @@ const maxLogSize = 1 << 30
 // verify runs the verifier unless the options or the program type say not
 // to (the result then has no aux).
 func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Set, opts ProgramOptions) (*verified, error) {
+	var kt *btf.Spec
+	var target *verifier.AttachTarget
+	if pt.BTFArgs {
+		// The kernel refuses a tracing program whose target it cannot
+		// find, before verifying it (or not).
+		kt = opts.KernelTypes
+		if kt == nil {
+			kt = defaultKernelTypes(opts)
+		}
+		var err error
+		if target, err = verifier.ResolveAttach(kt, pt.Attach, opts.AttachTo); err != nil {
+			return nil, err
+		}
+	}
 	if opts.NoVerify || pt.ContextSize == 0 {
 		return &verified{}, nil
 	}
@@ -212,6 +226,13 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		LogSize:      opts.LogSize,
 		Funcs:        opts.Funcs,
 		Lines:        opts.Lines,
+		KernelTypes:  opts.KernelTypes,
+	}
+	if vopts.KernelTypes == nil && needsKernelTypes(insns) {
+		vopts.KernelTypes = defaultKernelTypes(opts)
+	}
+	if pt.BTFArgs {
+		vopts.KernelTypes, vopts.Attach = kt, target
 	}
 	res, err := verifier.Verify(insns, vopts)
 	// A log that did not fit: verify again with the buffer it needs (the
@@ -240,7 +261,31 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		Data: shadow + runner.ShadowData, End: shadow + runner.ShadowEnd, Meta: shadow + runner.ShadowMeta,
 		FlowKeys: shadow + runner.ShadowFlowKeys, Socket: shadow + runner.ShadowSocket, TPBuffer: shadow + runner.ShadowTPBuffer,
 	})
+	rewrite.ProbeLoads(ctx, res.Aux)
 	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset, maxTP: res.MaxTPAccess}, nil
+}
+
+// defaultKernelTypes is the kernel BTF verification uses when the options
+// name none: the load's CO-RE target (the host's vmlinux, else the shipped
+// types), the same types bpf_core_type_id_kernel numbered; nil if there is
+// none.
+func defaultKernelTypes(opts ProgramOptions) *btf.Spec {
+	targets := opts.targets
+	if targets == nil {
+		targets = newCORETargets(ProgramOptions{}, nil)
+	}
+	if specs, err := targets.get(); err == nil && len(specs) > 0 {
+		return specs[0]
+	}
+	return nil
+}
+
+// needsKernelTypes reports whether verifying insns needs the kernel's BTF:
+// it calls kfuncs that give pointers to kernel objects.
+func needsKernelTypes(insns []isa.Instruction) bool {
+	return slices.ContainsFunc(insns, func(ins isa.Instruction) bool {
+		return ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallKfunc) && (ins.Imm == isa.KfuncCastToKernCtx || ins.Imm == isa.KfuncRdonlyCast)
+	})
 }
 
 // explainPoison adds to a rejection at an instruction CO-RE poisoned the
@@ -322,6 +367,7 @@ func rewriteFor(e Engine, insns []isa.Instruction, v *verified, hs *helper.Set, 
 				return out, err
 			}
 			rewrite.InlineIterNext(rp)
+			rewrite.InlineCasts(rp)
 			if _, err := rewrite.InlineLoops(rp, hs.Lookup); err != nil {
 				return out, err
 			}

@@ -81,6 +81,12 @@ type ProgramOptions struct {
 	// progtype.OfAttach. NewProgram and NewCollection take the spec's
 	// (ProgramSpec.AttachType) instead.
 	AttachType ebpf.AttachType
+	// AttachTo is the attach target of a tracing program NewRawProgram
+	// loads (a kernel function for fentry, fexit and fmod_ret, a
+	// tracepoint for tp_btf), found in KernelTypes (or the default
+	// target) as the kernel finds it: its prototype types the context.
+	// NewProgram and NewCollection take the spec's (ProgramSpec.AttachTo).
+	AttachTo string
 	// Output receives the messages of bpf_trace_printk and
 	// bpf_trace_vprintk, one Write per message, formatted as lines of the
 	// kernel's trace_pipe: "bpf_trace_printk: " and the message, ending in
@@ -151,6 +157,9 @@ type ProgramOptions struct {
 	// poisons are the instructions CO-RE poisoned, which the loaders copy
 	// here to explain a rejection at one.
 	poisons []loader.Poison
+	// targets are the load's CO-RE targets, whose vmlinux is the kernel
+	// BTF verification uses when KernelTypes is nil (nil: found anew).
+	targets *coreTargets
 }
 
 // Checks selects whether a verified program also runs with the run-time
@@ -424,7 +433,8 @@ func NewProgram(spec *ebpf.ProgramSpec) (*Program, error) {
 
 // NewProgramWithOptions loads a single program that references no maps.
 func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Program, error) {
-	enc, err := convertFuncs(spec, newCORETargets(opts, nil))
+	targets := newCORETargets(opts, nil)
+	enc, err := convertFuncs(spec, targets)
 	if err != nil {
 		return nil, fmt.Errorf("program %s: %w", spec.Name, err)
 	}
@@ -437,7 +447,7 @@ func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Progra
 	if len(enc.refs) > 0 {
 		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, enc.refs[0])
 	}
-	opts.flags, opts.poisons, opts.AttachType = spec.Flags, enc.poisons, spec.AttachType
+	opts.flags, opts.poisons, opts.AttachType, opts.AttachTo, opts.targets = spec.Flags, enc.poisons, spec.AttachType, spec.AttachTo, targets
 	return newProgram(spec.Name, spec.Type, enc.insns, nil, nil, opts)
 }
 

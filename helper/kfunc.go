@@ -21,13 +21,23 @@ type Kfunc struct {
 }
 
 // kfuncs are the kfuncs bpfvm implements: the open-coded number iterator
-// (kernel/bpf/bpf_iter.c). The verifier knows their rules
+// (kernel/bpf/bpf_iter.c) and the casts to kernel types
+// (kernel/bpf/helpers.c). The verifier knows their rules
 // (verifier/kfunc.go).
 var kfuncs = []Kfunc{
 	{Name: "bpf_iter_num_new", ID: isa.KfuncIterNumNew, Func: kfuncIterNumNew},
 	{Name: "bpf_iter_num_next", ID: isa.KfuncIterNumNext, Func: kfuncIterNumNext},
 	{Name: "bpf_iter_num_destroy", ID: isa.KfuncIterNumDestroy, Func: kfuncIterNumDestroy},
+	{Name: "bpf_cast_to_kern_ctx", ID: isa.KfuncCastToKernCtx, Func: kfuncCast},
+	{Name: "bpf_rdonly_cast", ID: isa.KfuncRdonlyCast, Func: kfuncCast},
 }
+
+// kfuncCast is bpf_cast_to_kern_ctx(ctx) and bpf_rdonly_cast(obj, btf_id):
+// the pointer itself, which only the verifier sees with a new type (the
+// kernel replaces the calls with r0 = r1). Loads through what they give
+// are probe loads (verifier.InsnAux.Probe): the context's bytes where the
+// kernel object's fields would be, 0 outside what the run may read.
+func kfuncCast(_ *vm.Env, r1, _, _, _, _ uint64) (uint64, error) { return r1, nil }
 
 // LookupKfunc returns the kfunc with bpfvm id id, or nil.
 func LookupKfunc(id int32) *Kfunc {

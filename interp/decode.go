@@ -210,6 +210,13 @@ const (
 	opStTH
 	opStTW
 	opStTDW
+	opLdxPB // isa.ModeProbe loads: 0 where the run may not read
+	opLdxPH
+	opLdxPW
+	opLdxPDW
+	opLdxPSB // isa.ModeProbeSX loads
+	opLdxPSH
+	opLdxPSW
 	opNop      // second slot of LD_IMM64; never executed
 	opCPUIndex // internal isa.OpCPUIndex: dst = env.CPU
 	opDead     // internal isa.OpDead: stop with vm.ErrDeadCode
@@ -288,6 +295,12 @@ func decodeOp(ins isa.Instruction) uint8 {
 	}
 	if ins.IsIterNumNext() {
 		return opIterNumNext
+	}
+	if ins.IsProbe() {
+		if ins.Op&0xe0 == isa.ModeProbeSX {
+			return opLdxPSB + sizeIndex(ins.Op)
+		}
+		return opLdxPB + sizeIndex(ins.Op)
 	}
 	if ins.IsTrusted() {
 		if ins.Class() == isa.ClassLDX {

@@ -928,6 +928,11 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			r[in.dst] = vm.LoadSized(r[in.src]+uint64(in.off), ldSize[in.op-opLdxTB])
 		case opStTB, opStTH, opStTW, opStTDW:
 			vm.StoreSized(r[in.dst]+uint64(in.off), ldSize[in.op-opStTB], uint64(in.imm))
+		case opLdxPB, opLdxPH, opLdxPW, opLdxPDW:
+			r[in.dst] = env.Probe(r[in.src]+uint64(in.off), ldSize[in.op-opLdxPB])
+		case opLdxPSB, opLdxPSH, opLdxPSW:
+			v := env.Probe(r[in.src]+uint64(in.off), ldSize[in.op-opLdxPSB])
+			r[in.dst] = extend(opLdxSB+(in.op-opLdxPSB), v)
 
 		case opIterNumNext:
 			// Verified programs run checked keep the rewrite's

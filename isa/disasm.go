@@ -134,6 +134,13 @@ func format(prog []Instruction, pc int, helper HelperNamer) string {
 		if mode == ModeTrusted {
 			return fmt.Sprintf("r%d = *(trusted %s *)(r%d %+d)", ins.Dst, sizeName(ins.Op), ins.Src, ins.Off)
 		}
+		if ins.IsProbe() {
+			name := sizeName(ins.Op)
+			if mode == ModeProbeSX {
+				name = signedSizeName(ins.Op)
+			}
+			return fmt.Sprintf("r%d = *(probe %s *)(r%d %+d)", ins.Dst, name, ins.Src, ins.Off)
+		}
 		if mode == ModeMEMSX && ins.Op&0x18 != SizeDW {
 			return fmt.Sprintf("r%d = *(%s *)(r%d %+d)", ins.Dst, signedSizeName(ins.Op), ins.Src, ins.Off)
 		}

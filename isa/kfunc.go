@@ -8,12 +8,16 @@ const (
 	KfuncIterNumNew     int32 = 1 // int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end)
 	KfuncIterNumNext    int32 = 2 // int *bpf_iter_num_next(struct bpf_iter_num *it)
 	KfuncIterNumDestroy int32 = 3 // void bpf_iter_num_destroy(struct bpf_iter_num *it)
+	KfuncCastToKernCtx  int32 = 4 // void *bpf_cast_to_kern_ctx(void *obj)
+	KfuncRdonlyCast     int32 = 5 // void *bpf_rdonly_cast(const void *obj__ign, u32 btf_id__k)
 )
 
 var kfuncNames = [...]string{
 	KfuncIterNumNew:     "bpf_iter_num_new",
 	KfuncIterNumNext:    "bpf_iter_num_next",
 	KfuncIterNumDestroy: "bpf_iter_num_destroy",
+	KfuncCastToKernCtx:  "bpf_cast_to_kern_ctx",
+	KfuncRdonlyCast:     "bpf_rdonly_cast",
 }
 
 // KfuncID returns bpfvm's id of the kfunc called name.

@@ -93,6 +93,12 @@ func validate(prog []Instruction, internal bool, lvl int) error {
 			}
 			continue
 		}
+		if internal && ins.IsProbe() {
+			if ins.Dst > MaxRegister || ins.Src > MaxRegister || ins.Dst == R10 || ins.Imm != 0 {
+				return insnErr(i, "internal probe load uses invalid registers")
+			}
+			continue
+		}
 		if internal && ins.IsTrusted() {
 			if ins.Dst > MaxRegister || ins.Src > MaxRegister || ins.Class() == ClassLDX && ins.Dst == R10 {
 				return insnErr(i, "internal trusted access uses invalid registers")

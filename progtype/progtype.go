@@ -13,7 +13,8 @@
 // sk_msg), sock_ops.go, cgroup_sock.go (cgroup_sock, cgroup_sock_addr),
 // sk_lookup.go, sk_reuseport.go, flow_dissector.go, cgroup.go (cgroup_sysctl, cgroup_sockopt,
 // cgroup_device), kprobe.go, tracepoint.go, raw_tracepoint.go,
-// perf_event.go; helpers.go holds the shared helper sets
+// perf_event.go, tracing.go (tp_btf, fentry, fexit, fmod_ret, whose context
+// is their attach target's arguments: BTFArgs); helpers.go holds the shared helper sets
 // (bpf_base_func_proto, bpf_sk_base_func_proto, cgroup_common_func_proto,
 // cgroup_current_func_proto) they compose, tracing_helpers.go the tracing
 // types' (bpf_tracing_func_proto and the sets over it). Where the kernel's rules depend
@@ -233,6 +234,10 @@ type Type struct {
 	// Keys, for a type whose programs fill a struct bpf_flow_keys
 	// (flow_dissector), is its test run; nil for none.
 	Keys *KeysRun
+	// BTFArgs says the context is the arguments of the program's attach
+	// target, u64 slots typed by its BTF prototype (the tracing types):
+	// the verifier checks accesses against the target (Fields is empty).
+	BTFArgs bool
 	// MetaInput returns how many leading bytes of a test run's input are
 	// packet metadata rather than packet (xdp_md.data of the input), after
 	// Setup accepted the context; nil for none.
@@ -569,6 +574,8 @@ func OfAttach(t ebpf.ProgramType, a ebpf.AttachType) (*Type, error) {
 			return cgroupDeviceNoRetval, nil
 		}
 		return CGroupDevice, nil
+	case ebpf.Tracing:
+		return byAttach(tracingTypes)
 	case ebpf.SkReuseport:
 		return byAttach(map[ebpf.AttachType]*Type{
 			0:                                     SKReuseport,

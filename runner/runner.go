@@ -83,13 +83,14 @@ func (r *Runner) startEnv(ctx context.Context) {
 }
 
 // progRegions appends to regions (which hold the packet) what p may
-// access in checked mode: its maps, the flow keys of a type that has them
-// and, for a verified program that runs checked, the context and the
-// shadow packet pointers its rewritten context loads read (unverified
-// programs reach the context through vm.Env.CtxAccess instead).
+// access in checked mode, and probe loads read in any mode: its maps, the
+// flow keys of a type that has them and, for a verified program, the
+// context and the shadow packet pointers its rewritten context loads read
+// (unverified programs reach the context through vm.Env.CtxAccess
+// instead).
 func (r *Runner) progRegions(regions []vm.Region, p *Program) []vm.Region {
 	base := r.buf.Addr()
-	if p.Verified && p.Checked && p.Type.ContextSize > 0 {
+	if p.Verified && p.Type.ContextSize > 0 {
 		shadow := base + Shadow(p.Type)
 		regions = append(regions,
 			vm.Region{Start: base, End: base + uint64(p.Type.ContextSize), Writable: true},

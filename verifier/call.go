@@ -250,7 +250,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			if reg.Type != PtrToFunc {
 				return v.errorf(pc, "R%d type=%s expected=func", regno, regTypeString(reg))
 			}
-			callback = reg.Subprog
+			callback = int(reg.Subprog)
 		case ArgSpinLock:
 			if err := v.spinLockArg(pc, regno, reg, name == "bpf_spin_lock"); err != nil {
 				return err
@@ -576,8 +576,9 @@ func (v *verifier) checkMemArgType(pc int, regno isa.Register, reg *Reg, at ArgT
 	case PtrToStack, PtrToPacket, PtrToPacketMeta, PtrToMapKey, PtrToMapValue:
 		ok = true
 	case PtrToMem:
-		// Read-only memory only where the helper only reads.
-		ok = reg.Flags&Rdonly == 0 || !at.Writes()
+		// Read-only memory only where the helper only reads; untrusted
+		// memory (probe loads only) nowhere.
+		ok = (reg.Flags&Rdonly == 0 || !at.Writes()) && reg.Flags&Untrusted == 0
 	}
 	if at == ArgConstStr {
 		want, ok = "map_value", reg.Type == PtrToMapValue
@@ -756,7 +757,7 @@ func (v *verifier) checkLocalCall(pc, target int) error {
 		caller.Regs[r] = Reg{Type: NotInit}
 	}
 	if v.log.level > 0 {
-		v.log.printf("caller:\n %s\ncallee:\n %s\n", frameString(caller), frameString(callee))
+		v.log.printf("caller:\n %s\ncallee:\n %s\n", v.frameString(caller), v.frameString(callee))
 	}
 	v.pc = target
 	return nil
@@ -854,7 +855,7 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		caller := st.cur()
 		caller.Regs[0] = *r0
 		if v.log.level > 0 {
-			v.log.printf("returning from callee:\n %s\nto caller at %d:\n %s\n", frameString(f), f.CallSite+1, frameString(caller))
+			v.log.printf("returning from callee:\n %s\nto caller at %d:\n %s\n", v.frameString(f), f.CallSite+1, v.frameString(caller))
 		}
 		v.pc = f.CallSite + 1
 		return false, nil

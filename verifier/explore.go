@@ -71,7 +71,7 @@ func (v *verifier) explore() error {
 			}
 		}
 		if v.log.level > 0 {
-			v.log.closeInsn(v.touchedString(ins))
+			v.log.closeInsn(v.touchedString(ins), v.nextPC)
 		}
 		popped = nil
 		if !done {

@@ -36,8 +36,11 @@ type logger struct {
 	start, end int
 	max        int
 	// open is the length of an instruction line still waiting for the
-	// registers that follow it (0 when no line is open).
+	// registers that follow it (0 when no line is open); cut says that
+	// something else was logged after the instruction line (the registers
+	// then get a line of their own).
 	open int
+	cut  bool
 	// lines are the program's line_info records by instruction, and
 	// lastLine is 1 + the index of the one printed last (0: none yet),
 	// the kernel's prev_linfo, which rewinds leave alone as they do there.
@@ -51,7 +54,7 @@ func (l *logger) printf(format string, args ...any) {
 	}
 	s := fmt.Sprintf(format, args...)
 	if l.open > 0 {
-		l.open = 0
+		l.open, l.cut = 0, true
 		s = "\n" + s
 	}
 	l.write(s)
@@ -133,7 +136,7 @@ func (l *logger) insn(pc int, insns []isa.Instruction) {
 	l.sourceLine(pc)
 	line := fmt.Sprintf("%d: (%02x) %s", pc, insns[pc].Op, isa.Format(insns, pc, nil))
 	l.printf("%s", line)
-	l.open = len(line)
+	l.open, l.cut = len(line), false
 }
 
 // sourceLine logs the line_info record that covers pc, as the kernel's
@@ -162,10 +165,17 @@ func (l *logger) sourceLine(pc int) {
 }
 
 // closeInsn ends an open instruction line with the state it changed,
-// aligned as the kernel aligns it ("; R1=ctx() R2=pkt(r=0)").
-func (l *logger) closeInsn(state string) {
+// aligned as the kernel aligns it ("; R1=ctx() R2=pkt(r=0)"). When
+// something else was logged after the instruction, the state gets a line
+// of its own, numbered with the next instruction, next, as the kernel's
+// print_insn_state does.
+func (l *logger) closeInsn(state string, next int) {
 	pos := l.open
 	if pos == 0 {
+		if l.cut && state != "" {
+			l.printf("%d: %s\n", next, state)
+		}
+		l.cut = false
 		return
 	}
 	l.open = 0
@@ -180,21 +190,31 @@ func (l *logger) closeInsn(state string) {
 // regTypeString names a register's type with its flags, as the kernel's
 // reg_type_str.
 func regTypeString(r *Reg) string {
-	name := r.Type.String()
-	switch {
-	case r.Type == PtrToMem && r.Flags&Ringbuf != 0:
-		name = "ringbuf_mem"
-	case r.Type == PtrToMem && r.Flags&Rdonly != 0:
-		name = "rdonly_mem"
+	var prefix string
+	for _, f := range typeFlagNames {
+		if r.Flags&f.flag != 0 {
+			prefix += f.name
+		}
 	}
+	name := prefix + r.Type.String()
 	if r.maybeNull() {
+		if r.Type == PtrToBTFID {
+			return name + "or_null_"
+		}
 		name += "_or_null"
 	}
 	return name
 }
 
+// typeFlagNames are the prefixes of flags in type names, in the kernel's
+// order.
+var typeFlagNames = [...]struct {
+	flag uint8
+	name string
+}{{Rdonly, "rdonly_"}, {Ringbuf, "ringbuf_"}, {RCU, "rcu_"}, {Untrusted, "untrusted_"}, {Trusted, "trusted_"}}
+
 // regString prints a register's value in the kernel's log syntax.
-func regString(r *Reg) string {
+func (v *verifier) regString(r *Reg) string {
 	switch r.Type {
 	case NotInit:
 		return "?"
@@ -232,15 +252,19 @@ func regString(r *Reg) string {
 			parts = append(parts, s)
 		}
 	}
-	return regTypeString(r) + "(" + strings.Join(parts, ",") + ")"
+	name := regTypeString(r)
+	if r.Type == PtrToBTFID {
+		name += v.btfName(r)
+	}
+	return name + "(" + strings.Join(parts, ",") + ")"
 }
 
 // frameString prints a frame's initialised registers and stack.
-func frameString(f *Frame) string {
+func (v *verifier) frameString(f *Frame) string {
 	var parts []string
 	for i := range f.Regs {
 		if f.Regs[i].Type != NotInit {
-			parts = append(parts, fmt.Sprintf("R%d=%s", i, regString(&f.Regs[i])))
+			parts = append(parts, fmt.Sprintf("R%d=%s", i, v.regString(&f.Regs[i])))
 		}
 	}
 	for i := range f.Stack {
@@ -248,7 +272,7 @@ func frameString(f *Frame) string {
 		if s.Types == [8]uint8{} {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("fp%d=%s", -8*(i+1), slotString(s)))
+		parts = append(parts, fmt.Sprintf("fp%d=%s", -8*(i+1), v.slotString(s)))
 	}
 	return strings.Join(parts, " ")
 }
@@ -272,7 +296,7 @@ func (v *verifier) touchedString(ins isa.Instruction) string {
 	var parts []string
 	for r := range f.Regs {
 		if set&(1<<r) != 0 && f.Regs[r].Type != NotInit {
-			parts = append(parts, fmt.Sprintf("R%d=%s", r, regString(&f.Regs[r])))
+			parts = append(parts, fmt.Sprintf("R%d=%s", r, v.regString(&f.Regs[r])))
 		}
 	}
 	// The stack slot behind a load or store through a stack pointer.
@@ -291,7 +315,7 @@ func (v *verifier) touchedString(ins isa.Instruction) string {
 			fr := v.cur.Frames[p.Frame]
 			if i := (-off - 1) / 8; i < len(fr.Stack) {
 				slot := -8 * (i + 1)
-				parts = append(parts, fmt.Sprintf("fp%d=%s", slot, slotString(&fr.Stack[i])))
+				parts = append(parts, fmt.Sprintf("fp%d=%s", slot, v.slotString(&fr.Stack[i])))
 			}
 		}
 	}
@@ -302,14 +326,14 @@ func (v *verifier) touchedString(ins isa.Instruction) string {
 // is prefixed with its number as the kernel does for calls.
 func (v *verifier) stateString(st *State, _ bool) string {
 	if len(st.Frames) == 1 {
-		return frameString(st.Frames[0])
+		return v.frameString(st.Frames[0])
 	}
 	var b strings.Builder
 	for i, f := range st.Frames {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "frame%d: %s", i, frameString(f))
+		fmt.Fprintf(&b, "frame%d: %s", i, v.frameString(f))
 	}
 	return b.String()
 }

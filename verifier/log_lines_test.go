@@ -32,7 +32,7 @@ func TestLogSourceLines(t *testing.T) {
 		l := logger{level: 1, lines: lines}
 		for _, pc := range tc.pcs {
 			l.insn(pc, insns)
-			l.closeInsn("")
+			l.closeInsn("", pc+1)
 		}
 		if got := l.String(); got != tc.want {
 			t.Errorf("pcs %v:\n%s\nwant\n%s", tc.pcs, got, tc.want)

@@ -157,12 +157,18 @@ func (v *verifier) checkMemAccess(ptr *Reg, a access) (Reg, error) {
 		return Reg{}, err
 	}
 	aux := &v.aux[a.pc]
+	if !a.write && probed(ptr) {
+		aux.Probe = true
+	}
 	if aux.PtrType == NotInit {
 		aux.PtrType = ptr.Type
-	} else if aux.PtrType != ptr.Type && !(mixable(ptr.Type) && mixable(aux.PtrType)) {
+	} else if aux.PtrType != ptr.Type && !(mixable(ptr.Type) && mixable(aux.PtrType)) &&
+		!(!a.write && memOrObject(ptr.Type) && memOrObject(aux.PtrType)) {
 		// The rewrite converts context accesses; an instruction that
 		// reaches the context on one path and other memory on another
-		// cannot be converted.
+		// cannot be converted. A load may read kernel objects on one
+		// path and memory on another (the kernel's allow_trust_mismatch):
+		// it becomes a probe load (Probe), which reads memory as a load.
 		return Reg{}, v.errorf(a.pc, "same insn cannot be used with different pointers")
 	}
 	return res, nil
@@ -216,12 +222,20 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 		return v.tpBufferAccess(ptr, a)
 	case ConstPtrToMap:
 		return v.mapPtrAccess(ptr, a)
+	case PtrToBTFID:
+		return v.btfAccess(ptr, a)
 	case PtrToMem:
 		if a.write && ptr.Flags&Rdonly != 0 {
 			return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))
 		}
 		if v.leaks(a) {
 			return Reg{}, v.errorf(a.pc, "R%d leaks addr into mem", a.valReg)
+		}
+		if ptr.Flags&Untrusted != 0 {
+			// Read-only untrusted memory (what a kernel object's
+			// pointer to a non-struct points to) is read by probe
+			// loads: any offset, 0 where nothing is mapped.
+			return v.loadedScalar(a.size), nil
 		}
 		if err := v.boundsCheck(ptr, a, int64(ptr.MemSize), "memory, mem_size"); err != nil {
 			return Reg{}, err
@@ -282,9 +296,20 @@ func (v *verifier) tcpSockAccess(ptr *Reg, a access) (Reg, error) {
 
 // mixable reports whether one instruction may access memory of type t and
 // of other types on different paths: not the context and sockets, whose
-// accesses the kernel converts (reg_type_mismatch_ok).
+// accesses the kernel converts, nor kernel objects, which it reads with
+// probe loads (reg_type_mismatch_ok).
 func mixable(t RegType) bool {
-	return t.IsPointer() && t != PtrToCtx && t != PtrToXDPSock && t != PtrToSockCommon && t != PtrToSocket && t != PtrToTCPSock
+	return t.IsPointer() && t != PtrToCtx && t != PtrToXDPSock && t != PtrToSockCommon && t != PtrToSocket && t != PtrToTCPSock && t != PtrToBTFID
+}
+
+// memOrObject reports whether t is memory or a kernel object, which one
+// load may read on different paths.
+func memOrObject(t RegType) bool { return t == PtrToMem || t == PtrToBTFID }
+
+// probed reports whether loads through ptr are probe loads: of a kernel
+// object or of untrusted memory.
+func probed(ptr *Reg) bool {
+	return ptr.Type == PtrToBTFID || ptr.Type == PtrToMem && ptr.Flags&Untrusted != 0
 }
 
 // xdpSockAccess checks an access to an xskmap socket: only its 4-byte
@@ -455,6 +480,9 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 	if v.leaks(a) {
 		return Reg{}, v.errorf(a.pc, "R%d leaks addr into ctx", a.valReg)
 	}
+	if v.pt.BTFArgs {
+		return v.tracingCtxAccess(off, a) // tracing.go
+	}
 	op := progtype.Load
 	switch {
 	case a.write:
@@ -594,7 +622,7 @@ func (v *verifier) checkLdImm(pc int, ins isa.Instruction) error {
 		*dst = Reg{Type: PtrToMapValue, Map: m, Off: int32(off), Scalar: Const(0)}
 	case isa.PseudoFunc:
 		target := pc + 1 + int(ins.Imm)
-		*dst = Reg{Type: PtrToFunc, Subprog: subprogAt(v.subs, target), Scalar: Const(0)}
+		*dst = Reg{Type: PtrToFunc, Subprog: int32(subprogAt(v.subs, target)), Scalar: Const(0)}
 	default:
 		return v.errorf(pc, "unrecognized bpf_ld_imm64 insn")
 	}

@@ -336,7 +336,7 @@ func regsafe(old, cur *Reg, ids *idMap, all bool) bool {
 			return false
 		}
 	default:
-		if old.Off != cur.Off || old.Map != cur.Map || old.MemSize != cur.MemSize || old.Frame != cur.Frame || old.Subprog != cur.Subprog {
+		if old.Off != cur.Off || old.Map != cur.Map || old.MemSize != cur.MemSize || old.Frame != cur.Frame || old.Subprog != cur.Subprog || old.BTF != cur.BTF {
 			return false
 		}
 	}

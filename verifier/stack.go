@@ -286,9 +286,9 @@ func (v *verifier) stackRangeInit(pc int, regno isa.Register, reg *Reg, f *Frame
 	return nil
 }
 
-func slotString(s *Slot) string {
+func (v *verifier) slotString(s *Slot) string {
 	if s.isSpill() {
-		return regString(&s.Spilled)
+		return v.regString(&s.Spilled)
 	}
 	if s.Types[0] == StackIter {
 		return iterString(s) // iter.go

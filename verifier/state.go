@@ -46,13 +46,32 @@ const (
 	// PtrToTCPSock is a struct bpf_tcp_sock (bpf_tcp_sock's result,
 	// null-checked): read-only, its fields whole (tcpSockAccess).
 	PtrToTCPSock
+	// PtrToBTFID is a pointer to a kernel object of a BTF struct type
+	// (Reg.BTF): loads walk the type (btfptr.go) and run as the kernel's
+	// BPF_PROBE_MEM loads, which read 0 where nothing is mapped. Trusted,
+	// Untrusted, RCU and Alloc qualify it as the kernel's flags do.
+	PtrToBTFID
 )
 
-// Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY and MEM_RINGBUF.
+// Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY, MEM_RINGBUF,
+// PTR_TRUSTED, PTR_UNTRUSTED, MEM_RCU and MEM_ALLOC.
 const (
 	MaybeNull uint8 = 1 << iota
 	Rdonly
 	Ringbuf
+	// Trusted marks a PtrToBTFID the kernel vouches for (a program
+	// type's argument, bpf_cast_to_kern_ctx): helpers and kfuncs taking
+	// trusted arguments accept it.
+	Trusted
+	// Untrusted marks memory read through probe loads only
+	// (bpf_rdonly_cast, what walking an untrusted pointer gives): it may
+	// be passed nowhere.
+	Untrusted
+	// RCU marks a pointer valid inside the RCU read section the program
+	// runs in (the kernel's MEM_RCU).
+	RCU
+	// Alloc marks an object the program allocated (bpf_obj_new).
+	Alloc
 )
 
 var regTypeNames = [...]string{
@@ -74,6 +93,7 @@ var regTypeNames = [...]string{
 	PtrToSocket:     "sock",
 	PtrToTPBuffer:   "tp_buffer",
 	PtrToTCPSock:    "tcp_sock",
+	PtrToBTFID:      "ptr_",
 }
 
 func (t RegType) String() string {
@@ -120,7 +140,11 @@ type Reg struct {
 	// Map is the map of ConstPtrToMap, PtrToMapValue and PtrToMapKey.
 	Map *MapInfo
 	// Subprog is the subprogram a PtrToFunc names.
-	Subprog int
+	Subprog int32
+	// BTF is the type a PtrToBTFID points to: its index in the
+	// verification's type table (btfptr.go), 1-based. Registers of the
+	// same type hold the same index.
+	BTF uint32
 	// Off is the fixed part of a pointer's offset.
 	Off int32
 	// ID links registers that share a null check (maybe-null pointers),

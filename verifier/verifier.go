@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cilium/ebpf/btf"
+
 	"github.com/bpfvm/bpfvm/isa"
 	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/progtype"
@@ -101,6 +103,14 @@ type Options struct {
 	// Lines is the program's BTF line_info, ordered by instruction: the
 	// log shows the source lines, as the kernel's does.
 	Lines []LineInfo
+	// KernelTypes is the kernel's BTF (vmlinux): the types of the
+	// pointers to kernel objects (PtrToBTFID) that kfuncs and tracing
+	// contexts give, and what bpf_rdonly_cast's type ids name. Nil
+	// refuses what needs it.
+	KernelTypes *btf.Spec
+	// Attach is the attach target of a tracing program
+	// (progtype.Type.BTFArgs), found in KernelTypes (ResolveAttach).
+	Attach *AttachTarget
 }
 
 // Program load flags (the kernel's BPF_F_* prog_flags) and what they do
@@ -176,6 +186,10 @@ type InsnAux struct {
 	// Sock is the socket field (struct bpf_sock) a load through a socket
 	// pointer read, for the loads the kernel converts (NoneMinusOne).
 	Sock *progtype.Field
+	// Probe marks a load through a pointer to a kernel object (PtrToBTFID,
+	// untrusted memory) on some path: the kernel's BPF_PROBE_MEM, which
+	// reads 0 where nothing is mapped instead of faulting.
+	Probe bool
 	// Map is the map a helper call at this instruction used on every path,
 	// or nil when paths disagree or it is unknown (for inlining lookups).
 	Map *MapInfo
@@ -284,6 +298,10 @@ type verifier struct {
 	ret *earlyReturn
 
 	aluCache aluCache // alu_cache.go
+	// btfTypes is the table of the types PtrToBTFID registers point to,
+	// by Reg.BTF-1, and btfIndex their indexes (btfptr.go).
+	btfTypes []btfEntry
+	btfIndex map[btf.Type]uint32
 	// fields are the special fields of the maps' values (fields.go).
 	fields map[fieldsKey][]maps.Field
 	free   []*State // states to reuse (state.go)

@@ -72,6 +72,13 @@ type vcase struct {
 	// processes for the program: ours must be at most that, and at most
 	// the running kernel's count where it runs.
 	kinsns int
+	// attachTo is the attach target of a tracing program
+	// (ProgramSpec.AttachTo), found in the host's BTF (btf is implied).
+	attachTo string
+	// btf verifies against the host's vmlinux BTF (Options.KernelTypes),
+	// the one the kernel has: the case's type ids are the host's. The
+	// case is skipped where the host has none.
+	btf bool
 }
 
 // Kernel comparison counts, reported by TestMain.
@@ -122,7 +129,17 @@ func runCases(t *testing.T, cases []vcase) {
 			if !c.noBTF {
 				funcs = funcInfos(insns, c.funcs)
 			}
-			res, err := verifier.Verify(insns, verifier.Options{Type: progTypeAttach(typ, c.attach), Maps: infos, Unprivileged: c.unpriv, Flags: c.flags, LogLevel: 2, Funcs: funcs})
+			var kernelTypes *btf.Spec
+			var target *verifier.AttachTarget
+			if c.btf || c.attachTo != "" {
+				kernelTypes = hostBTF(t)
+			}
+			if c.attachTo != "" {
+				if target, err = verifier.ResolveAttach(kernelTypes, c.attach, c.attachTo); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := verifier.Verify(insns, verifier.Options{Type: progTypeAttach(typ, c.attach), Maps: infos, Unprivileged: c.unpriv, Flags: c.flags, LogLevel: 2, Funcs: funcs, KernelTypes: kernelTypes, Attach: target})
 			switch {
 			case c.err == "" && err != nil:
 				t.Errorf("rejected: %v\n%s", err, res.Log)
@@ -141,7 +158,7 @@ func runCases(t *testing.T, cases []vcase) {
 				if c.kaccepts {
 					ours = nil
 				}
-				klog, k, ran := kernelVerdictInsns(t, typ, c.attach, c.flags, c.maps, c.values, !c.unfrozen, insns, funcs, ours)
+				klog, k, ran := kernelVerdictTo(t, typ, c.attach, c.attachTo, c.flags, c.maps, c.values, !c.unfrozen, insns, funcs, ours)
 				if ran && k > 0 && c.kinsns > 0 && res.Stats.Processed > k {
 					t.Errorf("processed %d instructions, the running kernel %d", res.Stats.Processed, k)
 				}
@@ -188,6 +205,13 @@ func kernelVerdictAttach(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachT
 // kernelVerdictInsns is kernelVerdictAttach that also returns the
 // instructions the kernel processed (0 if its log does not say).
 func kernelVerdictInsns(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachType, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, int, bool) {
+	t.Helper()
+	return kernelVerdictTo(t, typ, attach, "", flags, specs, values, freeze, insns, funcs, ours)
+}
+
+// kernelVerdictTo is kernelVerdictInsns for a program attaching to
+// attachTo (ProgramSpec.AttachTo, "" for none).
+func kernelVerdictTo(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachType, attachTo string, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, int, bool) {
 	t.Helper()
 	if os.Getuid() != 0 {
 		return "", 0, false
@@ -252,7 +276,7 @@ func kernelVerdictInsns(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachTy
 		t.Fatalf("unmarshal for the kernel: %v", err)
 	}
 	withFuncInfo(kinsns, funcs)
-	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, AttachType: attach, Flags: flags, Instructions: kinsns, License: "GPL"},
+	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, AttachType: attach, AttachTo: attachTo, Flags: flags, Instructions: kinsns, License: "GPL"},
 		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch | ebpf.LogLevelStats, LogSizeStart: 1 << 20})
 	var ve *ebpf.VerifierError
 	log, stats := "", ""
@@ -337,6 +361,17 @@ func withFuncInfo(kinsns asm.Instructions, funcs []verifier.FuncInfo) {
 		}
 		pc += int(kinsns[i].Size() / asm.InstructionSize)
 	}
+}
+
+// hostBTF returns the host's vmlinux BTF, skipping the test where there is
+// none.
+func hostBTF(t *testing.T) *btf.Spec {
+	t.Helper()
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Skipf("no host BTF: %v", err)
+	}
+	return spec
 }
 
 // kfuncBTFID returns the vmlinux BTF id of a kernel function.

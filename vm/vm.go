@@ -202,6 +202,18 @@ func (e *Env) Load(addr, size uint64) (uint64, error) {
 	return LoadSized(addr, size), nil
 }
 
+// Probe is a probe load (isa.ModeProbe) of size bytes at addr: what is
+// there if the run may read it, in the stack or a region, and otherwise
+// 0, checked or not (the kernel's BPF_PROBE_MEM, whose faults read 0).
+// It never reaches the emulated context: verified programs, the only
+// ones with probe loads, read their context as a region.
+func (e *Env) Probe(addr, size uint64) uint64 {
+	if e.Stack.contains(addr, size) || e.inRegions(addr, size, false) {
+		return LoadSized(addr, size)
+	}
+	return 0
+}
+
 // Store performs a checked store of the low size bytes of v at addr.
 func (e *Env) Store(addr, size, v uint64) error {
 	if e.inLiveStack(addr, size) {

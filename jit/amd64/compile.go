@@ -74,6 +74,7 @@ type image struct {
 	retStub uint32   // a bare ret: makes the current function return R0
 	size    int      // bytes of machine code
 	sites   []site   // helper calls, by the index in their exit word
+	probes  bool     // the code has probe loads: the region table is kept, checked or not
 	// chunk is the budget chunk runs of this image start with: the size
 	// the last measured refill found to take about vm.SliceTime (0: none
 	// measured yet; see refill).
@@ -127,8 +128,10 @@ type compiler struct {
 	sites []int // instruction index of each helper call site
 
 	exitCommon, entry, retStub, check, memfail, abort label
+	probe                                             label // the probe load routine (probeRoutine)
 	exitKeepR0                                        label // exitCommon after R0's store: helper exits
 	usesPacket                                        bool  // LD_ABS or LD_IND: Go keeps the packet bounds current
+	probes                                            bool  // probe loads: Go keeps the region table current, checked or not
 
 	// fp tracks, within a basic block, registers holding R10 plus a
 	// constant (r2 = r10; r2 += -4): checked code needs no check for
@@ -181,6 +184,7 @@ func compileImage(prog []isa.Instruction, helpers []vm.Helper, checked, exact bo
 		return nil, err
 	}
 	img := c.finish(a, x)
+	img.probes = c.probes
 	img.info = Info{
 		Tier: x.tier, CodeSize: len(a.b), Pages: x.pages, NativeCalls: c.nativeCalls,
 		Indirect: c.nativeCalls > 0 && c.base == 0, Retpoline: c.nativeCalls > 0 && c.base == 0 && opts.Retpoline,
@@ -267,6 +271,9 @@ func (c *compiler) analyze() {
 			pc++
 			continue
 		}
+		if ins.IsProbe() {
+			c.probes = true
+		}
 		if ins.Class() == isa.ClassLD {
 			// LD_ABS, LD_IND: the only other LD. Out of bounds it returns
 			// from the function, so it ends its block: the budget charged
@@ -349,6 +356,7 @@ func (c *compiler) emitAll(a *asm) error {
 	c.entry = a.newLabel()
 	c.retStub = a.newLabel()
 	c.check = a.newLabel()
+	c.probe = a.newLabel()
 	c.memfail = a.newLabel()
 	c.abort = a.newLabel()
 	c.thunk = a.newLabel()
@@ -434,6 +442,9 @@ func (c *compiler) common() {
 	if c.checked {
 		c.checkRoutine()
 	}
+	if c.probes {
+		c.probeRoutine()
+	}
 	if c.opts.Retpoline && c.nativeCalls > 0 {
 		c.retpoline()
 	}
@@ -484,31 +495,15 @@ func (c *compiler) checkRoutine() {
 	a := c.a
 	regions, loop, next, ok, fail := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
 	a.bind(c.check)
-	a.push(rcx)
-	a.push(rsi)
-	a.push(rdi)
-	// rsi = size
-	a.movRR(8, rcx, rdx)
-	a.aluRI(4, aluAnd, rcx, 3)
-	a.movRI32(rsi, 1)
-	a.shiftRCL(4, shShl, rsi)
+	c.routineEntry()
 	// The emulated context comes first, as in vm.Env.Load.
 	a.testRI(4, rdx, descNoCtx)
 	a.jcc(ccNE, regions)
 	a.aluMI(8, aluCmp, mem{regCtx, offCtxFlag}, 0)
 	a.jcc(ccE, regions)
-	a.movRR(8, rcx, rax)
-	a.aluRM(8, aluSub, rcx, mem{regCtx, offCtxStart})
-	a.aluRM(8, aluCmp, rcx, mem{regCtx, offCtxLen})
-	a.jcc(ccA, regions)
-	a.unary(8, 3, rcx) // neg
-	a.aluRM(8, aluAdd, rcx, mem{regCtx, offCtxLen})
-	a.aluRR(8, aluCmp, rcx, rsi)
-	a.jcc(ccB, regions)
+	c.within(mem{regCtx, offCtxStart}, mem{regCtx, offCtxLen}, regions)
 	// Context access: exit to Go, which resumes after the instruction.
-	a.pop(rdi)
-	a.pop(rsi)
-	a.pop(rcx)
+	c.routineExit()
 	a.lea(rsp, mem{rsp, 8}) // drop the return address
 	a.store(8, mem{regCtx, offExitAddr}, rax)
 	a.store(8, mem{regCtx, offExitDesc}, rdx)
@@ -518,36 +513,114 @@ func (c *compiler) checkRoutine() {
 	a.jmp(c.exitCommon)
 
 	a.bind(regions)
-	a.load(8, false, rdi, mem{regCtx, offTablePtr})
-	a.bind(loop)
-	a.aluRM(8, aluCmp, rdi, mem{regCtx, offTableEnd})
-	a.jcc(ccAE, fail)
-	a.movRR(8, rcx, rax)
-	a.aluRM(8, aluSub, rcx, mem{rdi, 0})
-	a.aluRM(8, aluCmp, rcx, mem{rdi, 8})
-	a.jcc(ccA, next)
-	a.unary(8, 3, rcx)
-	a.aluRM(8, aluAdd, rcx, mem{rdi, 8})
-	a.aluRR(8, aluCmp, rcx, rsi)
-	a.jcc(ccB, next)
+	c.tableEntry(loop, next, fail)
 	a.testRI(4, rdx, descWrite)
 	a.jcc(ccE, ok)
 	a.aluMI(8, aluCmp, mem{rdi, 16}, 0)
 	a.jcc(ccE, next)
 	a.bind(ok)
 	c.makeHot()
-	a.pop(rdi)
-	a.pop(rsi)
-	a.pop(rcx)
+	c.routineExit()
 	a.ret()
 	a.bind(next)
 	a.aluRI(8, aluAdd, rdi, entrySize)
 	a.jmp(loop)
 	a.bind(fail)
-	a.pop(rdi)
-	a.pop(rsi)
-	a.pop(rcx)
+	c.routineExit()
 	a.jmp(c.memfail)
+}
+
+// probeLoad emits a probe load (isa.ModeProbe): the probe routine says
+// whether the run may read the bytes (ZF set), and the load happens only
+// then; otherwise the destination is 0. In checked and unchecked code
+// alike: a probe load never faults and never fails the run.
+func (c *compiler) probeLoad(ins isa.Instruction, size int) {
+	a := c.a
+	zero, done := a.newLabel(), a.newLabel()
+	m := mem{regMap[ins.Src], int32(ins.Off)}
+	a.lea(rax, m)
+	a.movRI32(rdx, sizeIndex(size))
+	a.call(c.probe)
+	a.jcc(ccNE, zero)
+	a.load(size, ins.Op&0xe0 == isa.ModeProbeSX, regMap[ins.Dst], m)
+	a.jmp(done)
+	a.bind(zero)
+	a.aluRR(4, aluXor, regMap[ins.Dst], regMap[ins.Dst])
+	a.bind(done)
+}
+
+// probeRoutine tells whether a probe load may read: rax = address, edx =
+// size index. It sets ZF if the bytes lie in the whole stack (dead frames
+// too: a probe load only reads) or in a region of the table, as
+// vm.Env.Probe, and clears it otherwise. It preserves every register but
+// rdx.
+func (c *compiler) probeRoutine() {
+	a := c.a
+	regions, loop, next, ok, fail := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
+	a.bind(c.probe)
+	c.routineEntry()
+	c.within(mem{regCtx, offProbeStack}, mem{regCtx, offProbeStackLen}, regions)
+	a.jmp(ok)
+	a.bind(regions)
+	c.tableEntry(loop, next, fail)
+	a.bind(ok)
+	a.aluRR(8, aluCmp, rsi, rsi) // ZF set
+	c.routineExit()
+	a.ret()
+	a.bind(next)
+	a.aluRI(8, aluAdd, rdi, entrySize)
+	a.jmp(loop)
+	a.bind(fail)
+	a.testRR(8, rsi, rsi) // ZF clear: rsi >= 1
+	c.routineExit()
+	a.ret()
+}
+
+// routineEntry starts the check and probe routines: it saves the
+// registers they use and sets rsi to the access size (edx's size index).
+func (c *compiler) routineEntry() {
+	a := c.a
+	a.push(rcx)
+	a.push(rsi)
+	a.push(rdi)
+	a.movRR(8, rcx, rdx)
+	a.aluRI(4, aluAnd, rcx, 3)
+	a.movRI32(rsi, 1)
+	a.shiftRCL(4, shShl, rsi)
+}
+
+// tableEntry starts the check and probe routines' walk of the region
+// table: rdi goes from entry to entry (loop, where next comes back to),
+// to fail past the last, to next when the access misses the entry.
+func (c *compiler) tableEntry(loop, next, fail label) {
+	a := c.a
+	a.load(8, false, rdi, mem{regCtx, offTablePtr})
+	a.bind(loop)
+	a.aluRM(8, aluCmp, rdi, mem{regCtx, offTableEnd})
+	a.jcc(ccAE, fail)
+	c.within(mem{rdi, 0}, mem{rdi, 8}, next)
+}
+
+// routineExit restores what routineEntry saved.
+func (c *compiler) routineExit() {
+	c.a.pop(rdi)
+	c.a.pop(rsi)
+	c.a.pop(rcx)
+}
+
+// within jumps to miss unless the rsi bytes at rax lie in [start,
+// start+len) (start and len in memory): iff addr-start <= len and
+// len-(addr-start) >= size, unsigned. It clobbers rcx.
+func (c *compiler) within(start, length mem, miss label) {
+	a := c.a
+	a.movRR(8, rcx, rax)
+	a.aluRM(8, aluSub, rcx, start)
+	a.aluRM(8, aluCmp, rcx, length)
+	a.jcc(ccA, miss)
+	a.unary(8, 3, rcx) // neg
+	a.aluRM(8, aluAdd, rcx, length)
+	a.aluRR(8, aluCmp, rcx, rsi)
+	a.jcc(ccB, miss)
 }
 
 // makeHot records the table entry at rdi as the hot region that inline
@@ -802,6 +875,10 @@ func (c *compiler) insn(pc int) error {
 		return c.ld(pc, ins)
 	case isa.ClassLDX:
 		size := isa.SizeBytes(ins.Op)
+		if ins.IsProbe() {
+			c.probeLoad(ins, size)
+			return nil
+		}
 		signed := ins.Op&0xe0 == isa.ModeMEMSX
 		trusted := ins.IsTrusted()
 		if ins.Op&0xe0 != isa.ModeMEM && !signed && !trusted || signed && size == 8 {
@@ -1068,7 +1145,7 @@ func (c *compiler) jump(pc int, ins isa.Instruction) error {
 	case ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper):
 		// Go runs the helper and resumes at the next instruction.
 		code := exitHelper
-		if c.checked || c.usesPacket {
+		if c.checked || c.usesPacket || c.probes {
 			code = exitHelperSync
 		}
 		a.storeImm(8, mem{regCtx, offExit}, exitWord(len(c.sites), code))

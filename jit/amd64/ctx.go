@@ -46,36 +46,41 @@ type header struct {
 	cpu        uint64    // 352: env.CPU, for the native bpf_get_smp_processor_id
 	rand       uint64    // 360: address of the run's vm.Rand (env.Rand or ownRand)
 	ownRand    vm.Rand   // 368: the generator of runs without env.Rand
+	// probeStack is the whole stack (env.Stack), which probe loads may
+	// read, and probeStackLen its length.
+	probeStack, probeStackLen uint64
 }
 
 // Offsets into header, for the code generator.
 var (
-	offGoSP       = int32(unsafe.Offsetof(header{}.goSP))
-	offGoBP       = int32(unsafe.Offsetof(header{}.goBP))
-	offNativeSP   = int32(unsafe.Offsetof(header{}.nativeSP))
-	offResume     = int32(unsafe.Offsetof(header{}.resume))
-	offExit       = int32(unsafe.Offsetof(header{}.exit))
-	offExitAddr   = int32(unsafe.Offsetof(header{}.exitAddr))
-	offExitDesc   = int32(unsafe.Offsetof(header{}.exitDesc))
-	offTarget     = int32(unsafe.Offsetof(header{}.target))
-	offStackStart = int32(unsafe.Offsetof(header{}.stackStart))
-	offStackLim   = int32(unsafe.Offsetof(header{}.stackLim))
-	offMinFP      = int32(unsafe.Offsetof(header{}.minFP))
-	offLoops      = int32(unsafe.Offsetof(header{}.loops))
-	offPktStart   = int32(unsafe.Offsetof(header{}.pktStart))
-	offPktLen     = int32(unsafe.Offsetof(header{}.pktLen))
-	offCtxStart   = int32(unsafe.Offsetof(header{}.ctxStart))
-	offCtxLen     = int32(unsafe.Offsetof(header{}.ctxLen))
-	offCtxFlag    = int32(unsafe.Offsetof(header{}.ctxFlag))
-	offTablePtr   = int32(unsafe.Offsetof(header{}.tablePtr))
-	offTableEnd   = int32(unsafe.Offsetof(header{}.tableEnd))
-	offRegs       = int32(unsafe.Offsetof(header{}.regs))
-	offHotStart   = int32(unsafe.Offsetof(header{}.hotStart))
-	offHotLim     = int32(unsafe.Offsetof(header{}.hotLim))
-	offHotWLim    = int32(unsafe.Offsetof(header{}.hotWLim))
-	offCPU        = int32(unsafe.Offsetof(header{}.cpu))
-	offRand       = int32(unsafe.Offsetof(header{}.rand))
-	offOwnRand    = int32(unsafe.Offsetof(header{}.ownRand))
+	offGoSP          = int32(unsafe.Offsetof(header{}.goSP))
+	offGoBP          = int32(unsafe.Offsetof(header{}.goBP))
+	offNativeSP      = int32(unsafe.Offsetof(header{}.nativeSP))
+	offResume        = int32(unsafe.Offsetof(header{}.resume))
+	offExit          = int32(unsafe.Offsetof(header{}.exit))
+	offExitAddr      = int32(unsafe.Offsetof(header{}.exitAddr))
+	offExitDesc      = int32(unsafe.Offsetof(header{}.exitDesc))
+	offTarget        = int32(unsafe.Offsetof(header{}.target))
+	offStackStart    = int32(unsafe.Offsetof(header{}.stackStart))
+	offStackLim      = int32(unsafe.Offsetof(header{}.stackLim))
+	offMinFP         = int32(unsafe.Offsetof(header{}.minFP))
+	offLoops         = int32(unsafe.Offsetof(header{}.loops))
+	offPktStart      = int32(unsafe.Offsetof(header{}.pktStart))
+	offPktLen        = int32(unsafe.Offsetof(header{}.pktLen))
+	offCtxStart      = int32(unsafe.Offsetof(header{}.ctxStart))
+	offCtxLen        = int32(unsafe.Offsetof(header{}.ctxLen))
+	offCtxFlag       = int32(unsafe.Offsetof(header{}.ctxFlag))
+	offTablePtr      = int32(unsafe.Offsetof(header{}.tablePtr))
+	offTableEnd      = int32(unsafe.Offsetof(header{}.tableEnd))
+	offRegs          = int32(unsafe.Offsetof(header{}.regs))
+	offHotStart      = int32(unsafe.Offsetof(header{}.hotStart))
+	offHotLim        = int32(unsafe.Offsetof(header{}.hotLim))
+	offHotWLim       = int32(unsafe.Offsetof(header{}.hotWLim))
+	offCPU           = int32(unsafe.Offsetof(header{}.cpu))
+	offRand          = int32(unsafe.Offsetof(header{}.rand))
+	offOwnRand       = int32(unsafe.Offsetof(header{}.ownRand))
+	offProbeStack    = int32(unsafe.Offsetof(header{}.probeStack))
+	offProbeStackLen = int32(unsafe.Offsetof(header{}.probeStackLen))
 )
 
 // A region table entry: start, length, writable (0 or 1).
@@ -196,12 +201,18 @@ func (c *execCtx) grow(n int) bool {
 // sync copies what native code checks accesses against from env: the stack,
 // the regions, the emulated context and the packet. It runs at entry and
 // after every exit to Go that may have changed env (helpers move the packet,
-// add callback regions, swap regions for tail calls).
-func (c *execCtx) sync(env *vm.Env, checked bool) bool {
+// add callback regions, swap regions for tail calls). table says the code
+// reads the stack and the region table: checked code, or code with probe
+// loads.
+func (c *execCtx) sync(env *vm.Env, table bool) bool {
 	h := c.h
 	h.syncPacket(env)
-	if !checked {
+	if !table {
 		return true
+	}
+	h.probeStack, h.probeStackLen = env.Stack.Start, 0
+	if env.Stack.End > env.Stack.Start {
+		h.probeStackLen = env.Stack.End - env.Stack.Start
 	}
 	// The inline stack check covers the live stack of the function
 	// running (vm.Env.LiveStack), from R10's frame up; checked calls and

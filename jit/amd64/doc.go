@@ -137,6 +137,16 @@
 // calls. Native code never faults on a program's behalf: it does not rely
 // on signals. Unchecked code has no checks.
 //
+// # Probe loads
+//
+// isa.ModeProbe loads (reads of kernel objects, which read 0 where the run
+// may not read) call a shared routine in checked and unchecked code alike:
+// it tests the whole stack (header probeStack), then the region table, and
+// sets ZF when the bytes lie in one; the load runs only then, otherwise the
+// destination is zeroed. Code with probe loads keeps the table current in
+// unchecked mode too (it syncs after helper calls as checked code does).
+// About 1.5 ns a load, against 0.35 for a plain one (BenchmarkProbeLoad).
+//
 // # Budget
 //
 // The interpreter counts every instruction and checks the count at

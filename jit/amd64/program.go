@@ -273,7 +273,7 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n u
 	// Field by field: composite literals here are built on the stack and
 	// copied with wide loads that stall on store forwarding.
 	var r run
-	r.p, r.env, r.c, r.img, r.checked = p, env, c, img, checked
+	r.p, r.env, r.c, r.img, r.table = p, env, c, img, checked || img.probes
 	r.budget = budget
 
 	h := c.h
@@ -289,7 +289,7 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n u
 	// that may change env syncs it), and between changes nothing the
 	// header mirrors.
 	h.regs[10] = env.Stack.End // the frame sync gives the inline stack check
-	if !c.sync(env, checked) {
+	if !c.sync(env, r.table) {
 		return 0, errTable
 	}
 	// A run that can be cancelled reads the clock when it starts, so that
@@ -349,11 +349,13 @@ func (p *Program) leave(c *execCtx, cache *vm.Cache) {
 
 // run is the Go side of one run: it enters native code and serves its exits.
 type run struct {
-	p       *Program
-	env     *vm.Env
-	c       *execCtx
-	img     *image
-	checked bool
+	p   *Program
+	env *vm.Env
+	c   *execCtx
+	img *image
+	// table says the code reads the region table (checked code, probe
+	// loads): Go keeps it current.
+	table   bool
 	budget  uint64 // as given (0 replaced by the maximum)
 	reserve int64  // budget not yet handed to native code
 	handed  int64  // the chunk last handed to native code
@@ -440,12 +442,13 @@ func (r *run) loop() (uint64, error) {
 
 // afterHelper is the slow part of serving a helper: its error, or the
 // refresh of what native code checks after a helper may have changed it:
-// checked code the region table, LD_ABS/LD_IND the packet bounds.
+// the region table (checked code, probe loads), LD_ABS/LD_IND the packet
+// bounds.
 func (r *run) afterHelper(s *site, err error) error {
 	if err != nil {
 		return r.helperError(s, err)
 	}
-	if r.checked {
+	if r.table {
 		if !r.c.sync(r.env, true) {
 			return &vm.RunError{PC: s.pc, Err: errTable}
 		}
@@ -490,7 +493,7 @@ func (r *run) helperError(s *site, err error) error {
 	}
 	h.regs[0] = v
 	h.resume = r.img.base + uint64(r.img.retStub)
-	if !r.c.sync(env, r.checked) {
+	if !r.c.sync(env, r.table) {
 		return &vm.RunError{PC: s.pc, Err: errTable}
 	}
 	return nil
@@ -523,7 +526,7 @@ func (r *run) callx(pc int) error {
 	}
 	h.regs[0] = v
 	h.resume = r.img.addr(pc + 1)
-	if !r.c.sync(r.env, r.checked) {
+	if !r.c.sync(r.env, r.table) {
 		return &vm.RunError{PC: pc, Err: errTable}
 	}
 	return nil
@@ -611,7 +614,7 @@ func (r *run) ctxAccess(pc int) error {
 		h.regs[ins.Dst] = v
 	}
 	h.resume = r.img.addr(pc + 1)
-	if !r.c.sync(env, r.checked) {
+	if !r.c.sync(env, r.table) {
 		return &vm.RunError{PC: pc, Err: errTable}
 	}
 	return nil
