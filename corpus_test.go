@@ -13,12 +13,14 @@ import (
 
 	"github.com/bpfvm/bpfvm"
 	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/verifier"
 	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Every program of the C corpus gets the same verdict from bpfvm's verifier
-// as from the kernel's (where bpf() is permitted), and bpfvm processes at
-// most as many instructions as the kernel on those both accept.
+// as from the kernel's (where bpf() is permitted), and on those both accept
+// bpfvm processes at most as many instructions as the kernel and remembers
+// at most as many states, in all and at once (total_states, peak_states).
 func TestCorpusVerdicts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.o")
 	more, _ := filepath.Glob("examples/*/*.o")
@@ -47,10 +49,10 @@ func TestCorpusVerdicts(t *testing.T) {
 				}
 				coll, err := bpfvm.NewCollection(one)
 				var ve *bpfvm.VerifierError
-				processed := 0
+				var ours verifier.Stats
 				switch {
 				case err == nil:
-					processed = coll.Programs[name].Stats().Processed
+					ours = coll.Programs[name].Stats()
 					coll.Close()
 				case errors.As(err, &ve):
 				case errors.Is(err, vm.ErrHelper):
@@ -64,12 +66,8 @@ func TestCorpusVerdicts(t *testing.T) {
 				}
 				kcoll, kerr := ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats}})
 				if kerr == nil {
-					if st, ok := parseScaleStats(kcoll.Programs[name].VerifierLog); ok && processed > st.processed {
-						if why, known := knownExcess[filepath.Base(file)+"/"+strings.TrimRight(name, "0123456789")]; known {
-							t.Logf("bpfvm processed %d instructions, the kernel %d: %s", processed, st.processed, why)
-						} else {
-							t.Errorf("bpfvm processed %d instructions, the kernel %d", processed, st.processed)
-						}
+					if st, ok := parseScaleStats(kcoll.Programs[name].VerifierLog); ok && err == nil {
+						corpusCompare(t, filepath.Base(file)+"/"+strings.TrimRight(name, "0123456789"), ours, st)
 					}
 					kcoll.Close()
 				}
@@ -85,16 +83,54 @@ func TestCorpusVerdicts(t *testing.T) {
 	}
 }
 
+// corpusCompare checks bpfvm's figures against the kernel's: processed
+// instructions, total and peak states, each at most the kernel's unless
+// knownExcess explains why not.
+func corpusCompare(t *testing.T, prog string, ours verifier.Stats, k scaleStats) {
+	t.Helper()
+	for _, f := range []struct {
+		what     string
+		ours, kn int
+	}{
+		{"instructions processed", ours.Processed, k.processed},
+		{"states in all", ours.TotalStates, k.total},
+		{"states at the peak", ours.PeakStates, k.peak},
+	} {
+		if f.ours <= f.kn {
+			continue
+		}
+		if why, known := knownExcess[prog]; known {
+			t.Logf("bpfvm: %d %s, the kernel %d: %s", f.ours, f.what, f.kn, why)
+		} else {
+			t.Errorf("bpfvm: %d %s, the kernel %d", f.ours, f.what, f.kn)
+		}
+	}
+}
+
 // knownExcess are the corpus programs (by file/program name, without a
-// trailing number) where bpfvm still processes more instructions than the
-// kernel, each with its cause, until it is fixed (issue 14).
+// trailing number) where bpfvm still processes more instructions or
+// remembers more states than the kernel, each with its cause, until it is
+// fixed (issue 14). Since the state list follows the kernel's (prune.go),
+// all the others match the kernel's figures exactly or stay below them.
 var knownExcess = map[string]string{
-	// 172 against 152: a 4-byte store of a constant over a spilled zero
-	// keeps the slot's upper bytes known zero, where the kernel makes them
-	// STACK_MISC ("mmmm42"), and a 4-byte spill into an unused slot logs
-	// as fp-8=0 where the kernel has ????0; the states then compare
-	// differently.
+	// 179 against 152 instructions, 9 states against 8: a 4-byte store of
+	// a constant over a spilled zero keeps the slot's upper bytes known
+	// zero, where the kernel makes them STACK_MISC ("mmmm42"), and a
+	// 4-byte spill into an unused slot logs as fp-8=0 where the kernel has
+	// ????0; the states then compare differently.
 	"helpers_skb.o/tunnel":     "partial spills over a spilled zero stay precise",
 	"helpers_skb.o/tunnel_get": "partial spills over a spilled zero stay precise",
 	"helpers_skb.o/tunnel_set": "partial spills over a spilled zero stay precise",
+	// 152 against 137 instructions, 13 states against 12: the bpf_loop
+	// context's 4-byte field is spilled into an unused slot, which the
+	// kernel keeps as a 4-byte spill (????scalar) and bpfvm as a whole
+	// scalar; the callback's may_goto rounds then see bounds the kernel's
+	// do not and take more rounds to converge.
+	"loops.o/cond_break_callback": "a 4-byte spill into an unused slot is kept as a whole scalar",
+	// 13,220 against 13,211 instructions, 1,065 states against 1,064, 543
+	// against 542 at the peak: an open-coded iterator inside a bpf_loop
+	// callback; after the callback's second round the kernel prunes the
+	// iterator's first _next call, bpfvm compares a slot holding a spilled
+	// zero (fp-8=0) with the next round's unknown sum and does not.
+	"rewrites.o/all_together": "iterator in a callback: a spilled zero misses against an unknown scalar",
 }

@@ -94,7 +94,7 @@ func (v *verifier) closeLoop(e *explored) {
 			}
 			if len(s.openFor) == 0 && s.evicted && s.branches == 0 {
 				// Finished, forgotten, and now closed.
-				v.release(s.st)
+				v.freeExplored(s)
 			}
 		}
 		for _, h := range outer {

@@ -257,6 +257,7 @@ type verifier struct {
 	stackLive     []uint64 // own stack slots live before each instruction (nil: not computed yet)
 	stateBytes    int64    // bytes of remembered states alive
 	prunePoints   []bool
+	jmpPoints     []bool // where a path's jump history gets an entry (prune.go)
 	callbackSites []bool // helper calls that take a callback
 	explored      [][]*explored
 	states        int // remembered states alive
@@ -265,6 +266,12 @@ type verifier struct {
 	jumps                      int
 	marks                      int // precision marks set, to see when tracing adds nothing
 	lastAddJumps, lastAddInsns int
+	// jmpHist counts the entries the kernel would have in the current
+	// path's jump history since its last remembered state, jmpCounted
+	// whether the instruction being processed has one (prune.go).
+	jmpHist    int
+	jmpCounted bool
+	stateFreq  bool // BPF_F_TEST_STATE_FREQ: a state at every prune point
 	// ret is a return to the caller the instruction being verified may
 	// make without an exit (queueReturn), taken once it is verified.
 	ret *earlyReturn
@@ -289,8 +296,9 @@ type pending struct {
 	st   *State
 	pc   int
 	from int
-	// histLen is the length of the instruction history at the branch.
-	histLen int
+	// histLen is the length of the instruction history at the branch,
+	// jmpHist the count of the kernel's jump history then.
+	histLen, jmpHist int
 	// logPos is where the log was at the branch: level 1 rewinds there
 	// when the path before it ends, as the kernel's pop_stack.
 	logPos int
@@ -372,7 +380,8 @@ func (v *verifier) run() error {
 		return v.errorf(0, "Only fentry/fexit/fmod_ret, lsm, iter, uprobe, and struct_ops programs can be sleepable")
 	}
 	v.cur = v.initialState()
-	v.prunePoints = findPrunePoints(v.insns)
+	v.prunePoints, v.jmpPoints = findPrunePoints(v.insns)
+	v.stateFreq = v.opts.Flags&FlagTestStateFreq != 0
 	v.callbackSites = make([]bool, len(v.insns))
 	for pc, ins := range v.insns {
 		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {
@@ -380,10 +389,7 @@ func (v *verifier) run() error {
 		}
 		if p := v.proto(ins.Imm); p != nil && slices.Contains(p.Args[:], ArgCallback) {
 			v.callbackSites[pc] = true
-			v.prunePoints[pc] = true
-			if pc+1 < len(v.insns) {
-				v.prunePoints[pc+1] = true
-			}
+			v.prunePoints[pc], v.jmpPoints[pc] = true, true
 		}
 	}
 	v.explored = make([][]*explored, len(v.insns))
