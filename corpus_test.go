@@ -21,6 +21,8 @@ import (
 // as from the kernel's (where bpf() is permitted), and on those both accept
 // bpfvm processes at most as many instructions as the kernel and remembers
 // at most as many states, in all and at once (total_states, peak_states).
+// Each program is verified twice: as it is, and with BPF_F_TEST_STATE_FREQ
+// (a state remembered at every prune point).
 func TestCorpusVerdicts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.o")
 	more, _ := filepath.Glob("examples/*/*.o")
@@ -37,49 +39,64 @@ func TestCorpusVerdicts(t *testing.T) {
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			t.Run(filepath.Base(file)+"/"+name, func(t *testing.T) {
-				one := spec.Copy()
-				for other := range one.Programs {
-					if other != name {
-						delete(one.Programs, other)
-					}
+			for _, freq := range []bool{false, true} {
+				sub := filepath.Base(file) + "/" + name
+				if freq {
+					sub += "/state_freq"
 				}
-				if one.Programs[name].Type == ebpf.UnspecifiedProgram || one.Programs[name].SectionName == "host/policy" {
-					t.Skip("host-defined program type")
-				}
-				coll, err := bpfvm.NewCollection(one)
-				var ve *bpfvm.VerifierError
-				var ours verifier.Stats
-				switch {
-				case err == nil:
-					ours = coll.Programs[name].Stats()
-					coll.Close()
-				case errors.As(err, &ve):
-				case errors.Is(err, vm.ErrHelper):
-					// No verdict to compare until bpfvm has the helper.
-					t.Skipf("a helper bpfvm lacks: %v", err)
-				default:
-					t.Fatalf("load: %v", err)
-				}
-				if !kernel {
-					return
-				}
-				kcoll, kerr := ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats}})
-				if kerr == nil {
-					if st, ok := parseScaleStats(kcoll.Programs[name].VerifierLog); ok && err == nil {
-						corpusCompare(t, filepath.Base(file)+"/"+strings.TrimRight(name, "0123456789"), ours, st)
-					}
-					kcoll.Close()
-				}
-				var kve *ebpf.VerifierError
-				if kerr != nil && !errors.As(kerr, &kve) {
-					t.Skipf("kernel load: %v", kerr)
-				}
-				if (err == nil) != (kerr == nil) {
-					t.Errorf("bpfvm: %v; kernel: %v", err, kerr)
-				}
-			})
+				t.Run(sub, func(t *testing.T) {
+					corpusProgram(t, spec, file, name, freq, kernel)
+				})
+			}
 		}
+	}
+}
+
+// corpusProgram compares one program of the corpus, with the kernel's
+// BPF_F_TEST_STATE_FREQ when freq is set.
+func corpusProgram(t *testing.T, spec *ebpf.CollectionSpec, file, name string, freq, kernel bool) {
+	one := spec.Copy()
+	for other := range one.Programs {
+		if other != name {
+			delete(one.Programs, other)
+		}
+	}
+	if freq {
+		one.Programs[name].Flags |= verifier.FlagTestStateFreq
+	}
+	if one.Programs[name].Type == ebpf.UnspecifiedProgram || one.Programs[name].SectionName == "host/policy" {
+		t.Skip("host-defined program type")
+	}
+	coll, err := bpfvm.NewCollection(one)
+	var ve *bpfvm.VerifierError
+	var ours verifier.Stats
+	switch {
+	case err == nil:
+		ours = coll.Programs[name].Stats()
+		coll.Close()
+	case errors.As(err, &ve):
+	case errors.Is(err, vm.ErrHelper):
+		// No verdict to compare until bpfvm has the helper.
+		t.Skipf("a helper bpfvm lacks: %v", err)
+	default:
+		t.Fatalf("load: %v", err)
+	}
+	if !kernel {
+		return
+	}
+	kcoll, kerr := ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats}})
+	if kerr == nil {
+		if st, ok := parseScaleStats(kcoll.Programs[name].VerifierLog); ok && err == nil {
+			corpusCompare(t, filepath.Base(file)+"/"+strings.TrimRight(name, "0123456789"), ours, st)
+		}
+		kcoll.Close()
+	}
+	var kve *ebpf.VerifierError
+	if kerr != nil && !errors.As(kerr, &kve) {
+		t.Skipf("kernel load: %v", kerr)
+	}
+	if (err == nil) != (kerr == nil) {
+		t.Errorf("bpfvm: %v; kernel: %v", err, kerr)
 	}
 }
 

@@ -23,7 +23,9 @@ import "slices"
 // backedge is a path that ended in a loop hit.
 type backedge struct {
 	// equal is the state that covered the path: its marks are traced.
-	equal *explored
+	// until is the loop head the path's way ends at: equal itself for a
+	// loop hit, a head equal is open for otherwise (openHit).
+	equal, until *explored
 	// hist is the instruction history of the path from index base on;
 	// the part before it is still in v.hist when the back-edge is traced
 	// (base is the end of the finished head's own path).
@@ -50,6 +52,7 @@ func (v *verifier) loopHit(e *explored, pc int) {
 	v.propagatePrecision(e.st, pc)
 	bk := &backedge{
 		equal:  e,
+		until:  e,
 		base:   e.histEnd,
 		hist:   slices.Clone(v.hist[e.histEnd:]),
 		seg:    v.curSegment(),
@@ -60,6 +63,49 @@ func (v *verifier) loopHit(e *explored, pc int) {
 	for s := bk.parent; s != e; s = s.parent {
 		s.openLoop(e)
 	}
+}
+
+// openHit handles a state covered by e whose marks are not final: e is
+// open for loop heads still being explored, which are ancestors of the
+// current state. The path gets e's marks now and, as a back-edge of each
+// of those heads, again when they finish, as the kernel adds a back-edge
+// to the loop's visit for a hit against a state with incomplete marks.
+func (v *verifier) openHit(e *explored, pc int) {
+	if v.opts.Unprivileged {
+		return
+	}
+	for _, h := range e.openFor {
+		if v.exact || !v.isAncestor(h) {
+			v.markAllPrecise()
+			return
+		}
+	}
+	v.propagatePrecision(e.st, pc)
+	for _, h := range e.openFor {
+		bk := &backedge{
+			equal:  e,
+			until:  h,
+			base:   h.histEnd,
+			hist:   slices.Clone(v.hist[h.histEnd:]),
+			seg:    v.curSegment(),
+			parent: v.cur.parent,
+			frame:  len(v.cur.Frames) - 1,
+		}
+		h.backedges = append(h.backedges, bk)
+		for s := bk.parent; s != h; s = s.parent {
+			s.openLoop(h)
+		}
+	}
+}
+
+// isAncestor reports whether h is remembered on the current path.
+func (v *verifier) isAncestor(h *explored) bool {
+	for s := v.cur.parent; s != nil; s = s.parent {
+		if s == h {
+			return true
+		}
+	}
+	return false
 }
 
 // openLoop records that s is on the way of a back-edge of the head h.
@@ -84,7 +130,7 @@ func (v *verifier) closeLoop(e *explored) {
 	}
 	outer := e.openFor
 	for _, bk := range e.backedges {
-		for s := bk.parent; s != bk.equal; s = s.parent {
+		for s := bk.parent; s != bk.until; s = s.parent {
 			if len(s.openFor) == 0 {
 				continue // closed already, on another back-edge's way
 			}
@@ -102,6 +148,7 @@ func (v *verifier) closeLoop(e *explored) {
 			// history between h and e.
 			h.backedges = append(h.backedges, &backedge{
 				equal:  bk.equal,
+				until:  bk.until,
 				base:   h.histEnd,
 				hist:   append(slices.Clone(v.hist[h.histEnd:bk.base]), bk.hist...),
 				seg:    bk.seg,

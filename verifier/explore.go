@@ -64,6 +64,11 @@ func (v *verifier) explore() error {
 			if done, err = v.step(pc, ins); err != nil {
 				return err
 			}
+			if v.regInvariants && !done {
+				if err := v.checkRegInvariants(pc); err != nil {
+					return err
+				}
+			}
 			if v.ret != nil {
 				if err := v.takeReturn(pc); err != nil {
 					return err

@@ -141,11 +141,9 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 	if v.statesEqual(e.st, v.cur, pc, len(e.openFor) > 0) {
 		e.hit++
 		if len(e.openFor) > 0 {
-			// e's marks are not final: compared exactly, and the path
-			// keeps every scalar precise.
-			if !v.opts.Unprivileged {
-				v.markAllPrecise()
-			}
+			// e's marks are not final: compared exactly, and traced
+			// again along this path when they are (backedge.go).
+			v.openHit(e, pc)
 			return true, nil
 		}
 		v.propagatePrecision(e.st, pc)

@@ -114,8 +114,8 @@ const (
 	// operations leave undefined with random bits; bpfvm zero-extends
 	// them, one of the behaviours that allows, so it changes nothing.
 	FlagTestRndHi32 uint32 = 1 << 2
-	// FlagTestStateFreq makes the kernel remember states more often,
-	// which changes its effort but no verdict bpfvm models.
+	// FlagTestStateFreq remembers a state at every prune point, as the
+	// kernel's (its force_new_state): more states, fewer instructions.
 	FlagTestStateFreq uint32 = 1 << 3
 	// FlagSleepable asks for a sleepable program, which no program type
 	// bpfvm verifies may be.
@@ -126,8 +126,9 @@ const (
 	// FlagXDPDevBoundOnly binds an XDP program to a device; without a
 	// device (bpfvm has none) the kernel ignores it.
 	FlagXDPDevBoundOnly uint32 = 1 << 6
-	// FlagTestRegInvariants makes a broken register invariant an error;
-	// bpfvm's bounds never break them, so it changes nothing.
+	// FlagTestRegInvariants makes a broken register invariant an error,
+	// as in the kernel (invariants.go); bpfvm's bounds are kept
+	// consistent, so one would be a verifier bug.
 	FlagTestRegInvariants uint32 = 1 << 7
 
 	knownFlags = FlagStrictAlignment | FlagAnyAlignment | FlagTestRndHi32 | FlagTestStateFreq |
@@ -272,6 +273,9 @@ type verifier struct {
 	jmpHist    int
 	jmpCounted bool
 	stateFreq  bool // BPF_F_TEST_STATE_FREQ: a state at every prune point
+	// regInvariants (BPF_F_TEST_REG_INVARIANTS) checks the scalars after
+	// every instruction (invariants.go).
+	regInvariants bool
 	// ret is a return to the caller the instruction being verified may
 	// make without an exit (queueReturn), taken once it is verified.
 	ret *earlyReturn
@@ -382,6 +386,7 @@ func (v *verifier) run() error {
 	v.cur = v.initialState()
 	v.prunePoints, v.jmpPoints = findPrunePoints(v.insns)
 	v.stateFreq = v.opts.Flags&FlagTestStateFreq != 0
+	v.regInvariants = v.opts.Flags&FlagTestRegInvariants != 0
 	v.callbackSites = make([]bool, len(v.insns))
 	for pc, ins := range v.insns {
 		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {
