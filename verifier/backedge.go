@@ -36,6 +36,9 @@ type backedge struct {
 	parent *explored
 	// frame is the frame the hit happened in.
 	frame int
+	// counted marks a back-edge the kernel keeps a state copy for, which
+	// peak_states counts (not those of callback rounds).
+	counted bool
 }
 
 // loopHit handles a state covered by its ancestor e at a loop head.
@@ -58,6 +61,10 @@ func (v *verifier) loopHit(e *explored, pc int) {
 		seg:    v.curSegment(),
 		parent: v.cur.parent,
 		frame:  len(v.cur.Frames) - 1,
+	}
+	if !v.callbackSites[pc] {
+		bk.counted = true
+		v.countBackedges(1)
 	}
 	e.backedges = append(e.backedges, bk)
 	for s := bk.parent; s != e; s = s.parent {
@@ -91,6 +98,8 @@ func (v *verifier) openHit(e *explored, pc int) {
 			parent: v.cur.parent,
 			frame:  len(v.cur.Frames) - 1,
 		}
+		bk.counted = true
+		v.countBackedges(1)
 		h.backedges = append(h.backedges, bk)
 		for s := bk.parent; s != h; s = s.parent {
 			s.openLoop(h)
@@ -106,6 +115,13 @@ func (v *verifier) isAncestor(h *explored) bool {
 		}
 	}
 	return false
+}
+
+// countBackedges accounts for n back-edges kept or (n < 0) dropped: the
+// kernel keeps a state copy for each and counts it in peak_states.
+func (v *verifier) countBackedges(n int) {
+	v.states += n
+	v.stats.PeakStates = max(v.stats.PeakStates, v.states)
 }
 
 // openLoop records that s is on the way of a back-edge of the head h.
@@ -143,17 +159,21 @@ func (v *verifier) closeLoop(e *explored) {
 				v.freeExplored(s)
 			}
 		}
-		for _, h := range outer {
+		if bk.counted && len(outer) == 0 {
+			v.countBackedges(-1)
+		}
+		for i, h := range outer {
 			// Traced again when h finishes, from h's path: keep the
-			// history between h and e.
+			// history between h and e (and the count, once).
 			h.backedges = append(h.backedges, &backedge{
-				equal:  bk.equal,
-				until:  bk.until,
-				base:   h.histEnd,
-				hist:   append(slices.Clone(v.hist[h.histEnd:bk.base]), bk.hist...),
-				seg:    bk.seg,
-				parent: bk.parent,
-				frame:  bk.frame,
+				counted: bk.counted && i == 0,
+				equal:   bk.equal,
+				until:   bk.until,
+				base:    h.histEnd,
+				hist:    append(slices.Clone(v.hist[h.histEnd:bk.base]), bk.hist...),
+				seg:     bk.seg,
+				parent:  bk.parent,
+				frame:   bk.frame,
 			})
 		}
 	}
