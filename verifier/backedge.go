@@ -53,22 +53,29 @@ func (v *verifier) loopHit(e *explored, pc int) {
 		return
 	}
 	v.propagatePrecision(e.st, pc)
+	v.addBackedge(e, e, !v.callbackSites[pc])
+}
+
+// addBackedge records the current path, covered by equal, as a back-edge
+// of the loop head h, an ancestor, and opens the states on its way; counted
+// says whether the kernel would keep a state copy for it.
+func (v *verifier) addBackedge(equal, h *explored, counted bool) {
 	bk := &backedge{
-		equal:  e,
-		until:  e,
-		base:   e.histEnd,
-		hist:   slices.Clone(v.hist[e.histEnd:]),
-		seg:    v.curSegment(),
-		parent: v.cur.parent,
-		frame:  len(v.cur.Frames) - 1,
+		equal:   equal,
+		until:   h,
+		base:    h.histEnd,
+		hist:    slices.Clone(v.hist[h.histEnd:]),
+		seg:     v.curSegment(),
+		parent:  v.cur.parent,
+		frame:   len(v.cur.Frames) - 1,
+		counted: counted,
 	}
-	if !v.callbackSites[pc] {
-		bk.counted = true
+	if counted {
 		v.countBackedges(1)
 	}
-	e.backedges = append(e.backedges, bk)
-	for s := bk.parent; s != e; s = s.parent {
-		s.openLoop(e)
+	h.backedges = append(h.backedges, bk)
+	for s := bk.parent; s != h; s = s.parent {
+		s.openLoop(h)
 	}
 }
 
@@ -89,21 +96,7 @@ func (v *verifier) openHit(e *explored, pc int) {
 	}
 	v.propagatePrecision(e.st, pc)
 	for _, h := range e.openFor {
-		bk := &backedge{
-			equal:  e,
-			until:  h,
-			base:   h.histEnd,
-			hist:   slices.Clone(v.hist[h.histEnd:]),
-			seg:    v.curSegment(),
-			parent: v.cur.parent,
-			frame:  len(v.cur.Frames) - 1,
-		}
-		bk.counted = true
-		v.countBackedges(1)
-		h.backedges = append(h.backedges, bk)
-		for s := bk.parent; s != h; s = s.parent {
-			s.openLoop(h)
-		}
+		v.addBackedge(e, h, true)
 	}
 }
 
