@@ -13,12 +13,16 @@ import (
 
 	"github.com/bpfvm/bpfvm"
 	"github.com/bpfvm/bpfvm/loader"
+	"github.com/bpfvm/bpfvm/verifier"
 	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Every program of the C corpus gets the same verdict from bpfvm's verifier
-// as from the kernel's (where bpf() is permitted), and bpfvm processes at
-// most as many instructions as the kernel on those both accept.
+// as from the kernel's (where bpf() is permitted), and on those both accept
+// bpfvm processes at most as many instructions as the kernel and remembers
+// at most as many states, in all and at once (total_states, peak_states).
+// Each program is verified twice: as it is, and with BPF_F_TEST_STATE_FREQ
+// (a state remembered at every prune point).
 func TestCorpusVerdicts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.o")
 	more, _ := filepath.Glob("examples/*/*.o")
@@ -35,56 +39,91 @@ func TestCorpusVerdicts(t *testing.T) {
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			t.Run(filepath.Base(file)+"/"+name, func(t *testing.T) {
-				one := unpinned(spec.Copy())
-				for other := range one.Programs {
-					if other != name {
-						delete(one.Programs, other)
-					}
+			for _, freq := range []bool{false, true} {
+				sub := filepath.Base(file) + "/" + name
+				if freq {
+					sub += "/state_freq"
 				}
-				if one.Programs[name].Type == ebpf.UnspecifiedProgram || one.Programs[name].SectionName == "host/policy" {
-					t.Skip("host-defined program type")
-				}
-				coll, err := bpfvm.NewCollection(one)
-				var ve *bpfvm.VerifierError
-				processed := 0
-				switch {
-				case err == nil:
-					processed = coll.Programs[name].Stats().Processed
-					coll.Close()
-				case errors.As(err, &ve):
-				case errors.Is(err, vm.ErrHelper):
-					// No verdict to compare until bpfvm has the helper.
-					t.Skipf("a helper bpfvm lacks: %v", err)
-				default:
-					t.Fatalf("load: %v", err)
-				}
-				if !kernel {
-					return
-				}
-				kcoll, kerr := ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats}})
-				if kerr == nil {
-					if st, ok := parseScaleStats(kcoll.Programs[name].VerifierLog); ok && processed > st.processed {
-						if why, known := knownExcess[filepath.Base(file)+"/"+strings.TrimRight(name, "0123456789")]; known {
-							t.Logf("bpfvm processed %d instructions, the kernel %d: %s", processed, st.processed, why)
-						} else {
-							t.Errorf("bpfvm processed %d instructions, the kernel %d", processed, st.processed)
-						}
-					}
-					kcoll.Close()
-				}
-				var kve *ebpf.VerifierError
-				if kerr != nil && !errors.As(kerr, &kve) {
-					t.Skipf("kernel load: %v", kerr)
-				}
-				why, refused := knownRefused[filepath.Base(file)+"/"+name]
-				switch {
-				case refused && err != nil && kerr == nil:
-					t.Logf("bpfvm refuses what the kernel accepts: %s", why)
-				case (err == nil) != (kerr == nil):
-					t.Errorf("bpfvm: %v; kernel: %v", err, kerr)
-				}
-			})
+				t.Run(sub, func(t *testing.T) {
+					corpusProgram(t, spec, file, name, freq, kernel)
+				})
+			}
+		}
+	}
+}
+
+// corpusProgram compares one program of the corpus, with the kernel's
+// BPF_F_TEST_STATE_FREQ when freq is set.
+func corpusProgram(t *testing.T, spec *ebpf.CollectionSpec, file, name string, freq, kernel bool) {
+	one := unpinned(spec.Copy())
+	for other := range one.Programs {
+		if other != name {
+			delete(one.Programs, other)
+		}
+	}
+	if freq {
+		one.Programs[name].Flags |= verifier.FlagTestStateFreq
+	}
+	if one.Programs[name].Type == ebpf.UnspecifiedProgram || one.Programs[name].SectionName == "host/policy" {
+		t.Skip("host-defined program type")
+	}
+	coll, err := bpfvm.NewCollection(one)
+	var ve *bpfvm.VerifierError
+	var ours verifier.Stats
+	switch {
+	case err == nil:
+		ours = coll.Programs[name].Stats()
+		coll.Close()
+	case errors.As(err, &ve):
+	case errors.Is(err, vm.ErrHelper):
+		// No verdict to compare until bpfvm has the helper.
+		t.Skipf("a helper bpfvm lacks: %v", err)
+	default:
+		t.Fatalf("load: %v", err)
+	}
+	if !kernel {
+		return
+	}
+	kcoll, kerr := ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats}})
+	if kerr == nil {
+		if st, ok := parseScaleStats(kcoll.Programs[name].VerifierLog); ok && err == nil {
+			corpusCompare(t, filepath.Base(file)+"/"+strings.TrimRight(name, "0123456789"), ours, st)
+		}
+		kcoll.Close()
+	}
+	var kve *ebpf.VerifierError
+	if kerr != nil && !errors.As(kerr, &kve) {
+		t.Skipf("kernel load: %v", kerr)
+	}
+	why, refused := knownRefused[filepath.Base(file)+"/"+name]
+	switch {
+	case refused && err != nil && kerr == nil:
+		t.Logf("bpfvm refuses what the kernel accepts: %s", why)
+	case (err == nil) != (kerr == nil):
+		t.Errorf("bpfvm: %v; kernel: %v", err, kerr)
+	}
+}
+
+// corpusCompare checks bpfvm's figures against the kernel's: processed
+// instructions, total and peak states, each at most the kernel's unless
+// knownExcess explains why not.
+func corpusCompare(t *testing.T, prog string, ours verifier.Stats, k scaleStats) {
+	t.Helper()
+	for _, f := range []struct {
+		what     string
+		ours, kn int
+	}{
+		{"instructions processed", ours.Processed, k.processed},
+		{"states in all", ours.TotalStates, k.total},
+		{"states at the peak", ours.PeakStates, k.peak},
+	} {
+		if f.ours <= f.kn {
+			continue
+		}
+		if why, known := knownExcess[prog]; known {
+			t.Logf("bpfvm: %d %s, the kernel %d: %s", f.ours, f.what, f.kn, why)
+		} else {
+			t.Errorf("bpfvm: %d %s, the kernel %d", f.ours, f.what, f.kn)
 		}
 	}
 }
@@ -96,17 +135,31 @@ var knownRefused = map[string]string{
 }
 
 // knownExcess are the corpus programs (by file/program name, without a
-// trailing number) where bpfvm still processes more instructions than the
-// kernel, each with its cause, until it is fixed (issue 14).
+// trailing number) where bpfvm still processes more instructions or
+// remembers more states than the kernel, each with its cause, until it is
+// fixed (issue 14). Since the state list follows the kernel's (prune.go),
+// all the others match the kernel's figures exactly or stay below them.
 var knownExcess = map[string]string{
-	// 172 against 152: a 4-byte store of a constant over a spilled zero
-	// keeps the slot's upper bytes known zero, where the kernel makes them
-	// STACK_MISC ("mmmm42"), and a 4-byte spill into an unused slot logs
-	// as fp-8=0 where the kernel has ????0; the states then compare
-	// differently.
+	// 179 against 152 instructions, 9 states against 8: a 4-byte store of
+	// a constant over a spilled zero keeps the slot's upper bytes known
+	// zero, where the kernel makes them STACK_MISC ("mmmm42"), and a
+	// 4-byte spill into an unused slot logs as fp-8=0 where the kernel has
+	// ????0; the states then compare differently.
 	"helpers_skb.o/tunnel":     "partial spills over a spilled zero stay precise",
 	"helpers_skb.o/tunnel_get": "partial spills over a spilled zero stay precise",
 	"helpers_skb.o/tunnel_set": "partial spills over a spilled zero stay precise",
+	// 152 against 137 instructions, 13 states against 12: the bpf_loop
+	// context's 4-byte field is spilled into an unused slot, which the
+	// kernel keeps as a 4-byte spill (????scalar) and bpfvm as a whole
+	// scalar; the callback's may_goto rounds then see bounds the kernel's
+	// do not and take more rounds to converge.
+	"loops.o/cond_break_callback": "a 4-byte spill into an unused slot is kept as a whole scalar",
+	// 13,220 against 13,211 instructions, 1,065 states against 1,064, 543
+	// against 542 at the peak: an open-coded iterator inside a bpf_loop
+	// callback; after the callback's second round the kernel prunes the
+	// iterator's first _next call, bpfvm compares a slot holding a spilled
+	// zero (fp-8=0) with the next round's unknown sum and does not.
+	"rewrites.o/all_together": "iterator in a callback: a spilled zero misses against an unknown scalar",
 }
 
 // unpinned returns spec with its maps' pinning dropped (iproute2's

@@ -23,7 +23,9 @@ import "slices"
 // backedge is a path that ended in a loop hit.
 type backedge struct {
 	// equal is the state that covered the path: its marks are traced.
-	equal *explored
+	// until is the loop head the path's way ends at: equal itself for a
+	// loop hit, a head equal is open for otherwise (openHit).
+	equal, until *explored
 	// hist is the instruction history of the path from index base on;
 	// the part before it is still in v.hist when the back-edge is traced
 	// (base is the end of the finished head's own path).
@@ -34,6 +36,9 @@ type backedge struct {
 	parent *explored
 	// frame is the frame the hit happened in.
 	frame int
+	// counted marks a back-edge the kernel keeps a state copy for, which
+	// peak_states counts (not those of callback rounds).
+	counted bool
 }
 
 // loopHit handles a state covered by its ancestor e at a loop head.
@@ -48,18 +53,68 @@ func (v *verifier) loopHit(e *explored, pc int) {
 		return
 	}
 	v.propagatePrecision(e.st, pc)
+	v.addBackedge(e, e, !v.callbackSites[pc])
+}
+
+// addBackedge records the current path, covered by equal, as a back-edge
+// of the loop head h, an ancestor, and opens the states on its way; counted
+// says whether the kernel would keep a state copy for it.
+func (v *verifier) addBackedge(equal, h *explored, counted bool) {
 	bk := &backedge{
-		equal:  e,
-		base:   e.histEnd,
-		hist:   slices.Clone(v.hist[e.histEnd:]),
-		seg:    v.curSegment(),
-		parent: v.cur.parent,
-		frame:  len(v.cur.Frames) - 1,
+		equal:   equal,
+		until:   h,
+		base:    h.histEnd,
+		hist:    slices.Clone(v.hist[h.histEnd:]),
+		seg:     v.curSegment(),
+		parent:  v.cur.parent,
+		frame:   len(v.cur.Frames) - 1,
+		counted: counted,
 	}
-	e.backedges = append(e.backedges, bk)
-	for s := bk.parent; s != e; s = s.parent {
-		s.openLoop(e)
+	if counted {
+		v.countBackedges(1)
 	}
+	h.backedges = append(h.backedges, bk)
+	for s := bk.parent; s != h; s = s.parent {
+		s.openLoop(h)
+	}
+}
+
+// openHit handles a state covered by e whose marks are not final: e is
+// open for loop heads still being explored, which are ancestors of the
+// current state. The path gets e's marks now and, as a back-edge of each
+// of those heads, again when they finish, as the kernel adds a back-edge
+// to the loop's visit for a hit against a state with incomplete marks.
+func (v *verifier) openHit(e *explored, pc int) {
+	if v.opts.Unprivileged {
+		return
+	}
+	for _, h := range e.openFor {
+		if v.exact || !v.isAncestor(h) {
+			v.markAllPrecise()
+			return
+		}
+	}
+	v.propagatePrecision(e.st, pc)
+	for _, h := range e.openFor {
+		v.addBackedge(e, h, true)
+	}
+}
+
+// isAncestor reports whether h is remembered on the current path.
+func (v *verifier) isAncestor(h *explored) bool {
+	for s := v.cur.parent; s != nil; s = s.parent {
+		if s == h {
+			return true
+		}
+	}
+	return false
+}
+
+// countBackedges accounts for n back-edges kept or (n < 0) dropped: the
+// kernel keeps a state copy for each and counts it in peak_states.
+func (v *verifier) countBackedges(n int) {
+	v.states += n
+	v.stats.PeakStates = max(v.stats.PeakStates, v.states)
 }
 
 // openLoop records that s is on the way of a back-edge of the head h.
@@ -84,7 +139,7 @@ func (v *verifier) closeLoop(e *explored) {
 	}
 	outer := e.openFor
 	for _, bk := range e.backedges {
-		for s := bk.parent; s != bk.equal; s = s.parent {
+		for s := bk.parent; s != bk.until; s = s.parent {
 			if len(s.openFor) == 0 {
 				continue // closed already, on another back-edge's way
 			}
@@ -94,19 +149,24 @@ func (v *verifier) closeLoop(e *explored) {
 			}
 			if len(s.openFor) == 0 && s.evicted && s.branches == 0 {
 				// Finished, forgotten, and now closed.
-				v.release(s.st)
+				v.freeExplored(s)
 			}
 		}
-		for _, h := range outer {
+		if bk.counted && len(outer) == 0 {
+			v.countBackedges(-1)
+		}
+		for i, h := range outer {
 			// Traced again when h finishes, from h's path: keep the
-			// history between h and e.
+			// history between h and e (and the count, once).
 			h.backedges = append(h.backedges, &backedge{
-				equal:  bk.equal,
-				base:   h.histEnd,
-				hist:   append(slices.Clone(v.hist[h.histEnd:bk.base]), bk.hist...),
-				seg:    bk.seg,
-				parent: bk.parent,
-				frame:  bk.frame,
+				counted: bk.counted && i == 0,
+				equal:   bk.equal,
+				until:   bk.until,
+				base:    h.histEnd,
+				hist:    append(slices.Clone(v.hist[h.histEnd:bk.base]), bk.hist...),
+				seg:     bk.seg,
+				parent:  bk.parent,
+				frame:   bk.frame,
 			})
 		}
 	}

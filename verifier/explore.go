@@ -50,6 +50,10 @@ func (v *verifier) explore() error {
 				v.log.printf("%d: %s\n", pc, v.stateString(v.cur, false))
 			}
 			v.aux[pc].Seen = true
+			v.jmpCounted = v.jmpPoints[pc]
+			if v.jmpCounted {
+				v.jmpHist++
+			}
 			if v.log.level > 0 {
 				v.log.insn(pc, v.insns)
 			}
@@ -59,6 +63,11 @@ func (v *verifier) explore() error {
 			var err error
 			if done, err = v.step(pc, ins); err != nil {
 				return err
+			}
+			if v.regInvariants && !done {
+				if err := v.checkRegInvariants(pc); err != nil {
+					return err
+				}
 			}
 			if v.ret != nil {
 				if err := v.takeReturn(pc); err != nil {
@@ -91,7 +100,7 @@ func (v *verifier) explore() error {
 		v.pending = v.pending[:len(v.pending)-1]
 		v.release(v.cur)
 		v.cur, v.pc = p.st, p.pc
-		v.hist = v.hist[:p.histLen]
+		v.hist, v.jmpHist = v.hist[:p.histLen], p.jmpHist
 		v.prevPC, v.segLast, v.nextPC = p.from, p.from, p.from+1
 		if v.log.level&2 == 0 {
 			// Only the path that fails stays in a level-1 log: back to
@@ -110,7 +119,7 @@ func (v *verifier) push(st *State, from, pc int) error {
 	if st.parent != nil {
 		st.parent.branches++
 	}
-	v.pending = append(v.pending, pending{st: st, pc: pc, from: from, histLen: len(v.hist), logPos: v.log.mark()})
+	v.pending = append(v.pending, pending{st: st, pc: pc, from: from, histLen: len(v.hist), jmpHist: v.jmpHist, logPos: v.log.mark()})
 	if len(v.pending) > v.stats.PendingBranchPeak {
 		v.stats.PendingBranchPeak = len(v.pending)
 	}

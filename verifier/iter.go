@@ -123,10 +123,10 @@ func (v *verifier) slotOffset(slot *Slot) slotRef {
 // _next call or a may_goto): the latest one remembered there whose paths
 // are still being explored, other than the current visit's own.
 func (v *verifier) prevLoopState(pc int) *State {
-	list := v.explored[pc]
+	list := v.explored[v.bucket(pc)]
 	for i := len(list) - 1; i >= 0; i-- {
 		e := list[i]
-		if e.branches > 0 && e != v.cur.parent && sameCallSites(e.st, v.cur) {
+		if e.pc == pc && e.branches > 0 && e != v.cur.parent && sameCallSites(e.st, v.cur) {
 			return e.st
 		}
 	}

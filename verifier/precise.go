@@ -53,6 +53,10 @@ func (v *verifier) appendHist(pc int, flags uint32) {
 // noteStackAccess records that the instruction being processed accessed a
 // stack slot at a fixed offset.
 func (v *verifier) noteStackAccess(pc, frame, spi int) {
+	if !v.jmpCounted {
+		v.jmpHist++ // an entry of its own in the kernel's history too
+		v.jmpCounted = true
+	}
 	if v.opts.Unprivileged {
 		return
 	}

@@ -6,45 +6,57 @@ import (
 	"github.com/bpfvm/bpfvm/isa"
 )
 
-// State pruning: at prune points (jump targets, conditional jumps and the
-// instructions after them, call returns) the verifier remembers the states
-// it explored. A later state that every remembered one covers (each value it
+// State pruning: at prune points (jump targets, conditional jumps, call
+// returns, function entries) the verifier compares the current state with
+// the states it remembered there, and remembers it if none covers it and
+// 2 jumps and 8 instructions went by since the last one (the kernel's
+// is_state_visited, whose state counts bpfvm matches). A later state that every remembered one covers (each value it
 // can hold, the remembered state could hold too) needs no exploration: the
 // remembered state's paths, which are or will be fully explored, include
 // all of its paths. Without back-edges a state cannot reach its own prune
 // point again, so remembered states whose exploration is still in progress
 // are sound to compare against.
 
-// findPrunePoints marks where states are remembered.
-func findPrunePoints(insns []isa.Instruction) []bool {
-	pp := make([]bool, len(insns))
-	for pc := 0; pc < len(insns); pc++ {
-		ins := insns[pc]
-		if t, ok := ins.JumpTarget(pc); ok {
-			pp[t] = true
-			if ins.Op != isa.OpJA && ins.Op != isa.OpJA32 {
-				// The jump itself, as the kernel's visit_insn: one
-				// check covers both ways out. And the fall-through, as
-				// older kernels, where the comparison is learnt.
-				pp[pc] = true
-				if pc+1 < len(insns) {
-					pp[pc+1] = true
-				}
-			}
-		}
-		if ins.Op == isa.OpCall && pc+1 < len(insns) {
-			// After every call, helpers and kfuncs too, as the kernel's
-			// visit_func_call_insn.
-			pp[pc+1] = true
-		}
-		if ins.Op == isa.OpMayGoto || isIterNext(ins) {
-			pp[pc] = true
-		}
-		if ins.IsLdImm64() {
-			pc++
+// findPrunePoints marks where states are remembered (prune points) and
+// where the kernel records an entry in a path's jump history (jump points),
+// as its visit_insn does: the targets of jumps, conditional jumps
+// themselves (one check covers both ways out), the instruction after a
+// call, and bpf-to-bpf calls and callback addresses with the function they
+// enter. Helper calls that take a callback are added by the caller.
+func findPrunePoints(insns []isa.Instruction) (prune, jump []bool) {
+	prune, jump = make([]bool, len(insns)), make([]bool, len(insns))
+	mark := func(pc int, jmp bool) {
+		if pc >= 0 && pc < len(insns) {
+			prune[pc] = true
+			jump[pc] = jump[pc] || jmp
 		}
 	}
-	return pp
+	for pc := 0; pc < len(insns); pc++ {
+		ins := insns[pc]
+		size := 1
+		if ins.IsLdImm64() {
+			size = 2
+		}
+		if t, ok := ins.JumpTarget(pc); ok {
+			mark(t, true)
+			if ins.Op != isa.OpJA && ins.Op != isa.OpJA32 {
+				mark(pc, false)
+			}
+		}
+		if ins.Op == isa.OpCall || ins.IsPseudoFunc() {
+			// Returns from a function come back here: a jump.
+			mark(pc+size, true)
+		}
+		if ins.IsLocalCall() || ins.IsPseudoFunc() {
+			mark(pc, false)
+			mark(pc+1+int(ins.Imm), true)
+		}
+		if ins.Op == isa.OpMayGoto || isIterNext(ins) {
+			mark(pc, false)
+		}
+		pc += size - 1
+	}
+	return prune, jump
 }
 
 // explored is a state remembered at a prune point.
@@ -83,7 +95,7 @@ func (v *verifier) pathDone() {
 		if p.evicted && len(p.openFor) == 0 {
 			// Finished and forgotten: no path will compare with it or
 			// walk through it again.
-			v.release(p.st)
+			v.freeExplored(p)
 		}
 	}
 }
@@ -129,11 +141,9 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 	if v.statesEqual(e.st, v.cur, pc, len(e.openFor) > 0) {
 		e.hit++
 		if len(e.openFor) > 0 {
-			// e's marks are not final: compared exactly, and the path
-			// keeps every scalar precise.
-			if !v.opts.Unprivileged {
-				v.markAllPrecise()
-			}
+			// e's marks are not final: compared exactly, and traced
+			// again along this path when they are (backedge.go).
+			v.openHit(e, pc)
 			return true, nil
 		}
 		v.propagatePrecision(e.st, pc)
@@ -142,87 +152,122 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 	return false, nil
 }
 
-// maxStatesPerInsn bounds remembered states per instruction; the kernel
-// applies 64 to unprivileged programs.
+// maxStatesPerInsnUnpriv bounds the states compared at an instruction
+// before a new one is no longer remembered there; the kernel applies it
+// (BPF_COMPLEXITY_LIMIT_STATES) to unprivileged programs.
 const maxStatesPerInsnUnpriv = 64
 
+// bucket is the list of remembered states the current state at pc is
+// compared with: the kernel hashes the instruction and the call site of
+// the current frame into as many lists as the program has instructions
+// (explored_state). States of other call sites of the same function stay
+// apart, so that one still being explored is not taken for a loop.
+func (v *verifier) bucket(pc int) int {
+	site := v.cur.top().CallSite
+	return int(uint32(int32(pc)^int32(site)) % uint32(len(v.explored)))
+}
+
 // prune reports whether the current state at pc is covered by a remembered
-// one; if not, it remembers a copy.
+// one; if not, it may remember a copy (the kernel's is_state_visited).
 func (v *verifier) prune(pc int) (bool, error) {
 	if !v.prunePoints[pc] {
 		return false, nil
 	}
-	list := v.explored[pc]
 	mayGoto := v.insns[pc].Op == isa.OpMayGoto
+	// Loop heads of callbacks, iterators and may_goto always get a state
+	// (the kernel's force checkpoints): their loops converge against
+	// them. So does every prune point with BPF_F_TEST_STATE_FREQ, and a
+	// path whose jump history grew long.
 	loopHead := mayGoto || v.callbackSites[pc] || isIterNext(v.insns[pc])
-	evicted, inLoop := false, false
+	force := loopHead || v.stateFreq || v.jmpHist > maxJmpHist
+	// A state is remembered only every 2 jumps and 8 instructions: most
+	// prune points are a few instructions apart, and states remembered
+	// that often mostly cost memory and comparisons.
+	add := force || v.jumps-v.lastAddJumps >= 2 && v.stats.Processed-v.lastAddInsns >= 8
+	b := v.bucket(pc)
+	list := v.explored[b]
+	n, evicted := 0, false
 	var (
 		pruned bool
 		err    error
 	)
-	for _, e := range list {
-		inLoop = inLoop || e.branches > 0
+	// Newest first, as the kernel's lists.
+	for i := len(list) - 1; i >= 0; i-- {
+		e := list[i]
+		n++
+		if e.pc != pc {
+			continue // another instruction in the same list
+		}
 		if pruned, err = v.pruneAgainst(pc, e, mayGoto); pruned || err != nil {
 			// Those evicted before this one leave the list all the
 			// same: marked, they could be freed while listed.
 			break
 		}
-		// The kernel's heuristic: a state that keeps missing is unlikely
-		// to help and only slows verification (a loop adds one per
-		// round); forget it. Loop heads of callbacks and may_goto keep
-		// their states longer, as they need them to converge.
-		e.miss++
-		n := 3
-		if e.branches > 0 && loopHead {
-			n = 64
+		if e.branches > 0 && !force && v.jumps-v.lastAddJumps < 20 && v.stats.Processed-v.lastAddInsns < 100 {
+			// In a loop (an ancestor is remembered here): rounds
+			// differ and rarely prune each other, so remember one
+			// only every 20 jumps or 100 instructions.
+			add = false
 		}
-		if e.miss > e.hit*n+n {
+		// The kernel's heuristic: a state that keeps missing is unlikely
+		// to help and only slows verification; forget it. A miss counts
+		// only when a state is going to be remembered, so that loop
+		// rounds do not evict the ones before them. Force checkpoints
+		// keep the states they converge against longer.
+		if add {
+			e.miss++
+		}
+		limit := 3
+		if e.branches > 0 && loopHead {
+			limit = 64
+		}
+		if e.miss > e.hit*limit+limit {
 			e.evicted, evicted = true, true
 		}
 	}
 	if evicted {
 		list = slices.DeleteFunc(list, func(e *explored) bool {
-			if e.evicted {
-				// Freed as soon as no descendant refers to it: the
-				// count of states held drops now.
-				v.states--
-				v.stateBytes -= e.st.size()
-				if e.branches == 0 && len(e.openFor) == 0 {
-					v.release(e.st)
-				}
+			if e.evicted && e.branches == 0 && len(e.openFor) == 0 {
+				// Freed as soon as no descendant refers to it.
+				v.freeExplored(e)
 			}
 			return e.evicted
 		})
-		v.explored[pc] = list
+		v.explored[b] = list
 	}
 	if pruned || err != nil {
 		return pruned, err
 	}
-	if v.opts.Unprivileged && len(list) >= maxStatesPerInsnUnpriv {
+	v.stats.MaxStatesPerInsn = max(v.stats.MaxStatesPerInsn, n)
+	if v.opts.Unprivileged && n > maxStatesPerInsnUnpriv || !add {
 		return false, nil
 	}
-	// In a loop (an ancestor is remembered here), remember a state only
-	// every few instructions and jumps, as the kernel does everywhere:
-	// a tight loop would otherwise add one per round. Loops of callbacks
-	// and may_goto need theirs to converge.
-	if inLoop && !loopHead && (v.jumps-v.lastAddJumps < 2 || v.stats.Processed-v.lastAddInsns < 8) {
-		return false, nil
-	}
-	v.lastAddJumps, v.lastAddInsns = v.jumps, v.stats.Processed
+	v.lastAddJumps, v.lastAddInsns, v.jmpHist = v.jumps, v.stats.Processed, 0
 	e := &explored{st: v.cloneState(v.cur), branches: 1, parent: v.cur.parent, pc: pc, last: v.segLast, histEnd: len(v.hist)}
 	v.cur.parent = e
 	v.segLast = -1
 	if !v.opts.Unprivileged {
 		v.cur.forgetPrecision()
 	}
-	v.explored[pc] = append(list, e)
+	v.explored[b] = append(list, e)
 	v.states++
 	v.stateBytes += e.st.size()
 	v.stats.TotalStates++
 	v.stats.PeakStates = max(v.stats.PeakStates, v.states)
 	v.stats.PeakMemory = max(v.stats.PeakMemory, v.stateBytes)
-	v.stats.MaxStatesPerInsn = max(v.stats.MaxStatesPerInsn, len(v.explored[pc]))
 	return false, nil
+}
+
+// maxJmpHist is how long a path's jump history may grow before a state is
+// remembered whatever the heuristics say (the kernel's bound of 40).
+const maxJmpHist = 40
+
+// freeExplored drops a remembered state that left its list and that no
+// path will compare with or walk through again.
+func (v *verifier) freeExplored(e *explored) {
+	v.states--
+	v.stateBytes -= e.st.size()
+	v.release(e.st)
 }
 
 // idMap checks that ids correspond one to one between two states.

@@ -20,7 +20,9 @@ import (
 // slot live; only a full 8-byte write at a known slot ends a slot's life.
 // A function whose stack pointer escapes (stored anywhere but in its own
 // slots, or passed to a function or callback, which could store it where
-// this function reads it back unseen) keeps every slot live.
+// this function reads it back unseen) has every slot read by each of its
+// loads and calls: only the stretches without one (the way to an exit, say)
+// see slots die.
 //
 // Only the frame being verified uses this; the frames of its callers are
 // compared whole, as a callee may reach them through pointers.
@@ -230,6 +232,20 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet) (e stac
 	return e, escapes
 }
 
+// readsMemory reports whether an instruction may read memory through a
+// pointer: loads, atomics and calls.
+func readsMemory(ins isa.Instruction) bool {
+	switch ins.Class() {
+	case isa.ClassLDX:
+		return true
+	case isa.ClassSTX:
+		return ins.Op&0xe0 == isa.ModeATOMIC
+	case isa.ClassJMP, isa.ClassJMP32:
+		return ins.Op == isa.OpCall || ins.Op == isa.OpCallX
+	}
+	return false
+}
+
 // computeStackLiveness returns, for every instruction, the slots of its
 // function's frame live before it (bit i: fp-8*(i+1)).
 func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites []bool, args func(isa.Instruction) regSet) []uint64 {
@@ -283,12 +299,15 @@ func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites
 	}
 	// Backward: live = use | (live after &^ def), by sweeps from the end
 	// (one when every edge goes forward) until nothing changes.
-	live := make([]uint64, n)
 	for pc := range n {
-		if escaped[subprogAt(subs, pc)] {
-			live[pc] = ^uint64(0)
+		if escaped[subprogAt(subs, pc)] && readsMemory(insns[pc]) {
+			// Through a pointer that escaped, a load or a call may read
+			// any slot. Nothing else reads memory, and nothing at all
+			// once the function exits: its frame is gone.
+			effects[pc].use = ^uint64(0)
 		}
 	}
+	live := make([]uint64, n)
 	for changed := true; changed; {
 		changed = false
 		for pc := n - 1; pc >= 0; pc-- {

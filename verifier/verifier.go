@@ -125,8 +125,8 @@ const (
 	// operations leave undefined with random bits; bpfvm zero-extends
 	// them, one of the behaviours that allows, so it changes nothing.
 	FlagTestRndHi32 uint32 = 1 << 2
-	// FlagTestStateFreq makes the kernel remember states more often,
-	// which changes its effort but no verdict bpfvm models.
+	// FlagTestStateFreq remembers a state at every prune point, as the
+	// kernel's (its force_new_state): more states, fewer instructions.
 	FlagTestStateFreq uint32 = 1 << 3
 	// FlagSleepable asks for a sleepable program, which no program type
 	// bpfvm verifies may be.
@@ -137,8 +137,9 @@ const (
 	// FlagXDPDevBoundOnly binds an XDP program to a device; without a
 	// device (bpfvm has none) the kernel ignores it.
 	FlagXDPDevBoundOnly uint32 = 1 << 6
-	// FlagTestRegInvariants makes a broken register invariant an error;
-	// bpfvm's bounds never break them, so it changes nothing.
+	// FlagTestRegInvariants makes a broken register invariant an error,
+	// as in the kernel (invariants.go); bpfvm's bounds are kept
+	// consistent, so one would be a verifier bug.
 	FlagTestRegInvariants uint32 = 1 << 7
 
 	knownFlags = FlagStrictAlignment | FlagAnyAlignment | FlagTestRndHi32 | FlagTestStateFreq |
@@ -285,6 +286,7 @@ type verifier struct {
 	stackLive     []uint64 // own stack slots live before each instruction (nil: not computed yet)
 	stateBytes    int64    // bytes of remembered states alive
 	prunePoints   []bool
+	jmpPoints     []bool // where a path's jump history gets an entry (prune.go)
 	callbackSites []bool // helper calls that take a callback
 	explored      [][]*explored
 	states        int // remembered states alive
@@ -293,6 +295,15 @@ type verifier struct {
 	jumps                      int
 	marks                      int // precision marks set, to see when tracing adds nothing
 	lastAddJumps, lastAddInsns int
+	// jmpHist counts the entries the kernel would have in the current
+	// path's jump history since its last remembered state, jmpCounted
+	// whether the instruction being processed has one (prune.go).
+	jmpHist    int
+	jmpCounted bool
+	stateFreq  bool // BPF_F_TEST_STATE_FREQ: a state at every prune point
+	// regInvariants (BPF_F_TEST_REG_INVARIANTS) checks the scalars after
+	// every instruction (invariants.go).
+	regInvariants bool
 	// ret is a return to the caller the instruction being verified may
 	// make without an exit (queueReturn), taken once it is verified.
 	ret *earlyReturn
@@ -323,8 +334,9 @@ type pending struct {
 	st   *State
 	pc   int
 	from int
-	// histLen is the length of the instruction history at the branch.
-	histLen int
+	// histLen is the length of the instruction history at the branch,
+	// jmpHist the count of the kernel's jump history then.
+	histLen, jmpHist int
 	// logPos is where the log was at the branch: level 1 rewinds there
 	// when the path before it ends, as the kernel's pop_stack.
 	logPos int
@@ -406,7 +418,9 @@ func (v *verifier) run() error {
 		return v.errorf(0, "Only fentry/fexit/fmod_ret, lsm, iter, uprobe, and struct_ops programs can be sleepable")
 	}
 	v.cur = v.initialState()
-	v.prunePoints = findPrunePoints(v.insns)
+	v.prunePoints, v.jmpPoints = findPrunePoints(v.insns)
+	v.stateFreq = v.opts.Flags&FlagTestStateFreq != 0
+	v.regInvariants = v.opts.Flags&FlagTestRegInvariants != 0
 	v.callbackSites = make([]bool, len(v.insns))
 	for pc, ins := range v.insns {
 		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {
@@ -414,10 +428,7 @@ func (v *verifier) run() error {
 		}
 		if p := v.proto(ins.Imm); p != nil && slices.Contains(p.Args[:], ArgCallback) {
 			v.callbackSites[pc] = true
-			v.prunePoints[pc] = true
-			if pc+1 < len(v.insns) {
-				v.prunePoints[pc+1] = true
-			}
+			v.prunePoints[pc], v.jmpPoints[pc] = true, true
 		}
 	}
 	v.explored = make([][]*explored, len(v.insns))
