@@ -15,7 +15,6 @@ import (
 )
 
 var (
-	vfU32    = fieldbtf.U32
 	vfU64    = fieldbtf.U64
 	vfOpaque = fieldbtf.Special
 )

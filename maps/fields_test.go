@@ -43,7 +43,6 @@ type fieldCase struct {
 	typ    Type
 	flags  uint32
 	value  btf.Type
-	size   uint32
 	fields []Field
 	errno  syscall.Errno
 }
