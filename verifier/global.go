@@ -246,7 +246,7 @@ func (v *verifier) globalArgs(sub int) ([]globalArg, string) {
 				args[i] = globalArg{kind: globalScalar}
 				continue
 			}
-			return nil, fmt.Sprintf("Arg#%d type %s in %s() is not supported yet.", i, btfKind(t), name)
+			return nil, fmt.Sprintf("Arg#%d type %s in %s() is not supported yet.", i, kindName(t), name)
 		}
 		if ctxTag || v.isContextType(ptr.Target) {
 			if nonnull || nullable {
@@ -270,7 +270,7 @@ func (v *verifier) globalArgs(sub int) ([]globalArg, string) {
 		}
 		size, err := btf.Sizeof(target)
 		if _, void := target.(*btf.Void); void || err != nil || size < 0 {
-			return nil, fmt.Sprintf("arg#%d reference type('%s %s') size cannot be determined: -22", i, btfKind(target), target.TypeName())
+			return nil, fmt.Sprintf("arg#%d reference type('%s %s') size cannot be determined: -22", i, kindName(target), target.TypeName())
 		}
 		args[i] = globalArg{kind: globalMem, size: uint32(size), nullable: !nonnull}
 	}
@@ -299,37 +299,6 @@ func (v *verifier) ctxTagTarget(t btf.Type) bool {
 		return true
 	}
 	return v.isContextType(t)
-}
-
-// btfKind names a type's BTF kind as the kernel's btf_type_str does.
-func btfKind(t btf.Type) string {
-	switch t.(type) {
-	case *btf.Void:
-		return "UNKNOWN"
-	case *btf.Int:
-		return "INT"
-	case *btf.Pointer:
-		return "PTR"
-	case *btf.Array:
-		return "ARRAY"
-	case *btf.Struct:
-		return "STRUCT"
-	case *btf.Union:
-		return "UNION"
-	case *btf.Enum:
-		return "ENUM"
-	case *btf.Fwd:
-		return "FWD"
-	case *btf.Typedef:
-		return "TYPEDEF"
-	case *btf.Func:
-		return "FUNC"
-	case *btf.FuncProto:
-		return "FUNC_PROTO"
-	case *btf.Float:
-		return "FLOAT"
-	}
-	return "UNKNOWN"
 }
 
 // typeString names a type as C does ("struct foo", "int").
