@@ -47,6 +47,11 @@ func TestSelftestSockmapLookup(t *testing.T) {
 			err: "R3 type=map_value_or_null expected=sock_common, sock, tcp_sock, xdp_sock, ptr_", kmsg: true}),
 		// A tail call or exit with the reference held.
 		tc(vcase{name: "sockmap tail call with the reference", maps: []maps.Spec{sockMap, progArray}, asm: "r7 = r1\n" + checked + "r6 = r0\nr1 = r7\nr2 = map[fd:1] ll\nr3 = 0\ncall bpf_tail_call#12\n" + release + out, err: "tail_call would lead to reference leak", kmsg: true}),
+		// An inner sockmap's lookup is the same.
+		tc(vcase{name: "inner sockmap lookup released", maps: []maps.Spec{{Name: "outer", Type: maps.ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: 2, InnerMap: &sockMap}},
+			asm: lookup4 + "if r0 == 0 goto out\n*(u32 *)(r10 -8) = 0\nr1 = r0\nr2 = r10\nr2 += -8\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto out\nr1 = r0\ncall bpf_sk_release#86" + out, kmsg: true}),
+		tc(vcase{name: "inner sockmap lookup unreleased", maps: []maps.Spec{{Name: "outer", Type: maps.ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: 2, InnerMap: &sockMap}},
+			asm: lookup4 + "if r0 == 0 goto out\n*(u32 *)(r10 -8) = 0\nr1 = r0\nr2 = r10\nr2 += -8\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto out\nr0 = 0\nexit" + out, err: "Unreleased reference", kmsg: true}),
 		// Other socket maps.
 		tc(vcase{name: "reuseport array lookup", maps: []maps.Spec{reuseArray}, asm: checked + "r0 = 0\nexit" + out, err: "cannot pass map_type 20 into func bpf_map_lookup_elem#1", kmsg: true}),
 		tc(vcase{name: "sk storage lookup", maps: []maps.Spec{skStorage}, asm: checked + "r0 = 0\nexit" + out, err: "cannot pass map_type 24 into func bpf_map_lookup_elem#1", kmsg: true}),
