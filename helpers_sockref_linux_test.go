@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"net/netip"
 	"syscall"
 	"testing"
 
@@ -41,18 +40,9 @@ func sockmapSockets(t *testing.T) map[string]sockmapSocket {
 	t.Helper()
 	socks := map[string]sockmapSocket{}
 	add := func(name string, c syscall.Conn, proto uint8, local, remote net.Addr) {
-		ap := func(a net.Addr) netip.AddrPort {
-			switch a := a.(type) {
-			case *net.TCPAddr:
-				return a.AddrPort()
-			case *net.UDPAddr:
-				return a.AddrPort()
-			}
-			return netip.AddrPort{}
-		}
-		s := sockmapSocket{conn: c, world: bpfvm.Socket{Protocol: proto, Local: ap(local)}}
+		s := sockmapSocket{conn: c, world: bpfvm.Socket{Protocol: proto, Local: addrPort(local)}}
 		if remote != nil {
-			s.world.Remote = ap(remote)
+			s.world.Remote = addrPort(remote)
 		}
 		s.withFD(t, func(fd int) {
 			cookie, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_COOKIE)
@@ -77,16 +67,7 @@ func sockmapSockets(t *testing.T) map[string]sockmapSocket {
 	}
 	l4 := listen("tcp4", "127.0.0.1:0")
 	add("l4", l4, 6, l4.Addr(), nil)
-	c, err := net.Dial("tcp4", l4.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	s, err := l4.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	c, s := connect(t, l4)
 	add("client", c.(*net.TCPConn), 6, c.LocalAddr(), c.RemoteAddr())
 	add("server", s.(*net.TCPConn), 6, s.LocalAddr(), s.RemoteAddr())
 	l6 := listen("tcp6", "[::1]:0")
