@@ -57,14 +57,11 @@ func hostSockets(t *testing.T) (socks []bpfvm.Socket, addrs map[string]netip.Add
 	t.Helper()
 	addrs = map[string]netip.AddrPort{}
 	ap := func(a net.Addr) netip.AddrPort {
-		switch a := a.(type) {
-		case *net.TCPAddr:
-			return a.AddrPort()
-		case *net.UDPAddr:
-			return a.AddrPort()
+		p := addrPort(a)
+		if !p.IsValid() {
+			t.Fatalf("address %v", a)
 		}
-		t.Fatalf("address %v", a)
-		return netip.AddrPort{}
+		return p
 	}
 	listen := func(name, network, addr string) net.Listener {
 		l, err := net.Listen(network, addr)
@@ -77,16 +74,7 @@ func hostSockets(t *testing.T) (socks []bpfvm.Socket, addrs map[string]netip.Add
 	}
 	l4 := listen("l4", "tcp4", "127.0.0.1:0")
 	socks = append(socks, bpfvm.Socket{Protocol: 6, Local: addrs["l4"]})
-	c, err := net.Dial("tcp4", l4.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	s, err := l4.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	c, s := connect(t, l4)
 	addrs["client"], addrs["server"] = ap(c.LocalAddr()), ap(s.LocalAddr())
 	socks = append(socks,
 		bpfvm.Socket{Protocol: 6, Local: ap(c.LocalAddr()), Remote: ap(c.RemoteAddr())},
@@ -126,6 +114,35 @@ func hostSockets(t *testing.T) (socks []bpfvm.Socket, addrs map[string]netip.Add
 	addrs["udpc"] = ap(uc.LocalAddr())
 	socks = append(socks, bpfvm.Socket{Protocol: 17, Local: addrs["udpc"], Remote: ap(uc.RemoteAddr())})
 	return socks, addrs
+}
+
+// addrPort returns a TCP or UDP address's address and port, the zero
+// AddrPort for another.
+func addrPort(a net.Addr) netip.AddrPort {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.AddrPort()
+	case *net.UDPAddr:
+		return a.AddrPort()
+	}
+	return netip.AddrPort{}
+}
+
+// connect opens a TCP connection to l: its client and server ends, closed
+// at the test's end.
+func connect(t *testing.T, l net.Listener) (client, server net.Conn) {
+	t.Helper()
+	c, err := net.Dial(l.Addr().Network(), l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return c, s
 }
 
 // TestSockLookupKernel compares the socket lookups, and what bpf_sock,

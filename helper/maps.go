@@ -44,6 +44,17 @@ func mapLookup(e *vm.Env, r1, r2 uint64, percpu bool, cpu uint32) (uint64, error
 	if err != nil {
 		return 0, err
 	}
+	if sm, ok := m.(maps.SocketMap); ok && !percpu {
+		// A sockmap's or sockhash's element is a socket: the run's
+		// socket of that cookie, referenced (sock_map_lookup). One the
+		// run's world lacks is NULL, as the kernel's lookup of a
+		// socket that closed (which leaves its maps).
+		cookie, ok := sm.Socket(key)
+		if !ok {
+			return 0, nil
+		}
+		return runner.Of(e).SocketByCookie(cookie), nil
+	}
 	c := e.CPU
 	if percpu {
 		if !m.Spec().Type.PerCPU() || cpu >= uint32(maps.NumCPU(m)) {

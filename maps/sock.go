@@ -227,8 +227,9 @@ func (a *sockArray) SetSocket(key unsafe.Pointer, cookie, flags uint64) error {
 	return nil
 }
 
-// Lookup gives programs nothing: the verifier refuses lookups in socket
-// maps (see the verifier's sockets), and the socket helpers use Socket.
+// Lookup gives no value: a program's lookup in a socket map gives a socket
+// of the run's world, which bpf_map_lookup_elem finds by the cookie Socket
+// returns (the verifier refuses lookups in reuseport arrays).
 func (a *sockArray) Lookup(unsafe.Pointer, int) unsafe.Pointer { return nil }
 
 // Update from programs is refused by the verifier.

@@ -369,17 +369,29 @@ func SockState(ref SockRef) (state uint8, proto uint8) {
 	return uint8(binary.LittleEndian.Uint32(b[72:])), uint8(binary.LittleEndian.Uint32(b[12:]))
 }
 
-// SocketByCookie returns the address of the struct bpf_sock of the table
-// socket whose Cookie is cookie, 0 for none: for helpers that find
-// sockets by identity (sockmap and sockhash lookups).
+// SocketByCookie returns the address of the struct bpf_sock of the run's
+// socket whose cookie (SocketAt's) is cookie, 0 for none: a table
+// socket, by its Cookie or the one SockCookie gives it, or the run's own
+// socket where the program sees one. Sockmap and sockhash lookups find
+// their sockets so.
 func (r *Runner) SocketByCookie(cookie uint64) uint64 {
-	if cookie == 0 || r.ns.nsocks == 0 {
+	if cookie == 0 {
 		return 0
 	}
-	for i := range r.sk.net.Sockets[:r.ns.nsocks] {
-		if r.sk.net.Sockets[i].Cookie == cookie {
+	if r.sock != 0 && cookie == r.SocketCookie() {
+		return r.sock
+	}
+	if r.ns.nsocks == 0 {
+		return 0
+	}
+	socks := r.sk.net.Sockets[:r.ns.nsocks]
+	for i := range socks {
+		if socks[i].Cookie == cookie {
 			return r.sockAddr(i)
 		}
+	}
+	if i := cookie - (1<<62 | 1); i < uint64(len(socks)) && socks[i].Cookie == 0 {
+		return r.sockAddr(int(i))
 	}
 	return 0
 }

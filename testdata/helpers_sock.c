@@ -16,6 +16,10 @@
 // in fib[0]; they return its result.
 //
 // tc_sk_assign assigns the socket it looks up to the packet.
+//
+// tc_sockmap_lookup looks a socket up in a sockmap (the request's helper
+// 0) or a sockhash (1) at the request's size as the key, and stores what
+// it shows in out[0] as tc_lookup: bpf_map_lookup_elem's referenced socket.
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
@@ -56,6 +60,20 @@ struct {
 	__type(key, __u32);
 	__type(value, struct bpf_fib_lookup);
 } fib SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKMAP);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__type(value, __u64);
+} sockets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__type(value, __u64);
+} socketsh SEC(".maps");
 
 #define LOOKUP(fn, ctx, r, n) fn(ctx, &(r)->tuple, n, (r)->netns, (r)->flags)
 
@@ -275,4 +293,23 @@ int tc_sk_assign(struct __sk_buff *skb)
 	ret = bpf_sk_assign(skb, sk, flags);
 	bpf_sk_release(sk);
 	return ret;
+}
+
+SEC("tc")
+int tc_sockmap_lookup(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk;
+	struct req r;
+	__u32 key;
+
+	if (skb_req(skb, &r) || clear_out())
+		return -1;
+	key = r.size;
+	if (r.helper == 1)
+		sk = bpf_map_lookup_elem(&socketsh, &key);
+	else
+		sk = bpf_map_lookup_elem(&sockets, &key);
+	if (!sk)
+		return 0;
+	return show(sk, 1);
 }

@@ -301,12 +301,6 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	if m != nil && (!m.Spec.Type.TakesHelper(name) || socketValued(m) && !v.mayUpdateSockmap(name)) {
 		return v.errorf(pc, "cannot pass map_type %d into func %s#%d", m.Spec.Type, name, id)
 	}
-	if m != nil && m.Spec.Type.RefSockets() && name == "bpf_map_lookup_elem" {
-		// The kernel's lookup takes a reference to the socket
-		// (PTR_TO_SOCKET_OR_NULL), released with bpf_sk_release: not
-		// modelled yet, so refused rather than accepted unsoundly.
-		return v.errorf(pc, "bpfvm: a lookup in a %s gives a referenced socket, which bpfvm does not support yet", m.Spec.Type)
-	}
 	if releaseRef != 0 && !v.cur.releaseRef(releaseRef) {
 		return v.errorf(pc, "R1 must be referenced when passed to release function")
 	}
@@ -350,6 +344,14 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			*r0 = Reg{Type: PtrToMapValue, Map: m, Scalar: Const(0)}
 		} else {
 			*r0 = Reg{Type: PtrToMapValue, Flags: MaybeNull, Map: m, ID: v.newID(), Scalar: Const(0)}
+			if socketValued(m) {
+				// A sockmap's or sockhash's element is a socket
+				// the lookup takes a reference to (the kernel's
+				// is_acquire_function), to release with
+				// bpf_sk_release. It is map_value_or_null until
+				// the null check makes it a socket (nullCheck).
+				v.acquire(pc, r0)
+			}
 		}
 	case RetMapValue:
 		*r0 = Reg{Type: PtrToMapValue, Map: m, Scalar: Const(0)}

@@ -284,6 +284,11 @@ func (v *verifier) nullCheck(st *State, dst, src *Reg, op uint8, taken bool) {
 			// is a socket.
 			r.Type = PtrToXDPSock
 		}
+		if r.Type == PtrToMapValue && socketValued(r.Map) {
+			// A sockmap's or sockhash's element is a full socket,
+			// referenced (the kernel's mark_ptr_not_null_reg).
+			r.Type, r.Map = PtrToSocket, nil
+		}
 	})
 	if isNull && ref != 0 && ref == id {
 		// The pointer holds the reference itself (not a cast of

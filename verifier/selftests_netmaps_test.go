@@ -99,10 +99,6 @@ func TestSelftestSocketMaps(t *testing.T) {
 		tc(vcase{name: "sockmap update with an unchecked socket", maps: sm, asm: "r2 = *(u64 *)(r1 +168)\n" + updateSk + out, err: "R3 type=sock_common_or_null expected=sock_common, sock, tcp_sock, xdp_sock, ptr_, trusted_ptr_", kmsg: true}),
 		egress(vcase{name: "sockmap update in cgroup_skb", maps: sm, asm: sk + updateSk + out, err: "cannot pass map_type 15 into func bpf_map_update_elem#2", klog: "cannot update sockmap in this context"}),
 		ops(vcase{name: "sockmap update in sock_ops", maps: sm, asm: "r2 = *(u64 *)(r1 +184)\nif r2 == 0 goto out\n" + updateSk + out, err: "cannot pass map_type 15 into func bpf_map_update_elem#2", klog: "cannot update sockmap in this context"}),
-		// The kernel's lookup takes a reference to the socket, which the
-		// program must release; bpfvm refuses every lookup for now.
-		tc(vcase{name: "sockmap lookup unreleased", maps: sm, asm: lookup4 + "if r0 == 0 goto out\nr0 = 1\nexit" + out, err: "bpfvm: a lookup in a sockmap gives a referenced socket", klog: "Unreleased reference"}),
-		tc(vcase{name: "sockmap lookup released", maps: sm, asm: lookup4 + "if r0 == 0 goto out\nr1 = r0\ncall bpf_sk_release#86" + out, err: "bpfvm: a lookup in a sockmap gives a referenced socket", noKernel: true}),
 		tc(vcase{name: "reuseport array lookup", maps: []maps.Spec{reuseArray}, asm: lookup4 + "r0 = 0\nexit", err: "cannot pass map_type 20 into func bpf_map_lookup_elem#1", kmsg: true}),
 		reuse(vcase{name: "select reuseport", maps: []maps.Spec{reuseArray}, asm: key + "r2 = map[fd:0] ll\nr4 = 0\ncall bpf_sk_select_reuseport#82\nr0 = 1\nexit"}),
 		reuse(vcase{name: "select reuseport from a sockmap", maps: sm, asm: key + "r2 = map[fd:0] ll\nr4 = 0\ncall bpf_sk_select_reuseport#82\nr0 = 1\nexit"}),
