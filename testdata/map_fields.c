@@ -117,8 +117,7 @@ int update_from_value(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-// Accepted by the kernel (an untrusted PTR_TO_BTF_ID); refused by bpfvm,
-// which has no PTR_TO_BTF_ID yet.
+// Accepted: the load gives an untrusted PTR_TO_BTF_ID that may be NULL.
 SEC("xdp")
 int load_untrusted(struct xdp_md *ctx)
 {

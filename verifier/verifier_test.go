@@ -35,7 +35,7 @@ type vcase struct {
 	err    string // "" accepts; otherwise a substring of the error
 	unpriv bool
 	// kaccepts: the kernel accepts what bpfvm refuses on purpose, for
-	// a feature bpfvm lacks (kptr loads: no PTR_TO_BTF_ID); the kernel
+	// a feature bpfvm lacks; the kernel
 	// comparison then requires the kernel to accept.
 	kaccepts bool
 	// noKernel skips the kernel comparison (e.g. our message differs on
