@@ -23,6 +23,9 @@ func TestMapFieldsObject(t *testing.T) {
 		// kernelAccepts: bpfvm refuses what the kernel accepts, for a
 		// feature bpfvm lacks (none now).
 		kernelAccepts bool
+		// ret, when set, is what the program returns (in the kernel
+		// too).
+		ret uint32
 	}{
 		{prog: "count"},
 		{prog: "clear_untrusted"},
@@ -32,6 +35,9 @@ func TestMapFieldsObject(t *testing.T) {
 		{prog: "half_kptr", err: "kptr access size must be BPF_DW"},
 		{prog: "update_from_value", err: "bpf_spin_lock cannot be accessed directly by load/store"},
 		{prog: "load_untrusted"},
+		{prog: "deref_untrusted", ret: 1},
+		{prog: "deref_ref", ret: 1},
+		{prog: "store_untrusted", ret: 2},
 		{prog: "locked_count"},
 		{prog: "exit_locked", err: "BPF_EXIT instruction in main prog cannot be used inside bpf_spin_lock-ed region"},
 		{prog: "call_locked", err: "function calls are not allowed while holding a lock"},
@@ -86,6 +92,9 @@ func TestMapFieldsObject(t *testing.T) {
 			want, kerr := k.Programs[c.prog].Run(&ebpf.RunOptions{Data: make([]byte, 64)})
 			if kerr != nil {
 				t.Fatal(kerr)
+			}
+			if c.ret != 0 && want != c.ret {
+				t.Errorf("kernel returns %d, want %d", want, c.ret)
 			}
 			var theirs [32]byte
 			if err := k.Maps["vals"].Lookup(uint32(0), &theirs); err != nil {
