@@ -128,20 +128,20 @@ int load_untrusted(struct xdp_md *ctx)
 	return v->untrusted != 0;
 }
 
+// pid_of reads a task's pid after its null check (XDP_DROP for NULL).
+static __always_inline int pid_of(struct task_struct *t)
+{
+	return t ? t->pid : XDP_DROP;
+}
+
 // Accepted: an untrusted kptr, dereferenced after its null check (a probe
 // load, of a NULL the map holds).
 SEC("xdp")
 int deref_untrusted(struct xdp_md *ctx)
 {
 	struct val *v = value();
-	struct task_struct *t;
 
-	if (!v)
-		return XDP_ABORTED;
-	t = v->untrusted;
-	if (!t)
-		return XDP_DROP;
-	return t->pid;
+	return v ? pid_of(v->untrusted) : XDP_ABORTED;
 }
 
 // Accepted: a referenced kptr of task_struct loads as an RCU pointer.
@@ -149,14 +149,8 @@ SEC("xdp")
 int deref_ref(struct xdp_md *ctx)
 {
 	struct val *v = value();
-	struct task_struct *t;
 
-	if (!v)
-		return XDP_ABORTED;
-	t = v->ref;
-	if (!t)
-		return XDP_DROP;
-	return t->pid;
+	return v ? pid_of(v->ref) : XDP_ABORTED;
 }
 
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
