@@ -130,9 +130,7 @@ func corpusCompare(t *testing.T, prog string, ours verifier.Stats, k scaleStats)
 
 // knownRefused are the corpus programs (by file/program name) bpfvm refuses
 // on purpose where the kernel accepts them, for a feature bpfvm lacks.
-var knownRefused = map[string]string{
-	"map_fields.o/load_untrusted": "a kptr load gives a PTR_TO_BTF_ID, which bpfvm does not have yet",
-}
+var knownRefused = map[string]string{}
 
 // knownExcess are the corpus programs (by file/program name, without a
 // trailing number) where bpfvm still processes more instructions or

@@ -228,7 +228,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		Lines:        opts.Lines,
 		KernelTypes:  opts.KernelTypes,
 	}
-	if vopts.KernelTypes == nil && needsKernelTypes(insns) {
+	if vopts.KernelTypes == nil && (needsKernelTypes(insns) || slices.ContainsFunc(ms, hasKptrs)) {
 		vopts.KernelTypes = defaultKernelTypes(opts)
 	}
 	if pt.BTFArgs {
@@ -286,6 +286,19 @@ func needsKernelTypes(insns []isa.Instruction) bool {
 	return slices.ContainsFunc(insns, func(ins isa.Instruction) bool {
 		return ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallKfunc) && (ins.Imm == isa.KfuncCastToKernCtx || ins.Imm == isa.KfuncRdonlyCast)
 	})
+}
+
+// hasKptrs reports whether m's values, or its inner maps', hold kernel
+// pointers, whose loads the verifier types by the kernel's BTF.
+func hasKptrs(m *Map) bool {
+	spec := m.m.Spec()
+	for s := &spec; s != nil; s = s.InnerMap {
+		fs, _ := s.Fields()
+		if slices.ContainsFunc(fs, func(f maps.Field) bool { return f.Kind&maps.AnyKptr != 0 }) {
+			return true
+		}
+	}
+	return false
 }
 
 // explainPoison adds to a rejection at an instruction CO-RE poisoned the

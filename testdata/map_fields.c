@@ -6,6 +6,7 @@
 // (map_fields_test.go).
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 
 // The installed libbpf predates the kptr_untrusted tag.
 #define __kptr_untrusted __attribute__((btf_type_tag("kptr_untrusted")))
@@ -15,7 +16,7 @@
 // emits for a struct only pointed to (the variable below makes it complete).
 struct task_struct {
 	int pid;
-};
+} __attribute__((preserve_access_index));
 
 struct task_struct complete_task;
 
@@ -117,8 +118,7 @@ int update_from_value(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-// Accepted by the kernel (an untrusted PTR_TO_BTF_ID); refused by bpfvm,
-// which has no PTR_TO_BTF_ID yet.
+// Accepted: the load gives an untrusted PTR_TO_BTF_ID that may be NULL.
 SEC("xdp")
 int load_untrusted(struct xdp_md *ctx)
 {
@@ -126,6 +126,55 @@ int load_untrusted(struct xdp_md *ctx)
 	if (!v)
 		return XDP_ABORTED;
 	return v->untrusted != 0;
+}
+
+// pid_of reads a task's pid after its null check (XDP_DROP for NULL).
+static __always_inline int pid_of(struct task_struct *t)
+{
+	return t ? t->pid : XDP_DROP;
+}
+
+// Accepted: an untrusted kptr, dereferenced after its null check (a probe
+// load, of a NULL the map holds).
+SEC("xdp")
+int deref_untrusted(struct xdp_md *ctx)
+{
+	struct val *v = value();
+
+	return v ? pid_of(v->untrusted) : XDP_ABORTED;
+}
+
+// Accepted: a referenced kptr of task_struct loads as an RCU pointer.
+SEC("xdp")
+int deref_ref(struct xdp_md *ctx)
+{
+	struct val *v = value();
+
+	return v ? pid_of(v->ref) : XDP_ABORTED;
+}
+
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+// Accepted: an untrusted pointer (bpf_rdonly_cast of a stack slot) stored
+// into the untrusted kptr, loaded back and read through, then cleared.
+SEC("xdp")
+int store_untrusted(struct xdp_md *ctx)
+{
+	volatile __u64 word = 0x1122334455667788;
+	struct val *v = value();
+	struct task_struct *t;
+	__u64 got;
+
+	if (!v)
+		return XDP_ABORTED;
+	v->untrusted = bpf_rdonly_cast((void *)&word, bpf_core_type_id_kernel(struct task_struct));
+	// Read back from the map, not the register stored.
+	t = *(struct task_struct *volatile *)&v->untrusted;
+	if (!t)
+		return XDP_ABORTED;
+	got = *(volatile __u64 *)t;
+	v->untrusted = 0;
+	return got == 0x1122334455667788 ? XDP_PASS : XDP_DROP;
 }
 
 // Accepted: the counter under the value's lock.

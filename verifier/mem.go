@@ -436,8 +436,12 @@ func (v *verifier) mapValueAccess(ptr *Reg, a access) (Reg, error) {
 	if err := v.boundsCheck(ptr, a, int64(m.Spec.ValueSize), what); err != nil {
 		return Reg{}, err
 	}
-	if err := v.checkFieldAccess(ptr, a); err != nil {
+	kptr, err := v.checkFieldAccess(ptr, a)
+	if err != nil {
 		return Reg{}, err
+	}
+	if kptr.Type != NotInit {
+		return kptr, nil
 	}
 	return v.loadedScalar(a.size), nil
 }

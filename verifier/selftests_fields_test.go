@@ -1,13 +1,16 @@
 package verifier_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpfvm/bpfvm/internal/fieldbtf"
+	"github.com/bpfvm/bpfvm/isa"
 	"github.com/bpfvm/bpfvm/maps"
+	"github.com/bpfvm/bpfvm/verifier"
 )
 
 // fTask stands for the kernel's struct task_struct, which the kernel finds
@@ -88,8 +91,8 @@ func TestSelftestFields(t *testing.T) {
 		{name: "inner lock load", maps: []maps.Spec{lockOuter}, asm: lookupInner + innerLookup4 + "if r0 == 0 goto out\nr1 = *(u32 *)(r0 +0)" + out, err: "bpf_spin_lock cannot be accessed directly by load/store", kmsg: true},
 		{name: "inner after lock", maps: []maps.Spec{lockOuter}, asm: lookupInner + innerLookup4 + "if r0 == 0 goto out\nr1 = *(u32 *)(r0 +4)" + out},
 		// Kernel pointers.
-		{name: "kptr untrusted load", maps: kp, asm: get + "r1 = *(u64 *)(r0 +0)" + out, err: "bpfvm does not support loading kptrs yet", kaccepts: true},
-		{name: "kptr referenced load", maps: kp, asm: get + "r1 = *(u64 *)(r0 +8)" + out, err: "bpfvm does not support loading kptrs yet", kaccepts: true},
+		{name: "kptr untrusted load", maps: kp, btf: true, asm: get + "r1 = *(u64 *)(r0 +0)" + out},
+		{name: "kptr referenced load", maps: kp, btf: true, asm: get + "r1 = *(u64 *)(r0 +8)" + out},
 		{name: "kptr load word", maps: kp, asm: get + "r1 = *(u32 *)(r0 +0)" + out, err: "kptr access size must be BPF_DW", kmsg: true},
 		{name: "kptr load misaligned", maps: kp, asm: get + "r1 = *(u64 *)(r0 +4)" + out, err: "kptr access misaligned expected=0 off=4", kmsg: true},
 		{name: "kptr var offset", maps: kp, asm: get + "r1 = *(u8 *)(r0 +16)\nr1 &= 8\nr0 += r1\nr2 = *(u64 *)(r0 +0)" + out, err: "kptr access cannot have variable offset", kmsg: true},
@@ -108,6 +111,67 @@ func TestSelftestFields(t *testing.T) {
 		{name: "kptr key from value", maps: kp, asm: get + "r2 = r0\nr2 += 4\nr1 = map[fd:0] ll\ncall bpf_map_lookup_elem#1" + out, err: "kptr cannot be accessed indirectly by helper", kmsg: true},
 		{name: "after kptrs", maps: kp, asm: get + "r1 = *(u64 *)(r0 +16)\n*(u64 *)(r0 +16) = r1\nr2 = r0\nr2 += 16\nr1 = map[fd:0] ll\ncall bpf_map_lookup_elem#1" + out},
 	})
+}
+
+// TestSelftestFieldsKptr covers what kptr loads give (the kernel's
+// btf_ld_kptr_type) and which pointers may be stored into an untrusted
+// kptr (map_kptr_match_type), against the host's vmlinux BTF.
+func TestSelftestFieldsKptr(t *testing.T) {
+	spec := hostBTF(t)
+	task, taskID := hostStruct(t, spec, "task_struct")
+	_, skbID := hostStruct(t, spec, "sk_buff")
+	pidOff := memberOff(t, task, "pid")
+	kp := []maps.Spec{kptrArr}
+	get := lookup4 + "if r0 == 0 goto out\nr6 = r0\n"
+	out := "\nout: r0 = 0\nexit"
+	rdonly := func(id btf.TypeID) string {
+		return fmt.Sprintf("r1 = r10\nr1 += -8\nr2 = %d\ncall bpf_rdonly_cast#0\n", id)
+	}
+	deref := fmt.Sprintf("r0 = *(u32 *)(r1 +%d)\n", pidOff)
+	const expected = "expected=ptr_task_struct or untrusted_ptr_task_struct"
+	runCases(t, []vcase{
+		// Loads: a pointer that may be NULL, untrusted or (task_struct
+		// being RCU-protected) RCU.
+		{name: "untrusted unchecked", maps: kp, btf: true, asm: get + "r1 = *(u64 *)(r6 +0)\n" + deref + out, err: "R1 invalid mem access 'untrusted_ptr_or_null_'", kmsg: true},
+		{name: "untrusted checked", maps: kp, btf: true, asm: get + "r1 = *(u64 *)(r6 +0)\nif r1 == 0 goto out\n" + deref + out},
+		{name: "untrusted arithmetic", maps: kp, btf: true, asm: get + "r1 = *(u64 *)(r6 +0)\nr1 += 8\n" + out, err: "R1 pointer arithmetic on untrusted_ptr_or_null_ prohibited, null-check it first", kmsg: true},
+		{name: "untrusted copy checked", maps: kp, btf: true, asm: get + "r1 = *(u64 *)(r6 +0)\nr2 = r1\nif r2 == 0 goto out\n" + deref + out},
+		{name: "untrusted write through", maps: kp, btf: true, asm: get + "r1 = *(u64 *)(r6 +0)\nif r1 == 0 goto out\n*(u32 *)(r1 +0) = 0" + out, err: "only read is supported", kmsg: true},
+		{name: "referenced unchecked", maps: kp, btf: true, asm: get + "r1 = *(u64 *)(r6 +8)\n" + deref + out, err: "R1 invalid mem access 'rcu_ptr_or_null_'", kmsg: true},
+		{name: "referenced checked", maps: kp, btf: true, asm: get + "r1 = *(u64 *)(r6 +8)\nif r1 == 0 goto out\n" + deref + out},
+		{name: "two loads two ids", maps: kp, btf: true, asm: get + "r1 = *(u64 *)(r6 +0)\nr2 = *(u64 *)(r6 +0)\nif r2 == 0 goto out\n" + deref + out, err: "R1 invalid mem access 'untrusted_ptr_or_null_'", kmsg: true},
+		// Stores into the untrusted kptr.
+		{name: "store rdonly_cast", maps: kp, btf: true, asm: get + rdonly(taskID) + "*(u64 *)(r6 +0) = r0" + out},
+		{name: "store rdonly_cast other type", maps: kp, btf: true, asm: get + rdonly(skbID) + "*(u64 *)(r6 +0) = r0" + out, err: "invalid kptr access, R0 type=untrusted_ptr_sk_buff " + expected, kmsg: true},
+		{name: "store moved pointer", maps: kp, btf: true, asm: get + rdonly(taskID) + "r0 += 8\n*(u64 *)(r6 +0) = r0" + out, err: "invalid kptr access, R0 type=untrusted_ptr_task_struct " + expected, kmsg: true},
+		{name: "store negative offset", maps: kp, btf: true, asm: get + rdonly(taskID) + "r0 += -8\n*(u64 *)(r6 +0) = r0" + out, err: "negative offset untrusted_ptr_ ptr R0 off=-8 disallowed", kmsg: true},
+		{name: "store variable offset", maps: kp, btf: true, asm: get + rdonly(taskID) + "r1 = *(u8 *)(r6 +16)\nr1 &= 8\nr0 += r1\n*(u64 *)(r6 +0) = r0" + out, err: "variable untrusted_ptr_ access var_off=(0x0; 0x8) disallowed", kmsg: true},
+		{name: "store loaded untrusted", maps: kp, btf: true, asm: get + "r1 = *(u64 *)(r6 +0)\n*(u64 *)(r6 +0) = r1" + out},
+		{name: "store loaded referenced", maps: kp, btf: true, asm: get + "r1 = *(u64 *)(r6 +8)\n*(u64 *)(r6 +0) = r1" + out},
+		{name: "store into referenced", maps: kp, btf: true, asm: get + "r1 = *(u64 *)(r6 +0)\n*(u64 *)(r6 +8) = r1" + out, err: "store to referenced kptr disallowed", kmsg: true},
+		{name: "store kern ctx", maps: kp, btf: true, asm: "r7 = r1\n" + get + "r1 = r7\ncall bpf_cast_to_kern_ctx#0\n*(u64 *)(r6 +0) = r0" + out, err: "invalid kptr access, R0 type=trusted_ptr_xdp_buff " + expected, kmsg: true},
+		{name: "store stack", maps: kp, btf: true, asm: get + "r1 = r10\n*(u64 *)(r6 +0) = r1" + out, err: "invalid kptr access, R1 type=fp " + expected, kmsg: true},
+	})
+}
+
+// TestSelftestFieldsKptrProbe checks that loads through a pointer loaded
+// from a kptr are probe loads (InsnAux.Probe), which the rewrite makes
+// read zeros where nothing is mapped.
+func TestSelftestFieldsKptrProbe(t *testing.T) {
+	spec := hostBTF(t)
+	insns, err := isa.Assemble(lookup4 + "if r0 == 0 goto out\nr1 = *(u64 *)(r0 +0)\nif r1 == 0 goto out\nr0 = *(u32 *)(r1 +8)\nexit\nout: r0 = 0\nexit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := verifier.Verify(insns, verifier.Options{Type: progType(ebpf.XDP), Maps: []verifier.MapInfo{{Name: "kptr", Spec: kptrArr}}, KernelTypes: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pc, aux := range res.Aux {
+		if want := pc == 9; aux.Probe != want {
+			t.Errorf("insn %d (%v): Probe %v, want %v", pc, insns[pc], aux.Probe, want)
+		}
+	}
 }
 
 // TestSelftestSpinLock covers bpf_spin_lock and bpf_spin_unlock: one lock

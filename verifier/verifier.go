@@ -315,9 +315,12 @@ type verifier struct {
 	btfIndex map[btf.Type]uint32
 	// fields are the special fields of the maps' values (fields.go).
 	fields map[fieldsKey][]maps.Field
-	free   []*State // states to reuse (state.go)
-	exact  bool     // compare every scalar and slot (tests)
-	hook   func(pc int)
+	// kptrTypes are the kernel structs kptrs point to, by name
+	// (fields.go).
+	kptrTypes map[string]btf.Type
+	free      []*State // states to reuse (state.go)
+	exact     bool     // compare every scalar and slot (tests)
+	hook      func(pc int)
 
 	// The instruction history of the current path (precise.go).
 	hist []histEntry

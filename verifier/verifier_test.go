@@ -34,10 +34,6 @@ type vcase struct {
 	asm    string
 	err    string // "" accepts; otherwise a substring of the error
 	unpriv bool
-	// kaccepts: the kernel accepts what bpfvm refuses on purpose, for
-	// a feature bpfvm lacks (kptr loads: no PTR_TO_BTF_ID); the kernel
-	// comparison then requires the kernel to accept.
-	kaccepts bool
 	// noKernel skips the kernel comparison (e.g. our message differs on
 	// purpose, or the kernel needs BTF we do not give it).
 	noKernel bool
@@ -154,11 +150,7 @@ func runCases(t *testing.T, cases []vcase) {
 				t.Errorf("processed %d instructions, the kernel %d\n%s", res.Stats.Processed, c.kinsns, res.Log)
 			}
 			if !c.unpriv && !c.noKernel {
-				ours := err
-				if c.kaccepts {
-					ours = nil
-				}
-				klog, k, ran := kernelVerdictTo(t, typ, c.attach, c.attachTo, c.flags, c.maps, c.values, !c.unfrozen, insns, funcs, ours)
+				klog, k, ran := kernelVerdictTo(t, typ, c.attach, c.attachTo, c.flags, c.maps, c.values, !c.unfrozen, insns, funcs, err)
 				if ran && k > 0 && c.kinsns > 0 && res.Stats.Processed > k {
 					t.Errorf("processed %d instructions, the running kernel %d", res.Stats.Processed, k)
 				}
