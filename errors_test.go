@@ -220,6 +220,12 @@ func kernelVerifierError(t *testing.T, insns []isa.Instruction, opts ebpf.Progra
 	if !errors.As(err, &kve) {
 		t.Skipf("kernel: %v", err)
 	}
+	if len(kve.Log) == 0 {
+		// Under qemu-user, bpf() reaches the host kernel with the
+		// guest's addresses, and the log buffer stays empty: nothing to
+		// compare.
+		t.Skipf("kernel: %v, without a log", err)
+	}
 	return kve
 }
 
