@@ -646,7 +646,7 @@ func TestSockCommonRun(t *testing.T) {
 						continue
 					}
 					// Each load twice: its value, and its high half
-					// (rx_queue_mapping's -1 is 64 bits wide).
+					// (rx_queue_mapping's none must not reach it).
 					shift := []string{"", "r0 >>= 32\n"}[half]
 					src := fmt.Sprintf("r2 = *(u64 *)(r1 +168)\nr0 = 0xdead\nif r2 == 0 goto out\nr0 = *(u%d *)(r2 +%d)\n%sout: exit", size*8, off, shift)
 					insns, err := isa.Assemble(viaCB(ty.pt, src))

@@ -93,7 +93,7 @@ var baseHelpers = Helpers(
 		ringbuf_output ringbuf_reserve ringbuf_submit ringbuf_discard ringbuf_query
 		strncmp strtol strtoul
 		get_current_pid_tgid get_ns_current_pid_tgid get_current_uid_gid`),
-	names(CapBPF, `spin_lock spin_unlock jiffies64 per_cpu_ptr this_cpu_ptr
+	names(CapBPF, `spin_lock spin_unlock jiffies64
 		timer_init timer_set_callback timer_start timer_cancel kptr_xchg
 		for_each_map_elem loop user_ringbuf_drain
 		ringbuf_reserve_dynptr ringbuf_submit_dynptr ringbuf_discard_dynptr
@@ -108,7 +108,7 @@ var baseHelpers = Helpers(
 		copy_from_user copy_from_user_task snprintf_btf snprintf
 		task_pt_regs trace_vprintk perf_event_read_value perf_event_read
 		send_signal send_signal_thread get_task_stack get_branch_snapshot
-		find_vma`),
+		find_vma per_cpu_ptr this_cpu_ptr`),
 )
 
 // sockBaseHelpers is bpf_sk_base_func_proto (net/core/filter.c), which the

@@ -138,14 +138,13 @@ type Field struct {
 	// many bytes, and a load at least that wide reads the stored value
 	// whatever its offset in the field.
 	Backing uint32
-	// NoneMinusOne makes a load at least Backing wide of a field whose
-	// stored value is all ones give -1 over 64 bits, the stored value
-	// zero-extended otherwise, and narrower loads the stored bytes: the
-	// kernel's conversion of bpf_sock.rx_queue_mapping, a u16 whose
-	// NO_QUEUE_MAPPING becomes a 64-bit move of -1 which the narrow-load
-	// mask does not reach (convert_ctx_accesses masks only loads narrower
-	// than the kernel's field). The kernel's verifier bounds such a load
-	// by its size all the same; bpfvm's takes it as any 64-bit value.
+	// NoneMinusOne makes a load of the whole field, wider than Backing,
+	// give all ones over the field's Size when the stored value is all
+	// ones, the stored value zero-extended otherwise; narrower loads read
+	// the stored bytes. That is what Linux 6.18.44 gives for
+	// bpf_sock.rx_queue_mapping, a u16 whose NO_QUEUE_MAPPING a u32 load
+	// reads as 0xffffffff (earlier 6.18 builds gave a 64-bit -1, beyond
+	// the bound their verifier assumed).
 	NoneMinusOne bool
 	// StoreLimit drops stores of a value at or above it (0 for none), as
 	// the kernel's conversion of queue_mapping drops NO_QUEUE_MAPPING and
@@ -341,9 +340,10 @@ func (f *Field) Convert(off, size uint32, op Op) (uint32, uint32) {
 }
 
 // MinusOne reports whether a load of size bytes of the field reads the
-// kernel's converted value, -1 for the stored all-ones (NoneMinusOne).
+// kernel's converted value, all ones for the stored all-ones
+// (NoneMinusOne).
 func (f *Field) MinusOne(size uint32) bool {
-	return f.NoneMinusOne && f.Kind == Scalar && size >= f.Backing
+	return f.NoneMinusOne && f.Kind == Scalar && size > f.Backing
 }
 
 // None is the stored value a NoneMinusOne field shows as -1: all ones in
@@ -353,7 +353,7 @@ func (f *Field) None() uint64 { return 1<<(8*f.Backing) - 1 }
 // LoadConverted is a MinusOne load of the field from its stored value.
 func (f *Field) LoadConverted(stored uint64) uint64 {
 	if stored == f.None() {
-		return ^uint64(0)
+		return 1<<(8*f.Size) - 1
 	}
 	return stored
 }

@@ -41,9 +41,9 @@ func sockFields(full bool) []Field {
 
 // rxQueueMapping is bpf_sock.rx_queue_mapping as the kernel converts it:
 // stored in the socket's u16 sk_rx_queue_mapping, NO_QUEUE_MAPPING (all
-// ones) read as -1 over 64 bits by a load of two or four bytes, its low
-// byte by a byte load (bpf_sock_convert_ctx_access). Sockets here are laid
-// out with the u16 stored, zero-extended.
+// ones) read as 0xffffffff by a load of four bytes, the stored bytes by
+// narrower loads (bpf_sock_convert_ctx_access, as Linux 6.18.44 runs it).
+// Sockets here are laid out with the u16 stored, zero-extended.
 func rxQueueMapping(f Field) Field {
 	f.Backing, f.NoneMinusOne = 2, true
 	return f

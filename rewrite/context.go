@@ -96,10 +96,10 @@ func GuardContextStores(rp *Program) error {
 
 // ConvertNoneLoads expands the loads of context and socket fields that the
 // kernel's conversion reads as -1 for none (progtype.Field.NoneMinusOne,
-// bpf_sock.rx_queue_mapping), each at least the stored value wide, as the
+// bpf_sock.rx_queue_mapping), each wider than the stored value, as the
 // kernel's conversion does: load the stored value, replace all ones with a
-// 64-bit -1, then sign-extend a sign-extending load from its size.
-// Narrower loads read the stored bytes as they are.
+// 32-bit -1 (zero-extended), then sign-extend a sign-extending load from
+// its size. Narrower loads read the stored bytes as they are.
 func ConvertNoneLoads(rp *Program) error {
 	var rs []Replacement
 	for pc, ins := range rp.Insns {
@@ -116,7 +116,7 @@ func ConvertNoneLoads(rp *Program) error {
 		seq := []isa.Instruction{
 			{Op: isa.ClassLDX | isa.ModeMEM | sizeCode(f.Backing), Dst: ins.Dst, Src: ins.Src, Off: int16(f.Offset)},
 			{Op: isa.ClassJMP | isa.JumpNE | isa.SrcK, Dst: ins.Dst, Off: 1, Imm: int32(f.None())},
-			{Op: isa.ClassALU64 | isa.ALUMov | isa.SrcK, Dst: ins.Dst, Imm: -1},
+			{Op: isa.ClassALU | isa.ALUMov | isa.SrcK, Dst: ins.Dst, Imm: -1},
 		}
 		if ins.Op&0xe0 == isa.ModeMEMSX && size < 8 {
 			seq = append(seq, isa.Instruction{Op: isa.ClassALU64 | isa.ALUMov | isa.SrcX, Dst: ins.Dst, Src: ins.Dst, Off: int16(8 * size)})

@@ -282,7 +282,8 @@ func (v *verifier) btfAccess(ptr *Reg, a access) (Reg, error) {
 // which always run in an RCU read section): an untrusted pointer's
 // pointers are untrusted; a trusted or RCU one's are trusted or RCU where
 // the kernel lists the member as such (btfSafe) or tags it __rcu, and
-// otherwise plain, as are a plain pointer's.
+// otherwise untrusted (Linux 6.18.44; earlier builds gave them plain); a
+// plain pointer's are plain.
 func (v *verifier) walkedFlags(ptr *Reg, step walkStep, untrusted bool) uint8 {
 	var flags uint8
 	if untrusted {
@@ -305,6 +306,7 @@ func (v *verifier) walkedFlags(ptr *Reg, step walkStep, untrusted bool) uint8 {
 		if step.rcu {
 			return flags | RCU | MaybeNull
 		}
+		return Untrusted
 	}
 	return flags
 }

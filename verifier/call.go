@@ -770,12 +770,17 @@ func (v *verifier) checkLocalCall(pc, target int) error {
 // A callback counts as a call from the function that takes its address, as
 // in the kernel. A subprogram that tail-calls keeps its callers' frames
 // while the target runs (and the target may tail-call again): the callers
-// may use less than maxTailCallStack between them.
+// may use less than maxTailCallStack between them. No function a callback
+// reaches may tail-call: the target would return into the helper that
+// called back, through frames it does not know of.
 func (v *verifier) checkStackDepth() error {
 	depth := func(sub int) int { return (v.subs[sub].StackDepth + 15) &^ 15 }
-	var walk func(sub, total, frames int) error
-	walk = func(sub, total, frames int) error {
+	var walk func(sub, total, frames int, inCallback bool) error
+	walk = func(sub, total, frames int, inCallback bool) error {
 		s := v.subs[sub]
+		if inCallback && v.hasTailCall(s) {
+			return v.errorf(s.Start, "cannot tail call within callback")
+		}
 		if frames > MaxCallFrames {
 			// Global functions are not followed while exploring, so
 			// only this walk sees how deep (or recursive) their calls
@@ -791,14 +796,14 @@ func (v *verifier) checkStackDepth() error {
 		}
 		for pc := s.Start; pc < s.End; pc++ {
 			if ins := v.insns[pc]; ins.IsLocalCall() || ins.IsPseudoFunc() {
-				if err := walk(subprogAt(v.subs, pc+1+int(ins.Imm)), total, frames+1); err != nil {
+				if err := walk(subprogAt(v.subs, pc+1+int(ins.Imm)), total, frames+1, inCallback || ins.IsPseudoFunc()); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
 	}
-	return walk(0, 0, 1)
+	return walk(0, 0, 1, false)
 }
 
 // maxTailCallStack bounds the stack of the frames below a subprogram that

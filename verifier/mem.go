@@ -526,15 +526,10 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 }
 
 // fieldScalar is what a load a of scalar context or socket field f gives:
-// a value of its size, or any 64-bit value where the kernel's conversion
-// gives -1 for none (progtype.Field.NoneMinusOne), which the kernel's
-// verifier bounds by the load's size though its program reads -1. A
-// sign-extending load is sign-extended after the conversion and keeps its
-// bounds.
-func (v *verifier) fieldScalar(f *progtype.Field, a access) Reg {
-	if !a.signed && f.MinusOne(uint32(a.size)) {
-		return unknownScalar()
-	}
+// a value of its size (the conversion of progtype.Field.NoneMinusOne keeps
+// to it). A sign-extending load is sign-extended after the conversion and
+// keeps its bounds.
+func (v *verifier) fieldScalar(_ *progtype.Field, a access) Reg {
 	return v.loadedScalar(a.size)
 }
 

@@ -258,12 +258,10 @@ func TestSelftestCtxFields(t *testing.T) {
 		c("ldsx protocol bounds", tc, "r0 = *(s8 *)(r1 +16)\nif r0 s> 127 goto bad\nif r0 s< -128 goto bad\nr0 = 0\nexit\nbad: r0 = *(u64 *)(r0 +0)\nexit", ""),
 		// bpf_sock.rx_queue_mapping: a byte load keeps its bounds.
 		c("rx_queue_mapping u8 bounds", tc, rxQueue("u8", 8), ""),
-		// Loads of two and four bytes read NO_QUEUE_MAPPING as a
-		// 64-bit -1, which the kernel's verifier bounds by the load's
-		// size: it accepts these, and its run of them has r0 >> 32 at
-		// 0xffffffff (TestSockCommonRun). bpfvm's takes any value.
-		{name: "rx_queue_mapping u16 any", typ: tc, asm: rxQueue("u16", 32), err: "R0 invalid mem access 'scalar'", noKernel: true},
-		{name: "rx_queue_mapping u32 any", typ: tc, asm: rxQueue("u32", 32), err: "R0 invalid mem access 'scalar'", noKernel: true},
+		// Loads of two and four bytes keep to their size too: a u32 load
+		// reads NO_QUEUE_MAPPING as 0xffffffff (TestSockCommonRun).
+		c("rx_queue_mapping u16 bounds", tc, rxQueue("u16", 16), ""),
+		c("rx_queue_mapping u32 bounds", tc, rxQueue("u32", 32), ""),
 		// Sign-extending ones are sign-extended after the conversion.
 		c("rx_queue_mapping s16 bounds", tc, "r1 = *(u64 *)(r1 +168)\nif r1 == 0 goto out\nr0 = *(s16 *)(r1 +76)\nif r0 s> 32767 goto bad\nif r0 s< -32768 goto bad\nout: r0 = 0\nexit\nbad: r0 = *(u64 *)(r0 +0)\nexit", ""),
 	})
