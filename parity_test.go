@@ -2,6 +2,7 @@ package bpfvm_test
 
 import (
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -85,5 +86,52 @@ func TestNewMapFromIDPerCPU(t *testing.T) {
 	}
 	if err := m.Put(uint32(0), []uint64{4, 5}); err == nil {
 		t.Error("put of 2 values into a 3-CPU map by id: no error")
+	}
+}
+
+// TestNewProgramFromID: a program found by its id (here a prog_array's
+// value) runs as the original, is closed on its own, and is no longer
+// found once every Go reference is closed.
+func TestNewProgramFromID(t *testing.T) {
+	coll, err := bpfvm.NewCollection(dropinSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coll.Close()
+	orig := coll.DetachProgram("xdp_count")
+	jumps, err := bpfvm.NewMap(&ebpf.MapSpec{Type: ebpf.ProgramArray, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jumps.Close()
+	if err := jumps.Put(uint32(0), orig); err != nil {
+		t.Fatal(err)
+	}
+	var id uint32
+	if err := jumps.Lookup(uint32(0), &id); err != nil {
+		t.Fatal(err)
+	}
+	p, err := bpfvm.NewProgramFromID(bpfvm.ProgramID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ID() != orig.ID() || p.Name() != orig.Name() {
+		t.Errorf("by id: program %d %s, want %d %s", p.ID(), p.Name(), orig.ID(), orig.Name())
+	}
+	orig.Close()
+	if _, err := p.Run(&bpfvm.RunOptions{Data: make([]byte, 14)}); err != nil {
+		t.Errorf("run by id after the original's Close: %v", err)
+	}
+	p.Close()
+	for _, tc := range []struct {
+		name string
+		id   uint32
+	}{
+		{"closed in Go, held by a prog_array", id},
+		{"never used", 1 << 31},
+	} {
+		if _, err := bpfvm.NewProgramFromID(bpfvm.ProgramID(tc.id)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v, want ENOENT", tc.name, err)
+		}
 	}
 }
