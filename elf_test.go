@@ -262,3 +262,44 @@ func TestInlinedArrayLookup(t *testing.T) {
 		coll.Close()
 	}
 }
+
+// TestOldStyleObject runs testdata/legacy_old_style.o, an object in the
+// shape old toolchains leave (program symbols without size or type, old
+// section names, iproute2's 28- and 32-byte bpf_elf_map), with the results
+// the kernel gives it (loader.TestKernelLoad); its PIN_GLOBAL_NS map is
+// pinned by name as tc pins it.
+func TestOldStyleObject(t *testing.T) {
+	spec, err := loader.LoadCollectionSpec("testdata/legacy_old_style.o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins := bpfvm.NewPins()
+	defer pins.Close()
+	coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{Maps: bpfvm.MapOptions{PinPath: "/sys/fs/bpf/tc/globals", Pins: pins}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coll.Close()
+	if paths := pins.Paths(); len(paths) != 1 || paths[0] != "/sys/fs/bpf/tc/globals/totals" {
+		t.Errorf("pinned %v, want totals", paths)
+	}
+	if err := coll.Maps["mid"].Put(uint32(1), uint32(9)); err != nil {
+		t.Fatal(err)
+	}
+	pkt := eth(0x0800, ipv4(6, 0, tcp(80)))
+	for _, tt := range []struct {
+		prog string
+		want uint32
+	}{
+		{"xdp_count", 2}, {"xdp_drop", 1}, {"sock_mid", 9},
+	} {
+		ret, err := coll.Programs[tt.prog].Run(&bpfvm.RunOptions{Data: pkt})
+		if err != nil || ret != tt.want {
+			t.Errorf("%s: %d, %v; want %d", tt.prog, ret, err, tt.want)
+		}
+	}
+	var n uint64
+	if err := coll.Maps["counts"].Lookup(uint32(0), &n); err != nil || n != 1 {
+		t.Errorf("counts[0] = %d, %v; want 1", n, err)
+	}
+}

@@ -142,6 +142,9 @@ var (
 	// ErrReadOnly is a write through a read-only Memory or Variable
 	// (ebpf.ErrReadOnly): a frozen or BPF_F_RDONLY_PROG map, .rodata.
 	ErrReadOnly error = errs.New("resource is read-only", ebpf.ErrReadOnly)
+	// ErrInvalidType is a Go type that cannot stand for a variable in
+	// VariablePointer (ebpf.ErrInvalidType).
+	ErrInvalidType error = errs.New("invalid type", ebpf.ErrInvalidType)
 )
 
 // As makes errors.As fill a *ebpf.VerifierError from a bpfvm one, with

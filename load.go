@@ -96,11 +96,13 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 			run.Regions = append(run.Regions, maps.InternalRegions(m.m)...)
 		}
 	}
-	run.Start()
-	return &Program{
+	p := &Program{
 		name: name, typ: typ, insns: insns, maps: ms, opts: opts, run: run, users: newRefCount(), ref: &progRef{},
 		kind: e.kind, jit: e.info, xlated: e.x.insns, xlatedLines: e.x.lines, xlatedFuncs: e.x.funcs, stats: v.stats, VerifierLog: v.log,
-	}, nil
+	}
+	run.Owner = p
+	run.Start()
+	return p, nil
 }
 
 // programType returns the description of the program's type: the host's

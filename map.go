@@ -93,18 +93,15 @@ func NewMapWithOptions(spec *MapSpec, opts MapOptions) (*Map, error) {
 
 // NewMapFromID returns a new reference to the map of id (Map.ID, a map of
 // maps' value), as cilium/ebpf's: it fails with an error wrapping
-// os.ErrNotExist (ENOENT) when no live map has it. Per-CPU maps are not
-// supported yet (their number of CPUs is their collection's).
+// os.ErrNotExist (ENOENT) when no live map has it. A per-CPU map's values
+// have as many elements as its collection has CPUs (CollectionOptions.
+// NumCPU), which may differ from PossibleCPU.
 func NewMapFromID(id MapID) (*Map, error) {
 	mm, ok := maps.ByID(uint32(id))
 	if !ok || !mm.Acquire() {
 		return nil, fmt.Errorf("map id %d: %w", id, syscall.ENOENT)
 	}
-	if mm.Spec().Type.PerCPU() {
-		mm.Release()
-		return nil, fmt.Errorf("map id %d: per-CPU map by id: %w", id, ErrNotSupported)
-	}
-	return &Map{name: mm.Spec().Name, m: mm, users: newRefCount(), byID: true}, nil
+	return &Map{name: mm.Spec().Name, m: mm, ncpu: maps.NumCPU(mm), users: newRefCount(), byID: true}, nil
 }
 
 func newMap(spec *ebpf.MapSpec, c *runner.CPUs) (*Map, error) {

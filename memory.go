@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/bpfvm/bpfvm/internal/errs"
@@ -30,6 +31,39 @@ var errAccess = errs.New("permission denied", syscall.EACCES, os.ErrPermission)
 type Memory struct {
 	b  []byte
 	ro bool
+	// m is the map the values belong to; escaped says a Go pointer into
+	// them was handed out (VariablePointer), after which the values
+	// stay mapped until the process exits.
+	m       maps.Map
+	escaped atomic.Bool
+}
+
+// escape keeps the values mapped for as long as the process lives, as a
+// pointer into them (which the garbage collector does not see) may outlive
+// every Go reference to the Memory: it takes a reference to the map, and
+// counts as a writable mapping if the Memory is writable, that nothing
+// releases.
+func (mm *Memory) escape() error {
+	if mm.escaped.Load() {
+		return nil
+	}
+	if !mm.m.Acquire() {
+		return fmt.Errorf("memory: %w", ErrClosed)
+	}
+	if !mm.ro {
+		if err := mm.m.MapWritable(); err != nil {
+			mm.m.Release()
+			return fmt.Errorf("memory: %w", err)
+		}
+	}
+	if !mm.escaped.CompareAndSwap(false, true) {
+		// Escaped meanwhile: drop this call's references.
+		if !mm.ro {
+			mm.m.UnmapWritable()
+		}
+		mm.m.Release()
+	}
+	return nil
 }
 
 // mapping is what a Memory's cleanup releases.
@@ -89,7 +123,7 @@ func (m *Map) Memory() (*Memory, error) {
 		}
 	}
 	r := regions[0]
-	mm := &Memory{b: vm.Slice(r.Start, r.End-r.Start), ro: ro}
+	mm := &Memory{b: vm.Slice(r.Start, r.End-r.Start), ro: ro, m: m.m}
 	runtime.AddCleanup(mm, func(mp mapping) {
 		if mp.writable {
 			mp.m.UnmapWritable()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -530,6 +531,26 @@ func (p *Program) Clone() (*Program, error) {
 	}
 	c := *p
 	c.ref = &progRef{pin: pinState{ns: p.ref.pin.ns}}
+	return &c, nil
+}
+
+// NewProgramFromID returns a new reference to the program of id
+// (Program.ID, a prog_array's value), as cilium/ebpf's; closed on its own,
+// as a Clone. It fails with an error wrapping os.ErrNotExist (ENOENT) when
+// no program with that id is open in Go: one that only prog_array slots
+// keep alive can no longer be run from Go (Close makes runs fail), so it
+// is not handed out.
+func NewProgramFromID(id ProgramID) (*Program, error) {
+	rp := runner.ProgramByID(uint32(id))
+	if rp == nil {
+		return nil, fmt.Errorf("program id %d: %w", id, syscall.ENOENT)
+	}
+	owner, ok := rp.Owner.(*Program)
+	if !ok || !owner.users.hold() {
+		return nil, fmt.Errorf("program id %d: %w", id, syscall.ENOENT)
+	}
+	c := *owner
+	c.ref = &progRef{}
 	return &c, nil
 }
 

@@ -1,8 +1,6 @@
 package bpfvm
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"runtime"
 
@@ -38,7 +36,7 @@ func (p *Program) Info() (*ProgramInfo, error) {
 	if len(name) > 15 {
 		name = name[:15]
 	}
-	pi := &ProgramInfo{Type: p.typ, Tag: programTag(p.insns), Name: name, id: ProgramID(p.ID()), xlated: len(p.xlated) * 8}
+	pi := &ProgramInfo{Type: p.typ, Tag: isa.Tag(p.insns), Name: name, id: ProgramID(p.ID()), xlated: len(p.xlated) * 8}
 	for _, m := range p.maps {
 		pi.maps = append(pi.maps, MapID(m.ID()))
 	}
@@ -68,30 +66,6 @@ func (pi *ProgramInfo) JitedSize() (uint32, error) { return pi.jited, nil }
 // TranslatedSize returns the size in bytes of the program as it runs
 // (Program.XlatedInstructions).
 func (pi *ProgramInfo) TranslatedSize() (int, error) { return pi.xlated, nil }
-
-// programTag is the kernel's program tag (bpf_prog_calc_tag) of insns: the
-// SHA-256 of the instructions in wire form with the immediates of map
-// references (both halves of an LD_IMM64 of a map or a map value) zeroed,
-// as they hold file descriptors, cut to 8 bytes.
-func programTag(insns []isa.Instruction) string {
-	h := sha256.New()
-	var buf [8]byte
-	for i := 0; i < len(insns); i++ {
-		ins := insns[i]
-		mapLoad := ins.IsLdImm64() && (uint8(ins.Src) == isa.PseudoMapFD || uint8(ins.Src) == isa.PseudoMapValue)
-		if mapLoad {
-			ins.Imm = 0
-		}
-		h.Write(ins.Encode(buf[:0]))
-		if mapLoad && i+1 < len(insns) {
-			i++
-			next := insns[i]
-			next.Imm = 0
-			h.Write(next.Encode(buf[:0]))
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)[:8])
-}
 
 // PossibleCPU returns the number of CPUs of a collection loaded with the
 // default NumCPU (GOMAXPROCS), which is how many values per-CPU maps hold

@@ -3,8 +3,10 @@ package bpfvm
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"slices"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -129,4 +131,62 @@ func (v *Variable) Get(out any) error {
 		return fmt.Errorf("variable %s: %w", v.name, err)
 	}
 	return nil
+}
+
+// VariablePointer returns a pointer to the variable as a T, in the memory
+// its programs share, as cilium/ebpf's VariablePointer: stores through it
+// are seen by the programs at once, and it reads what they write, with no
+// synchronisation. T must be exactly the variable's size, contain no Go
+// pointers (bools, numbers, arrays and structs of them) and fit the
+// variable's alignment; otherwise the error wraps ErrInvalidType. A
+// read-only variable fails with ErrReadOnly, one of a section without
+// Memory with ErrNotSupported.
+//
+// cilium/ebpf keeps this behind a build tag, as its memory must then be
+// allocated through the Go heap; bpfvm's values are off the heap, where a
+// Go pointer does not keep them alive, so once a pointer is handed out the
+// section's values stay mapped (and count as a writable mapping: Freeze
+// fails) until the process exits.
+func VariablePointer[T comparable](v *Variable) (*T, error) {
+	if v.mm == nil {
+		return nil, fmt.Errorf("variable pointer %s: its section has no memory: %w", v.name, ErrNotSupported)
+	}
+	if v.mm.ReadOnly() {
+		return nil, fmt.Errorf("variable pointer %s: %w", v.name, ErrReadOnly)
+	}
+	t := reflect.TypeFor[T]()
+	switch {
+	case t.Size() != uintptr(v.size):
+		return nil, fmt.Errorf("variable pointer %s: can't create %d-byte accessor to %d-byte variable: %w", v.name, t.Size(), v.size, ErrInvalidType)
+	case hasGoPointers(t):
+		return nil, fmt.Errorf("variable pointer %s: %v holds Go pointers: %w", v.name, t, ErrInvalidType)
+	}
+	p := unsafe.Pointer(&v.mm.b[v.offset])
+	if uintptr(p)%uintptr(t.Align()) != 0 {
+		return nil, fmt.Errorf("variable pointer %s: offset %d is not aligned for %v: %w", v.name, v.offset, t, ErrInvalidType)
+	}
+	if err := v.mm.escape(); err != nil {
+		return nil, fmt.Errorf("variable pointer %s: %w", v.name, err)
+	}
+	return (*T)(p), nil
+}
+
+// hasGoPointers reports whether values of t hold anything but plain data.
+func hasGoPointers(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return false
+	case reflect.Array:
+		return hasGoPointers(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if hasGoPointers(t.Field(i).Type) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }

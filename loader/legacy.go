@@ -23,6 +23,10 @@ const (
 	elfMapSize = 36
 )
 
+// numaNode is BPF_F_NUMA_NODE, the map flag that makes samples/bpf's
+// numa_node field count.
+const numaNode = 1 << 2
+
 // pinGlobalNS is iproute2's PIN_GLOBAL_NS (include/bpf_elf.h): pin by name
 // in a directory shared by all objects. The other values are PIN_NONE (0),
 // PIN_OBJECT_NS (1, a directory per object) and custom paths from
@@ -144,7 +148,9 @@ func (lm *legacyMaps) scanSection(sec *elf.Section, idx elf.SectionIndex, syms [
 		case sym.Size != 0 && sym.Size != entry:
 			return fmt.Errorf("entry %q is %d bytes, other entries are %d", sym.Name, sym.Size, entry)
 		case entry < mapDefSize:
-			return fmt.Errorf("entry %q is %d bytes, want %d (bpf_map_def) or %d (bpf_elf_map)", sym.Name, entry, mapDefSize, elfMapSize)
+			// iproute2 reads 16 bytes (bpf_elf_map_min), but
+			// cilium/ebpf needs the flags: no toolchain wrote those.
+			return fmt.Errorf("entry %q is %d bytes, want %d (bpf_map_def) to %d (bpf_elf_map)", sym.Name, entry, mapDefSize, elfMapSize)
 		}
 
 		m, err := decodeMapDef(data[off:off+entry], lm.order)
@@ -163,10 +169,26 @@ func (lm *legacyMaps) scanSection(sec *elf.Section, idx elf.SectionIndex, syms [
 	return nil
 }
 
-// decodeMapDef decodes a bpf_elf_map if raw has its size, otherwise a
-// bpf_map_def whose trailing bytes, if any, must be zero.
+// decodeMapDef decodes a legacy map definition of len(raw) bytes (at
+// least 20):
+//
+//   - 20 bytes: a bpf_map_def.
+//   - 24 to 36 bytes: a bpf_elf_map or a prefix of one, the missing fields
+//     zero, as iproute2 reads an older or shorter struct bpf_elf_map (28
+//     bytes in older Cilium objects: no inner_id or inner_idx). With
+//     BPF_F_NUMA_NODE in the flags, a 24- or 28-byte definition is the
+//     kernel's old samples/bpf bpf_map_def instead, whose sixth and
+//     seventh fields are inner_map_idx and numa_node: bpfvm has one NUMA
+//     node, so both are ignored.
+//   - More: a bpf_map_def whose trailing bytes must be zero, as libbpf
+//     reads one.
 func decodeMapDef(raw []byte, bo binary.ByteOrder) (legacyMap, error) {
-	u32 := func(i int) uint32 { return bo.Uint32(raw[4*i:]) }
+	u32 := func(i int) uint32 {
+		if 4*i+4 > len(raw) {
+			return 0
+		}
+		return bo.Uint32(raw[4*i:])
+	}
 	m := legacyMap{
 		typ:        u32(0),
 		keySize:    u32(1),
@@ -174,15 +196,25 @@ func decodeMapDef(raw []byte, bo binary.ByteOrder) (legacyMap, error) {
 		maxEntries: u32(3),
 		flags:      u32(4),
 	}
-
-	if len(raw) == elfMapSize {
+	switch {
+	case len(raw)%4 != 0:
+		return legacyMap{}, fmt.Errorf("%d-byte definition is not a whole number of 4-byte fields", len(raw))
+	case len(raw) == mapDefSize:
+		return m, nil
+	case len(raw) <= elfMapSize:
+		if m.flags&numaNode != 0 && len(raw) <= 28 {
+			return m, nil
+		}
 		m.elfMap = true
+		// Missing fields read as zero, as iproute2 fills them (a
+		// 32-byte definition's inner_idx is then 0, where tc stores a
+		// map with an id in its outer map).
 		m.id, m.pinning, m.innerID, m.innerIdx = u32(5), u32(6), u32(7), u32(8)
 		return m, nil
 	}
 
-	// Longer bpf_map_defs (samples/bpf added inner_map_idx and numa_node)
-	// are accepted when the extra fields are unused, as libbpf does.
+	// Longer bpf_map_defs are accepted when the extra fields are unused,
+	// as libbpf does.
 	for _, b := range raw[mapDefSize:] {
 		if b != 0 {
 			return legacyMap{}, fmt.Errorf("%d-byte definition has non-zero fields after the %d-byte bpf_map_def", len(raw), mapDefSize)
@@ -191,12 +223,18 @@ func decodeMapDef(raw []byte, bo binary.ByteOrder) (legacyMap, error) {
 	return m, nil
 }
 
-// reader returns r as cilium/ebpf must see it: with the patches applied.
-func (lm *legacyMaps) reader(r io.ReaderAt) io.ReaderAt {
-	if lm == nil || len(lm.patches) == 0 {
+// reader returns r as cilium/ebpf must see it: with the patches applied,
+// the legacy maps' and more.
+func (lm *legacyMaps) reader(r io.ReaderAt, more []patch) io.ReaderAt {
+	var patches []patch
+	if lm != nil {
+		patches = lm.patches
+	}
+	patches = append(slices.Clip(patches), more...)
+	if len(patches) == 0 {
 		return r
 	}
-	return &patchedReader{r, lm.patches}
+	return &patchedReader{r, patches}
 }
 
 // apply completes the MapSpecs cilium/ebpf made from the legacy entries.

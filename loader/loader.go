@@ -67,7 +67,12 @@ func load(r io.ReaderAt) (*ebpf.CollectionSpec, error) {
 		return nil, err
 	}
 
-	spec, err := ebpf.LoadCollectionSpecFromReader(legacy.reader(r))
+	sizes, err := programSymbolSizes(r)
+	if err != nil {
+		return nil, err
+	}
+
+	spec, err := ebpf.LoadCollectionSpecFromReader(legacy.reader(r, sizes))
 	if err != nil {
 		return nil, err
 	}

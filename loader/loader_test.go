@@ -286,6 +286,22 @@ func TestLegacyMaps(t *testing.T) {
 				"legacy_padded_entry": {"last", "hits", "hits"},
 			},
 		},
+		{
+			// iproute2's bpf_elf_map at 28 bytes (older Cilium: id and
+			// pinning) and 32, program symbols without size or type.
+			file: "legacy_old_style",
+			maps: map[string]wantMap{
+				"counts": {ebpf.Array, 4, 8, 4, 0, ebpf.PinNone},
+				"totals": {ebpf.Hash, 4, 8, 8, 0, ebpf.PinByName},
+				"mid":    {ebpf.Array, 4, 4, 2, 0, ebpf.PinNone},
+			},
+			loads: map[string][]string{
+				"xdp_count": {"counts"},
+				"xdp_drop":  nil,
+				"sock_mid":  {"mid"},
+				"kp":        nil,
+			},
+		},
 	} {
 		// Both byte orders: the -eb objects are big-endian.
 		for _, file := range []string{tt.file + ".o", tt.file + "-eb.o"} {
@@ -421,15 +437,7 @@ func TestLegacyMapErrors(t *testing.T) {
 		{
 			name: "short entries",
 			file: "invalid_legacy_maps.o",
-			want: `section maps: entry "short_map" is 12 bytes, want 20 (bpf_map_def) or 36 (bpf_elf_map)`,
-		},
-		{
-			name: "non-zero numa_node",
-			file: "legacy_padded_maps.o",
-			mutate: func(t *testing.T, data []byte) {
-				put32(data, sectionOffset(t, data, "maps")+24, 1)
-			},
-			want: `section maps: entry "hits": 28-byte definition has non-zero fields after the 20-byte bpf_map_def`,
+			want: `section maps: entry "short_map" is 12 bytes, want 20 (bpf_map_def) to 36 (bpf_elf_map)`,
 		},
 		{
 			name: "dangling inner_id",
@@ -471,6 +479,68 @@ func TestLegacyMapErrors(t *testing.T) {
 				t.Errorf("error:\n got %s\nwant %s", err, want)
 			}
 		})
+	}
+}
+
+// TestLegacyMapTails checks how the fields after a 28-byte definition's
+// first 20 bytes read: as iproute2's bpf_elf_map (id, pinning), or, with
+// BPF_F_NUMA_NODE, as samples/bpf's bpf_map_def (inner_map_idx, numa_node,
+// ignored: bpfvm has one node).
+func TestLegacyMapTails(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		flags, f5, f6 uint32
+		wantFlags     uint32
+		wantPin       ebpf.PinType
+	}{
+		{"zero", 0, 0, 0, 0, ebpf.PinNone},
+		{"iproute2 PIN_GLOBAL_NS", 0, 7, 2, 0, ebpf.PinByName},
+		{"iproute2 PIN_OBJECT_NS", 0, 7, 1, 0, ebpf.PinNone},
+		{"samples numa_node", numaNode, 0, 2, numaNode, ebpf.PinNone},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			data := mustRead(t, "legacy_padded_maps.o")
+			f, err := elf.NewFile(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := int(f.Section("maps").Offset) // hits, the first entry
+			binary.LittleEndian.PutUint32(data[off+16:], tt.flags)
+			binary.LittleEndian.PutUint32(data[off+20:], tt.f5)
+			binary.LittleEndian.PutUint32(data[off+24:], tt.f6)
+			spec, err := LoadCollectionSpecFromReader(bytes.NewReader(data), "legacy_padded_maps.o")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := spec.Maps["hits"]; m.Flags != tt.wantFlags || m.Pinning != tt.wantPin || m.Extra != nil {
+				t.Errorf("hits: flags %#x pinning %v extra %v, want %#x %v none", m.Flags, m.Pinning, m.Extra, tt.wantFlags, tt.wantPin)
+			}
+		})
+	}
+}
+
+// TestOldSectionNames checks the program types of the old section names
+// and the functions found through symbols without size or type.
+func TestOldSectionNames(t *testing.T) {
+	spec := mustLoad(t, "legacy_old_style.o")
+	for _, tt := range []struct {
+		prog, section string
+		typ           ebpf.ProgramType
+		insns         int
+	}{
+		{"xdp_count", "xdp_prog", ebpf.XDP, 11},
+		{"xdp_drop", "xdp_prog", ebpf.XDP, 2},
+		{"sock_mid", "socket1", ebpf.SocketFilter, 11},
+		{"kp", "kprobe/sys_write", ebpf.Kprobe, 2},
+	} {
+		p := spec.Programs[tt.prog]
+		if p == nil {
+			t.Errorf("%s: missing", tt.prog)
+			continue
+		}
+		if p.SectionName != tt.section || p.Type != tt.typ || len(p.Instructions) != tt.insns {
+			t.Errorf("%s: section %s type %v %d insns, want %s %v %d", tt.prog, p.SectionName, p.Type, len(p.Instructions), tt.section, tt.typ, tt.insns)
+		}
 	}
 }
 
@@ -733,6 +803,30 @@ func TestKernelLoad(t *testing.T) {
 				lookup(t, c.Maps["counts"], 1, &n)
 				if n != 2 {
 					t.Errorf("counts[1] = %d, want 2", n)
+				}
+			},
+		},
+		{
+			file: "legacy_old_style.o",
+			// No bpffs to pin to here; TestLegacyMaps covers Pinning.
+			prepare: func(spec *ebpf.CollectionSpec) { spec.Maps["totals"].Pinning = ebpf.PinNone },
+			check: func(t *testing.T, c *ebpf.Collection) {
+				if ret := run(t, c.Programs["xdp_count"], ipv4Packet); ret != 2 {
+					t.Errorf("xdp_count returned %d, want 2 (XDP_PASS)", ret)
+				}
+				if ret := run(t, c.Programs["xdp_drop"], ipv4Packet); ret != 1 {
+					t.Errorf("xdp_drop returned %d, want 1 (XDP_DROP)", ret)
+				}
+				var n uint64
+				lookup(t, c.Maps["counts"], 0, &n)
+				if n != 1 {
+					t.Errorf("counts[0] = %d, want 1", n)
+				}
+				if err := c.Maps["mid"].Put(uint32(1), uint32(9)); err != nil {
+					t.Fatal(err)
+				}
+				if ret := run(t, c.Programs["sock_mid"], ipv4Packet); ret != 9 {
+					t.Errorf("sock_mid returned %d, want 9", ret)
 				}
 			},
 		},

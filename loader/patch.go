@@ -2,6 +2,7 @@ package loader
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -39,31 +40,40 @@ func (pr *patchedReader) ReadAt(p []byte, off int64) (int, error) {
 // cilium/ebpf reads legacy map definitions using st_size, which is zero in
 // objects from old compilers and hand-written assembly.
 func (lm *legacyMaps) setSymbolSize(i int, size uint64) error {
-	st := lm.symtab
+	p, err := symbolSizePatch(lm.symtab, lm.class, lm.order, i, size)
+	if err != nil {
+		return err
+	}
+	lm.patches = append(lm.patches, p)
+	return nil
+}
+
+// symbolSizePatch is the patch giving symbol i (an index into
+// elf.File.Symbols) of the symbol table st the st_size size.
+func symbolSizePatch(st *elf.Section, class elf.Class, order binary.ByteOrder, i int, size uint64) (patch, error) {
 	if st == nil || st.Flags&elf.SHF_COMPRESSED != 0 {
-		return errors.New("cannot fix its symbol size: no uncompressed symbol table")
+		return patch{}, errors.New("cannot fix its symbol size: no uncompressed symbol table")
 	}
 
 	// Offset of st_size within an entry, and entry size, per ELF class.
 	var field, entSize int64
 	var raw []byte
-	switch lm.class {
+	switch class {
 	case elf.ELFCLASS64:
 		field, entSize = 16, elf.Sym64Size
 		raw = make([]byte, 8)
-		lm.order.PutUint64(raw, size)
+		order.PutUint64(raw, size)
 	case elf.ELFCLASS32:
 		field, entSize = 8, elf.Sym32Size
 		raw = make([]byte, 4)
-		lm.order.PutUint32(raw, uint32(size))
+		order.PutUint32(raw, uint32(size))
 	default:
-		return fmt.Errorf("cannot fix its symbol size: ELF class %v", lm.class)
+		return patch{}, fmt.Errorf("cannot fix its symbol size: ELF class %v", class)
 	}
 
 	rel := (int64(i)+1)*entSize + field
 	if rel < 0 || uint64(rel)+uint64(len(raw)) > st.Size || st.Offset > uint64(1<<62) {
-		return errors.New("cannot fix its symbol size: symbol outside the symbol table")
+		return patch{}, errors.New("cannot fix its symbol size: symbol outside the symbol table")
 	}
-	lm.patches = append(lm.patches, patch{off: int64(st.Offset) + rel, data: raw})
-	return nil
+	return patch{off: int64(st.Offset) + rel, data: raw}, nil
 }

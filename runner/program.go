@@ -67,6 +67,10 @@ type Program struct {
 	// which it drops when freed.
 	CPUs    *CPUs
 	OwnCPUs bool
+	// Owner is what the load pipeline wraps the program in (the root
+	// package's *Program), for lookups by id (ProgramByID). Set before
+	// Start.
+	Owner any
 
 	id     uint32      // in the live-program table (tailcall.go)
 	tail   vm.TailCall // what bpf_tail_call returns to jump here

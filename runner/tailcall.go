@@ -27,6 +27,11 @@ func programByID(id uint32) *Program {
 	return v.(*Program)
 }
 
+// ProgramByID returns the live program with the given id (Program.ID), or
+// nil: what cilium/ebpf's NewProgramFromID finds through the kernel's
+// program IDR.
+func ProgramByID(id uint32) *Program { return programByID(id) }
+
 // Refs gives prog_array slots references to programs by id
 // (maps.Options.Programs).
 type Refs struct{}

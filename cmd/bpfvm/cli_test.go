@@ -346,6 +346,29 @@ func TestVeristatParallel(t *testing.T) {
 	if !regexp.MustCompile(`\rveristat: \d/6 files, .*\rveristat: 6/6 files, done\n$`).MatchString(progress.String()) {
 		t.Errorf("progress %q", progress.String())
 	}
+	// On jobs goroutines, that many files are verified at once.
+	for _, jobs := range []int{1, 3} {
+		heavy := []string{"../../testdata/jhash.o", "../../testdata/jhash.o", "../../testdata/jhash.o", "../../testdata/jhash.o", "../../testdata/jhash.o", "../../testdata/jhash.o"}
+		if got := maxOverlap(veristatFiles(heavy, veristatOptions{}, jobs, nil, time.Hour, time.Hour)); got != jobs {
+			t.Errorf("-j %d: at most %d files at once", jobs, got)
+		}
+	}
+}
+
+// maxOverlap is how many of the files were being verified at once, at
+// most.
+func maxOverlap(results []fileStats) int {
+	most := 0
+	for _, r := range results {
+		n := 0
+		for _, o := range results {
+			if !o.start.After(r.start) && o.end.After(r.start) {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
 }
 
 // TestVeristatCompare prints +0 (+0.00%) for equal values, as the kernel's

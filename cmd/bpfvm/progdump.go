@@ -218,10 +218,12 @@ func (d *xlatedDump) json(j *jsonWriter, o progDumpOptions) {
 // linum) and, with opcodes, its bytes on the next line ("\n\t" and "%02x "
 // each); a blank line after each function. The text is objdump's AT&T
 // layout (libbfd's, bpftool's other disassembler), branch targets as
-// offsets in the function. The kernel's symbol is bpf_prog_TAG_NAME;
-// bpfvm has no program tags, so it is bpf_prog_NAME. In JSON, an object
+// offsets in the function (bpftool's with the image at address 0: bpfvm's
+// code addresses are private to the process and change from run to run).
+// The symbol is the kernel's kallsyms name, bpf_prog_TAG_NAME (funcTag).
+// In JSON, an object
 // per function: "name", and "insns" with "pc", "operation", "operands"
-// and "opcodes", as bpftool -j.
+// and "opcodes", as bpftool -j (after "proto", the prototype).
 func (d *xlatedDump) jited(w io.Writer, o progDumpOptions, j *jsonWriter) error {
 	code, offsets, ok := d.prog.NativeCode()
 	if !ok {
@@ -247,21 +249,30 @@ func (d *xlatedDump) jited(w io.Writer, o progDumpOptions, j *jsonWriter) error 
 				starts[int(offsets[pc])] = pc
 			}
 		}
+		end := len(d.insns)
+		if fi+1 < len(funcs) {
+			end = min(funcs[fi+1].start, end)
+		}
+		sym := "bpf_prog_" + d.funcTag(fi, f.start, end) + "_" + f.name
 		if j != nil {
 			j.startObject()
+			if sig, ok := d.funcs[f.start]; ok {
+				j.name("proto")
+				j.str(sig)
+			}
 			j.name("name")
-			j.str("bpf_prog_" + f.name)
+			j.str(sym)
 			j.name("insns")
 			j.startArray()
 		} else {
 			if sig, ok := d.funcs[f.start]; ok {
 				fmt.Fprintf(w, "%s:\n", sig)
 			}
-			fmt.Fprintf(w, "bpf_prog_%s:\n", f.name)
+			fmt.Fprintf(w, "%s:\n", sym)
 		}
 		shown := map[int]bool{}
 		for off := lo; off < hi; {
-			n, text := disasmX86(code[off:hi], off-lo)
+			n, text, rel := decodeX86(code[off:hi], off-lo)
 			var line *verifier.LineInfo
 			if pc, ok := starts[off]; ok && !shown[pc] {
 				if l, ok := d.lines[pc]; ok {
@@ -276,7 +287,7 @@ func (d *xlatedDump) jited(w io.Writer, o progDumpOptions, j *jsonWriter) error 
 				}
 				j.name("pc")
 				j.str(fmt.Sprintf("0x%x", off-lo))
-				op, operands := splitX86(text)
+				op, operands := splitX86(text, rel)
 				j.name("operation")
 				j.str(op)
 				j.name("operands")
@@ -325,6 +336,26 @@ func (d *xlatedDump) jited(w io.Writer, o progDumpOptions, j *jsonWriter) error 
 	return nil
 }
 
+// funcTag is the tag in the kallsyms name of function fi, which spans
+// instructions [start, end) of the xlated program: the program's tag
+// (Program.Info) for the main function, which the kernel names after the
+// program as loaded; for a subprogram, the tag the kernel gives it when it
+// JIT-compiles it, of its instructions after the rewrites. That one equals
+// the kernel's where the rewritten instructions do, i.e. where the
+// function calls no helper (whose immediates are the kernel's function
+// addresses there) and references no map (their addresses).
+func (d *xlatedDump) funcTag(fi, start, end int) string {
+	if fi == 0 {
+		if info, err := d.prog.Info(); err == nil {
+			return info.Tag
+		}
+	}
+	if start > end {
+		start = end
+	}
+	return isa.Tag(d.insns[start:end])
+}
+
 // jitFunc is a function of the program: where its instructions start and
 // its name.
 type jitFunc struct {
@@ -371,13 +402,29 @@ func writeLineJSON(j *jsonWriter, l verifier.LineInfo, linum bool) {
 // disasmX86 decodes the x86-64 instruction at the start of code, at pc
 // in its function, and returns its length and its text in objdump's
 // layout: the mnemonic padded to six columns and a space, then the AT&T
-// operands, branch targets as offsets in the function.
+// operands, branch targets as offsets in the function. The text is that
+// of GNU objdump 2.40 (libbfd, what bpftool links), which
+// TestJitedMatchesObjdump checks instruction by instruction: x86asm's
+// GNU syntax is an older objdump's, so the differences are mended here
+// (gnuText).
 func disasmX86(code []byte, pc int) (int, string) {
+	n, text, _ := decodeX86(code, pc)
+	return n, text
+}
+
+// decodeX86 is disasmX86 that also says whether the instruction's operand
+// is a branch target (which bpftool's JSON keeps in one piece).
+func decodeX86(code []byte, pc int) (n int, text string, rel bool) {
 	inst, err := x86asm.Decode(code, 64)
 	if err != nil || inst.Len == 0 {
-		return 1, "(bad)"
+		return 1, "(bad)", false
 	}
-	text := x86asm.GNUSyntax(inst, uint64(pc), nil)
+	for _, a := range inst.Args {
+		if _, ok := a.(x86asm.Rel); ok {
+			rel = true
+		}
+	}
+	text = x86asm.GNUSyntax(inst, uint64(pc), nil)
 	op, args, _ := strings.Cut(text, " ")
 	// Prefixes ("lock", "rep") stay with the mnemonic, as objdump's.
 	for contains(x86Prefixes, op) && args != "" {
@@ -385,39 +432,188 @@ func disasmX86(code []byte, pc int) (int, string) {
 		next, args, _ = strings.Cut(args, " ")
 		op += " " + next
 	}
+	op, args = gnuText(inst, code, pc, op, args)
 	if args == "" {
-		return inst.Len, op
+		return inst.Len, op, rel
 	}
-	return inst.Len, fmt.Sprintf("%-6s %s", op, args)
+	return inst.Len, fmt.Sprintf("%-6s %s", op, args), rel
+}
+
+// gnuMnemonics are the mnemonics binutils 2.40 spells differently from
+// x86asm's GNU syntax: no operand-size suffix on near branches in 64-bit
+// mode, movabs for a move of a 64-bit immediate, movslq for movsxd.
+var gnuMnemonics = map[string]string{
+	"callq": "call", "retq": "ret", "jmpq": "jmp", "leaveq": "leave", "movsxd": "movslq",
+}
+
+// gnuText mends x86asm's GNU syntax where objdump 2.40 differs: the
+// mnemonics above; a SIB byte without an index (r12 and rsp bases) printed
+// with no %riz; an encoded zero displacement and an index's scale of 1
+// printed; negative
+// immediates printed as the operand's unsigned value; and RIP-relative
+// operands followed by their address as a comment. Addresses (branch
+// targets, that comment) are printed as bpftool's libbfd callback prints
+// them, generic_print_address's "0x%08x", where objdump drops the zeros.
+func gnuText(inst x86asm.Inst, code []byte, pc int, op, args string) (string, string) {
+	if m, ok := gnuMnemonics[op]; ok {
+		op = m
+	}
+	if op == "mov" && inst.Opcode>>24 >= 0xb8 && inst.Opcode>>24 <= 0xbf && inst.DataSize == 64 {
+		op = "movabs"
+	}
+	args = strings.ReplaceAll(args, ",%riz)", ")")
+	rip := ""
+	for _, a := range inst.Args {
+		switch a := a.(type) {
+		case x86asm.Imm:
+			if int64(a) < 0 {
+				bits := immBits(inst)
+				u := uint64(a)
+				if bits < 64 {
+					u &= 1<<bits - 1
+				}
+				args = strings.Replace(args, fmt.Sprintf("$-%#x", -int64(a)), fmt.Sprintf("$%#x", u), 1)
+			}
+		case x86asm.Rel:
+			// libbfd's generic_print_address: at least 8 digits.
+			args = fmt.Sprintf("0x%08x", uint64(int64(pc+inst.Len)+int64(a)))
+		case x86asm.Mem:
+			if a.Base == x86asm.RIP {
+				rip = fmt.Sprintf("        # 0x%08x", uint64(int64(pc+inst.Len)+a.Disp))
+			}
+			// objdump prints an encoded displacement even when it is 0
+			// (always there for rbp and r13 bases), and the scale of
+			// an index even when it is 1.
+			if a.Disp == 0 && a.Base != 0 && hasDisp(code) {
+				args = strings.Replace(args, "(%"+strings.ToLower(a.Base.String()), "0x0(%"+strings.ToLower(a.Base.String()), 1)
+			}
+			if a.Base == 0 && a.Index == 0 && a.Disp < 0 {
+				// An absolute address (a per-CPU offset off %gs).
+				args = strings.Replace(args, fmt.Sprintf("-%#x", -a.Disp), fmt.Sprintf("%#x", uint64(a.Disp)), 1)
+			}
+			if a.Index != 0 && a.Scale == 1 {
+				idx := ",%" + strings.ToLower(a.Index.String())
+				args = strings.Replace(args, idx+")", idx+",1)", 1)
+			}
+		}
+	}
+	return op, args + rip
+}
+
+// hasDisp reports whether the instruction at the start of code, which has
+// a memory operand, encodes a displacement: its ModRM byte's mod is 1 or
+// 2. The ModRM byte follows the legacy prefixes, a REX prefix and the
+// opcode (one byte, two after 0x0f, three after 0x0f 0x38 or 0x0f 0x3a):
+// the encodings JITs emit (no VEX).
+func hasDisp(code []byte) bool {
+	i := 0
+	for i < len(code) && strings.IndexByte("\x66\x67\xf0\xf2\xf3\x2e\x36\x3e\x26\x64\x65", code[i]) >= 0 {
+		i++
+	}
+	if i < len(code) && code[i]&0xf0 == 0x40 {
+		i++
+	}
+	switch {
+	case i+1 < len(code) && code[i] == 0x0f && (code[i+1] == 0x38 || code[i+1] == 0x3a):
+		i += 3
+	case i < len(code) && code[i] == 0x0f:
+		i += 2
+	default:
+		i++
+	}
+	if i >= len(code) {
+		return false
+	}
+	mod := code[i] >> 6
+	return mod == 1 || mod == 2
+}
+
+// immBits is the width objdump prints an instruction's immediate at: its
+// operand size, a byte for byte operations.
+func immBits(inst x86asm.Inst) int {
+	for _, a := range inst.Args {
+		if r, ok := a.(x86asm.Reg); ok && r >= x86asm.AL && r <= x86asm.R15B {
+			return 8
+		}
+	}
+	if inst.MemBytes == 1 {
+		return 8
+	}
+	if inst.DataSize == 0 {
+		return 64
+	}
+	return inst.DataSize
 }
 
 // x86Prefixes are the prefixes x86asm writes as words before a mnemonic.
 var x86Prefixes = []string{"lock", "rep", "repn", "data16", "addr32", "rex", "rex.w"}
 
-// splitX86 splits a disassembled instruction as bpftool's JSON does: the
-// operation, then the operands at the commas outside parentheses.
-func splitX86(text string) (string, []string) {
+// splitX86 splits a disassembled instruction as bpftool's JSON does with
+// libbfd, which records each piece libbfd prints as an operand: the
+// operation (the first word; with a prefix, the prefix, and the mnemonic
+// with its padding becomes the first operand), then per operand an empty
+// piece (the text before libbfd's first style marker) and its pieces:
+// "$", "-", "(", ")", ",", ":" and "*" apart from registers and numbers,
+// with "," between operands. A branch target (rel) is one piece, the
+// address libbfd's print_address_func prints. A RIP-relative operand's
+// comment is "        # " and the address.
+func splitX86(text string, rel bool) (string, []string) {
 	op, args, _ := strings.Cut(text, " ")
-	args = strings.TrimSpace(args)
-	if args == "" {
-		return op, nil
-	}
 	var out []string
+	if contains(x86Prefixes, op) {
+		// "lock add    %rdi,..." : the mnemonic and its padding.
+		m, rest, _ := strings.Cut(strings.TrimLeft(args, " "), " ")
+		pad := len(rest) - len(strings.TrimLeft(rest, " "))
+		out = append(out, m+strings.Repeat(" ", pad+1))
+		args = rest
+	}
+	args = strings.TrimLeft(args, " ")
+	if args == "" {
+		return op, out
+	}
+	if rel {
+		return op, append(out, args)
+	}
+	comment := ""
+	if i := strings.Index(args, "        # "); i >= 0 {
+		args, comment = args[:i], args[i+len("        # "):]
+	}
 	depth, from := 0, 0
-	for i, c := range args {
-		switch c {
+	operand := func(s string) {
+		out = append(out, "")
+		tok := 0
+		for i := 0; i < len(s); i++ {
+			if strings.IndexByte("$-(),:*", s[i]) >= 0 {
+				if tok < i {
+					out = append(out, s[tok:i])
+				}
+				out = append(out, s[i:i+1])
+				tok = i + 1
+			}
+		}
+		if tok < len(s) {
+			out = append(out, s[tok:])
+		}
+	}
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
 		case '(':
 			depth++
 		case ')':
 			depth--
 		case ',':
 			if depth == 0 {
-				out = append(out, args[from:i])
+				operand(args[from:i])
+				out = append(out, ",")
 				from = i + 1
 			}
 		}
 	}
-	return op, append(out, args[from:])
+	operand(args[from:])
+	if comment != "" {
+		out = append(out, "        # ", comment)
+	}
+	return op, out
 }
 
 // dot prints the control flow graph in Graphviz's dot language, as bpftool

@@ -48,12 +48,13 @@ func TestProgDump(t *testing.T) {
 		{[]string{"prog", "dump", "xlated", obj, "pick", "opcodes"}, `\n   1: \(b7\) r1 = 1\n       b7 01 00 00 01 00 00 00\n`},
 		{[]string{"prog", "dump", "xlated", obj, "pick", "visual"}, `^digraph "DOT graph for eBPF program" \{\nsubgraph "cluster_0" \{\n(.*\n)*subgraph "cluster_1" \{\n(.*\n)*\tfn_1_bb_0:s -> fn_1_bb_1:n \[style="invis", constraint=true\];\n\}\n\}\n$`},
 		{[]string{"-j", "prog", "dump", "xlated", obj, "pick", "opcodes"}, `^\[\{"proto":"int pick\(struct xdp_md \* ctx\)","src":"unsigned int r = bpf_get_prandom_u32\(\);","disasm":"\(85\) call bpf_get_prandom_u32#7","opcodes":\{"code":"0x85","src_reg":"0x0","dst_reg":"0x0","off":\["0x00","0x00"\],"imm":\["0x07","0x00","0x00","0x00"\]\}\},`},
-		// bpftool's jited layout (jit_disasm.c): prototype, symbol,
-		// "; line", "%4x:\t" and objdump's text, per function from 0,
-		// a blank line after each.
-		{[]string{"prog", "dump", "jited", obj, "pick"}, `^int pick\(struct xdp_md \* ctx\):\nbpf_prog_pick:\n; unsigned int r = bpf_get_prandom_u32\(\);\n   0:\tcallq  \S+\n   5:\tmov    \$0x1,%edi\n(?s:.*)\n\nint twice\(int x\):\nbpf_prog_twice:\n; static __attribute__\(\(noinline\)\) int twice\(int x\)\n   0:\t`},
-		{[]string{"prog", "dump", "jited", obj, "pick", "opcodes", "linum"}, `^int pick\(struct xdp_md \* ctx\):\nbpf_prog_pick:\n; unsigned int r = bpf_get_prandom_u32\(\); \[file:\./dump\.c line_num:15 line_col:19\]\n   0:\tcallq  \S+\n\te8( [0-9a-f]{2}){4} \n   5:\tmov    \$0x1,%edi\n\tbf 01 00 00 00 \n`},
-		{[]string{"-j", "prog", "dump", "jited", obj, "pick", "opcodes"}, `^\[\{"name":"bpf_prog_pick","insns":\[\{"src":"unsigned int r = bpf_get_prandom_u32\(\);","pc":"0x0","operation":"callq","operands":\["[^"]+"\],"opcodes":\["0xe8",("0x[0-9a-f]{2}",){3}"0x[0-9a-f]{2}"\]\},\{"pc":"0x5","operation":"mov","operands":\["\$0x1","%edi"\],"opcodes":\["0xbf","0x01","0x00","0x00","0x00"\]\}`},
+		// bpftool's jited layout (jit_disasm.c): prototype, symbol
+		// (bpf_prog_TAG_NAME, the kernel's tags), "; line", "%4x:\t"
+		// and libbfd's text, per function from 0, a blank line after
+		// each; in JSON libbfd's pieces (TestJitedMatchesLibbfd).
+		{[]string{"prog", "dump", "jited", obj, "pick"}, `^int pick\(struct xdp_md \* ctx\):\nbpf_prog_1bb3411ceb31d8bf_pick:\n; unsigned int r = bpf_get_prandom_u32\(\);\n   0:\tcall   0x[0-9a-f]{8,16}\n   5:\tmov    \$0x1,%edi\n(?s:.*)\n\nint twice\(int x\):\nbpf_prog_a34f10eea333b81d_twice:\n; static __attribute__\(\(noinline\)\) int twice\(int x\)\n   0:\t`},
+		{[]string{"prog", "dump", "jited", obj, "pick", "opcodes", "linum"}, `^int pick\(struct xdp_md \* ctx\):\nbpf_prog_1bb3411ceb31d8bf_pick:\n; unsigned int r = bpf_get_prandom_u32\(\); \[file:\./dump\.c line_num:15 line_col:19\]\n   0:\tcall   0x[0-9a-f]{8,16}\n\te8( [0-9a-f]{2}){4} \n   5:\tmov    \$0x1,%edi\n\tbf 01 00 00 00 \n`},
+		{[]string{"-j", "prog", "dump", "jited", obj, "pick", "opcodes"}, `^\[\{"proto":"int pick\(struct xdp_md \* ctx\)","name":"bpf_prog_1bb3411ceb31d8bf_pick","insns":\[\{"src":"unsigned int r = bpf_get_prandom_u32\(\);","pc":"0x0","operation":"call","operands":\["0x[0-9a-f]{8,16}"\],"opcodes":\["0xe8",("0x[0-9a-f]{2}",){3}"0x[0-9a-f]{2}"\]\},\{"pc":"0x5","operation":"mov","operands":\["","\$","0x1",",","","%edi"\],"opcodes":\["0xbf","0x01","0x00","0x00","0x00"\]\}`},
 	} {
 		if slices.Contains(tc.args, "jited") && (runtime.GOARCH != "amd64" || runtime.GOOS != "linux") {
 			continue // no machine code here

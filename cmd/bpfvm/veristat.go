@@ -354,6 +354,9 @@ type fileStats struct {
 	progsSkipped int
 	// notes go to stderr (unless -q): -d's, presets not applied.
 	notes []string
+	// start and end are when the file's verification ran: files overlap
+	// on jobs goroutines (TestVeristatParallel).
+	start, end time.Time
 }
 
 // progLog is a program's verifier log for -v and -S, and its dumps for
@@ -380,7 +383,9 @@ func veristatFiles(files []string, opts veristatOptions, jobs int, progress io.W
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				start := time.Now()
 				results[i] = veristatFile(files[i], opts)
+				results[i].start, results[i].end = start, time.Now()
 				done.Add(1)
 			}
 		}()

@@ -120,7 +120,7 @@ func TestVeristatDump(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	j, x := strings.Index(stdout, "dump.o/pick DUMP JITED:\nint pick(struct xdp_md * ctx):\nbpf_prog_pick:\n"),
+	j, x := strings.Index(stdout, "dump.o/pick DUMP JITED:\nint pick(struct xdp_md * ctx):\nbpf_prog_1bb3411ceb31d8bf_pick:\n"),
 		strings.Index(stdout, "dump.o/pick DUMP XLATED:\nint pick(struct xdp_md * ctx):\n; unsigned int r = bpf_get_prandom_u32();\n   0: (85) call bpf_get_prandom_u32#7\n")
 	if (j < 0 && runtime.GOARCH == "amd64" && runtime.GOOS == "linux") || x < 0 || j > x {
 		t.Errorf("dumps at %d, %d:\n%s", j, x, stdout)
