@@ -102,8 +102,8 @@ func TestInlinedMapPerf(t *testing.T) {
 			}
 			for _, name := range progs {
 				var sums []uint32
-				for range 2 * ncpu { // runs take the runners in turn
-					got, err := coll.Programs[name].Run(&bpfvm.RunOptions{Data: packet(64)})
+				for c := range ncpu { // CPU 0: the caller's, here runner 0
+					got, err := coll.Programs[name].Run(&bpfvm.RunOptions{Data: packet(64), CPU: uint32(c)})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -274,8 +274,8 @@ func checkKeyLookups(t *testing.T, spec *ebpf.CollectionSpec, typ ebpf.MapType, 
 			data := append(slices.Clone(k), make([]byte, 64)...)
 			for ci, c := range colls {
 				seen := map[uint32]bool{}
-				for range ncpu {
-					got, err := c.Programs["lookup"].Run(&bpfvm.RunOptions{Data: data})
+				for cpu := range ncpu { // CPU 0: the caller's, here runner 0
+					got, err := c.Programs["lookup"].Run(&bpfvm.RunOptions{Data: data, CPU: uint32(cpu)})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -370,8 +370,8 @@ func TestInlinedProcessorID(t *testing.T) {
 			t.Errorf("%s: inlined %v", configName(cfg), inlined)
 		}
 		var got []uint32
-		for range ncpu {
-			r, err := p.Run(&bpfvm.RunOptions{Data: packet(64)})
+		for c := range ncpu { // CPU 0: the caller's, here runner 0
+			r, err := p.Run(&bpfvm.RunOptions{Data: packet(64), CPU: uint32(c)})
 			if err != nil {
 				t.Fatal(err)
 			}

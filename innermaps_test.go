@@ -124,8 +124,8 @@ func TestInnerMapCompatibility(t *testing.T) {
 						return
 					}
 					var r uint32
-					for range c.runs {
-						if r, err = a.Programs["bump"].Run(&bpfvm.RunOptions{Data: make([]byte, 64)}); err != nil {
+					for i := range c.runs { // on CPUs 0 (the caller's, runner 0) and 1 in turn
+						if r, err = a.Programs["bump"].Run(&bpfvm.RunOptions{Data: make([]byte, 64), CPU: uint32(i % 2)}); err != nil {
 							t.Fatal(err)
 						}
 					}

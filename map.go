@@ -452,11 +452,42 @@ func (m *Map) Lookup(key, valueOut any) error {
 		}
 		return nil
 	}
-	v := make([]byte, maps.ValueSizeBytes(m.m.Spec(), m.ncpu))
+	size := maps.ValueSizeBytes(m.m.Spec(), m.ncpu)
+	if !m.perCPU() {
+		if out, ok := outPlain(valueOut, size); ok {
+			// Straight into the caller's value: no allocation, no copy.
+			// Lookups copy nothing before they know the key is there.
+			if err := m.m.LookupBytes(k, out); err != nil {
+				return fmt.Errorf("map %s: lookup: %w", m.name, err)
+			}
+			return nil
+		}
+	}
+	v := make([]byte, size)
 	if err := m.m.LookupBytes(k, v); err != nil {
 		return fmt.Errorf("map %s: lookup: %w", m.name, err)
 	}
 	return m.decode(v, valueOut)
+}
+
+// outPlain returns the memory a lookup can write its value of size bytes
+// to in place: a byte slice of that length, or a pointer to a plainType of
+// that size which does not decode itself (encoding.BinaryUnmarshaler).
+func outPlain(out any, size int) ([]byte, bool) {
+	switch o := out.(type) {
+	case []byte:
+		return o, len(o) == size
+	case encoding.BinaryUnmarshaler, nil:
+		return nil, false
+	}
+	rv := reflect.ValueOf(out)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || size == 0 {
+		return nil, false
+	}
+	if t := rv.Elem().Type(); !plainType(t) || int(t.Size()) != size {
+		return nil, false
+	}
+	return unsafe.Slice((*byte)(rv.UnsafePointer()), size), true
 }
 
 // LookupAndDelete copies the value for key into valueOut and removes key.
@@ -697,14 +728,15 @@ func marshal(v any, size int) ([]byte, error) {
 		return []byte(v), nil
 	}
 	// Fast paths for the common key and value types; binary.Write's
-	// reflection costs more than the map operation itself.
+	// reflection costs more than the map operation itself. Plain values
+	// are read in place, without an allocation.
+	if b, ok := marshalPlain(v, size); ok {
+		return b, nil
+	}
 	if b, ok := marshalInt(v); ok {
 		if len(b) != size {
 			return nil, fmt.Errorf("%T is %d bytes, want %d", v, len(b), size)
 		}
-		return b, nil
-	}
-	if b, ok := marshalPlain(v, size); ok {
 		return b, nil
 	}
 	var buf bytes.Buffer

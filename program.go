@@ -285,8 +285,10 @@ type RunOptions struct {
 	// Flags, CPU and BatchSize are the kernel's test-run fields, with
 	// its rules per program type (see runCPU): CPU selects the runner,
 	// and so bpf_get_smp_processor_id and the per-CPU values the run
-	// sees (for XDP, a CPU other than 0; 0 takes the runners in turn). Reset is accepted for cilium/ebpf's sake and never called: a
-	// run is never interrupted and restarted.
+	// sees (for XDP, a CPU other than 0; 0 runs on the caller's runner,
+	// the one its P, the Go scheduler's CPU, last ran on, as the kernel
+	// runs on the current CPU). Reset is accepted for cilium/ebpf's sake
+	// and never called: a run is never interrupted and restarted.
 	Flags     uint32
 	CPU       uint32
 	BatchSize uint32

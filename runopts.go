@@ -35,7 +35,9 @@ var errNoCPU = errs.New("no such device or address", syscall.ENXIO)
 //     are EINVAL; CPU is ignored by the kernel, which runs on the current
 //     CPU, so a CPU other than 0 that exists is honoured (one of the
 //     kernel's possible runs) and any other ignored: 0, the field's zero
-//     value, leaves the choice to bpfvm, which takes the runners in turn.
+//     value, leaves the choice to bpfvm, which runs on the caller's
+//     runner: the one its P last ran on, as the kernel runs on the
+//     current CPU (runner.CPUs).
 //   - Socket filters and tc (the skb types): a CPU, a BatchSize or flags
 //     other than RunSKBChecksumComplete are EINVAL.
 //   - Other types, which the kernel lacks, follow its raw tracepoints: a

@@ -33,18 +33,22 @@ func (arrays) check(s Spec) error                    { return validateArray(s) }
 
 // array is BPF_MAP_TYPE_ARRAY and BPF_MAP_TYPE_PERCPU_ARRAY: max_entries
 // elements in one off-heap block, each value rounded up to 8 bytes as in the
-// kernel; a per-CPU element holds NumCPU values one after the other.
+// kernel. A per-CPU array has an area per CPU, each holding that CPU's
+// values of all elements, as the kernel's per-CPU allocations are laid out:
+// runs on different CPUs never write a cache line in common (cpuArea).
 //
-// Header fields (for inlined lookups): value base, element stride, max
-// entries, value stride within a per-CPU element.
+// Header fields (for inlined lookups): value base, element stride (per-CPU:
+// from one CPU's area to the next), max entries, value size.
 type array struct {
 	header
-	spec   Spec
-	ncpu   int
-	mem    *vm.Mem
-	base   uint64
-	vsize  uint64 // value size rounded up to 8
-	stride uint64 // bytes per element (all CPUs)
+	spec  Spec
+	ncpu  int
+	mem   *vm.Mem
+	base  uint64
+	vsize uint64 // value size rounded up to 8: the element stride
+	// stride is the bytes from one CPU's area to the next (per-CPU), the
+	// element stride otherwise.
+	stride uint64
 	// fields are the values' special fields, which copies skip.
 	fields []Field
 }
@@ -71,8 +75,12 @@ func newArray(spec Spec, opts Options) (Map, error) {
 	if spec.Type.PerCPU() {
 		a.ncpu = opts.NumCPU
 	}
-	a.stride = a.vsize * uint64(a.ncpu)
-	size := a.stride * uint64(spec.MaxEntries)
+	a.stride = a.vsize
+	size := a.vsize * uint64(spec.MaxEntries)
+	if spec.Type.PerCPU() {
+		a.stride = cpuArea(size)
+		size = a.stride * uint64(a.ncpu)
+	}
 	if size > 1<<32 {
 		return nil, fmt.Errorf("map %s: %d bytes of values: %w", spec.Name, size, ErrFull)
 	}
@@ -95,7 +103,11 @@ func newArray(spec Spec, opts Options) (Map, error) {
 func (a *array) Spec() Spec { return a.spec }
 
 func (a *array) Memory() []vm.Region {
-	return []vm.Region{{Start: a.base, End: a.base + a.stride*uint64(a.spec.MaxEntries), Writable: a.spec.Flags&FlagRdonlyProg == 0}}
+	end := a.base + a.vsize*uint64(a.spec.MaxEntries)
+	if a.spec.Type.PerCPU() {
+		end = a.base + a.stride*uint64(a.ncpu)
+	}
+	return []vm.Region{{Start: a.base, End: end, Writable: a.spec.Flags&FlagRdonlyProg == 0}}
 }
 
 // elem returns the address of element i's value for cpu, or 0. Maps that
@@ -105,9 +117,9 @@ func (a *array) elem(i uint32, cpu int) uint64 {
 		return 0
 	}
 	if a.ncpu == 1 {
-		cpu = 0
+		return a.base + uint64(i)*a.vsize
 	}
-	return a.base + uint64(i)*a.stride + uint64(cpu)*a.vsize
+	return a.base + uint64(cpu)*a.stride + uint64(i)*a.vsize
 }
 
 func (a *array) Lookup(key unsafe.Pointer, cpu int) unsafe.Pointer {
@@ -173,7 +185,13 @@ func (a *array) LookupBytes(key, value []byte) error {
 	if len(value) != ValueSizeBytes(a.spec, a.ncpu) {
 		return fmt.Errorf("value of %d bytes, want %d: %w", len(value), ValueSizeBytes(a.spec, a.ncpu), ErrInvalid)
 	}
-	loadValues(value, a.elem(i, 0), a.vsize, a.fields)
+	if a.ncpu == 1 {
+		loadValues(value, a.elem(i, 0), a.vsize, a.fields)
+		return nil
+	}
+	for cpu := range a.ncpu {
+		loadValues(value[uint64(cpu)*a.vsize:][:a.vsize], a.elem(i, cpu), a.vsize, a.fields)
+	}
 	return nil
 }
 
@@ -229,6 +247,12 @@ func (a *array) key(key []byte) (uint32, error) {
 }
 
 func (a *array) free() error { return a.mem.Free() }
+
+// cpuArea is the size of one CPU's area of a per-CPU map holding size
+// bytes of values: rounded up to two 64-byte cache lines, so that no line
+// (nor a pair that x86's adjacent-line prefetcher pulls together) holds two
+// CPUs' values.
+func cpuArea(size uint64) uint64 { return (size + 127) &^ 127 }
 
 // bytesAt views n bytes of off-heap memory at addr.
 func bytesAt(addr, n uint64) []byte {

@@ -75,14 +75,19 @@ type hashMap struct {
 	lru     bool
 	keySize uint64
 	valOff  uint64 // offset of the value (apart: of its address) in an element
-	vsize   uint64 // value size rounded up to 8: the per-CPU stride
+	vsize   uint64 // value size rounded up to 8
 	apart   bool   // values in the value block, not in the elements
 	vmem    *vm.Mem
-	vbase   uint64 // the value block, when apart
-	vstride uint64 // bytes per value slot: vsize * ncpu
-	seed    uint64
-	mask    uint32
-	max     int64
+	// vbase is the value block, when apart: element i's value is at
+	// vbase + i*vsize, and per-CPU values have an area per CPU, cpuStride
+	// bytes apart, holding that CPU's values of all elements (as the
+	// kernel's per-CPU allocations: runs on different CPUs write no
+	// cache line in common).
+	vbase     uint64
+	cpuStride uint64
+	seed      uint64
+	mask      uint32
+	max       int64
 
 	bmem    *vm.Mem
 	buckets uint64
@@ -108,8 +113,8 @@ const (
 	// it rather than recomputing it.
 	HashFieldHashInit    = 16 // uint64
 	HashFieldValueOffset = 24 // uint32: offset in an element of its value's address (hash of maps: of the value)
-	HashFieldValueSize   = 28 // uint32: value size rounded up to 8, the per-CPU stride
-	HashFieldLRU         = 32 // uint32: 1 if lookups must set HashElemRef
+	HashFieldLRU         = 28 // uint32: 1 if lookups must set HashElemRef
+	HashFieldCPUStride   = 32 // uint64: per-CPU maps: bytes from a CPU's value to the next CPU's
 )
 
 // Element layout of hash maps.
@@ -166,8 +171,10 @@ func newHashMap(spec Spec, opts Options, apart bool) (*hashMap, error) {
 	}
 	m.max = int64(m.spec.MaxEntries)
 	m.valOff = HashElemKey + (m.keySize+7)&^7
-	m.vstride = m.vsize * uint64(m.ncpu)
-	elemSize := m.valOff + m.vstride
+	if m.ncpu > 1 && !apart {
+		return nil, fmt.Errorf("map %s: per-CPU values in the elements: %w", spec.Name, ErrNotSupported)
+	}
+	elemSize := m.valOff + m.vsize
 	if apart {
 		elemSize = m.valOff + 8
 	}
@@ -197,7 +204,12 @@ func newHashMap(spec Spec, opts Options, apart bool) (*hashMap, error) {
 	}
 	m.bmem, m.buckets = bmem, bmem.Addr()
 	if apart {
-		total := m.vstride * uint64(n)
+		total := m.vsize * uint64(n)
+		m.cpuStride = total
+		if m.ncpu > 1 {
+			m.cpuStride = cpuArea(total)
+			total = m.cpuStride * uint64(m.ncpu)
+		}
 		var vmem *vm.Mem
 		if total <= maxMapBytes {
 			vmem, err = vm.Alloc(int(max(total, 8)))
@@ -210,9 +222,11 @@ func newHashMap(spec Spec, opts Options, apart bool) (*hashMap, error) {
 		}
 		m.vmem, m.vbase = vmem, vmem.Addr()
 		m.elems.poisonHook = func(i uint32) {
-			b := bytesAt(m.vbase+uint64(i)*m.vstride, m.vstride)
-			for j := range b {
-				b[j] = poisonByte
+			for cpu := range uint64(m.ncpu) {
+				b := bytesAt(m.vbase+cpu*m.cpuStride+uint64(i)*m.vsize, m.vsize)
+				for j := range b {
+					b[j] = poisonByte
+				}
 			}
 		}
 	}
@@ -226,10 +240,10 @@ func (m *hashMap) fillHeader() {
 	*(*uint32)(m.field(HashFieldKeySize)) = uint32(m.keySize)
 	*(*uint64)(m.field(HashFieldHashInit)) = m.seed ^ m.keySize*HashK1
 	*(*uint32)(m.field(HashFieldValueOffset)) = uint32(m.valOff)
-	*(*uint32)(m.field(HashFieldValueSize)) = uint32(m.vsize)
 	if m.lru {
 		*(*uint32)(m.field(HashFieldLRU)) = 1
 	}
+	*(*uint64)(m.field(HashFieldCPUStride)) = m.cpuStride
 }
 
 func (m *hashMap) Spec() Spec { return m.spec }
@@ -237,7 +251,10 @@ func (m *hashMap) Spec() Spec { return m.spec }
 func (m *hashMap) Memory() []vm.Region {
 	start, end := m.elems.region()
 	if m.apart {
-		start, end = m.vbase, m.vbase+m.vstride*uint64(m.elems.n)
+		start, end = m.vbase, m.vbase+m.vsize*uint64(m.elems.n)
+		if m.ncpu > 1 {
+			end = m.vbase + m.cpuStride*uint64(m.ncpu)
+		}
 	}
 	return []vm.Region{{Start: start, End: end, Writable: m.spec.Flags&FlagRdonlyProg == 0}}
 }
@@ -296,7 +313,7 @@ func (m *hashMap) Lookup(key unsafe.Pointer, cpu int) unsafe.Pointer {
 	if m.ncpu == 1 {
 		return vm.Ptr(m.value(e))
 	}
-	return vm.Ptr(m.value(e) + uint64(cpu)*m.vsize)
+	return vm.Ptr(m.value(e) + uint64(cpu)*m.cpuStride)
 }
 
 // valueSrc is where an update's value comes from.
@@ -310,26 +327,44 @@ type valueSrc struct {
 func (m *hashMap) fill(e uint64, v valueSrc) {
 	dst := m.value(e)
 	switch {
-	case v.prog == nil:
+	case v.prog == nil && m.ncpu == 1:
 		copy(bytesAt(dst, uint64(len(v.b))), v.b)
+	case v.prog == nil:
+		for cpu := range uint64(m.ncpu) {
+			copy(bytesAt(dst+cpu*m.cpuStride, m.vsize), v.b[cpu*m.vsize:])
+		}
 	case m.ncpu == 1:
 		copyMem(dst, v.prog, m.spec.ValueSize)
 	default:
-		clear(bytesAt(dst, m.vsize*uint64(m.ncpu)))
-		copyMem(dst+uint64(v.cpu)*m.vsize, v.prog, m.spec.ValueSize)
+		for cpu := range uint64(m.ncpu) {
+			clear(bytesAt(dst+cpu*m.cpuStride, m.vsize))
+		}
+		copyMem(dst+uint64(v.cpu)*m.cpuStride, v.prog, m.spec.ValueSize)
 	}
 	// A new element's special fields are initialised, never copied in.
 	if len(m.fields) > 0 {
 		for cpu := range uint64(m.ncpu) {
-			initFields(bytesAt(dst+cpu*m.vsize, uint64(m.spec.ValueSize)), m.fields)
+			initFields(bytesAt(dst+cpu*m.cpuStride, uint64(m.spec.ValueSize)), m.fields)
 		}
+	}
+}
+
+// loadValues copies element e's value (per-CPU: every CPU's, one after
+// the other) to dst, as Go code reads it.
+func (m *hashMap) loadValues(dst []byte, e uint64) {
+	if m.ncpu == 1 {
+		loadValues(dst, m.value(e), m.vsize, m.fields)
+		return
+	}
+	for cpu := range uint64(m.ncpu) {
+		loadValues(dst[cpu*m.vsize:][:m.vsize], m.value(e)+cpu*m.cpuStride, m.vsize, m.fields)
 	}
 }
 
 // putCPUValue writes a program's value for one CPU into an existing
 // per-CPU element, but for its special fields (pcpu_copy_value).
 func (m *hashMap) putCPUValue(e uint64, v valueSrc) {
-	storeValue(m.value(e)+uint64(v.cpu)*m.vsize, unsafe.Slice((*byte)(v.prog), m.spec.ValueSize), m.fields)
+	storeValue(m.value(e)+uint64(v.cpu)*m.cpuStride, unsafe.Slice((*byte)(v.prog), m.spec.ValueSize), m.fields)
 }
 
 // update sets the value of key. Go callers (goSide) may wait for memory;
@@ -475,7 +510,7 @@ func (m *hashMap) prepare(e uint64, hash uint32, key []byte, v valueSrc) {
 	clear(bytesAt(e+HashElemKey, m.valOff-HashElemKey))
 	copy(m.key(e), key)
 	if m.apart {
-		*(*uint64)(vm.Ptr(e + m.valOff)) = m.vbase + uint64(m.elems.index(e))*m.vstride
+		*(*uint64)(vm.Ptr(e + m.valOff)) = m.vbase + uint64(m.elems.index(e))*m.vsize
 	}
 	m.fill(e, v)
 }
@@ -499,7 +534,7 @@ func (m *hashMap) remove(key, out []byte) error {
 		return ErrKeyNotExist
 	}
 	if out != nil {
-		loadValues(out, m.value(e), m.vsize, m.fields)
+		m.loadValues(out, e)
 	}
 	store(prev, load(e+HashElemNext))
 	m.count.Add(-1)
@@ -548,7 +583,7 @@ func (m *hashMap) LookupBytes(key, value []byte) error {
 	if e == 0 {
 		return ErrKeyNotExist
 	}
-	loadValues(value, m.value(e), m.vsize, m.fields)
+	m.loadValues(value, e)
 	return nil
 }
 

@@ -193,8 +193,8 @@ func boundsCheck(q *seq, maxEntries uint32) label {
 }
 
 // perCPUArrayLookup is the inline lookup of a per-CPU array: r0 = base +
-// index * stride + cpu * value size. The stride (all CPUs' values) depends
-// on the number of runners, so it comes from the header.
+// cpu * area stride + index * value size (the map's per-CPU areas,
+// maps/array.go). The area stride comes from the header.
 func perCPUArrayLookup(q *seq, s maps.Spec) []isa.Instruction {
 	vsize := (uint64(s.ValueSize) + 7) &^ 7
 	if s.MaxEntries > 1<<31-1 || vsize > 1<<31-1 || s.Flags&maps.FlagInnerMap != 0 {
@@ -202,13 +202,13 @@ func perCPUArrayLookup(q *seq, s maps.Spec) []isa.Instruction {
 	}
 	q.emit(ldx(isa.SizeW, isa.R0, isa.R2, 0))
 	q.bind(boundsCheck(q, s.MaxEntries))
-	q.field(isa.SizeDW, isa.R3, maps.ArrayFieldStride)
-	q.emit(aluX(isa.ALUMul, isa.R0, isa.R3))
+	q.emit(scale(isa.R0, vsize))
 	q.field(isa.SizeDW, isa.R3, maps.ArrayFieldBase)
+	q.emit(aluX(isa.ALUAdd, isa.R0, isa.R3))
+	q.field(isa.SizeDW, isa.R4, maps.ArrayFieldStride)
 	q.emit(
-		aluX(isa.ALUAdd, isa.R0, isa.R3),
 		isa.Instruction{Op: isa.OpCPUIndex, Dst: isa.R3},
-		scale(isa.R3, vsize),
+		aluX(isa.ALUMul, isa.R3, isa.R4),
 		aluX(isa.ALUAdd, isa.R0, isa.R3),
 	)
 	return q.done()

@@ -62,6 +62,10 @@ func hashLookup(q *seq, s maps.Spec) []isa.Instruction {
 		aluX(isa.ALUAnd, isa.R3, isa.R0),
 		aluK(isa.ALULsh, isa.R3, 3),
 	)
+	if s.Type.PerCPU() {
+		// Read while r1 still holds the map: the CPU areas' stride.
+		q.field(isa.SizeDW, isa.R5, maps.HashFieldCPUStride)
+	}
 	q.field(isa.SizeDW, isa.R1, maps.HashFieldBuckets)
 	q.emit(
 		aluX(isa.ALUAdd, isa.R3, isa.R1),
@@ -110,9 +114,10 @@ func hashLookup(q *seq, s maps.Spec) []isa.Instruction {
 	// published and never changed while it is.
 	q.emit(tldx(isa.SizeDW, isa.R0, isa.R3, int(valOff)))
 	if s.Type.PerCPU() {
+		// That CPU's value, in its area of the value block.
 		q.emit(
 			isa.Instruction{Op: isa.OpCPUIndex, Dst: isa.R1},
-			scale(isa.R1, vsize),
+			aluX(isa.ALUMul, isa.R1, isa.R5),
 			aluX(isa.ALUAdd, isa.R0, isa.R1),
 		)
 	}

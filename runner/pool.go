@@ -10,7 +10,6 @@ package runner
 
 import (
 	"context"
-	"math/bits"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -28,18 +27,21 @@ import (
 // Runs beyond the number of runners wait for one to be free, as programs on
 // a machine wait for a CPU.
 //
-// Free runners are bits in idle: taking one is a compare-and-swap, giving
-// it back an atomic or, so that a run pays two atomic operations (and two
-// more for the reclamation domain). Runs
-// that find none queue up in waiters, and a release hands its runner to
-// the first of them rather than setting its bit.
+// A run writes no cache line that runs on other runners write: as the
+// kernel's test run runs on the current CPU, a run takes the runner its P
+// (the Go scheduler's CPU) last gave back, cached per P in a sync.Pool,
+// and marks it busy in the runner's own line (Runner.busy). Only when its
+// P has none (the first runs, after a GC, when runs outnumber Ps) does it
+// look for a free runner from the first on. Runs that find none queue up
+// in waiters, and a release hands its runner to the first of them rather
+// than freeing it.
 type CPUs struct {
 	domain  *maps.Domain
 	runners []*Runner
-	// idle has a bit per free runner (see slot) and, in the top bits of
-	// idle[0], the runner take looks at first: one compare-and-swap
-	// takes a runner and moves the hint.
-	idle []atomic.Uint64
+	// cache holds free runners per P, the one each P gave back last. It
+	// may hold a runner twice, or one another run has taken since (its
+	// busy flag decides), and a GC may drop any: take then scans.
+	cache sync.Pool
 
 	mu      sync.Mutex
 	waiters []chan int    // FIFO; each has room for the runner handed over
@@ -54,102 +56,60 @@ type CPUs struct {
 	refs atomic.Int32
 }
 
-// Layout of cpus.idle: runnersPerWord runner bits per word, the hint above
-// them in idle[0].
-const (
-	runnersPerWord = 48
-	runnerBits     = 1<<runnersPerWord - 1
-	hintShift      = runnersPerWord
-)
-
-// slot is where runner i's bit is in idle.
-func (c *CPUs) slot(i int) (*atomic.Uint64, uint64) {
-	return &c.idle[i/runnersPerWord], 1 << (i % runnersPerWord)
-}
-
 // NewCPUs makes n runners (n <= 0: GOMAXPROCS) with their reclamation
 // domain, and one reference to them for the caller to Drop.
 func NewCPUs(n int) *CPUs {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	n = min(n, 1<<(64-hintShift))
-	c := &CPUs{domain: maps.NewDomain(n), runners: make([]*Runner, n), idle: make([]atomic.Uint64, (n+runnersPerWord-1)/runnersPerWord), closed: make(chan struct{})}
+	c := &CPUs{domain: maps.NewDomain(n), runners: make([]*Runner, n), closed: make(chan struct{})}
 	c.refs.Store(1)
 	for i := range n {
 		r := &Runner{cpu: i}
 		r.hs.rng.Seed(rand.Uint64(), rand.Uint64())
 		r.between = r.nextRun
 		c.runners[i] = r
-		w, bit := c.slot(i)
-		w.Or(bit)
 	}
 	return c
 }
 
-// take takes a free runner without waiting: the first at or after the
-// hint, which it moves past the runner taken, so that runs one after the
-// other take the runners in turn (as tests of per-CPU maps expect).
+// take takes a free runner without waiting: the one this P cached, else
+// the first free.
 func (c *CPUs) take() (int, bool) {
-	n := len(c.runners)
-	start := int(c.idle[0].Load() >> hintShift)
-	first := start / runnersPerWord
-	for k := 0; k <= len(c.idle); k++ {
-		w := first + k // without a division, which would cost more than the rest
-		if w >= len(c.idle) {
-			w -= len(c.idle)
+	if r, _ := c.cache.Get().(*Runner); r != nil {
+		r.cached.Store(false)
+		if r.busy.CompareAndSwap(false, true) {
+			return r.cpu, true
 		}
-		for {
-			v := c.idle[w].Load()
-			m := v & runnerBits
-			if k == 0 {
-				m &^= 1<<(start%runnersPerWord) - 1 // from start on; the rest at k == len
-			}
-			if m == 0 {
-				break
-			}
-			b := bits.TrailingZeros64(m)
-			i := w*runnersPerWord + b
-			next := uint64(i + 1)
-			if next == uint64(n) {
-				next = 0
-			}
-			nv := v &^ (1 << b)
-			if w == 0 {
-				nv = nv&runnerBits | next<<hintShift
-			}
-			if c.idle[w].CompareAndSwap(v, nv) {
-				if w != 0 {
-					c.setHint(next)
-				}
-				return i, true
-			}
+		// Taken meanwhile by a run on a given CPU: its release caches it
+		// again.
+	}
+	for i, r := range c.runners {
+		// A load first: a busy runner's line stays with its run.
+		if !r.busy.Load() && r.busy.CompareAndSwap(false, true) {
+			// Not cached (take found no runner there): its release
+			// caches it for this P.
+			r.cached.Store(false)
+			return i, true
 		}
 	}
 	return 0, false
 }
 
-// setHint sets where take starts looking.
-func (c *CPUs) setHint(next uint64) {
-	for {
-		v := c.idle[0].Load()
-		if c.idle[0].CompareAndSwap(v, v&runnerBits|next<<hintShift) {
-			return
-		}
-	}
-}
-
 // takeRunner takes runner i if it is free.
 func (c *CPUs) takeRunner(i int) bool {
-	w, bit := c.slot(i)
-	for {
-		v := w.Load()
-		if v&bit == 0 {
-			return false
-		}
-		if w.CompareAndSwap(v, v&^bit) {
-			return true
-		}
+	r := c.runners[i]
+	return !r.busy.Load() && r.busy.CompareAndSwap(false, true)
+}
+
+// free marks runner i free and, unless it is cached already, caches it
+// for this P's next run. Runs on a given CPU (AcquireOn) leave the cache
+// alone, as running a program on another CPU does not move the caller.
+func (c *CPUs) free(i int, cache bool) {
+	r := c.runners[i]
+	r.busy.Store(false)
+	if cache && !r.cached.Load() && !r.cached.Swap(true) {
+		c.cache.Put(r)
 	}
 }
 
@@ -167,7 +127,9 @@ func (c *CPUs) Acquire(ctx context.Context) (*Runner, error) {
 		}
 	}
 	c.domain.Enter(i)
-	return c.runners[i], nil
+	r := c.runners[i]
+	r.on = false
+	return r, nil
 }
 
 // wait queues up for a runner, until ctx is done or the runners are closed.
@@ -216,7 +178,7 @@ func (c *CPUs) wait(ctx context.Context) (int, error) {
 		}
 	}
 	c.mu.Unlock()
-	c.give(<-ch)
+	c.give(<-ch, true)
 	return 0, err
 }
 
@@ -224,19 +186,18 @@ func (c *CPUs) wait(ctx context.Context) (int, error) {
 func (c *CPUs) Release(r *Runner) {
 	r.prog = nil
 	c.domain.Exit(r.cpu)
-	c.give(r.cpu)
+	c.give(r.cpu, !r.on)
 }
 
 // give frees runner i, or hands it to the first run waiting; once the
 // runners are closed it frees the runner's memory instead.
-func (c *CPUs) give(i int) {
+func (c *CPUs) give(i int, cache bool) {
 	if c.closing.Load() {
 		c.retire(i)
 		return
 	}
-	w, bit := c.slot(i)
 	if c.nwait.Load() == 0 {
-		w.Or(bit)
+		c.free(i, cache)
 		// Closed meanwhile: either close took the runner, or it is ours
 		// to retire.
 		if c.closing.Load() {
@@ -255,7 +216,7 @@ func (c *CPUs) give(i int) {
 	c.mu.Lock()
 	if len(c.waiters) == 0 {
 		// Waits announced but not queued look again under mu.
-		w.Or(bit)
+		c.free(i, cache)
 		c.mu.Unlock()
 		return
 	}
@@ -350,7 +311,9 @@ func (c *CPUs) AcquireOn(ctx context.Context, i int) (*Runner, error) {
 		}
 		if c.takeRunner(i) {
 			c.domain.Enter(i)
-			return c.runners[i], nil
+			r := c.runners[i]
+			r.on = true
+			return r, nil
 		}
 		t := time.NewTimer(backoff)
 		select {

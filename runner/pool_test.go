@@ -47,17 +47,26 @@ func TestRunnersExclusive(t *testing.T) {
 		if want := int64((2*n + 3) * 300); runs.Load() != want {
 			t.Errorf("%d runners: %d runs, want %d", n, runs.Load(), want)
 		}
-		// All free again, taken in turn.
-		prev := -1
-		for i := range 2 * n {
+		// All free again: n runs at once take the n runners.
+		var held []*Runner
+		seen := make([]bool, n)
+		for range n {
 			r, err := c.Acquire(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if i > 0 && r.cpu != (prev+1)%n {
-				t.Errorf("run %d took runner %d, want %d", i, r.cpu, (prev+1)%n)
+			if seen[r.cpu] {
+				t.Errorf("runner %d taken twice", r.cpu)
 			}
-			prev = r.cpu
+			seen[r.cpu] = true
+			held = append(held, r)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := c.Acquire(ctx); err == nil {
+			t.Errorf("%d runners: one more run took a runner", n)
+		}
+		for _, r := range held {
 			c.Release(r)
 		}
 		c.Close()

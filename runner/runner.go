@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"slices"
+	"sync/atomic"
 
 	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/progtype"
@@ -12,7 +13,19 @@ import (
 
 // Runner holds the off-heap memory and the state of the runs on one CPU:
 // what helpers see of a run (Of) besides vm.Env.
+//
+// A runner is written by the run holding it only: the pads keep its lines
+// apart from other runners' (and any other heap object's), as the kernel's
+// per-CPU data is.
 type Runner struct {
+	_ cacheLinePad
+	// busy is set while a run holds the runner (CPUs.take).
+	busy atomic.Bool
+	// cached is set while the runner is in CPUs.cache (at most once).
+	cached atomic.Bool
+	// on is set while the runner runs on a CPU given by the caller
+	// (CPUs.AcquireOn).
+	on       bool
 	cpu      int
 	stack    *vm.Mem
 	buf      *vm.Mem
@@ -36,7 +49,13 @@ type Runner struct {
 	cache        vm.Cache     // the engines' state kept from run to run
 	between      func() error // r.nextRun, made once: what engines call between repetitions
 	pace         vm.Pacer     // nextRun's looks at the run's context
+	_            cacheLinePad
 }
+
+// cacheLinePad keeps what is on either side of it off each other's cache
+// lines: two 64-byte lines, as x86's adjacent-line prefetcher pulls lines
+// in pairs (and some arm64 and ppc64 lines are 128 bytes).
+type cacheLinePad [128]byte
 
 // setPacket moves the packet boundaries (after bpf_xdp_adjust_head and
 // friends) and updates what checked accesses and LD_ABS may touch.

@@ -225,7 +225,8 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return usageErr("--run: " + err.Error())
 	}
 	kernel := os.Getuid() == 0 && rlimit.RemoveMemlock() == nil
-	matched := re.MatchString("loops")
+	matched := re.MatchString("loops") || re.MatchString("scaling")
+	matchedTable := false // a table printed
 	for i, f := range benchTables {
 		t := f()
 		var cases []benchCase
@@ -237,7 +238,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		if len(cases) == 0 {
 			continue
 		}
-		matched = true
+		matched, matchedTable = true, true
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
@@ -251,10 +252,20 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if !matched {
 		return fmt.Errorf("--run %q matches no benchmark", *filter)
 	}
+	if re.MatchString("scaling") {
+		if matchedTable {
+			fmt.Fprintln(stdout)
+		}
+		if err := benchScaling(stdout, kernel, *repeat); err != nil { // bench_scaling.go
+			return err
+		}
+	}
 	if !re.MatchString("loops") {
 		return nil
 	}
-	fmt.Fprintln(stdout)
+	if matchedTable || re.MatchString("scaling") {
+		fmt.Fprintln(stdout)
+	}
 	return benchLoops(stdout, kernel, *repeat) // bench_loops.go
 }
 

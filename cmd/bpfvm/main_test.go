@@ -149,7 +149,8 @@ func TestBench(t *testing.T) {
 	}
 	code, stdout, stderr := runCLI(t, "", "bench", "--repeat", "10")
 	if code != 0 || !strings.Contains(stdout, "map_perf array") || !strings.Contains(stdout, "jhash") ||
-		!strings.Contains(stdout, "ALU loop") || !strings.Contains(stdout, "jit far retpoline") || !strings.Contains(stdout, "get_prandom_u32") {
+		!strings.Contains(stdout, "ALU loop") || !strings.Contains(stdout, "jit far retpoline") || !strings.Contains(stdout, "get_prandom_u32") ||
+		!strings.Contains(stdout, "percpu_array, repeat") {
 		t.Fatalf("exit %d, stderr %q:\n%s", code, stderr, stdout)
 	}
 }
