@@ -83,6 +83,10 @@ const (
 	// ArgMapValueOrNull is ArgMapValue, or NULL (the kernel's
 	// ARG_PTR_TO_MAP_VALUE | PTR_MAYBE_NULL).
 	ArgMapValueOrNull
+	// ArgSocketOrNull is a full socket (struct bpf_sock, null-checked)
+	// or NULL: the kernel's ARG_PTR_TO_SOCKET_OR_NULL (sk_lookup's
+	// bpf_sk_assign). A pointer that may be NULL passes too.
+	ArgSocketOrNull
 )
 
 // IsMem reports whether an argument points at memory the helper accesses.

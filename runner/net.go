@@ -284,6 +284,10 @@ type netState struct {
 	// the run's.
 	socks  *vm.Mem
 	nsocks int
+	// selected and noReuseport are an sk_lookup run's bpf_sk_assign
+	// (sklookup.go).
+	selected    uint64
+	noReuseport bool
 }
 
 // beginNet sets up the host world of a run: the slots of its sockets.

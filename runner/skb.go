@@ -152,6 +152,10 @@ type Socket struct {
 	State uint8
 	// V6Only is IPV6_V6ONLY: an AF_INET6 socket IPv4 lookups skip.
 	V6Only bool
+	// Reuseport is SO_REUSEPORT: the socket is in a reuseport group
+	// (sk_lookup's selection of one must say BPF_SK_LOOKUP_F_NO_REUSEPORT
+	// in a test run, which has no packet to pick a member with).
+	Reuseport bool
 	// BoundDevIf is the device the socket is bound to (SO_BINDTOIFINDEX),
 	// 0 for none; Mark and Priority are SO_MARK and SO_PRIORITY.
 	BoundDevIf, Mark, Priority uint32

@@ -229,6 +229,13 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				}
 				releaseRef = reg.RefID
 			}
+		case ArgSocketOrNull:
+			// check_func_arg: NULL skips the type check; otherwise a
+			// bpf_sock, which may be NULL (fullsock_types).
+			if reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 || reg.Type == PtrToSocket {
+				break
+			}
+			return v.errorf(pc, "R%d type=%s expected=sock", regno, regTypeString(reg))
 		case ArgCtxOrNull:
 			if reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
 				break

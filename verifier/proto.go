@@ -44,6 +44,7 @@ const (
 	ArgCtxOrNull       = helper.ArgCtxOrNull
 	ArgSpinLock        = helper.ArgSpinLock
 	ArgMapValueOrNull  = helper.ArgMapValueOrNull
+	ArgSocketOrNull    = helper.ArgSocketOrNull
 
 	RetInteger          = helper.RetInteger
 	RetVoid             = helper.RetVoid
