@@ -333,6 +333,11 @@ type Socket = runner.Socket
 // TCPInfo is what bpf_tcp_sock shows of a TCP socket (Socket.TCP).
 type TCPInfo = runner.TCPInfo
 
+// Syncookies is the SYN cookie setting and secret of the host's world
+// (Net.Syncookies): what the TCP syncookie helpers make and check
+// cookies with.
+type Syncookies = runner.Syncookies
+
 // Peer is a network namespace the run's has an id for (Net.Peers).
 type Peer = runner.Peer
 

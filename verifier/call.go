@@ -170,6 +170,10 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			if err := v.checkAlign(pc, reg, 0, 8, true); err != nil {
 				return err
 			}
+		case ArgFixedMem:
+			if err := v.checkHelperMem(pc, regno, reg, int(p.ArgSize[i]), at, true, false, &raw); err != nil {
+				return err
+			}
 		case ArgPtrToInt:
 			if err := v.checkHelperMem(pc, regno, reg, 4, at, true, false, &raw); err != nil {
 				return err

@@ -45,6 +45,7 @@ const (
 	ArgSpinLock        = helper.ArgSpinLock
 	ArgMapValueOrNull  = helper.ArgMapValueOrNull
 	ArgSocketOrNull    = helper.ArgSocketOrNull
+	ArgFixedMem        = helper.ArgFixedMem
 
 	RetInteger          = helper.RetInteger
 	RetVoid             = helper.RetVoid
