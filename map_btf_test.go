@@ -17,7 +17,9 @@ func TestMapBTFRetryKernel(t *testing.T) {
 	i32 := &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
 	u64 := &btf.Int{Name: "long long unsigned int", Size: 8}
 	u8 := &btf.Int{Name: "unsigned char", Size: 1}
-	bytes := func(n uint32) btf.Type { return &btf.Array{Type: u8, Index: &btf.Int{Name: "unsigned int", Size: 4}, Nelems: n} }
+	bytes := func(n uint32) btf.Type {
+		return &btf.Array{Type: u8, Index: &btf.Int{Name: "unsigned int", Size: 4}, Nelems: n}
+	}
 	timer := &btf.Struct{Name: "bpf_timer", Size: 16, Members: []btf.Member{{Name: "a", Type: u64}, {Name: "b", Type: u64, Offset: 64}}}
 	withTimer := &btf.Struct{Name: "v", Size: 16, Members: []btf.Member{{Name: "t", Type: timer}}}
 	lock := &btf.Struct{Name: "bpf_spin_lock", Size: 4, Members: []btf.Member{{Name: "val", Type: i32}}}
