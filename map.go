@@ -125,8 +125,9 @@ func createMap(spec *ebpf.MapSpec, ncpu int, d *maps.Domain) (*Map, error) {
 	if err != nil && s.Value != nil && (errors.Is(err, syscall.EINVAL) || errors.Is(err, maps.ErrKernelNotSupported)) {
 		// cilium/ebpf retries a creation the kernel refuses with
 		// EINVAL or ENOTSUPP without the BTF: the map then has no
-		// special fields, and neither has ours.
-		s.Value = nil
+		// special fields and no BTF, and neither has ours (a socket
+		// storage, which needs BTF, then fails).
+		s.Key, s.Value = nil, nil
 		m, err = maps.New(s, opts)
 	}
 	if err != nil {
@@ -243,13 +244,9 @@ func mapSpec(spec *ebpf.MapSpec) (maps.Spec, error) {
 		MaxEntries: spec.MaxEntries,
 		Flags:      spec.Flags,
 		MapExtra:   spec.MapExtra,
-		BTF:        spec.Key != nil && spec.Value != nil,
-	}
-	if _, ok := btf.UnderlyingType(spec.Key).(*btf.Int); ok {
-		s.KeyBTFInt = true
 	}
 	if keyBTFFits(spec) {
-		s.Value = spec.Value
+		s.Key, s.Value = spec.Key, spec.Value
 	}
 	if spec.InnerMap != nil {
 		inner, err := mapSpec(spec.InnerMap)

@@ -336,6 +336,11 @@ type Socket = runner.Socket
 // TCPInfo is what bpf_tcp_sock shows of a TCP socket (Socket.TCP).
 type TCPInfo = runner.TCPInfo
 
+// Syncookies is the SYN cookie setting and secret of the host's world
+// (Net.Syncookies): what the TCP syncookie helpers make and check
+// cookies with.
+type Syncookies = runner.Syncookies
+
 // Peer is a network namespace the run's has an id for (Net.Peers).
 type Peer = runner.Peer
 
@@ -402,6 +407,11 @@ type Result struct {
 	// Buffer is a writable raw tracepoint's buffer (Trace.Buffer) as the
 	// last run left it.
 	Buffer []byte
+	// Selected is the cookie of the socket an sk_lookup program selected
+	// with bpf_sk_assign (Socket.Cookie, or the one the world gave it),
+	// 0 for none: the kernel's test run returns it in the context output
+	// (bpf_sk_lookup.cookie) too.
+	Selected uint64
 }
 
 // Redirect is the target a program chose with bpf_redirect or
@@ -678,7 +688,7 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 	if rd := out.Redirect; rd.Valid {
 		res.Redirect = Redirect{Map: p.mapOf(rd.Map), Key: rd.Key, Flags: rd.Flags, Valid: true, Peer: rd.Peer, Neigh: rd.Neigh, NextHop: rd.NextHop, Socket: rd.Socket}
 	}
-	res.Clones, res.Tunnel, res.Signals, res.Buffer = out.Clones, out.Tunnel, out.Signals, out.Buffer
+	res.Clones, res.Tunnel, res.Signals, res.Buffer, res.Selected = out.Clones, out.Tunnel, out.Signals, out.Buffer, out.Selected
 	return nil
 }
 

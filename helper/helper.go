@@ -77,6 +77,7 @@ var families = [][]Helper{
 	skbHelpers,
 	sockHelpers,
 	sockLookupHelpers,
+	syncookieHelpers,
 	fibHelpers,
 	redirectHelpers,
 	tunnelHelpers,

@@ -83,12 +83,20 @@ const (
 	// ArgMapValueOrNull is ArgMapValue, or NULL (the kernel's
 	// ARG_PTR_TO_MAP_VALUE | PTR_MAYBE_NULL).
 	ArgMapValueOrNull
+	// ArgSocketOrNull is a full socket (struct bpf_sock, null-checked)
+	// or NULL: the kernel's ARG_PTR_TO_SOCKET_OR_NULL (sk_lookup's
+	// bpf_sk_assign). A pointer that may be NULL passes too.
+	ArgSocketOrNull
+	// ArgFixedMem points at Proto.ArgSize[i] readable bytes (the
+	// kernel's ARG_PTR_TO_FIXED_SIZE_MEM with argN_size: the raw
+	// syncookie helpers' headers).
+	ArgFixedMem
 )
 
 // IsMem reports whether an argument points at memory the helper accesses.
 func (t ArgType) IsMem() bool {
 	switch t {
-	case ArgMapKey, ArgMapValue, ArgMapValueOrNull, ArgUninitMapValue, ArgMem, ArgUninitMem, ArgConstStr, ArgPtrToLong, ArgPtrToInt, ArgMemOrNull, ArgWriteMemOrNull, ArgWriteMem:
+	case ArgMapKey, ArgMapValue, ArgMapValueOrNull, ArgUninitMapValue, ArgMem, ArgUninitMem, ArgConstStr, ArgPtrToLong, ArgPtrToInt, ArgMemOrNull, ArgWriteMemOrNull, ArgWriteMem, ArgFixedMem:
 		return true
 	}
 	return false
@@ -140,7 +148,9 @@ type Proto struct {
 	// ("" for a host helper: isa's name for the id, if any).
 	Name string
 	Args [5]ArgType
-	Ret  RetType
+	// ArgSize is the size of each ArgFixedMem argument.
+	ArgSize [5]int32
+	Ret     RetType
 	// TailCall marks bpf_tail_call.
 	TailCall bool
 	// PktAccess allows packet pointers as memory arguments (the kernel's

@@ -2,6 +2,7 @@ package helper
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"net/netip"
 
@@ -24,6 +25,7 @@ var sockLookupHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_get_listener_sock", Args: [5]ArgType{ArgSockCommon}, Ret: RetSocketOrNull}, Func: helperGetListenerSock},
 	{Proto: Proto{Name: "bpf_get_netns_cookie", Args: [5]ArgType{ArgCtxOrNull}}, Func: helperGetNetnsCookie},
 	{Proto: Proto{Name: "bpf_sk_assign", Args: [5]ArgType{ArgCtx, ArgSockBTF, ArgAnything}}, Func: skbOnly(helperSkAssign)},
+	{Proto: Proto{Name: "bpf_sk_assign", Args: [5]ArgType{ArgCtx, ArgSocketOrNull, ArgAnything}}, Func: helperSKLookupAssign, Variant: "lookup"},
 }
 
 // lookupArgs are the socket lookups' arguments: the context, the tuple
@@ -136,8 +138,8 @@ func helperGetListenerSock(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
 // helperSkAssign is tc's bpf_sk_assign(skb, sk, flags): the packet is to
 // be delivered to sk, which only a packet at tc ingress may be. bpfvm's
 // runs are the kernel's test run, whose packet is not at ingress:
-// -EOPNOTSUPP, -EINVAL for flags. (sk_lookup programs' bpf_sk_assign,
-// bpf_sk_lookup_assign, is another proto, not implemented.)
+// -EOPNOTSUPP, -EINVAL for flags. (sk_lookup programs' bpf_sk_assign is
+// helperSKLookupAssign.)
 func helperSkAssign(_ *vm.Env, _, _, r3, _, _ uint64) (uint64, error) {
 	if r3 != 0 {
 		return neg(einval), nil
@@ -154,4 +156,72 @@ func helperGetNetnsCookie(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
 		return runner.InitNetns, nil
 	}
 	return r.NetnsCookie(), nil
+}
+
+// bpf_sk_assign's flags in sk_lookup programs.
+const (
+	skLookupFReplace     = 1 << 0 // BPF_SK_LOOKUP_F_REPLACE
+	skLookupFNoReuseport = 1 << 1 // BPF_SK_LOOKUP_F_NO_REUSEPORT
+)
+
+// Errors of sk_lookup's bpf_sk_assign.
+const (
+	eprototype      = 91
+	esocktnosupport = 94
+)
+
+// struct bpf_sk_lookup's family and protocol (u16 in the kernel's
+// context), struct bpf_sock's family, protocol and state.
+const (
+	skLookupFamily   = 8
+	skLookupProtocol = 12
+	bpfSockFamily    = 4
+	bpfSockProtocol  = 12
+	bpfSockState     = 72
+)
+
+// helperSKLookupAssign is sk_lookup's bpf_sk_assign(ctx, sk, flags)
+// (bpf_sk_lookup_assign): sk, a socket or NULL, becomes the lookup's
+// result, which ctx->sk then reads and the test run reports
+// (runner.Runner.SelectSocket). The checks are the kernel's, in its order:
+// unknown flags -EINVAL; a socket that is not RCU-freed or not a TCP
+// listener or unconnected UDP socket -ESOCKTNOSUPPORT; another protocol
+// than the packet's -EPROTOTYPE; another family, unless an IPv6 socket
+// that takes IPv4 -EAFNOSUPPORT; a selection already made without
+// BPF_SK_LOOKUP_F_REPLACE -EEXIST.
+func helperSKLookupAssign(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
+	r := runner.Of(e)
+	if r3&^(skLookupFReplace|skLookupFNoReuseport) != 0 {
+		return neg(einval), nil
+	}
+	if r1 != e.Ctx.Start {
+		return 0, fmt.Errorf("%w: bpf_sk_assign: R1 %#x is not the context", vm.ErrMemory, r1)
+	}
+	ctx := vm.Slice(e.Ctx.Start, skLookupProtocol+2)
+	le := binary.LittleEndian
+	if r2 != 0 {
+		ref, ok := r.Sock(r2)
+		if !ok || ref.TCP {
+			return 0, fmt.Errorf("%w: bpf_sk_assign: R2 %#x is not a socket", vm.ErrMemory, r2)
+		}
+		sk := vm.Slice(ref.Addr, bpfSockState+4)
+		proto, state := le.Uint32(sk[bpfSockProtocol:]), le.Uint32(sk[bpfSockState:])
+		switch {
+		case proto == runner.ProtoTCP && state != runner.TCPListen,
+			proto == runner.ProtoUDP && state != runner.TCPClose:
+			// A connected or mini socket is refcounted, not RCU-freed.
+			return neg(esocktnosupport), nil
+		case proto != uint32(le.Uint16(ctx[skLookupProtocol:])):
+			return neg(eprototype), nil
+		}
+		fam := le.Uint32(sk[bpfSockFamily:])
+		if fam != uint32(le.Uint16(ctx[skLookupFamily:])) && (fam == runner.AFInet || ref.Socket != nil && ref.Socket.V6Only) {
+			return neg(eafnosupport), nil
+		}
+	}
+	if r.Selected() != 0 && r3&skLookupFReplace == 0 {
+		return neg(eexist), nil
+	}
+	r.SelectSocket(r2, r3&skLookupFNoReuseport != 0)
+	return 0, nil
 }

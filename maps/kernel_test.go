@@ -69,15 +69,21 @@ func kernelSpec(s Spec) *ebpf.MapSpec {
 	if s.InnerMap != nil {
 		k.InnerMap = kernelSpec(*s.InnerMap)
 	}
-	if s.BTF {
-		u8 := &btf.Int{Name: "unsigned char", Size: 1}
-		k.Key = &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
-		if !s.KeyBTFInt {
-			k.Key = &btf.Struct{Name: "key", Size: 4, Members: []btf.Member{{Name: "fd", Type: k.Key}}}
-		}
-		k.Value = &btf.Array{Type: u8, Index: &btf.Int{Name: "unsigned int", Size: 4}, Nelems: s.ValueSize}
-	}
+	k.Key, k.Value = s.Key, s.Value
 	return k
+}
+
+// withBTF returns s with BTF for its key and value: an int key (a struct
+// holding one unless intKey) and a byte array value, as a socket storage
+// of clang's would have.
+func withBTF(s Spec, intKey bool) Spec {
+	u8 := &btf.Int{Name: "unsigned char", Size: 1}
+	s.Key = &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
+	if !intKey {
+		s.Key = &btf.Struct{Name: "key", Size: 4, Members: []btf.Member{{Name: "fd", Type: s.Key}}}
+	}
+	s.Value = &btf.Array{Type: u8, Index: &btf.Int{Name: "unsigned int", Size: 4}, Nelems: s.ValueSize}
+	return s
 }
 
 // kernelKV adapts a kernel map to kv, with values in our Go-side layout.

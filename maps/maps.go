@@ -97,20 +97,19 @@ type Spec struct {
 	MapExtra uint64
 	// InnerMap describes the maps a map of maps holds.
 	InnerMap *Spec
-	// Value is the BTF type of a value (cilium/ebpf's MapSpec.Value),
-	// nil without: the value's special fields (Fields) are found in it,
-	// as the kernel's map_check_btf finds them in the value type it is
-	// given.
-	Value btf.Type
-	// BTF says the spec has BTF types for its key and value (the
-	// kernel's btf_key_type_id and btf_value_type_id): socket storages
-	// require it, as the kernel, for its Go-side dumps.
-	BTF bool
-	// KeyBTFInt says the key's BTF type, typedefs and qualifiers
-	// resolved, is an integer: a socket storage's must be (the kernel's
-	// map_check_btf).
-	KeyBTFInt bool
+	// Key and Value are the BTF types of a key and a value (cilium/ebpf's
+	// MapSpec.Key and Value) as the kernel takes them (btf_key_type_id
+	// and btf_value_type_id), both nil for a map without BTF, which a
+	// creation retried without BTF is. The value's special fields
+	// (Fields) are found in Value, as the kernel's map_check_btf finds
+	// them in the value type it is given; socket storages require both,
+	// with an integer key (map_check_btf), for their Go-side dumps. Key
+	// may be nil with a Value for an array holding a data section.
+	Key, Value btf.Type
 }
+
+// HasBTF reports whether the spec has BTF for its key and value.
+func (s Spec) HasBTF() bool { return s.Key != nil && s.Value != nil }
 
 // Fields returns the special fields of the spec's values (ParseFields of
 // Value), sorted by offset; nil without Value or fields.

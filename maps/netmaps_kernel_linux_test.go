@@ -196,7 +196,7 @@ func (k fdKeys) nextKey(key []byte) ([]byte, error) { return k.kernelKV.nextKey(
 
 func TestKernelSocketStorage(t *testing.T) {
 	requireKernelMaps(t)
-	spec := Spec{Type: SkStorage, KeySize: 4, ValueSize: 12, Flags: FlagNoPrealloc, BTF: true, KeyBTFInt: true}
+	spec := withBTF(Spec{Type: SkStorage, KeySize: 4, ValueSize: 12, Flags: FlagNoPrealloc}, true)
 	km, err := ebpf.NewMap(kernelSpec(spec))
 	if err != nil {
 		t.Fatalf("kernel map: %v", err)

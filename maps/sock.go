@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/cilium/ebpf/btf"
+
 	"github.com/bpfvm/bpfvm/vm"
 )
 
@@ -109,9 +111,9 @@ func (sockMaps) check(s Spec) error {
 			return fmt.Errorf("%s key size %d, want 4: %w", s.Type, s.KeySize, ErrInvalid)
 		case s.ValueSize == 0:
 			return fmt.Errorf("%s value size 0: %w", s.Type, ErrInvalid)
-		case !s.BTF:
+		case !s.HasBTF():
 			return fmt.Errorf("%s without BTF for its key and value: %w", s.Type, ErrInvalid)
-		case !s.KeyBTFInt:
+		case !isBTFInt(s.Key):
 			return fmt.Errorf("%s key: BTF type not an int: %w", s.Type, ErrInvalid)
 		case s.ValueSize > localStorageMaxValue:
 			return fmt.Errorf("%s value size %d over %d: %w", s.Type, s.ValueSize, localStorageMaxValue, ErrFull)
@@ -461,4 +463,11 @@ func (s *SocketStorage) LookupAndDelete(key, value []byte) error {
 // NextKey is not supported, as in the kernel.
 func (s *SocketStorage) NextKey(key, next []byte) error {
 	return fmt.Errorf("walk of a sk_storage: %w", ErrNotSupported)
+}
+
+// isBTFInt reports whether t, typedefs and qualifiers resolved, is an
+// integer.
+func isBTFInt(t btf.Type) bool {
+	_, ok := btf.UnderlyingType(t).(*btf.Int)
+	return ok
 }

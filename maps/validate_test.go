@@ -151,7 +151,9 @@ func netSpecCases() []specCase {
 	}
 	sk := func(key, value, max, flags uint32, btf bool) Spec {
 		s := cs(SkStorage, key, value, max, flags)
-		s.BTF, s.KeyBTFInt = btf, btf
+		if btf {
+			s = withBTF(s, true)
+		}
 		return s
 	}
 	inner := func(in Spec) Spec {
@@ -221,7 +223,7 @@ func netSpecCases() []specCase {
 		{"sk_storage", sk(4, 8, 0, FlagNoPrealloc, true), nil, false},
 		{"sk_storage clone", sk(4, 8, 0, FlagNoPrealloc|FlagClone, true), nil, false},
 		{"sk_storage without BTF", sk(4, 8, 0, FlagNoPrealloc, false), ErrInvalid, false},
-		{"sk_storage struct key", Spec{Type: SkStorage, KeySize: 4, ValueSize: 8, Flags: FlagNoPrealloc, BTF: true}, ErrInvalid, false},
+		{"sk_storage struct key", withBTF(Spec{Type: SkStorage, KeySize: 4, ValueSize: 8, Flags: FlagNoPrealloc}, false), ErrInvalid, false},
 		{"sk_storage preallocated", sk(4, 8, 0, 0, true), ErrInvalid, false},
 		{"sk_storage rdonly_prog", sk(4, 8, 0, FlagNoPrealloc|FlagRdonlyProg, true), ErrInvalid, false},
 		{"sk_storage numa", sk(4, 8, 0, FlagNoPrealloc|FlagNumaNode, true), ErrInvalid, false},

@@ -9,9 +9,9 @@ import (
 // (sk_lookup_is_valid_access): read-only; the u32 fields read narrow,
 // remote_port a __be16 read whole as a u32 or narrow, with the zero
 // padding after it. The sk field (cookie in test runs) is a nullable struct
-// bpf_sock pointer, NULL as in the kernel's test run: no socket is ever
-// selected (bpfvm lacks sk_lookup's bpf_sk_assign, the
-// "lookup" variant, tc's being another proto), so a test run's cookie is 0. Programs return SK_DROP (0)
+// bpf_sock pointer: the socket bpf_sk_assign selected, NULL before; the
+// test run's context output holds its cookie (0 for none), as the
+// kernel's. Programs return SK_DROP (0)
 // or SK_PASS (1).
 //
 // The test run is the kernel's (bpf_prog_test_run_sk_lookup): no packet,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/bpfvm/bpfvm/progtype"
 	"github.com/bpfvm/bpfvm/vm"
@@ -284,12 +285,19 @@ type netState struct {
 	// the run's.
 	socks  *vm.Mem
 	nsocks int
+	// selected and noReuseport are an sk_lookup run's bpf_sk_assign
+	// (sklookup.go).
+	selected    uint64
+	noReuseport bool
+	// overflowed are the listeners the run made SYN cookies for.
+	overflowed []uint64
 }
 
 // beginNet sets up the host world of a run: the slots of its sockets.
 func (r *Runner) beginNet(net *Net) error {
 	r.sk.net = net
 	r.ns.nsocks = 0
+	r.ns.overflowed = r.ns.overflowed[:0]
 	if net == nil || len(net.Sockets) == 0 {
 		return nil
 	}
@@ -621,4 +629,28 @@ func (n *Net) best(dst netip.Addr, score func(s *Socket, bound netip.Addr) int) 
 		}
 	}
 	return -1
+}
+
+// SynOverflow records that the run made a SYN cookie for the listener at
+// addr (the kernel's tcp_synq_overflow): its cookies are checked for the
+// rest of the test run.
+func (r *Runner) SynOverflow(addr uint64) {
+	if !slices.Contains(r.ns.overflowed, addr) {
+		r.ns.overflowed = append(r.ns.overflowed, addr)
+	}
+}
+
+// SynOverflowed reports whether the listener ref overflowed recently: the
+// world says so (Socket.SynFlood) or the run made a cookie for it.
+func (r *Runner) SynOverflowed(ref SockRef) bool {
+	return ref.Socket != nil && ref.Socket.SynFlood || slices.Contains(r.ns.overflowed, ref.Addr)
+}
+
+// Syncookies returns the run's SYN cookie setting, the kernel's default
+// for none.
+func (r *Runner) Syncookies() Syncookies {
+	if n := r.Net(); n.Syncookies != nil {
+		return *n.Syncookies
+	}
+	return Syncookies{Mode: 1}
 }

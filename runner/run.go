@@ -152,6 +152,9 @@ type Output struct {
 	// Buffer is a writable raw tracepoint's buffer after the run
 	// (Trace.Buffer as the program left it).
 	Buffer []byte
+	// Selected is the cookie of the socket an sk_lookup program selected
+	// with bpf_sk_assign, 0 for none.
+	Selected uint64
 }
 
 // Run runs p on one of its runners as the kernel's test run does, filling
@@ -348,6 +351,11 @@ func Run(p *Program, in *Input, out *Output) error {
 	if pt.Keys != nil {
 		return keysOutput(r, pt, in, out)
 	}
+	if pt.Name == progtype.SKLookup.Name {
+		if err := finishSKLookup(r, ctx, out); err != nil {
+			return err
+		}
+	}
 	// The kernel's XDP test run returns the metadata in front of the packet.
 	outStart := r.pkt.Data
 	switch {
@@ -469,6 +477,9 @@ func ctxAccess(e *vm.Env, off, size uint64, write bool, val uint64) (uint64, err
 	case progtype.FlowKeys:
 		return e.Ctx.Start + flowKeys(pt), nil
 	case progtype.SockCommonOrNull, progtype.Socket, progtype.SocketOrNull:
+		if r.ns.selected != 0 {
+			return r.ns.selected, nil // sk_lookup's bpf_sk_assign
+		}
 		return r.sock, nil
 	case progtype.TPBuffer:
 		return r.tpBuf, nil

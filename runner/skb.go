@@ -122,6 +122,26 @@ type Net struct {
 	Routes    []Route
 	Rules     []Rule
 	Neighbors []Neighbor
+
+	// Syncookies is the namespace's SYN cookie setting and secret (the
+	// TCP syncookie helpers, helper/syncookie.go); nil is the kernel's
+	// default setting (net.ipv4.tcp_syncookies 1) with a zero secret at
+	// minute 0.
+	Syncookies *Syncookies
+}
+
+// Syncookies is what the TCP syncookie helpers make and check cookies
+// with (DESIGN.md: bpfvm's cookies are its own, deterministic).
+type Syncookies struct {
+	// Mode is net.ipv4.tcp_syncookies: 0 never sends cookies (the socket
+	// helpers fail), 1 sends them for a listener whose SYN queue
+	// overflows (Socket.SynFlood), 2 always.
+	Mode uint8
+	// Secret keys the cookies' hash.
+	Secret [16]byte
+	// Minute is the kernel's tcp_cookie_time(), the minute counter a
+	// cookie carries: one made at minute m is valid at m and m+1.
+	Minute uint32
 }
 
 // Socket is a socket of the host, as the socket helpers see it: the
@@ -152,6 +172,16 @@ type Socket struct {
 	State uint8
 	// V6Only is IPV6_V6ONLY: an AF_INET6 socket IPv4 lookups skip.
 	V6Only bool
+	// SynFlood says a TCP listener's SYN queue is full and overflowed
+	// recently: bpf_tcp_gen_syncookie makes cookies for it under
+	// tcp_syncookies 1 and bpf_tcp_check_syncookie checks them (the
+	// kernel's inet_csk_reqsk_queue_is_full and
+	// !tcp_synq_no_recent_overflow).
+	SynFlood bool
+	// Reuseport is SO_REUSEPORT: the socket is in a reuseport group
+	// (sk_lookup's selection of one must say BPF_SK_LOOKUP_F_NO_REUSEPORT
+	// in a test run, which has no packet to pick a member with).
+	Reuseport bool
 	// BoundDevIf is the device the socket is bound to (SO_BINDTOIFINDEX),
 	// 0 for none; Mark and Priority are SO_MARK and SO_PRIORITY.
 	BoundDevIf, Mark, Priority uint32

@@ -77,6 +77,7 @@ func (r *Runner) resetRun() {
 	r.sk.clones = r.sk.clones[:0]
 	r.tr.signals = r.tr.signals[:0]
 	r.hs.scratchDepth = 0
+	r.resetSelected()
 }
 
 // nextRun ends a repetition and prepares the next: the engines call it

@@ -170,6 +170,10 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			if err := v.checkAlign(pc, reg, 0, 8, true); err != nil {
 				return err
 			}
+		case ArgFixedMem:
+			if err := v.checkHelperMem(pc, regno, reg, int(p.ArgSize[i]), at, true, false, &raw); err != nil {
+				return err
+			}
 		case ArgPtrToInt:
 			if err := v.checkHelperMem(pc, regno, reg, 4, at, true, false, &raw); err != nil {
 				return err
@@ -229,6 +233,13 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				}
 				releaseRef = reg.RefID
 			}
+		case ArgSocketOrNull:
+			// check_func_arg: NULL skips the type check; otherwise a
+			// bpf_sock, which may be NULL (fullsock_types).
+			if reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 || reg.Type == PtrToSocket {
+				break
+			}
+			return v.errorf(pc, "R%d type=%s expected=sock", regno, regTypeString(reg))
 		case ArgCtxOrNull:
 			if reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
 				break

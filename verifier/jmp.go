@@ -147,7 +147,7 @@ func (v *verifier) branchTaken(op uint8, dst, src *Reg, is32 bool) int {
 	}
 	notNull := false
 	switch ptr.Type {
-	case PtrToMapValue, PtrToMapKey, PtrToMem, ConstPtrToMap:
+	case PtrToMapValue, PtrToMapKey, PtrToMem, ConstPtrToMap, PtrToSocket, PtrToTCPSock, PtrToSockCommon:
 		notNull = !ptr.maybeNull()
 	}
 	if notNull && other.Type == ScalarValue && other.IsConst() && other.Const() == 0 && !is32 {

@@ -44,6 +44,8 @@ const (
 	ArgCtxOrNull       = helper.ArgCtxOrNull
 	ArgSpinLock        = helper.ArgSpinLock
 	ArgMapValueOrNull  = helper.ArgMapValueOrNull
+	ArgSocketOrNull    = helper.ArgSocketOrNull
+	ArgFixedMem        = helper.ArgFixedMem
 
 	RetInteger          = helper.RetInteger
 	RetVoid             = helper.RetVoid

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpfvm/bpfvm/maps"
 )
@@ -17,7 +18,10 @@ var (
 	sockMap     = maps.Spec{Name: "sockmap", Type: maps.SockMap, KeySize: 4, ValueSize: 8, MaxEntries: 4}
 	sockHash    = maps.Spec{Name: "sockhash", Type: maps.SockHash, KeySize: 4, ValueSize: 8, MaxEntries: 4}
 	reuseArray  = maps.Spec{Name: "reuse", Type: maps.ReuseportSockArray, KeySize: 4, ValueSize: 8, MaxEntries: 4}
-	skStorage   = maps.Spec{Name: "sks", Type: maps.SkStorage, KeySize: 4, ValueSize: 8, Flags: maps.FlagNoPrealloc, BTF: true, KeyBTFInt: true}
+	// An int key and a byte array value, as socket storages require.
+	skStorage = maps.Spec{Name: "sks", Type: maps.SkStorage, KeySize: 4, ValueSize: 8, Flags: maps.FlagNoPrealloc,
+		Key:   &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed},
+		Value: &btf.Array{Type: &btf.Int{Name: "unsigned char", Size: 1}, Index: &btf.Int{Name: "unsigned int", Size: 4}, Nelems: 8}}
 )
 
 // TestSelftestCgroupMaps covers cgroup storages (bpf_get_local_storage)

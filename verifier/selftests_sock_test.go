@@ -28,6 +28,11 @@ func TestSelftestSockLookup(t *testing.T) {
 		{name: "lookup ipv6 tuple", typ: tc, asm: "r1 = 0\n*(u64 *)(r10 -40) = r1\n*(u64 *)(r10 -32) = r1\n*(u64 *)(r10 -24) = r1\n*(u64 *)(r10 -16) = r1\n*(u32 *)(r10 -8) = r1\nr1 = r9\nr2 = r10\nr2 += -40\nr3 = 36\nr4 = -1\nr5 = 0\ncall bpf_sk_lookup_tcp#84\nif r0 == 0 goto out\n" + release + out},
 		{name: "leak", typ: tc, asm: lookup + "r0 = 0\nexit", err: "Unreleased reference id=2 alloc_insn=9", kmsg: true},
 		{name: "leak after null check", typ: tc, asm: lookup + "if r0 == 0 goto out\nr0 = 0\nexit" + out, err: "Unreleased reference id=2 alloc_insn=9", kmsg: true},
+		// A checked socket compared with 0 again: the kernel's
+		// reg_not_null decides the branch, whose leak is dead.
+		{name: "socket compared with null again", typ: tc, asm: lookup + "if r0 == 0 goto out\nr6 = r0\nif r6 == 0 goto leak\nr1 = r6\ncall bpf_sk_release#86\nr0 = 0\nexit\nleak: r0 = 1\nexit" + out},
+		{name: "socket compared with null again, ne", typ: tc, asm: lookup + "if r0 == 0 goto out\nr6 = r0\nif r6 != 0 goto rel\nr0 = 1\nexit\nrel: r1 = r6\ncall bpf_sk_release#86" + out},
+		{name: "tcp_sock compared with null again", typ: tc, asm: lookup + "if r0 == 0 goto out\nr6 = r0\nr1 = r0\ncall bpf_tcp_sock#96\nif r0 == 0 goto rel\nif r0 == 0 goto leak\nrel: r1 = r6\ncall bpf_sk_release#86\nr0 = 0\nexit\nleak: r0 = 1\nexit" + out},
 		{name: "null branch holds nothing", typ: tc, asm: lookup + "if r0 != 0 goto rel\nr0 = 0\nexit\nrel: " + release + out},
 		{name: "release unchecked", typ: tc, asm: lookup + release + out, err: "R1 type=sock_or_null " + releaseTypes, kmsg: true},
 		{name: "release skc unchecked", typ: tc, asm: tuple + args + "call bpf_skc_lookup_tcp#99\n" + release + out, err: "R1 type=sock_common_or_null " + releaseTypes, kmsg: true},

@@ -216,20 +216,18 @@ func kernelVerdictTo(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachType,
 		ks := &ebpf.MapSpec{Type: ebpf.MapType(s.Type), KeySize: s.KeySize, ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Flags: s.Flags, MapExtra: s.MapExtra}
 		if s.Value != nil {
 			// The same value BTF, so that the kernel finds the same
-			// special fields, with a key of the key's size.
-			ks.Key, ks.Value = &btf.Int{Name: "key", Size: s.KeySize}, s.Value
+			// special fields, with the spec's key or one of the key's
+			// size.
+			ks.Key, ks.Value = s.Key, s.Value
+			if ks.Key == nil {
+				ks.Key = &btf.Int{Name: "key", Size: s.KeySize}
+			}
 		}
 		if in := s.InnerMap; in != nil {
 			ks.InnerMap = &ebpf.MapSpec{Type: ebpf.MapType(in.Type), KeySize: in.KeySize, ValueSize: in.ValueSize, MaxEntries: in.MaxEntries, Flags: in.Flags}
 			if in.Value != nil {
 				ks.InnerMap.Key, ks.InnerMap.Value = &btf.Int{Name: "key", Size: in.KeySize}, in.Value
 			}
-		}
-		if s.BTF {
-			// An int key and a byte array value, as socket storages
-			// require.
-			ks.Key = &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
-			ks.Value = &btf.Array{Type: &btf.Int{Name: "unsigned char", Size: 1}, Index: &btf.Int{Name: "unsigned int", Size: 4}, Nelems: s.ValueSize}
 		}
 		m, err := ebpf.NewMap(ks)
 		if err != nil {
