@@ -278,8 +278,9 @@ func (v *verifier) btfAccess(ptr *Reg, a access) (Reg, error) {
 }
 
 // walkedFlags is the trust of a pointer read through ptr (the kernel's
-// rules in check_ptr_to_btf_access, for programs that are not sleepable,
-// which always run in an RCU read section): an untrusted pointer's
+// rules in check_ptr_to_btf_access; programs that are not sleepable
+// always run in an RCU read section, sleepable ones never, as bpfvm has
+// no bpf_rcu_read_lock): an untrusted pointer's
 // pointers are untrusted; a trusted or RCU one's are trusted or RCU where
 // the kernel lists the member as such (btfSafe) or tags it __rcu, and
 // otherwise plain, as are a plain pointer's.
@@ -297,6 +298,14 @@ func (v *verifier) walkedFlags(ptr *Reg, step walkStep, untrusted bool) uint8 {
 			return flags | Trusted
 		case safeTrustedOrNull:
 			return flags | Trusted | MaybeNull
+		}
+		if v.sleepable {
+			// Outside an RCU read section every other pointer read
+			// through a trusted one is untrusted (not the plain
+			// PTR_TO_BTF_ID of compatibility).
+			return Untrusted
+		}
+		switch btfSafeMember(v.btfName(ptr), step.field, step.next.TypeName()) {
 		case safeRCU:
 			return flags | RCU
 		case safeRCUOrNull:
