@@ -283,7 +283,7 @@ func (v *verifier) btfAccess(ptr *Reg, a access) (Reg, error) {
 // no bpf_rcu_read_lock): an untrusted pointer's
 // pointers are untrusted; a trusted or RCU one's are trusted or RCU where
 // the kernel lists the member as such (btfSafe) or tags it __rcu, and
-// otherwise plain, as are a plain pointer's.
+// otherwise untrusted; a plain pointer's are plain.
 func (v *verifier) walkedFlags(ptr *Reg, step walkStep, untrusted bool) uint8 {
 	var flags uint8
 	if untrusted {
@@ -314,6 +314,9 @@ func (v *verifier) walkedFlags(ptr *Reg, step walkStep, untrusted bool) uint8 {
 		if step.rcu {
 			return flags | RCU | MaybeNull
 		}
+		// Any other pointer read through a trusted one is untrusted
+		// (6.18's "walking unknown pointers yields untrusted pointer").
+		return Untrusted
 	}
 	return flags
 }

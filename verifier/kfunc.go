@@ -90,6 +90,11 @@ func (v *verifier) castToKernCtx(pc int) error {
 	if err != nil {
 		return err
 	}
+	if ctx.Type == ScalarValue && ctx.IsConst() && ctx.Const() == 0 {
+		// Kfunc arguments are trusted by default: NULL is refused
+		// before the argument's type is looked at.
+		return v.errorf(pc, "Possibly NULL pointer passed to trusted arg0")
+	}
 	if ctx.Type != PtrToCtx {
 		return v.errorf(pc, "arg#0 expected pointer to ctx, but got %s", regTypeString(ctx))
 	}

@@ -90,8 +90,8 @@ func TestLSMAttach(t *testing.T) {
 	}
 }
 
-// TestSleepableWalk: outside an RCU read section (sleepable programs)
-// pointers read through a trusted one are untrusted, but for those the
+// TestSleepableWalk: pointers read through a trusted one are untrusted,
+// in an RCU read section or not (sleepable programs), but for those the
 // kernel lists as trusted (file->f_inode).
 func TestSleepableWalk(t *testing.T) {
 	spec := hostBTF(t)
@@ -109,7 +109,7 @@ func TestSleepableWalk(t *testing.T) {
 	}{
 		{0, inode, "trusted_ptr_inode", false},
 		{verifier.FlagSleepable, inode, "trusted_ptr_inode", true},
-		{0, owner, "R2=ptr_fown_struct", false},
+		{0, owner, "R2=untrusted_ptr_fown_struct", false},
 		{verifier.FlagSleepable, owner, "R2=untrusted_ptr_fown_struct", true},
 	} {
 		asm := fmt.Sprintf("r1 = *(u64 *)(r1 +0)\nr2 = *(u64 *)(r1 +%d)\nr0 = 0\nexit", c.off)

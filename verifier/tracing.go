@@ -310,6 +310,18 @@ func (v *verifier) tracingCtxAccess(off int64, a access) (Reg, error) {
 	if arg < nargs && strings.HasSuffix(params[arg].Name, "__nullable") {
 		flags |= MaybeNull
 	}
+	if tg.Attach == ebpf.AttachTraceRawTp {
+		maybeNull, maybeErr := rawTPArg(name, arg)
+		if maybeNull {
+			flags |= MaybeNull
+		}
+		if maybeErr {
+			// The kernel checks the type first, then scrubs the
+			// pointer (its message ends without a newline).
+			v.log.printf("marking pointer arg%d as scalar as it may encode error", arg)
+			return v.loadedScalar(a.size), nil
+		}
+	}
 	return v.btfPtr(target, flags), nil
 }
 
