@@ -83,6 +83,10 @@ const (
 	// ArgMapValueOrNull is ArgMapValue, or NULL (the kernel's
 	// ARG_PTR_TO_MAP_VALUE | PTR_MAYBE_NULL).
 	ArgMapValueOrNull
+	// ArgBTFID is a pointer to a kernel object of the struct Proto.ArgBTF
+	// names, not NULL, trusted or plain (the kernel's ARG_PTR_TO_BTF_ID:
+	// bpf_seq_printf's seq_file).
+	ArgBTFID
 )
 
 // IsMem reports whether an argument points at memory the helper accesses.
@@ -140,7 +144,10 @@ type Proto struct {
 	// ("" for a host helper: isa's name for the id, if any).
 	Name string
 	Args [5]ArgType
-	Ret  RetType
+	// ArgBTF names the struct of each ArgBTFID argument (the kernel's
+	// arg_btf_id).
+	ArgBTF [5]string
+	Ret    RetType
 	// TailCall marks bpf_tail_call.
 	TailCall bool
 	// PktAccess allows packet pointers as memory arguments (the kernel's

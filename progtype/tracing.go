@@ -55,4 +55,5 @@ var tracingTypes = map[ebpf.AttachType]*Type{
 	ebpf.AttachTraceFEntry:  FEntry,
 	ebpf.AttachTraceFExit:   FExit,
 	ebpf.AttachModifyReturn: FModRet,
+	ebpf.AttachTraceIter:    Iter,
 }

@@ -229,6 +229,10 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				}
 				releaseRef = reg.RefID
 			}
+		case ArgBTFID:
+			if err := v.btfIDArg(pc, regno, reg, p.ArgBTF[i]); err != nil {
+				return err
+			}
 		case ArgCtxOrNull:
 			if reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
 				break

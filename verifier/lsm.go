@@ -76,7 +76,7 @@ func sleepableMap(t maps.Type) bool {
 }
 
 // returnRange is the range check_return_code enforces on R0 at the exit
-// of a program attached to the target (LSM programs, by hook; iterators),
+// of a program attached to the target (LSM programs, by hook),
 // whether only its low 32 bits count, and whether there is one; ok false
 // leaves the program type's (progtype.Type.CheckReturn).
 func (v *verifier) returnRange() (lo, hi int64, bits32, check, ok bool) {
@@ -88,8 +88,6 @@ func (v *verifier) returnRange() (lo, hi int64, bits32, check, ok bool) {
 	case ebpf.AttachLSMMac, ebpf.AttachLSMCgroup:
 		lo, hi, bits32, check := progtype.LSMReturn(tg.Attach, tg.Hook, isVoid(btf.UnderlyingType(tg.Proto.Return)))
 		return lo, hi, bits32, check, true
-	case ebpf.AttachTraceIter:
-		return 0, 1, false, true, true
 	}
 	return 0, 0, false, false, false
 }

@@ -44,6 +44,7 @@ const (
 	ArgCtxOrNull       = helper.ArgCtxOrNull
 	ArgSpinLock        = helper.ArgSpinLock
 	ArgMapValueOrNull  = helper.ArgMapValueOrNull
+	ArgBTFID           = helper.ArgBTFID
 
 	RetInteger          = helper.RetInteger
 	RetVoid             = helper.RetVoid

@@ -31,6 +31,8 @@ type AttachTarget struct {
 	// Hook is an LSM program's hook, without the bpf_lsm_ prefix Name
 	// has.
 	Hook string
+	// Iter is an iterator's target, without the bpf_iter_ prefix.
+	Iter string
 }
 
 // ErrAttachTarget is wrapped by the errors of attach targets that cannot
@@ -88,6 +90,8 @@ func ResolveAttach(spec *btf.Spec, a ebpf.AttachType, name string) (*AttachTarge
 		return target, nil
 	case ebpf.AttachLSMMac, ebpf.AttachLSMCgroup:
 		return resolveLSM(spec, target, name)
+	case ebpf.AttachTraceIter:
+		return resolveIter(spec, target, name)
 	}
 	return nil, fmt.Errorf("%w %s: attach type %s has none", ErrAttachTarget, name, a)
 }
@@ -283,6 +287,13 @@ func (v *verifier) tracingCtxAccess(off int64, a access) (Reg, error) {
 		return fail("func '%s' size %d must be 8", name, a.size)
 	}
 	target := btf.UnderlyingType(t.(*btf.Pointer).Target)
+	if tg.Iter != "" && arg < nargs {
+		// What the iterator's target registers for the argument
+		// comes first (buffers before the struct pointer check).
+		if r, ok, err := v.iterArgLoad(a, params[arg], target); ok || err != nil {
+			return r, err
+		}
+	}
 	if isVoid(target) {
 		return v.loadedScalar(a.size), nil
 	}
