@@ -195,6 +195,8 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		if target, err = verifier.ResolveAttach(kt, pt.Attach, opts.AttachTo); err != nil {
 			return nil, err
 		}
+		// The helper set of the target (an LSM program's hook).
+		pt = pt.ForTarget(opts.AttachTo, opts.flags&verifier.FlagSleepable != 0)
 	}
 	if opts.NoVerify || pt.ContextSize == 0 {
 		return &verified{}, nil

@@ -71,6 +71,7 @@ var families = [][]Helper{
 	cpuHelpers,
 	taskHelpers,
 	traceHelpers,
+	iterHelpers,
 	stackHelpers,
 	printkHelpers,
 	strtolHelpers,

@@ -91,6 +91,10 @@ const (
 	// kernel's ARG_PTR_TO_FIXED_SIZE_MEM with argN_size: the raw
 	// syncookie helpers' headers).
 	ArgFixedMem
+	// ArgBTFID is a pointer to a kernel object of the struct Proto.ArgBTF
+	// names, not NULL, trusted or plain (the kernel's ARG_PTR_TO_BTF_ID:
+	// bpf_seq_printf's seq_file).
+	ArgBTFID
 )
 
 // IsMem reports whether an argument points at memory the helper accesses.
@@ -150,7 +154,10 @@ type Proto struct {
 	Args [5]ArgType
 	// ArgSize is the size of each ArgFixedMem argument.
 	ArgSize [5]int32
-	Ret     RetType
+	// ArgBTF names the struct of each ArgBTFID argument (the kernel's
+	// arg_btf_id).
+	ArgBTF [5]string
+	Ret    RetType
 	// TailCall marks bpf_tail_call.
 	TailCall bool
 	// PktAccess allows packet pointers as memory arguments (the kernel's

@@ -21,6 +21,10 @@ var traceHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_get_current_task"}, Func: helperGetCurrentTask},
 	{Proto: Proto{Name: "bpf_get_func_ip", Args: [5]ArgType{ArgCtx}}, Func: helperGetFuncIPKprobe, Variant: "kprobe"},
 	{Proto: Proto{Name: "bpf_get_attach_cookie", Args: [5]ArgType{ArgCtx}}, Func: helperGetAttachCookie},
+	// The trampolines' and BTF tracepoints' (bpf_get_attach_cookie_tracing)
+	// and LSM programs' own: the same cookie of the run's world.
+	{Proto: Proto{Name: "bpf_get_attach_cookie", Args: [5]ArgType{ArgCtx}}, Func: helperGetAttachCookie, Variant: "tracing"},
+	{Proto: Proto{Name: "bpf_get_attach_cookie", Args: [5]ArgType{ArgCtx}}, Func: helperGetAttachCookie, Variant: "lsm"},
 	{Proto: Proto{Name: "bpf_perf_prog_read_value", Args: [5]ArgType{ArgCtx, ArgUninitMem, ArgConstSize}}, Func: helperPerfProgReadValue},
 	{Proto: Proto{Name: "bpf_read_branch_records", Args: [5]ArgType{ArgCtx, ArgMemOrNull, ArgConstSizeOrZero, ArgAnything}}, Func: helperReadBranchRecords},
 	{Proto: Proto{Name: "bpf_send_signal", Args: [5]ArgType{ArgAnything}}, Func: sendSignalHelper(false)},

@@ -14,7 +14,8 @@
 // sk_lookup.go, sk_reuseport.go, flow_dissector.go, cgroup.go (cgroup_sysctl, cgroup_sockopt,
 // cgroup_device), kprobe.go, tracepoint.go, raw_tracepoint.go,
 // perf_event.go, tracing.go (tp_btf, fentry, fexit, fmod_ret, whose context
-// is their attach target's arguments: BTFArgs); helpers.go holds the shared helper sets
+// is their attach target's arguments: BTFArgs), lsm.go (LSM programs, typed
+// by their hook's prototype), iter.go (iterators); helpers.go holds the shared helper sets
 // (bpf_base_func_proto, bpf_sk_base_func_proto, cgroup_common_func_proto,
 // cgroup_current_func_proto) they compose, tracing_helpers.go the tracing
 // types' (bpf_tracing_func_proto and the sets over it). Where the kernel's rules depend
@@ -237,6 +238,16 @@ type Type struct {
 	// target, u64 slots typed by its BTF prototype (the tracing types):
 	// the verifier checks accesses against the target (Fields is empty).
 	BTFArgs bool
+	// TargetHelpers, for a type whose helper set depends on the
+	// program's attach target and sleepability (LSM programs: the
+	// kernel's bpf_lsm_func_proto by hook), gives the set for a program
+	// attached to target (the name ProgramSpec.AttachTo gives); nil
+	// keeps Helpers.
+	TargetHelpers func(target string, sleepable bool) HelperSet
+	// Sleepable says programs of the type may be sleepable
+	// (BPF_F_SLEEPABLE: the kernel's can_be_sleepable), where their
+	// attach target allows it.
+	Sleepable bool
 	// MetaInput returns how many leading bytes of a test run's input are
 	// packet metadata rather than packet (xdp_md.data of the input), after
 	// Setup accepted the context; nil for none.
@@ -274,6 +285,19 @@ type KeysRun struct {
 	// Finish adjusts the keys after the last repetition (each repetition
 	// starts from Reset, so only the last one's adjustment is seen).
 	Finish func(keys []byte, frame int)
+}
+
+// ForTarget returns the type as it is for a program attached to target
+// (ProgramSpec.AttachTo), sleepable or not: t itself, or for a type whose
+// helper set depends on them (TargetHelpers) a copy with that set.
+func (t *Type) ForTarget(target string, sleepable bool) *Type {
+	if t.TargetHelpers == nil {
+		return t
+	}
+	at := *t
+	at.Helpers = t.TargetHelpers(target, sleepable)
+	at.TargetHelpers = nil
+	return &at
 }
 
 // Field returns the field containing [off, off+size), or nil.
@@ -576,6 +600,8 @@ func OfAttach(t ebpf.ProgramType, a ebpf.AttachType) (*Type, error) {
 		return CGroupDevice, nil
 	case ebpf.Tracing:
 		return byAttach(tracingTypes)
+	case ebpf.LSM:
+		return byAttach(lsmTypes)
 	case ebpf.SkReuseport:
 		return byAttach(map[ebpf.AttachType]*Type{
 			0:                                     SKReuseport,

@@ -43,6 +43,9 @@ func tracingType(name string, a ebpf.AttachType, zeroRet bool) *Type {
 		BTFArgs:     true,
 		Helpers:     tracingHelpers(a, hasTrampoline(a)),
 		CheckReturn: zeroRet,
+		// fentry, fexit and fmod_ret programs may sleep at functions on
+		// the kernel's error injection list; BTF tracepoints never.
+		Sleepable: a != ebpf.AttachTraceRawTp,
 	}
 }
 
@@ -52,4 +55,5 @@ var tracingTypes = map[ebpf.AttachType]*Type{
 	ebpf.AttachTraceFEntry:  FEntry,
 	ebpf.AttachTraceFExit:   FExit,
 	ebpf.AttachModifyReturn: FModRet,
+	ebpf.AttachTraceIter:    Iter,
 }

@@ -1,5 +1,7 @@
 package runner
 
+import "bytes"
+
 // The world of a tracing program's run (a progtype.Type with Trace set):
 // what its helpers read beyond the context. In the kernel it is the
 // probed task and the machine's memory; here the host describes it, so
@@ -45,6 +47,11 @@ type Trace struct {
 	// in the result; a run of a program accessing more of it than it
 	// holds is refused, as the kernel refuses the attach.
 	Buffer []byte
+	// Seq receives what an iterator program writes to its seq_file
+	// (bpf_seq_printf, bpf_seq_write); nil discards it. It is the one
+	// thing runs write: runs sharing a Trace with a Seq must not be
+	// concurrent.
+	Seq *bytes.Buffer
 }
 
 // Memory is a region of the traced world's memory at Addr: kernel memory,

@@ -278,12 +278,12 @@ func (v *verifier) btfAccess(ptr *Reg, a access) (Reg, error) {
 }
 
 // walkedFlags is the trust of a pointer read through ptr (the kernel's
-// rules in check_ptr_to_btf_access, for programs that are not sleepable,
-// which always run in an RCU read section): an untrusted pointer's
+// rules in check_ptr_to_btf_access; programs that are not sleepable
+// always run in an RCU read section, sleepable ones never, as bpfvm has
+// no bpf_rcu_read_lock): an untrusted pointer's
 // pointers are untrusted; a trusted or RCU one's are trusted or RCU where
 // the kernel lists the member as such (btfSafe) or tags it __rcu, and
-// otherwise untrusted (Linux 6.18.44; earlier builds gave them plain); a
-// plain pointer's are plain.
+// otherwise untrusted; a plain pointer's are plain.
 func (v *verifier) walkedFlags(ptr *Reg, step walkStep, untrusted bool) uint8 {
 	var flags uint8
 	if untrusted {
@@ -298,6 +298,14 @@ func (v *verifier) walkedFlags(ptr *Reg, step walkStep, untrusted bool) uint8 {
 			return flags | Trusted
 		case safeTrustedOrNull:
 			return flags | Trusted | MaybeNull
+		}
+		if v.sleepable {
+			// Outside an RCU read section every other pointer read
+			// through a trusted one is untrusted (not the plain
+			// PTR_TO_BTF_ID of compatibility).
+			return Untrusted
+		}
+		switch btfSafeMember(v.btfName(ptr), step.field, step.next.TypeName()) {
 		case safeRCU:
 			return flags | RCU
 		case safeRCUOrNull:
@@ -306,6 +314,8 @@ func (v *verifier) walkedFlags(ptr *Reg, step walkStep, untrusted bool) uint8 {
 		if step.rcu {
 			return flags | RCU | MaybeNull
 		}
+		// Any other pointer read through a trusted one is untrusted
+		// (6.18's "walking unknown pointers yields untrusted pointer").
 		return Untrusted
 	}
 	return flags

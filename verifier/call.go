@@ -240,6 +240,10 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				break
 			}
 			return v.errorf(pc, "R%d type=%s expected=sock", regno, regTypeString(reg))
+		case ArgBTFID:
+			if err := v.btfIDArg(pc, regno, reg, p.ArgBTF[i]); err != nil {
+				return err
+			}
 		case ArgCtxOrNull:
 			if reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
 				break
@@ -896,12 +900,22 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 		}
 		return true, nil
 	}
-	if v.pt.CheckReturn {
+	check, lo, hi, bits32 := v.pt.CheckReturn, v.pt.ReturnMin, v.pt.ReturnMax, false
+	if tlo, thi, t32, tcheck, ok := v.returnRange(); ok {
+		check, lo, hi, bits32 = tcheck, tlo, thi, t32
+	}
+	if check {
 		if r0.Type != ScalarValue {
 			return false, v.errorf(pc, "At program exit the register R0 is not a known value (%s)", regTypeString(r0))
 		}
-		if r0.Smin < v.pt.ReturnMin || r0.Smax > v.pt.ReturnMax {
-			return false, v.errorf(pc, "At program exit the register R0 has%s should have been in [%d, %d]", signedBounds(r0), v.pt.ReturnMin, v.pt.ReturnMax)
+		// A 32-bit check (LSM hooks return an int) bounds the low half
+		// only; the message names the 64-bit bounds all the same.
+		out := r0.Smin < lo || r0.Smax > hi
+		if bits32 {
+			out = int64(r0.S32min) < lo || int64(r0.S32max) > hi
+		}
+		if out {
+			return false, v.errorf(pc, "At program exit the register R0 has%s should have been in [%d, %d]", signedBounds(r0), lo, hi)
 		}
 		v.markRegPrecise(isa.R0)
 	}

@@ -46,6 +46,7 @@ const (
 	ArgMapValueOrNull  = helper.ArgMapValueOrNull
 	ArgSocketOrNull    = helper.ArgSocketOrNull
 	ArgFixedMem        = helper.ArgFixedMem
+	ArgBTFID           = helper.ArgBTFID
 
 	RetInteger          = helper.RetInteger
 	RetVoid             = helper.RetVoid

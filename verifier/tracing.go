@@ -28,6 +28,11 @@ type AttachTarget struct {
 	Tracepoint bool
 	// Attach is the program's attach type.
 	Attach ebpf.AttachType
+	// Hook is an LSM program's hook, without the bpf_lsm_ prefix Name
+	// has.
+	Hook string
+	// Iter is an iterator's target, without the bpf_iter_ prefix.
+	Iter string
 }
 
 // ErrAttachTarget is wrapped by the errors of attach targets that cannot
@@ -83,6 +88,10 @@ func ResolveAttach(spec *btf.Spec, a ebpf.AttachType, name string) (*AttachTarge
 		}
 		target.Proto = proto
 		return target, nil
+	case ebpf.AttachLSMMac, ebpf.AttachLSMCgroup:
+		return resolveLSM(spec, target, name)
+	case ebpf.AttachTraceIter:
+		return resolveIter(spec, target, name)
 	}
 	return nil, fmt.Errorf("%w %s: attach type %s has none", ErrAttachTarget, name, a)
 }
@@ -137,9 +146,14 @@ func passSize(t btf.Type) int {
 }
 
 // slotSize is the bytes of context an argument or return value of type t
-// takes: 8 for a pointer, its size rounded up to 8 otherwise.
+// takes: 8 for a pointer, 0 for void, its size rounded up to 8 otherwise.
 func slotSize(t btf.Type) int64 {
 	t = btf.UnderlyingType(t)
+	if isVoid(t) {
+		// No slot: a void function's return value is past the last
+		// argument, as the kernel's btf_ctx_arg_idx counts it.
+		return 0
+	}
 	if _, ok := t.(*btf.Pointer); ok {
 		return 8
 	}
@@ -240,7 +254,12 @@ func (v *verifier) tracingCtxAccess(off int64, a access) (Reg, error) {
 	var t btf.Type
 	if arg == nargs {
 		switch tg.Attach {
-		case ebpf.AttachTraceFExit:
+		case ebpf.AttachLSMMac:
+			if isSmallInt(btf.UnderlyingType(tg.Proto.Return)) {
+				return v.retvalLoad(a.size), nil
+			}
+			t = tg.Proto.Return
+		case ebpf.AttachTraceFExit, ebpf.AttachLSMCgroup:
 			t = tg.Proto.Return
 		case ebpf.AttachModifyReturn:
 			t = btf.UnderlyingType(tg.Proto.Return)
@@ -268,6 +287,13 @@ func (v *verifier) tracingCtxAccess(off int64, a access) (Reg, error) {
 		return fail("func '%s' size %d must be 8", name, a.size)
 	}
 	target := btf.UnderlyingType(t.(*btf.Pointer).Target)
+	if tg.Iter != "" && arg < nargs {
+		// What the iterator's target registers for the argument
+		// comes first (buffers before the struct pointer check).
+		if r, ok, err := v.iterArgLoad(a, params[arg], target); ok || err != nil {
+			return r, err
+		}
+	}
 	if isVoid(target) {
 		return v.loadedScalar(a.size), nil
 	}
@@ -283,13 +309,29 @@ func (v *verifier) tracingCtxAccess(off int64, a access) (Reg, error) {
 		}
 	}
 	var flags uint8
-	if tg.Attach == ebpf.AttachTraceRawTp {
-		// The kernel's prog_args_trusted: tracepoints' arguments are
-		// trusted, fentry's and fexit's are not.
+	switch {
+	case tg.Attach == ebpf.AttachTraceRawTp, tg.Attach == ebpf.AttachTraceIter:
+		// The kernel's prog_args_trusted: tracepoints' and iterators'
+		// arguments are trusted, fentry's and fexit's are not, LSM
+		// hooks' but for those of objects being set up or freed.
+		flags = Trusted
+	case tg.Hook != "" && progtype.LSMHookTrusted(tg.Hook):
 		flags = Trusted
 	}
 	if arg < nargs && strings.HasSuffix(params[arg].Name, "__nullable") {
 		flags |= MaybeNull
+	}
+	if tg.Attach == ebpf.AttachTraceRawTp {
+		maybeNull, maybeErr := rawTPArg(name, arg)
+		if maybeNull {
+			flags |= MaybeNull
+		}
+		if maybeErr {
+			// The kernel checks the type first, then scrubs the
+			// pointer (its message ends without a newline).
+			v.log.printf("marking pointer arg%d as scalar as it may encode error", arg)
+			return v.loadedScalar(a.size), nil
+		}
 	}
 	return v.btfPtr(target, flags), nil
 }

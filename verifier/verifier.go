@@ -128,8 +128,8 @@ const (
 	// FlagTestStateFreq remembers a state at every prune point, as the
 	// kernel's (its force_new_state): more states, fewer instructions.
 	FlagTestStateFreq uint32 = 1 << 3
-	// FlagSleepable asks for a sleepable program, which no program type
-	// bpfvm verifies may be.
+	// FlagSleepable asks for a sleepable program: LSM programs at the
+	// sleepable hooks and iterators (progtype.Type.Sleepable, lsm.go).
 	FlagSleepable uint32 = 1 << 4
 	// FlagXDPHasFrags declares that an XDP program handles multi-buffer
 	// packets; bpfvm's packets are linear, so it changes no verdict.
@@ -269,13 +269,16 @@ type verifier struct {
 	pt    *progtype.Type
 	// strictAlign is the kernel's env->strict_alignment.
 	strictAlign bool
-	subs        []subprog
-	funcs       []funcMeta // by subprog, from Options.Funcs (global.go)
-	aux         []InsnAux
-	log         logger
-	stats       Stats
-	maxCtx      uint32 // Result.MaxCtxOffset
-	maxTP       uint32 // Result.MaxTPAccess
+	// sleepable says the program may sleep (FlagSleepable): it runs
+	// outside an RCU read section (lsm.go).
+	sleepable bool
+	subs      []subprog
+	funcs     []funcMeta // by subprog, from Options.Funcs (global.go)
+	aux       []InsnAux
+	log       logger
+	stats     Stats
+	maxCtx    uint32 // Result.MaxCtxOffset
+	maxTP     uint32 // Result.MaxTPAccess
 
 	cur     *State
 	pc      int
@@ -351,6 +354,11 @@ func newVerifier(insns []isa.Instruction, opts Options) *verifier {
 		pt = progtype.Raw
 	}
 	v := &verifier{insns: insns, opts: opts, pt: pt, aux: make([]InsnAux, len(insns))}
+	v.sleepable = opts.Flags&FlagSleepable != 0
+	if opts.Attach != nil && opts.Attach.Hook != "" {
+		// An LSM program's helpers are its hook's.
+		v.pt = v.pt.ForTarget(opts.Attach.Hook, v.sleepable)
+	}
 	v.strictAlign = (opts.StrictAlignment || opts.Flags&FlagStrictAlignment != 0) && opts.Flags&FlagAnyAlignment == 0
 	v.log = logger{level: opts.LogLevel & 3, limit: opts.LogSize, fixed: opts.LogLevel&LogFixed != 0, lines: opts.Lines}
 	return v
@@ -415,10 +423,10 @@ func (v *verifier) run() error {
 	if err := v.checkLdImm64(); err != nil {
 		return err
 	}
-	if v.opts.Flags&FlagSleepable != 0 {
-		// The kernel's can_be_sleepable allows only tracing, LSM, uprobe
-		// and struct_ops programs.
-		return v.errorf(0, "Only fentry/fexit/fmod_ret, lsm, iter, uprobe, and struct_ops programs can be sleepable")
+	if v.sleepable {
+		if err := v.checkSleepable(); err != nil {
+			return err
+		}
 	}
 	v.cur = v.initialState()
 	v.prunePoints, v.jmpPoints = findPrunePoints(v.insns)
@@ -490,6 +498,9 @@ func (v *verifier) checkLdImm64() error {
 		case isa.PseudoMapFD, isa.PseudoMapValue, isa.PseudoMapIdx, isa.PseudoMapIdxValue:
 			if ins.Imm < 0 || int(ins.Imm) >= len(v.opts.Maps) {
 				return v.errorf(pc, "fd %d is not pointing to valid bpf_map", ins.Imm)
+			}
+			if v.sleepable && !sleepableMap(v.opts.Maps[ins.Imm].Spec.Type) {
+				return v.errorf(pc, "Sleepable programs can only use array, hash, ringbuf and local storage maps")
 			}
 			if t := v.opts.Maps[ins.Imm].Spec.Type; t == maps.CgroupStorage || t == maps.PerCPUCgroupStorage {
 				k := 0

@@ -1,0 +1,116 @@
+package verifier
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf/btf"
+
+	"github.com/bpfvm/bpfvm/isa"
+)
+
+// Iterator programs (BPF_TRACE_ITER): their target, the kernel function
+// bpf_iter_<target> whose prototype types the context, and what each
+// target registers about its arguments (struct bpf_iter_reg's
+// ctx_arg_info): the element pointers may be NULL (the last run), some are
+// trusted; map iterators' keys and values are buffers (PTR_TO_BUF).
+
+// IterPrefix prefixes an iterator target's name to give the function
+// typing its programs' context.
+const IterPrefix = "bpf_iter_"
+
+// iterArg is what a target registers for one pointer argument.
+type iterArg struct {
+	flags uint8
+	// buf says the argument is a buffer (the map's key or value), not a
+	// PTR_TO_BTF_ID.
+	buf bool
+}
+
+// iterTargets are the kernel's iterator targets by name, with their
+// element arguments by name (meta is every target's first, trusted), as
+// the running 6.18 kernel types them (checked element by element; it
+// refuses sockmap, bpf_sk_storage_map and bpf_map_elem programs here with
+// EPERM, so their buffers are 6.18's source).
+var iterTargets = map[string]map[string]iterArg{
+	"task":               {"task": {flags: MaybeNull | Trusted}},
+	"task_file":          {"task": {flags: MaybeNull}, "file": {flags: MaybeNull}},
+	"task_vma":           {"task": {flags: MaybeNull}, "vma": {flags: MaybeNull}},
+	"bpf_map":            {"map": {flags: MaybeNull | Trusted}},
+	"bpf_map_elem":       {"map": {flags: MaybeNull}, "key": {buf: true}, "value": {buf: true}},
+	"bpf_prog":           {"prog": {flags: MaybeNull}},
+	"bpf_link":           {"link": {flags: MaybeNull}},
+	"cgroup":             {"cgroup": {flags: MaybeNull | Trusted}},
+	"ksym":               {"ksym": {flags: MaybeNull}},
+	"kmem_cache":         {"s": {flags: MaybeNull | Trusted}},
+	"tcp":                {"sk_common": {flags: MaybeNull | Trusted}},
+	"udp":                {"udp_sk": {flags: MaybeNull | Trusted}},
+	"unix":               {"unix_sk": {flags: MaybeNull}},
+	"netlink":            {"sk": {flags: MaybeNull}},
+	"ipv6_route":         {"rt": {flags: MaybeNull}},
+	"sockmap":            {"key": {buf: true}, "sk": {flags: MaybeNull}},
+	"bpf_sk_storage_map": {"map": {flags: MaybeNull}, "sk": {flags: MaybeNull}, "value": {buf: true}},
+	"dmabuf":             {"dmabuf": {flags: MaybeNull}},
+}
+
+// resolveIter finds iterator target name, as the kernel's
+// bpf_iter_prog_supported: a registered target whose bpf_iter_<name>
+// function is in the kernel's BTF.
+func resolveIter(spec *btf.Spec, target *AttachTarget, name string) (*AttachTarget, error) {
+	if _, ok := iterTargets[name]; !ok {
+		return nil, fmt.Errorf("%w: no iterator target %s", ErrAttachTarget, name)
+	}
+	fname := IterPrefix + name
+	var fn *btf.Func
+	if err := spec.TypeByName(fname, &fn); err != nil {
+		return nil, fmt.Errorf("%w: iterator target %s: %w", ErrAttachTarget, name, err)
+	}
+	proto, ok := fn.Type.(*btf.FuncProto)
+	if !ok || len(proto.Params) == 0 {
+		return nil, fmt.Errorf("%w: %s has no prototype", ErrAttachTarget, fname)
+	}
+	target.Name, target.Proto, target.Iter = fname, proto, name
+	return target, nil
+}
+
+// iterArgLoad is what loading iterator argument param gives where its
+// target registers it (the kernel's ctx_arg_info), ok false elsewhere.
+func (v *verifier) iterArgLoad(a access, param btf.FuncParam, target btf.Type) (Reg, bool, error) {
+	ia, ok := iterTargets[v.opts.Attach.Iter][strings.TrimSuffix(param.Name, "__nullable")]
+	if !ok {
+		return Reg{}, false, nil
+	}
+	if ia.buf {
+		// PTR_TO_BUF, whose bounds the kernel checks against the
+		// map's key and value sizes when the iterator is attached:
+		// bpfvm has no such pointer.
+		return Reg{}, true, v.errorf(a.pc, "iterator %s argument %s: bpfvm does not support iterator buffers", v.opts.Attach.Iter, param.Name)
+	}
+	if !isStructType(target) {
+		return Reg{}, false, nil
+	}
+	return v.btfPtr(target, ia.flags), true, nil
+}
+
+// btfIDArg checks a helper's ArgBTFID argument as the kernel's
+// check_reg_type for ARG_PTR_TO_BTF_ID: a plain, trusted or RCU pointer
+// to a kernel object, not NULL, at its start, of struct want or of a
+// struct whose first member is one (btf_struct_ids_match).
+func (v *verifier) btfIDArg(pc int, regno isa.Register, reg *Reg, want string) error {
+	if reg.Type != PtrToBTFID || reg.maybeNull() || reg.Flags&Untrusted != 0 {
+		return v.errorf(pc, "R%d type=%s expected=ptr_, trusted_ptr_, rcu_ptr_", regno, regTypeString(reg))
+	}
+	if reg.Off != 0 || !reg.IsConst() || reg.Const() != 0 {
+		// The kernel's check_func_arg_reg_off for PTR_TO_BTF_ID.
+		return v.errorf(pc, "R%d is ptr_%s invalid negative off=%d", regno, v.btfName(reg), reg.Off)
+	}
+	t := v.btfType(reg)
+	for depth := 0; typeName(t) != want; depth++ {
+		ms, _ := structMembers(t)
+		if depth == 32 || len(ms) == 0 || !isStructType(btf.UnderlyingType(ms[0].Type)) {
+			return v.errorf(pc, "R%d is of type %s but %s is expected", regno, v.btfName(reg), want)
+		}
+		t = btf.UnderlyingType(ms[0].Type)
+	}
+	return nil
+}
