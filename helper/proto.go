@@ -131,6 +131,9 @@ const (
 	// RetTCPSockOrNull is a struct bpf_tcp_sock or NULL
 	// (RET_PTR_TO_TCP_SOCK_OR_NULL).
 	RetTCPSockOrNull
+	// RetBTFTask is a trusted pointer to the current task's struct
+	// task_struct (bpf_get_current_task_btf: RET_PTR_TO_BTF_ID_TRUSTED).
+	RetBTFTask
 )
 
 // Proto is a helper prototype: what the verifier checks of a call, the

@@ -53,6 +53,7 @@ const (
 	RetSocketOrNull     = helper.RetSocketOrNull
 	RetSockCommonOrNull = helper.RetSockCommonOrNull
 	RetTCPSockOrNull    = helper.RetTCPSockOrNull
+	RetBTFTask          = helper.RetBTFTask
 )
 
 // BuiltinProto returns the prototype of a kernel helper bpfvm implements,
