@@ -4,13 +4,14 @@ import (
 	"encoding/binary"
 	"slices"
 
+	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/runner"
 	"github.com/bpfvm/bpfvm/vm"
 )
 
 // cgroupKfuncs acquire, release and walk cgroups (kernel/bpf/helpers.c's
 // generic set). A cgroup a program acquires by id is an object of the
-// kernel object table (kobj.go) holding the id, reference counted; the
+// kernel object table (maps/kobj.go) holding the id, reference counted; the
 // cgroups of the world, which the run reads through tasks, are the
 // kernel's, whose lifetime a run does not change.
 var cgroupKfuncs = []Kfunc{
@@ -26,7 +27,7 @@ const cgroupObjSize = 8
 
 // kfuncCgroupAcquire is bpf_cgroup_acquire(cgrp): cgrp, with a reference.
 func kfuncCgroupAcquire(_ *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
-	if lookupKobj(r1, kobjCgroup) != nil && !getKobj(r1) {
+	if isObject(r1, maps.ObjCgroup) && !maps.GetObject(r1) {
 		return 0, nil
 	}
 	return r1, nil
@@ -34,8 +35,8 @@ func kfuncCgroupAcquire(_ *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
 
 // kfuncCgroupRelease is bpf_cgroup_release(cgrp).
 func kfuncCgroupRelease(_ *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
-	if lookupKobj(r1, kobjCgroup) != nil {
-		putKobj(r1)
+	if isObject(r1, maps.ObjCgroup) {
+		maps.PutObject(r1)
 	}
 	return 0, nil
 }
@@ -80,7 +81,7 @@ func cgroupObject(r *runner.Runner, id uint64) uint64 {
 	if cgroupChain(r, id) == nil {
 		return 0
 	}
-	addr := newKobj(kobjCgroup, cgroupObjSize, id)
+	addr := maps.NewObject(maps.ObjCgroup, cgroupObjSize, id)
 	if addr != 0 {
 		binary.LittleEndian.PutUint64(vm.Slice(addr, 8), id)
 	}
@@ -96,11 +97,7 @@ func kfuncCgroupFromID(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
 // cgroupID returns the id of a cgroup object, ok false for a pointer that
 // is not one.
 func cgroupID(addr uint64) (uint64, bool) {
-	o := lookupKobj(addr, kobjCgroup)
-	if o == nil {
-		return 0, false
-	}
-	return o.id, true
+	return maps.LookupObject(addr, maps.ObjCgroup)
 }
 
 // kfuncCgroupAncestor is bpf_cgroup_ancestor(cgrp, level): the ancestor

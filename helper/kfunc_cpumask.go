@@ -5,13 +5,14 @@ import (
 	"math/bits"
 	"runtime"
 
+	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/runner"
 	"github.com/bpfvm/bpfvm/vm"
 )
 
 // cpumaskKfuncs are BPF cpumasks (kernel/bpf/cpumask.c, registered for
 // tracing, struct_ops and syscall programs). A struct bpf_cpumask is an
-// object of the kernel object table (kobj.go): a struct cpumask of
+// object of the kernel object table (maps/kobj.go): a struct cpumask of
 // cpumaskWords longs, then its refcount, allocated by bpf_cpumask_create
 // and freed when its last reference goes. The queries also read any other
 // struct cpumask a program holds a pointer to (a task's cpus_ptr, a
@@ -133,7 +134,7 @@ func (m cpumask) first(n uint32, zero bool) uint32 {
 func readCpumask(e *vm.Env, addr uint64) cpumask {
 	var m cpumask
 	var b []byte
-	if lookupKobj(addr, kobjCpumask) != nil {
+	if isObject(addr, maps.ObjCpumask) {
 		b = vm.Slice(addr, cpumaskBytes)
 	} else if b = ownMemory(e, addr, cpumaskBytes); b == nil && kernelAddress(addr) {
 		b, _ = runner.Of(e).Trace().Read(addr, cpumaskBytes, false)
@@ -150,7 +151,7 @@ func readCpumask(e *vm.Env, addr uint64) cpumask {
 // that is not one is left alone (the verifier lets only struct
 // bpf_cpumask pointers here, which only cpumask objects are).
 func writeCpumask(addr uint64, m cpumask) {
-	if lookupKobj(addr, kobjCpumask) == nil {
+	if !isObject(addr, maps.ObjCpumask) {
 		return
 	}
 	b := vm.Slice(addr, cpumaskBytes)
@@ -162,7 +163,7 @@ func writeCpumask(addr uint64, m cpumask) {
 // kfuncCpumaskCreate is bpf_cpumask_create(): an empty cpumask with one
 // reference, or NULL when memory is short.
 func kfuncCpumaskCreate(*vm.Env, uint64, uint64, uint64, uint64, uint64) (uint64, error) {
-	addr := newKobj(kobjCpumask, bpfCpumaskSize, 0)
+	addr := maps.NewObject(maps.ObjCpumask, bpfCpumaskSize, 0)
 	if addr != 0 {
 		binary.LittleEndian.PutUint32(vm.Slice(addr+cpumaskBytes, 4), 1) // usage
 	}
@@ -171,8 +172,8 @@ func kfuncCpumaskCreate(*vm.Env, uint64, uint64, uint64, uint64, uint64) (uint64
 
 // kfuncCpumaskRelease is bpf_cpumask_release(cpumask).
 func kfuncCpumaskRelease(_ *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
-	if lookupKobj(r1, kobjCpumask) != nil {
-		putKobj(r1)
+	if isObject(r1, maps.ObjCpumask) {
+		maps.PutObject(r1)
 	}
 	return 0, nil
 }
@@ -180,8 +181,8 @@ func kfuncCpumaskRelease(_ *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
 // kfuncCpumaskAcquire is bpf_cpumask_acquire(cpumask): cpumask, with
 // another reference.
 func kfuncCpumaskAcquire(_ *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
-	if lookupKobj(r1, kobjCpumask) != nil {
-		getKobj(r1)
+	if isObject(r1, maps.ObjCpumask) {
+		maps.GetObject(r1)
 	}
 	return r1, nil
 }
@@ -318,4 +319,10 @@ func kfuncCpumaskPopulate(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
 	}
 	writeCpumask(r1, m.valid(n))
 	return 0, nil
+}
+
+// isObject reports whether a live object of kind is at addr.
+func isObject(addr uint64, kind maps.ObjectKind) bool {
+	_, ok := maps.LookupObject(addr, kind)
+	return ok
 }

@@ -83,6 +83,13 @@ const (
 	// ArgMapValueOrNull is ArgMapValue, or NULL (the kernel's
 	// ARG_PTR_TO_MAP_VALUE | PTR_MAYBE_NULL).
 	ArgMapValueOrNull
+	// ArgKptrDest points at a referenced kptr field of a map value, at a
+	// constant offset (bpf_kptr_xchg's dst: ARG_KPTR_XCHG_DEST).
+	ArgKptrDest
+	// ArgKptrNew is a referenced pointer of the kptr's type, or NULL,
+	// whose reference moves into the field (ARG_PTR_TO_BTF_ID_OR_NULL |
+	// OBJ_RELEASE).
+	ArgKptrNew
 )
 
 // IsMem reports whether an argument points at memory the helper accesses.
@@ -134,6 +141,9 @@ const (
 	// RetBTFTask is a trusted pointer to the current task's struct
 	// task_struct (bpf_get_current_task_btf: RET_PTR_TO_BTF_ID_TRUSTED).
 	RetBTFTask
+	// RetKptrOrNull is the old value of the ArgKptrDest field, referenced,
+	// or NULL (bpf_kptr_xchg).
+	RetKptrOrNull
 )
 
 // Proto is a helper prototype: what the verifier checks of a call, the

@@ -44,6 +44,8 @@ const (
 	ArgCtxOrNull       = helper.ArgCtxOrNull
 	ArgSpinLock        = helper.ArgSpinLock
 	ArgMapValueOrNull  = helper.ArgMapValueOrNull
+	ArgKptrDest        = helper.ArgKptrDest
+	ArgKptrNew         = helper.ArgKptrNew
 
 	RetInteger          = helper.RetInteger
 	RetVoid             = helper.RetVoid
@@ -54,6 +56,7 @@ const (
 	RetSockCommonOrNull = helper.RetSockCommonOrNull
 	RetTCPSockOrNull    = helper.RetTCPSockOrNull
 	RetBTFTask          = helper.RetBTFTask
+	RetKptrOrNull       = helper.RetKptrOrNull
 )
 
 // BuiltinProto returns the prototype of a kernel helper bpfvm implements,

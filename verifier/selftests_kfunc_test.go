@@ -6,6 +6,9 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/bpfvm/bpfvm/internal/fieldbtf"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 // Kfuncs checked by the generic mechanism (kfunc.go, kfuncargs.go): the
@@ -96,5 +99,28 @@ func TestSelftestKfuncs(t *testing.T) {
 		tp(vcase{name: "preempt exit disabled", asm: "call bpf_preempt_disable#0\n" + ret0, err: "BPF_EXIT instruction in main prog cannot be used inside bpf_preempt_disable-ed region"}),
 		{name: "rcu socket filter", btf: true, asm: "call bpf_rcu_read_lock#0\ncall bpf_rcu_read_unlock#0\n" + ret0},
 	}
+	// bpf_kptr_xchg on kptrArr (task_struct: untrusted at 0, referenced
+	// at 8) and a referenced cpumask kptr.
+	kp := []maps.Spec{kptrArr}
+	cm := []maps.Spec{{Name: "cm", Type: maps.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1, Value: fValue(16, 0, fieldbtf.Tagged("kptr", &btf.Struct{Name: "bpf_cpumask"}), 8, fU64)}}
+	const (
+		// r6 = an acquired task (null-checked), r7 = the map value.
+		taskAndValue = "r6 = *(u64 *)(r1 +0)\nr1 = r6\ncall bpf_task_acquire#0\nif r0 == 0 goto out\nr6 = r0\n" + lookup4 + "if r0 != 0 goto have\nr1 = r6\ncall bpf_task_release#0\ngoto out\nhave: r7 = r0\n"
+		xchgIn       = "r1 = r7\nr1 += 8\nr2 = r6\ncall bpf_kptr_xchg#194\n"
+		releaseOld   = "if r0 == 0 goto out\nr1 = r0\ncall bpf_task_release#0\n"
+	)
+	cases = append(cases,
+		tp(vcase{name: "kptr xchg in", maps: kp, asm: taskAndValue + xchgIn + releaseOld + out}),
+		tp(vcase{name: "kptr xchg old leaked", maps: kp, asm: taskAndValue + xchgIn + out, err: "Unreleased reference id=", klog: "Unreleased reference id="}),
+		tp(vcase{name: "kptr xchg use after", maps: kp, asm: taskAndValue + xchgIn + "r0 = *(u32 *)(r6 +0)\n" + out, err: "R6 invalid mem access 'scalar'"}),
+		tp(vcase{name: "kptr xchg out", maps: kp, asm: lookup4 + "if r0 == 0 goto out\nr1 = r0\nr1 += 8\nr2 = 0\ncall bpf_kptr_xchg#194\n" + releaseOld + out}),
+		tp(vcase{name: "kptr xchg untrusted field", maps: kp, asm: lookup4 + "if r0 == 0 goto out\nr1 = r0\nr2 = 0\ncall bpf_kptr_xchg#194\n" + releaseOld + out, err: "off=0 kptr isn't referenced kptr"}),
+		tp(vcase{name: "kptr xchg not kptr", maps: kp, asm: lookup4 + "if r0 == 0 goto out\nr1 = r0\nr1 += 16\nr2 = 0\ncall bpf_kptr_xchg#194\n" + releaseOld + out, err: "off=16 doesn't point to kptr"}),
+		tp(vcase{name: "kptr xchg no kptr map", maps: []maps.Spec{arrayMap}, asm: lookup4 + "if r0 == 0 goto out\nr1 = r0\nr2 = 0\ncall bpf_kptr_xchg#194\n" + releaseOld + out, err: "map 'arr' has to have BTF in order to use bpf_kptr_xchg", klog: "has to have BTF in order to use bpf_kptr_xchg"}),
+		tp(vcase{name: "kptr xchg unreferenced", maps: kp, asm: "r6 = *(u64 *)(r1 +0)\n" + lookup4 + "if r0 == 0 goto out\nr1 = r0\nr1 += 8\nr2 = r6\ncall bpf_kptr_xchg#194\n" + releaseOld + out, err: "R2 must be referenced when passed to release function"}),
+		tp(vcase{name: "kptr xchg wrong type", maps: cm, asm: taskAndValue + "r1 = r7\nr2 = r6\ncall bpf_kptr_xchg#194\n" + out, err: "invalid kptr access, R2 type=ptr_task_struct expected=ptr_bpf_cpumask"}),
+		tp(vcase{name: "kptr xchg cpumask", maps: cm, asm: create + "if r0 == 0 goto out\nr6 = r0\n" + lookup4 + "if r0 != 0 goto have\nr1 = r6\ncall bpf_cpumask_release#0\ngoto out\nhave: r1 = r0\nr2 = r6\ncall bpf_kptr_xchg#194\nif r0 == 0 goto out\nr1 = r0\ncall bpf_cpumask_release#0\n" + out}),
+		tp(vcase{name: "kptr rcu load cpumask", maps: cm, asm: lookup4 + "if r0 == 0 goto out\nr2 = *(u64 *)(r0 +0)\nif r2 == 0 goto out\nr1 = 3\ncall bpf_cpumask_set_cpu#0\n" + out}),
+	)
 	runCases(t, cases)
 }

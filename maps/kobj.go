@@ -1,9 +1,10 @@
-package helper
+package maps
 
 import (
+	"slices"
 	"sync"
+	"sync/atomic"
 
-	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/vm"
 )
 
@@ -35,26 +36,27 @@ const (
 
 // kobj is one object.
 type kobj struct {
-	kind kobjKind
+	kind ObjectKind
 	refs int64
 	// id is the object's identity in the world (a cgroup's id).
 	id uint64
 }
 
-// kobjKind is the kernel type of an object.
-type kobjKind uint8
+// ObjectKind is the kernel type of an object of the table.
+type ObjectKind uint8
 
+// Object kinds.
 const (
-	kobjCpumask kobjKind = iota + 1
-	kobjCgroup
+	ObjCpumask ObjectKind = iota + 1 // struct bpf_cpumask
+	ObjCgroup                        // struct cgroup
 )
 
 var kobjs = kobjTable{objs: map[uint64]*kobj{}}
 
-// newKobj allocates a zeroed object of size bytes with one reference and
+// NewObject allocates a zeroed object of size bytes with one reference and
 // returns its address, 0 when memory is short (the kernel's allocation
 // failing).
-func newKobj(kind kobjKind, size int, id uint64) uint64 {
+func NewObject(kind ObjectKind, size int, id uint64) uint64 {
 	if size > kobjSize {
 		return 0
 	}
@@ -77,23 +79,21 @@ func newKobj(kind kobjKind, size int, id uint64) uint64 {
 	return addr
 }
 
-// bytes returns the object's memory.
-func (o *kobj) bytes(addr uint64) []byte { return vm.Slice(addr, kobjSize) }
-
-// lookupKobj returns the live object of kind at addr, or nil.
-func lookupKobj(addr uint64, kind kobjKind) *kobj {
+// LookupObject reports whether a live object of kind is at addr, and
+// its id.
+func LookupObject(addr uint64, kind ObjectKind) (id uint64, ok bool) {
 	kobjs.mu.Lock()
 	defer kobjs.mu.Unlock()
 	o := kobjs.objs[addr]
 	if o == nil || o.kind != kind || o.refs <= 0 {
-		return nil
+		return 0, false
 	}
-	return o
+	return o.id, true
 }
 
-// getKobj takes a reference to the object at addr (refcount_inc_not_zero):
+// GetObject takes a reference to the object at addr (refcount_inc_not_zero):
 // false for an object that is not of the table.
-func getKobj(addr uint64) bool {
+func GetObject(addr uint64) bool {
 	kobjs.mu.Lock()
 	defer kobjs.mu.Unlock()
 	o := kobjs.objs[addr]
@@ -104,9 +104,9 @@ func getKobj(addr uint64) bool {
 	return true
 }
 
-// putKobj drops a reference to the object at addr; the last one frees it
+// PutObject drops a reference to the object at addr; the last one frees it
 // once no run can see it any more.
-func putKobj(addr uint64) {
+func PutObject(addr uint64) {
 	kobjs.mu.Lock()
 	o := kobjs.objs[addr]
 	if o == nil || o.refs <= 0 {
@@ -117,7 +117,7 @@ func putKobj(addr uint64) {
 	last := o.refs == 0
 	kobjs.mu.Unlock()
 	if last {
-		maps.Defer(func() {
+		Defer(func() {
 			kobjs.mu.Lock()
 			delete(kobjs.objs, addr)
 			kobjs.free = append(kobjs.free, addr)
@@ -126,18 +126,9 @@ func putKobj(addr uint64) {
 	}
 }
 
-// ReleaseKptr drops the reference a map's referenced kptr field held to
-// the object at addr, of BTF struct type typ, as the kernel's destructor
-// kfuncs (bpf_task_release_dtor, bpf_cgroup_release_dtor,
-// bpf_cpumask_release_dtor) do when an element holding it goes.
-func ReleaseKptr(typ string, addr uint64) {
-	if addr != 0 {
-		putKobj(addr)
-	}
-}
-
-// liveKobjs counts the objects alive, for tests.
-func liveKobjs() int {
+// LiveObjects counts the objects alive (for tests: every reference
+// dropped frees its object).
+func LiveObjects() int {
 	kobjs.mu.Lock()
 	defer kobjs.mu.Unlock()
 	n := 0
@@ -147,4 +138,27 @@ func liveKobjs() int {
 		}
 	}
 	return n
+}
+
+// freeKptrs drops the references the referenced kptr fields of the value
+// at b hold and clears them, as the kernel's bpf_obj_free_fields does with
+// the fields' destructor kfuncs (bpf_task_release_dtor,
+// bpf_cgroup_release_dtor, bpf_cpumask_release_dtor) when a value is
+// overwritten or its element or map goes. A task is the world's: its
+// reference is nothing to drop.
+func freeKptrs(b uint64, fields []Field) {
+	for _, f := range fields {
+		if f.Kind != Kptr {
+			continue
+		}
+		old := atomic.SwapUint64((*uint64)(vm.Ptr(b+uint64(f.Offset))), 0)
+		if old != 0 {
+			PutObject(old)
+		}
+	}
+}
+
+// hasKptr reports whether the fields hold a referenced kptr.
+func hasKptr(fields []Field) bool {
+	return slices.ContainsFunc(fields, func(f Field) bool { return f.Kind == Kptr })
 }
