@@ -70,6 +70,7 @@ var families = [][]Helper{
 	timeHelpers,
 	cpuHelpers,
 	taskHelpers,
+	kptrHelpers,
 	traceHelpers,
 	iterHelpers,
 	stackHelpers,

@@ -95,6 +95,13 @@ const (
 	// names, not NULL, trusted or plain (the kernel's ARG_PTR_TO_BTF_ID:
 	// bpf_seq_printf's seq_file).
 	ArgBTFID
+	// ArgKptrDest points at a referenced kptr field of a map value, at a
+	// constant offset (bpf_kptr_xchg's dst: ARG_KPTR_XCHG_DEST).
+	ArgKptrDest
+	// ArgKptrNew is a referenced pointer of the kptr's type, or NULL,
+	// whose reference moves into the field (ARG_PTR_TO_BTF_ID_OR_NULL |
+	// OBJ_RELEASE).
+	ArgKptrNew
 )
 
 // IsMem reports whether an argument points at memory the helper accesses.
@@ -143,6 +150,12 @@ const (
 	// RetTCPSockOrNull is a struct bpf_tcp_sock or NULL
 	// (RET_PTR_TO_TCP_SOCK_OR_NULL).
 	RetTCPSockOrNull
+	// RetBTFTask is a trusted pointer to the current task's struct
+	// task_struct (bpf_get_current_task_btf: RET_PTR_TO_BTF_ID_TRUSTED).
+	RetBTFTask
+	// RetKptrOrNull is the old value of the ArgKptrDest field, referenced,
+	// or NULL (bpf_kptr_xchg).
+	RetKptrOrNull
 )
 
 // Proto is a helper prototype: what the verifier checks of a call, the

@@ -167,9 +167,14 @@ func (a *array) Update(key, value unsafe.Pointer, flags uint64, cpu int) error {
 func (a *array) store(dst uint64, src []byte, flags uint64) {
 	if flags&UpdateLock != 0 {
 		storeLocked(dst, src, a.fields)
-		return
+	} else {
+		storeValue(dst, src, a.fields)
 	}
-	storeValue(dst, src, a.fields)
+	// The old value's references go (array_map_update_elem's
+	// bpf_obj_free_fields).
+	if hasKptr(a.fields) {
+		freeKptrs(dst, a.fields)
+	}
 }
 
 func (a *array) Delete(unsafe.Pointer) error { return ErrInvalid }
@@ -212,6 +217,9 @@ func (a *array) UpdateBytes(key, value []byte, flags uint64) error {
 	}
 	for cpu := range a.ncpu {
 		storeValue(a.elem(i, cpu), value[uint64(cpu)*a.vsize:][:a.spec.ValueSize], a.fields)
+		if hasKptr(a.fields) {
+			freeKptrs(a.elem(i, cpu), a.fields)
+		}
 	}
 	return nil
 }
@@ -246,7 +254,16 @@ func (a *array) key(key []byte) (uint32, error) {
 	return *(*uint32)(unsafe.Pointer(&key[0])), nil
 }
 
-func (a *array) free() error { return a.mem.Free() }
+func (a *array) free() error {
+	if hasKptr(a.fields) {
+		for i := range a.spec.MaxEntries {
+			for cpu := range a.ncpu {
+				freeKptrs(a.elem(i, cpu), a.fields)
+			}
+		}
+	}
+	return a.mem.Free()
+}
 
 // cpuArea is the size of one CPU's area of a per-CPU map holding size
 // bytes of values: rounded up to two 64-byte cache lines, so that no line

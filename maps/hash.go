@@ -520,6 +520,13 @@ func (m *hashMap) unlink(e uint64) {
 	if m.unlinked != nil {
 		m.unlinked(e)
 	}
+	if hasKptr(m.fields) {
+		// The element's references go with it (free_htab_elem's
+		// bpf_obj_free_fields).
+		for cpu := range m.ncpu {
+			freeKptrs(m.value(e)+uint64(cpu)*m.vsize, m.fields)
+		}
+	}
 	m.elems.retire(e)
 }
 

@@ -83,6 +83,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		hasConstKey bool
 		keyReg      Reg
 		raw         rawWrite
+		kptr        *maps.Field // bpf_kptr_xchg's field
 	)
 	for i, at := range p.Args {
 		regno := isa.Register(i + 1)
@@ -270,6 +271,20 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			if err := v.spinLockArg(pc, regno, reg, name == "bpf_spin_lock"); err != nil {
 				return err
 			}
+		case ArgKptrDest:
+			fld, err := v.kptrXchgDest(pc, regno, reg)
+			if err != nil {
+				return err
+			}
+			kptr = &fld
+		case ArgKptrNew:
+			if isNullReg(reg) {
+				break
+			}
+			if err := v.kptrXchgNew(pc, regno, reg, *kptr); err != nil {
+				return err
+			}
+			releaseRef = reg.RefID
 		case ArgRingbufMem:
 			if reg.Type != PtrToMem || reg.Flags&Ringbuf == 0 || reg.maybeNull() {
 				return v.errorf(pc, "R%d type=%s expected=ringbuf_mem", regno, regTypeString(reg))
@@ -340,6 +355,19 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		*r0 = unknownScalar()
 	case RetVoid:
 		*r0 = Reg{Type: NotInit}
+	case RetKptrOrNull:
+		t, err := v.kptrType(*kptr)
+		if err != nil {
+			return v.errorf(pc, "%s: %v", name, err)
+		}
+		*r0 = v.btfPtr(t, MaybeNull)
+		v.acquire(pc, r0)
+	case RetBTFTask:
+		t, err := v.kernelStruct("task_struct")
+		if err != nil {
+			return v.errorf(pc, "%s: %v", name, err)
+		}
+		*r0 = v.btfPtr(t, Trusted)
 	case RetMapValueOrNull:
 		if m.Spec.Type.OfMaps() { // the inner map
 			inner := &MapInfo{Name: m.Name + ".inner", Index: -1}
@@ -891,6 +919,9 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 	if len(st.Refs) > 0 {
 		r := st.Refs[0]
 		return false, v.errorf(pc, "Unreleased reference id=%d alloc_insn=%d", r.ID, r.Insn)
+	}
+	if err := v.checkSectionLeak(pc, "BPF_EXIT instruction in main prog"); err != nil {
+		return false, err
 	}
 	if f.Subprog != 0 {
 		// A global function verified on its own: its callers take any

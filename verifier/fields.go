@@ -234,3 +234,58 @@ func structIDsMatch(t btf.Type, off uint32, want btf.Type) bool {
 		t, off = step.next, 0
 	}
 }
+
+// kptrXchgDest checks bpf_kptr_xchg's destination (the kernel's
+// process_kptr_func): a map value pointer at the constant offset of a
+// referenced kptr field, which it returns.
+func (v *verifier) kptrXchgDest(pc int, regno isa.Register, reg *Reg) (maps.Field, error) {
+	if reg.Type != PtrToMapValue || reg.maybeNull() {
+		return maps.Field{}, v.errorf(pc, "R%d type=%s expected=map_value", regno, regTypeString(reg))
+	}
+	m := reg.Map
+	if m.Spec.Value == nil {
+		return maps.Field{}, v.errorf(pc, "map '%s' has to have BTF in order to use bpf_kptr_xchg", m.Name)
+	}
+	fields := v.mapFields(m)
+	if !hasField(fields, maps.Kptr) && !hasField(fields, maps.KptrUntrusted) && !hasField(fields, maps.PercpuKptr) {
+		return maps.Field{}, v.errorf(pc, "map '%s' has no valid kptr", m.Name)
+	}
+	if !reg.Scalar.Var.IsConst() {
+		return maps.Field{}, v.errorf(pc, "R%d doesn't have constant offset. kptr has to be at the constant offset", regno)
+	}
+	off := int64(reg.Off) + int64(reg.Scalar.Var.Value)
+	f, ok := maps.FieldAt(fields, uint32(off))
+	if !ok || off < 0 || int64(f.Offset) != off || f.Kind&maps.AnyKptr == 0 {
+		return maps.Field{}, v.errorf(pc, "off=%d doesn't point to kptr", off)
+	}
+	if f.Kind != maps.Kptr {
+		return maps.Field{}, v.errorf(pc, "off=%d kptr isn't referenced kptr", off)
+	}
+	return f, nil
+}
+
+// kptrXchgNew checks the pointer bpf_kptr_xchg moves into field f (not
+// NULL): a referenced pointer to f's type itself, at offset 0
+// (map_kptr_match_type, strict for referenced kptrs).
+func (v *verifier) kptrXchgNew(pc int, regno isa.Register, reg *Reg, f maps.Field) error {
+	if reg.Type != PtrToBTFID || reg.Flags&(Untrusted|Rdonly) != 0 {
+		return v.errorf(pc, "R%d type=%s expected=ptr_", regno, regTypeString(reg))
+	}
+	want, err := v.kptrType(f)
+	if err != nil {
+		return v.errorf(pc, "%v", err)
+	}
+	if reg.Off < 0 {
+		return v.errorf(pc, "negative offset %s ptr R%d off=%d disallowed", regTypeString(reg), regno, reg.Off)
+	}
+	if !reg.Scalar.Var.IsConst() || reg.Scalar.Var.Value != 0 {
+		return v.errorf(pc, "variable %s access var_off=%s disallowed", regTypeString(reg), reg.Scalar.Var)
+	}
+	if reg.Off != 0 || v.btfType(reg) != want {
+		return v.errorf(pc, "invalid kptr access, R%d type=%s%s expected=ptr_%s", regno, regTypeString(reg), v.btfName(reg), f.Pointee)
+	}
+	if reg.RefID == 0 {
+		return v.errorf(pc, "R%d must be referenced when passed to release function", regno)
+	}
+	return nil
+}

@@ -47,6 +47,8 @@ const (
 	ArgSocketOrNull    = helper.ArgSocketOrNull
 	ArgFixedMem        = helper.ArgFixedMem
 	ArgBTFID           = helper.ArgBTFID
+	ArgKptrDest        = helper.ArgKptrDest
+	ArgKptrNew         = helper.ArgKptrNew
 
 	RetInteger          = helper.RetInteger
 	RetVoid             = helper.RetVoid
@@ -56,6 +58,8 @@ const (
 	RetSocketOrNull     = helper.RetSocketOrNull
 	RetSockCommonOrNull = helper.RetSockCommonOrNull
 	RetTCPSockOrNull    = helper.RetTCPSockOrNull
+	RetBTFTask          = helper.RetBTFTask
+	RetKptrOrNull       = helper.RetKptrOrNull
 )
 
 // BuiltinProto returns the prototype of a kernel helper bpfvm implements,
