@@ -88,6 +88,10 @@ type xlatedDump struct {
 	prog  *bpfvm.Program
 	insns []isa.Instruction
 	text  []string // bpftool's "(op) text" by instruction slot
+	// calls are the kallsyms symbols of bpf-to-bpf calls' targets, by
+	// the call's slot, which bpftool appends to the call ("call
+	// pc+3#bpf_prog_TAG_NAME") where it can read kallsyms.
+	calls map[int]string
 	lines map[int]verifier.LineInfo
 	funcs map[int]string // the C prototype of a function starting here
 }
@@ -120,6 +124,23 @@ func newXlatedDump(p *bpfvm.Program) *xlatedDump {
 	for _, f := range p.XlatedFuncInfo() {
 		if f.Proto != nil {
 			d.funcs[f.Start] = funcSignature(f.Name, f.Proto)
+		}
+	}
+	d.calls = map[int]string{}
+	funcs := d.jitFuncs(len(d.insns))
+	for pc := 0; pc < len(d.insns); pc = d.next(pc) {
+		if !d.insns[pc].IsLocalCall() {
+			continue
+		}
+		target := pc + 1 + int(d.insns[pc].Imm)
+		for fi, f := range funcs {
+			if f.start == target && fi > 0 {
+				end := len(d.insns)
+				if fi+1 < len(funcs) {
+					end = min(funcs[fi+1].start, end)
+				}
+				d.calls[pc] = "#bpf_prog_" + d.funcTag(fi, f.start, end) + "_" + f.name
+			}
 		}
 	}
 	return d
@@ -158,7 +179,7 @@ func (d *xlatedDump) plain(w io.Writer, o progDumpOptions) {
 		if l, ok := d.lines[pc]; ok {
 			fmt.Fprintf(w, "; %s\n", lineText(l, o.linum))
 		}
-		fmt.Fprintf(w, "%4d: %s\n", pc, d.text[pc])
+		fmt.Fprintf(w, "%4d: %s%s\n", pc, d.text[pc], d.calls[pc])
 		if o.opcodes {
 			b := d.encoding(pc)
 			s := fprintHex(b[:8])
@@ -184,7 +205,7 @@ func (d *xlatedDump) json(j *jsonWriter, o progDumpOptions) {
 			writeLineJSON(j, l, o.linum)
 		}
 		j.name("disasm")
-		j.str(d.text[pc])
+		j.str(d.text[pc] + d.calls[pc])
 		if o.opcodes {
 			b := d.encoding(pc)
 			j.name("opcodes")
