@@ -420,21 +420,15 @@ func writeLineJSON(j *jsonWriter, l verifier.LineInfo, linum bool) {
 	}
 }
 
-// disasmX86 decodes the x86-64 instruction at the start of code, at pc
+// decodeX86 decodes the x86-64 instruction at the start of code, at pc
 // in its function, and returns its length and its text in objdump's
 // layout: the mnemonic padded to six columns and a space, then the AT&T
-// operands, branch targets as offsets in the function. The text is that
-// of GNU objdump 2.40 (libbfd, what bpftool links), which
-// TestJitedMatchesObjdump checks instruction by instruction: x86asm's
-// GNU syntax is an older objdump's, so the differences are mended here
-// (gnuText).
-func disasmX86(code []byte, pc int) (int, string) {
-	n, text, _ := decodeX86(code, pc)
-	return n, text
-}
-
-// decodeX86 is disasmX86 that also says whether the instruction's operand
-// is a branch target (which bpftool's JSON keeps in one piece).
+// operands, branch targets as offsets in the function; and whether its
+// operand is a branch target (which bpftool's JSON keeps in one piece).
+// The text is that of GNU objdump 2.40 (libbfd, what bpftool links),
+// which TestJitedMatchesLibbfd checks instruction by instruction:
+// x86asm's GNU syntax is an older objdump's, so the differences are
+// mended here (gnuText).
 func decodeX86(code []byte, pc int) (n int, text string, rel bool) {
 	inst, err := x86asm.Decode(code, 64)
 	if err != nil || inst.Len == 0 {
