@@ -287,6 +287,17 @@ func TestLegacyMaps(t *testing.T) {
 			},
 		},
 		{
+			// A BTF map and a legacy one in one object.
+			file: "legacy_mixed_maps",
+			maps: map[string]wantMap{
+				"btf_counts": {ebpf.Array, 4, 8, 1, 0, ebpf.PinNone},
+				"old_counts": {ebpf.Array, 4, 8, 1, 0, ebpf.PinNone},
+			},
+			loads: map[string][]string{
+				"legacy_mixed_entry": {"btf_counts", "old_counts"},
+			},
+		},
+		{
 			// iproute2's bpf_elf_map at 28 bytes (older Cilium: id and
 			// pinning) and 32, program symbols without size or type.
 			file: "legacy_old_style",
@@ -803,6 +814,20 @@ func TestKernelLoad(t *testing.T) {
 				lookup(t, c.Maps["counts"], 1, &n)
 				if n != 2 {
 					t.Errorf("counts[1] = %d, want 2", n)
+				}
+			},
+		},
+		{
+			file: "legacy_mixed_maps.o",
+			check: func(t *testing.T, c *ebpf.Collection) {
+				if ret := run(t, c.Programs["legacy_mixed_entry"], ipv4Packet); ret != 2 {
+					t.Errorf("returned %d, want 2 (XDP_PASS)", ret)
+				}
+				var a, b uint64
+				lookup(t, c.Maps["btf_counts"], 0, &a)
+				lookup(t, c.Maps["old_counts"], 0, &b)
+				if a != 1 || b != 2 {
+					t.Errorf("btf_counts[0] = %d, old_counts[0] = %d; want 1, 2", a, b)
 				}
 			},
 		},

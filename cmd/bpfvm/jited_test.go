@@ -55,7 +55,7 @@ func libbfdLines(t *testing.T, dis string, image []byte) map[int][2]string {
 	return lines
 }
 
-// compareLibbfd checks that disasmX86 and splitX86 give, for every
+// compareLibbfd checks that decodeX86 and splitX86 give, for every
 // instruction of image, the text and the JSON pieces of bpftool's libbfd
 // disassembler; it returns how many instructions it compared.
 func compareLibbfd(t *testing.T, dis, what string, image []byte) int {

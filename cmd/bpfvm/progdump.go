@@ -88,6 +88,10 @@ type xlatedDump struct {
 	prog  *bpfvm.Program
 	insns []isa.Instruction
 	text  []string // bpftool's "(op) text" by instruction slot
+	// calls are the kallsyms symbols of bpf-to-bpf calls' targets, by
+	// the call's slot, which bpftool appends to the call ("call
+	// pc+3#bpf_prog_TAG_NAME") where it can read kallsyms.
+	calls map[int]string
 	lines map[int]verifier.LineInfo
 	funcs map[int]string // the C prototype of a function starting here
 }
@@ -120,6 +124,23 @@ func newXlatedDump(p *bpfvm.Program) *xlatedDump {
 	for _, f := range p.XlatedFuncInfo() {
 		if f.Proto != nil {
 			d.funcs[f.Start] = funcSignature(f.Name, f.Proto)
+		}
+	}
+	d.calls = map[int]string{}
+	funcs := d.jitFuncs(len(d.insns))
+	for pc := 0; pc < len(d.insns); pc = d.next(pc) {
+		if !d.insns[pc].IsLocalCall() {
+			continue
+		}
+		target := pc + 1 + int(d.insns[pc].Imm)
+		for fi, f := range funcs {
+			if f.start == target && fi > 0 {
+				end := len(d.insns)
+				if fi+1 < len(funcs) {
+					end = min(funcs[fi+1].start, end)
+				}
+				d.calls[pc] = "#bpf_prog_" + d.funcTag(fi, f.start, end) + "_" + f.name
+			}
 		}
 	}
 	return d
@@ -158,7 +179,7 @@ func (d *xlatedDump) plain(w io.Writer, o progDumpOptions) {
 		if l, ok := d.lines[pc]; ok {
 			fmt.Fprintf(w, "; %s\n", lineText(l, o.linum))
 		}
-		fmt.Fprintf(w, "%4d: %s\n", pc, d.text[pc])
+		fmt.Fprintf(w, "%4d: %s%s\n", pc, d.text[pc], d.calls[pc])
 		if o.opcodes {
 			b := d.encoding(pc)
 			s := fprintHex(b[:8])
@@ -184,7 +205,7 @@ func (d *xlatedDump) json(j *jsonWriter, o progDumpOptions) {
 			writeLineJSON(j, l, o.linum)
 		}
 		j.name("disasm")
-		j.str(d.text[pc])
+		j.str(d.text[pc] + d.calls[pc])
 		if o.opcodes {
 			b := d.encoding(pc)
 			j.name("opcodes")
@@ -399,21 +420,15 @@ func writeLineJSON(j *jsonWriter, l verifier.LineInfo, linum bool) {
 	}
 }
 
-// disasmX86 decodes the x86-64 instruction at the start of code, at pc
+// decodeX86 decodes the x86-64 instruction at the start of code, at pc
 // in its function, and returns its length and its text in objdump's
 // layout: the mnemonic padded to six columns and a space, then the AT&T
-// operands, branch targets as offsets in the function. The text is that
-// of GNU objdump 2.40 (libbfd, what bpftool links), which
-// TestJitedMatchesObjdump checks instruction by instruction: x86asm's
-// GNU syntax is an older objdump's, so the differences are mended here
-// (gnuText).
-func disasmX86(code []byte, pc int) (int, string) {
-	n, text, _ := decodeX86(code, pc)
-	return n, text
-}
-
-// decodeX86 is disasmX86 that also says whether the instruction's operand
-// is a branch target (which bpftool's JSON keeps in one piece).
+// operands, branch targets as offsets in the function; and whether its
+// operand is a branch target (which bpftool's JSON keeps in one piece).
+// The text is that of GNU objdump 2.40 (libbfd, what bpftool links),
+// which TestJitedMatchesLibbfd checks instruction by instruction:
+// x86asm's GNU syntax is an older objdump's, so the differences are
+// mended here (gnuText).
 func decodeX86(code []byte, pc int) (n int, text string, rel bool) {
 	inst, err := x86asm.Decode(code, 64)
 	if err != nil || inst.Len == 0 {
