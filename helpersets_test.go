@@ -39,7 +39,7 @@ func TestHelperSetLoads(t *testing.T) {
 		err       string
 		errHelper bool
 	}{
-		{name: "in set, lacking", typ: ebpf.XDP, asm: "call bpf_tcp_gen_syncookie#110", err: "bpf_tcp_gen_syncookie#110", errHelper: true},
+		{name: "in set, lacking", typ: ebpf.XDP, asm: "call bpf_skc_to_tcp6_sock#136", err: "bpf_skc_to_tcp6_sock#136", errHelper: true},
 		{name: "in set, lacking, tc", typ: ebpf.SchedCLS, asm: "call bpf_skb_ecn_set_ce#97", err: "bpf_skb_ecn_set_ce#97", errHelper: true},
 		{name: "outside set", typ: ebpf.SocketFilter, asm: "r2 = 0\ncall bpf_skb_pull_data#39", err: "program of this type cannot use helper bpf_skb_pull_data#39"},
 		{name: "outside set, implemented", typ: ebpf.XDP, asm: "r2 = 0\nr3 = r10\nr3 += -8\nr4 = 8\ncall bpf_skb_load_bytes#26", err: "program of this type cannot use helper bpf_skb_load_bytes#26"},

@@ -232,7 +232,8 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		Lines:        opts.Lines,
 		KernelTypes:  opts.KernelTypes,
 	}
-	if vopts.KernelTypes == nil && (needsKernelTypes(insns) || slices.ContainsFunc(ms, hasKptrs)) {
+	kernelObjects := slices.ContainsFunc(pt.Fields, func(f progtype.Field) bool { return f.Kind == progtype.KernelObject })
+	if vopts.KernelTypes == nil && (needsKernelTypes(insns) || slices.ContainsFunc(ms, hasKptrs) || kernelObjects) {
 		vopts.KernelTypes = defaultKernelTypes(opts)
 	}
 	if pt.BTFArgs {

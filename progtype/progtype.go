@@ -66,6 +66,10 @@ const (
 	// (the kernel's PTR_TO_TP_BUFFER): memory the program reads and
 	// writes at constant offsets, as far as the tracepoint gives.
 	TPBuffer
+	// KernelObject is a trusted pointer to the kernel struct named by
+	// Field.Object (the kernel's PTR_TO_BTF_ID | PTR_TRUSTED, as
+	// netfilter's bpf_nf_ctx has), which the context holds.
+	KernelObject
 )
 
 // FlowKeysSize is the size of struct bpf_flow_keys.
@@ -91,6 +95,8 @@ func (k Kind) String() string {
 		return "sock_or_null"
 	case TPBuffer:
 		return "tp_buffer"
+	case KernelObject:
+		return "trusted_ptr_"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -133,6 +139,8 @@ type Field struct {
 	// Write, stores of any size inside it, aligned to that size.
 	Memory bool
 	Kind   Kind
+	// Object names the kernel struct a KernelObject field points to.
+	Object string
 	// Backing is the width of the kernel's storage behind a scalar field
 	// narrower than Size (skb->protocol is a u16 behind a u32 field); 0 is
 	// Size. As in the kernel's context conversion, stores keep only that
@@ -510,7 +518,7 @@ func (t *Type) Validate() error {
 		if f.NarrowSpan > f.Size || f.NarrowMin > f.Size {
 			return fmt.Errorf("program type %s: field %s: narrow loads limited beyond its %d bytes", t.Name, f.Name, f.Size)
 		}
-		if (f.Kind == FlowKeys || f.Kind == SockCommonOrNull || f.Kind == Socket || f.Kind == SocketOrNull || f.Kind == TPBuffer) && f.Size != 8 {
+		if (f.Kind == FlowKeys || f.Kind == SockCommonOrNull || f.Kind == Socket || f.Kind == SocketOrNull || f.Kind == TPBuffer || f.Kind == KernelObject) && f.Size != 8 {
 			return fmt.Errorf("program type %s: pointer field %s must be 8 bytes", t.Name, f.Name)
 		}
 		if f.Kind != Scalar && f.Size != 4 && f.Size != 8 {
@@ -583,6 +591,8 @@ func OfAttach(t ebpf.ProgramType, a ebpf.AttachType) (*Type, error) {
 		return byAttach(cgroupSockAddrTypes)
 	case ebpf.SkLookup:
 		return byAttach(map[ebpf.AttachType]*Type{ebpf.AttachSkLookup: SKLookup})
+	case ebpf.Netfilter:
+		return byAttach(map[ebpf.AttachType]*Type{ebpf.AttachNetfilter: Netfilter})
 	case ebpf.CGroupSysctl:
 		if !hasRetval(a) {
 			return cgroupSysctlNoRetval, nil

@@ -32,7 +32,7 @@ func ConvertContext(insns []isa.Instruction, aux []verifier.InsnAux, shadow Shad
 			continue
 		}
 		ins := &out[pc]
-		if f.Kind == progtype.Scalar {
+		if f.Kind == progtype.Scalar || f.Kind == progtype.KernelObject {
 			// The verifier proved the context pointer unmodified, so the
 			// instruction's offset is the access's.
 			op := progtype.Load

@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"github.com/cilium/ebpf/btf"
+
 	"github.com/bpfvm/bpfvm/isa"
 	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/progtype"
@@ -521,6 +523,13 @@ func (v *verifier) ctxAccess(ptr *Reg, a access) (Reg, error) {
 		return Reg{Type: PtrToSocket, Scalar: Const(0)}, nil
 	case progtype.SocketOrNull:
 		return Reg{Type: PtrToSocket, Flags: MaybeNull, ID: v.newID(), Scalar: Const(0)}, nil
+	case progtype.KernelObject:
+		// The kernel's nf_ptr_to_btf_id: PTR_TO_BTF_ID | PTR_TRUSTED.
+		var st *btf.Struct
+		if v.opts.KernelTypes == nil || v.opts.KernelTypes.TypeByName(f.Object, &st) != nil {
+			return Reg{}, v.errorf(a.pc, "context field %s: no struct %s in the kernel's BTF", f.Name, f.Object)
+		}
+		return v.btfPtr(st, Trusted), nil
 	}
 	return v.fieldScalar(f, a), nil
 }

@@ -17,8 +17,8 @@ int rejected(struct xdp_md *ctx)
 	return data[0];
 }
 
-// A netfilter program: a type bpfvm does not run.
-SEC("netfilter")
+// A syscall program: a type bpfvm does not run.
+SEC("syscall")
 int probe(void *ctx)
 {
 	return 0;
