@@ -657,6 +657,17 @@ func (m *hashMap) NextKey(key, next []byte) error {
 func (m *hashMap) len() int { return int(m.count.Load()) }
 
 func (m *hashMap) free() error {
+	if hasKptr(m.fields) && m.buckets != 0 {
+		// The elements still linked hold their kptrs' references,
+		// which go with the map (htab_free_prealloced_fields).
+		for b := uint64(0); b <= uint64(m.mask); b++ {
+			for e := load(m.buckets + b*8); e != 0; e = load(e + HashElemNext) {
+				for cpu := range m.ncpu {
+					freeKptrs(m.value(e)+uint64(cpu)*m.vsize, m.fields)
+				}
+			}
+		}
+	}
 	err := m.elems.close()
 	if m.bmem != nil {
 		if err2 := m.bmem.Free(); err == nil {

@@ -313,7 +313,7 @@ func Run(p *Program, in *Input, out *Output) error {
 		r.sk.net = in.Net
 		r.sk.cookie++
 	}
-	if pt.Trace != nil {
+	if pt.Trace != nil || pt.BTFArgs {
 		r.beginTrace(in.Trace)
 	}
 	r.beginRun()

@@ -114,7 +114,10 @@ func (r *Runner) beginTrace(t *Trace) {
 
 // Trace returns the world of the run (never nil).
 func (r *Runner) Trace() *Trace {
-	if r.tr.world == nil || r.prog.Type.Trace == nil {
+	// The tracing types of BTF arguments (tp_btf, fentry ...) have no
+	// test run of their own but see the world too: their kfuncs and
+	// helpers read its tasks.
+	if r.tr.world == nil || r.prog.Type.Trace == nil && !r.prog.Type.BTFArgs {
 		return &noTrace
 	}
 	return r.tr.world

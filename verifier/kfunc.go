@@ -226,7 +226,9 @@ func (v *verifier) castToKernCtx(pc int) error {
 	if err != nil {
 		return err
 	}
-	if isNullReg(ctx) {
+	if ctx.Type == ScalarValue && ctx.IsConst() && ctx.Const() == 0 {
+		// Linux 6.18.44 takes kfunc pointer arguments as trusted,
+		// and a trusted one may not be NULL.
 		return v.errorf(pc, "Possibly NULL pointer passed to trusted arg0")
 	}
 	if ctx.Type != PtrToCtx {
