@@ -230,7 +230,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		Lines:        opts.Lines,
 		KernelTypes:  opts.KernelTypes,
 	}
-	if vopts.KernelTypes == nil && (needsKernelTypes(insns) || slices.ContainsFunc(ms, hasKptrs)) {
+	if vopts.KernelTypes == nil && (needsKernelTypes(insns, hs) || slices.ContainsFunc(ms, hasKptrs)) {
 		vopts.KernelTypes = defaultKernelTypes(opts)
 	}
 	if pt.BTFArgs {
@@ -284,9 +284,18 @@ func defaultKernelTypes(opts ProgramOptions) *btf.Spec {
 
 // needsKernelTypes reports whether verifying insns needs the kernel's BTF:
 // it calls kfuncs that give pointers to kernel objects.
-func needsKernelTypes(insns []isa.Instruction) bool {
+func needsKernelTypes(insns []isa.Instruction, hs *helper.Set) bool {
 	return slices.ContainsFunc(insns, func(ins isa.Instruction) bool {
-		return ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallKfunc) && (ins.Imm == isa.KfuncCastToKernCtx || ins.Imm == isa.KfuncRdonlyCast)
+		if ins.Op != isa.OpCall {
+			return false
+		}
+		if ins.Src == isa.Register(isa.CallHelper) {
+			// Helpers typed by BTF (bpf_get_current_task_btf,
+			// bpf_seq_printf's seq_file).
+			p := hs.Proto(ins.Imm)
+			return p != nil && p.UsesBTF()
+		}
+		return ins.Src == isa.Register(isa.CallKfunc) && (ins.Imm == isa.KfuncCastToKernCtx || ins.Imm == isa.KfuncRdonlyCast)
 	})
 }
 

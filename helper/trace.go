@@ -19,6 +19,10 @@ var traceHelpers = []Helper{
 	{Proto: probeReadProto("bpf_probe_read_user_str"), Func: probeReadStrHelper(true)},
 	{Proto: probeReadProto("bpf_probe_read_str"), Func: probeReadStrCompat},
 	{Proto: Proto{Name: "bpf_get_current_task"}, Func: helperGetCurrentTask},
+	// The same address, typed: a trusted task_struct the program reads
+	// with probe loads (the world's address reads 0 where the run's
+	// memory does not hold it).
+	{Proto: Proto{Name: "bpf_get_current_task_btf", Ret: RetBTFIDTrusted, RetBTF: "task_struct"}, Func: helperGetCurrentTask},
 	{Proto: Proto{Name: "bpf_get_func_ip", Args: [5]ArgType{ArgCtx}}, Func: helperGetFuncIPKprobe, Variant: "kprobe"},
 	{Proto: Proto{Name: "bpf_get_attach_cookie", Args: [5]ArgType{ArgCtx}}, Func: helperGetAttachCookie},
 	// The trampolines' and BTF tracepoints' (bpf_get_attach_cookie_tracing)

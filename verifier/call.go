@@ -365,6 +365,12 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		}
 		*r0 = Reg{Type: PtrToMem, Flags: MaybeNull | Ringbuf, MemSize: uint32(allocSize), ID: v.newID(), Scalar: Const(0)}
 		v.acquire(pc, r0)
+	case RetBTFIDTrusted:
+		t, err := v.kernelStruct(p.RetBTF)
+		if err != nil {
+			return v.errorf(pc, "%s: %v", name, err)
+		}
+		*r0 = v.btfPtr(t, Trusted)
 	case RetSocketOrNull, RetSockCommonOrNull, RetTCPSockOrNull:
 		t := PtrToSocket
 		switch p.Ret {

@@ -54,6 +54,7 @@ const (
 	RetSocketOrNull     = helper.RetSocketOrNull
 	RetSockCommonOrNull = helper.RetSockCommonOrNull
 	RetTCPSockOrNull    = helper.RetTCPSockOrNull
+	RetBTFIDTrusted     = helper.RetBTFIDTrusted
 )
 
 // BuiltinProto returns the prototype of a kernel helper bpfvm implements,
