@@ -54,6 +54,21 @@ func TestIterTasks(t *testing.T) {
 			if _, err := coll.Programs["dump_task"].Iterate(&bpfvm.IterOptions{}); err != nil {
 				t.Errorf("no tasks: %v", err)
 			}
+			for _, c := range []struct {
+				mem  []bpfvm.TraceMemory
+				want string
+			}{
+				{[]bpfvm.TraceMemory{{Addr: 0x10000, Data: []byte("hello!!?"), User: true}}, "user hello!!\n"},
+				{nil, "error -14\n"},
+			} {
+				r, err := coll.Programs["read_user"].Iterate(&bpfvm.IterOptions{Tasks: tasks, Trace: &bpfvm.Trace{Memory: c.mem}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := io.ReadAll(r); string(got) != c.want {
+					t.Errorf("read_user on %v checks %v: %q, want %q", e, checks, got, c.want)
+				}
+			}
 			coll.Close()
 		}
 	}
@@ -68,6 +83,20 @@ func TestIterTasks(t *testing.T) {
 		t.Fatalf("kernel rejects: %v", err)
 	}
 	defer kc.Close()
+	// The kernel's read_user reads this process's memory at 0x10000,
+	// which is not mapped: the error bpfvm gives without the memory.
+	if ru, err := link.AttachIter(link.IterOptions{Program: kc.Programs["read_user"]}); err == nil {
+		rd, err := ru.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(rd)
+		rd.Close()
+		ru.Close()
+		if string(out) != "error -14\n" {
+			t.Errorf("kernel read_user: %q, want %q", out, "error -14\n")
+		}
+	}
 	it, err := link.AttachIter(link.IterOptions{Program: kc.Programs["dump_task"]})
 	if err != nil {
 		t.Skipf("kernel attach: %v", err)

@@ -154,6 +154,9 @@ type Proto struct {
 	Ret    RetType
 	// RetBTF names the struct a RetBTFIDTrusted return points to.
 	RetBTF string
+	// MightSleep says only sleepable programs may call the helper (the
+	// kernel's might_sleep: bpf_copy_from_user).
+	MightSleep bool
 	// TailCall marks bpf_tail_call.
 	TailCall bool
 	// PktAccess allows packet pointers as memory arguments (the kernel's

@@ -4,7 +4,7 @@
 // pid and comm with BPF_SEQ_PRINTF, a header before the first and the
 // last number after the last (the run with a NULL task), and counting the tasks
 // it saw in a map. The kernel's last run sees the last task's seq_num. The local structs are vmlinux.h-free, relocated with
-// CO-RE against the kernel's.
+// CO-RE against the kernel's. read_user reads user memory.
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -54,6 +54,27 @@ int dump_task(struct bpf_iter__task *ctx)
 	n = bpf_map_lookup_elem(&seen, &k);
 	if (n)
 		*n += 1;
+	return 0;
+}
+
+// read_user, sleepable, prints the 8 bytes at user address 0x10000 of
+// the reader's task (bpf_copy_from_user), or the error.
+SEC("iter.s/task")
+int read_user(struct bpf_iter__task *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	char buf[8];
+	long err;
+
+	if (!ctx->task || ctx->meta->seq_num > 0)
+		return 0;
+	err = bpf_copy_from_user(buf, sizeof(buf), (void *)0x10000);
+	if (err) {
+		BPF_SEQ_PRINTF(seq, "error %ld\n", err);
+		return 0;
+	}
+	buf[7] = 0;
+	BPF_SEQ_PRINTF(seq, "user %s\n", buf);
 	return 0;
 }
 

@@ -67,6 +67,9 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	if p == nil {
 		return v.errorf(pc, "invalid func %s#%d", name, id)
 	}
+	if p.MightSleep && !v.sleepable {
+		return v.errorf(pc, "helper call might sleep in a non-sleepable prog")
+	}
 	if p.Name != "" {
 		name = p.Name
 	}
