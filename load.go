@@ -233,7 +233,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		KernelTypes:  opts.KernelTypes,
 	}
 	kernelObjects := slices.ContainsFunc(pt.Fields, func(f progtype.Field) bool { return f.Kind == progtype.KernelObject })
-	if vopts.KernelTypes == nil && (needsKernelTypes(insns) || slices.ContainsFunc(ms, hasKptrs) || kernelObjects) {
+	if vopts.KernelTypes == nil && (needsKernelTypes(insns, hs) || slices.ContainsFunc(ms, hasKptrs) || kernelObjects) {
 		vopts.KernelTypes = defaultKernelTypes(opts)
 	}
 	if pt.BTFArgs {
@@ -287,9 +287,18 @@ func defaultKernelTypes(opts ProgramOptions) *btf.Spec {
 
 // needsKernelTypes reports whether verifying insns needs the kernel's BTF:
 // it calls kfuncs that give pointers to kernel objects.
-func needsKernelTypes(insns []isa.Instruction) bool {
+func needsKernelTypes(insns []isa.Instruction, hs *helper.Set) bool {
 	return slices.ContainsFunc(insns, func(ins isa.Instruction) bool {
-		return ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallKfunc) && (ins.Imm == isa.KfuncCastToKernCtx || ins.Imm == isa.KfuncRdonlyCast)
+		if ins.Op != isa.OpCall {
+			return false
+		}
+		if ins.Src == isa.Register(isa.CallHelper) {
+			// Helpers typed by BTF (bpf_get_current_task_btf,
+			// bpf_seq_printf's seq_file).
+			p := hs.Proto(ins.Imm)
+			return p != nil && p.UsesBTF()
+		}
+		return ins.Src == isa.Register(isa.CallKfunc) && (ins.Imm == isa.KfuncCastToKernCtx || ins.Imm == isa.KfuncRdonlyCast)
 	})
 }
 

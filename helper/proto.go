@@ -150,12 +150,13 @@ const (
 	// RetTCPSockOrNull is a struct bpf_tcp_sock or NULL
 	// (RET_PTR_TO_TCP_SOCK_OR_NULL).
 	RetTCPSockOrNull
-	// RetBTFTask is a trusted pointer to the current task's struct
-	// task_struct (bpf_get_current_task_btf: RET_PTR_TO_BTF_ID_TRUSTED).
-	RetBTFTask
 	// RetKptrOrNull is the old value of the ArgKptrDest field, referenced,
 	// or NULL (bpf_kptr_xchg).
 	RetKptrOrNull
+	// RetBTFIDTrusted is a trusted pointer to a kernel object of the
+	// struct Proto.RetBTF names, never NULL (RET_PTR_TO_BTF_ID_TRUSTED:
+	// bpf_get_current_task_btf).
+	RetBTFIDTrusted
 )
 
 // Proto is a helper prototype: what the verifier checks of a call, the
@@ -171,6 +172,11 @@ type Proto struct {
 	// arg_btf_id).
 	ArgBTF [5]string
 	Ret    RetType
+	// RetBTF names the struct a RetBTFIDTrusted return points to.
+	RetBTF string
+	// MightSleep says only sleepable programs may call the helper (the
+	// kernel's might_sleep: bpf_copy_from_user).
+	MightSleep bool
 	// TailCall marks bpf_tail_call.
 	TailCall bool
 	// PktAccess allows packet pointers as memory arguments (the kernel's
@@ -188,4 +194,18 @@ type Proto struct {
 	// another type, carrying its reference if any (the kernel's
 	// is_ptr_cast_function: bpf_sk_fullsock, bpf_tcp_sock).
 	Cast bool
+}
+
+// UsesBTF reports whether verifying a call needs the kernel's BTF: its
+// arguments or return value are typed by it.
+func (p *Proto) UsesBTF() bool {
+	if p.Ret == RetBTFIDTrusted {
+		return true
+	}
+	for _, a := range p.Args {
+		if a == ArgBTFID {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,8 @@
 package helper
 
 import (
+	"encoding/binary"
+
 	"github.com/bpfvm/bpfvm/runner"
 	"github.com/bpfvm/bpfvm/vm"
 )
@@ -12,6 +14,41 @@ var taskHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_get_current_comm", Args: [5]ArgType{ArgUninitMem, ArgConstSize}}, Func: helperGetCurrentComm},
 	{Proto: Proto{Name: "bpf_get_current_cgroup_id"}, Func: helperGetCurrentCgroupID},
 	{Proto: Proto{Name: "bpf_get_current_ancestor_cgroup_id", Args: [5]ArgType{ArgAnything}}, Func: helperGetCurrentAncestorCgroupID},
+	{Proto: Proto{Name: "bpf_get_ns_current_pid_tgid", Args: [5]ArgType{ArgAnything, ArgAnything, ArgUninitMem, ArgConstSize}}, Func: helperGetNSCurrentPidTgid},
+}
+
+// pidnsInfoSize is the size of struct bpf_pidns_info (pid, tgid).
+const pidnsInfoSize = 8
+
+// helperGetNSCurrentPidTgid is bpf_get_ns_current_pid_tgid(dev, ino,
+// nsdata, size): the current task's pid and tgid in its pid namespace
+// when dev and ino name it (the world's Task.PidNSDev and PidNSIno), else
+// -EINVAL, as for a size other than struct bpf_pidns_info's or a device
+// number wider than the kernel's 32-bit dev_t; nsdata zeroed on error.
+func helperGetNSCurrentPidTgid(e *vm.Env, r1, r2, r3, r4, _ uint64) (uint64, error) {
+	size := uint32(r4)
+	if _, err := memArg(e, r3, size, true); err != nil {
+		return 0, err
+	}
+	out := vm.Slice(r3, uint64(size))
+	t, host := runner.Of(e).Task()
+	if size != pidnsInfoSize || r1 != uint64(uint32(r1)) || t.PidNSIno == 0 || r1 != t.PidNSDev || r2 != t.PidNSIno {
+		clear(out)
+		return neg(einval), nil
+	}
+	if host {
+		t.PID = threadID()
+	}
+	pid, tgid := t.NSPID, t.NSTGID
+	if pid == 0 {
+		pid = t.PID
+	}
+	if tgid == 0 {
+		tgid = t.TGID
+	}
+	binary.NativeEndian.PutUint32(out[0:], pid)
+	binary.NativeEndian.PutUint32(out[4:], tgid)
+	return 0, nil
 }
 
 // helperGetCurrentAncestorCgroupID is

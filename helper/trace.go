@@ -19,7 +19,13 @@ var traceHelpers = []Helper{
 	{Proto: probeReadProto("bpf_probe_read_user_str"), Func: probeReadStrHelper(true)},
 	{Proto: probeReadProto("bpf_probe_read_str"), Func: probeReadStrCompat},
 	{Proto: Proto{Name: "bpf_get_current_task"}, Func: helperGetCurrentTask},
-	{Proto: Proto{Name: "bpf_get_current_task_btf", Ret: RetBTFTask}, Func: helperGetCurrentTask},
+	{Proto: Proto{Name: "bpf_copy_from_user", Args: [5]ArgType{ArgUninitMem, ArgConstSizeOrZero, ArgAnything}, MightSleep: true}, Func: helperCopyFromUser},
+	{Proto: Proto{Name: "bpf_copy_from_user_task", Args: [5]ArgType{ArgUninitMem, ArgConstSizeOrZero, ArgAnything, ArgBTFID, ArgAnything},
+		ArgBTF: [5]string{3: "task_struct"}, MightSleep: true}, Func: helperCopyFromUserTask},
+	// The same address, typed: a trusted task_struct the program reads
+	// with probe loads (the world's address reads 0 where the run's
+	// memory does not hold it).
+	{Proto: Proto{Name: "bpf_get_current_task_btf", Ret: RetBTFIDTrusted, RetBTF: "task_struct"}, Func: helperGetCurrentTask},
 	{Proto: Proto{Name: "bpf_get_func_ip", Args: [5]ArgType{ArgCtx}}, Func: helperGetFuncIPKprobe, Variant: "kprobe"},
 	{Proto: Proto{Name: "bpf_get_attach_cookie", Args: [5]ArgType{ArgCtx}}, Func: helperGetAttachCookie},
 	// The trampolines' and BTF tracepoints' (bpf_get_attach_cookie_tracing)
@@ -275,4 +281,30 @@ func sendSignalHelper(thread bool) vm.Helper {
 		}
 		return 0, nil
 	}
+}
+
+// helperCopyFromUser is bpf_copy_from_user(dst, size, user_ptr): the
+// current task's user memory (the world's), 0, or -EFAULT with dst zeroed.
+func helperCopyFromUser(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
+	size := uint32(r2)
+	if _, err := memArg(e, r1, size, true); err != nil {
+		return 0, err
+	}
+	dst := vm.Slice(r1, uint64(size))
+	ret := probeUser(e, dst, r3)
+	if ret != 0 {
+		clear(dst)
+	}
+	return ret, nil
+}
+
+// helperCopyFromUserTask is bpf_copy_from_user_task(dst, size, user_ptr,
+// task, flags): bpf_copy_from_user of the task's memory; the world has one
+// user address space, the current task's, which every task reads. Flags
+// other than 0 are -EINVAL, dst left as it is.
+func helperCopyFromUserTask(e *vm.Env, r1, r2, r3, _, r5 uint64) (uint64, error) {
+	if r5 != 0 {
+		return neg(einval), nil
+	}
+	return helperCopyFromUser(e, r1, r2, r3, 0, 0)
 }

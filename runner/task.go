@@ -25,6 +25,12 @@ type Task struct {
 	// root's first (level 0), for bpf_get_current_ancestor_cgroup_id: the
 	// task's own cgroup is at level len(Ancestors).
 	Ancestors []uint64
+	// PidNSDev and PidNSIno identify the task's pid namespace, as stat of
+	// /proc/<pid>/ns/pid gives them (bpf_get_ns_current_pid_tgid); NSPID
+	// and NSTGID are the task's ids in it, 0 for PID and TGID. The host's
+	// task has its own namespace's.
+	PidNSDev, PidNSIno uint64
+	NSPID, NSTGID      uint32
 }
 
 // AncestorCgroup returns the id of the task's cgroup's ancestor at level
@@ -57,6 +63,7 @@ var hostTask = sync.OnceValue(func() Task {
 		t.Comm = t.Comm[:CommLen-1]
 	}
 	t.CgroupID, t.Ancestors = hostCgroup()
+	t.PidNSDev, t.PidNSIno = hostPidNS()
 	return t
 })
 

@@ -67,6 +67,9 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	if p == nil {
 		return v.errorf(pc, "invalid func %s#%d", name, id)
 	}
+	if p.MightSleep && !v.sleepable {
+		return v.errorf(pc, "helper call might sleep in a non-sleepable prog")
+	}
 	if p.Name != "" {
 		name = p.Name
 	}
@@ -362,12 +365,6 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		}
 		*r0 = v.btfPtr(t, MaybeNull)
 		v.acquire(pc, r0)
-	case RetBTFTask:
-		t, err := v.kernelStruct("task_struct")
-		if err != nil {
-			return v.errorf(pc, "%s: %v", name, err)
-		}
-		*r0 = v.btfPtr(t, Trusted)
 	case RetMapValueOrNull:
 		if m.Spec.Type.OfMaps() { // the inner map
 			inner := &MapInfo{Name: m.Name + ".inner", Index: -1}
@@ -404,6 +401,12 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		}
 		*r0 = Reg{Type: PtrToMem, Flags: MaybeNull | Ringbuf, MemSize: uint32(allocSize), ID: v.newID(), Scalar: Const(0)}
 		v.acquire(pc, r0)
+	case RetBTFIDTrusted:
+		t, err := v.kernelStruct(p.RetBTF)
+		if err != nil {
+			return v.errorf(pc, "%s: %v", name, err)
+		}
+		*r0 = v.btfPtr(t, Trusted)
 	case RetSocketOrNull, RetSockCommonOrNull, RetTCPSockOrNull:
 		t := PtrToSocket
 		switch p.Ret {

@@ -58,8 +58,8 @@ const (
 	RetSocketOrNull     = helper.RetSocketOrNull
 	RetSockCommonOrNull = helper.RetSockCommonOrNull
 	RetTCPSockOrNull    = helper.RetTCPSockOrNull
-	RetBTFTask          = helper.RetBTFTask
 	RetKptrOrNull       = helper.RetKptrOrNull
+	RetBTFIDTrusted     = helper.RetBTFIDTrusted
 )
 
 // BuiltinProto returns the prototype of a kernel helper bpfvm implements,

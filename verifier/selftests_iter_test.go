@@ -44,6 +44,15 @@ func TestIterPrograms(t *testing.T) {
 		it("task_file file unchecked", "task_file", "r2 = *(u64 *)(r1 +24)\nr0 = *(u64 *)(r2 +0)\nr0 = 0\nexit", "R2 invalid mem access 'ptr_or_null_'"),
 		it("cgroup checked", "cgroup", "r2 = *(u64 *)(r1 +8)\nif r2 == 0 goto +1\nr0 = *(u64 *)(r2 +0)\nr0 = 0\nexit", ""),
 		{name: "sleepable iterator", typ: ebpf.Tracing, attach: ebpf.AttachTraceIter, attachTo: "task", flags: verifier.FlagSleepable, asm: "r0 = 0\nexit"},
+		// bpf_copy_from_user(_task) might sleep.
+		{name: "copy_from_user sleepable", typ: ebpf.Tracing, attach: ebpf.AttachTraceIter, attachTo: "task", flags: verifier.FlagSleepable,
+			asm: "r1 = r10\nr1 += -8\nr2 = 8\nr3 = 0\ncall 148\nr0 = 0\nexit"},
+		it("copy_from_user not sleepable", "task", "r1 = r10\nr1 += -8\nr2 = 8\nr3 = 0\ncall 148\nr0 = 0\nexit", "helper call might sleep in a non-sleepable prog"),
+		{name: "copy_from_user_task", typ: ebpf.Tracing, attach: ebpf.AttachTraceIter, attachTo: "task", flags: verifier.FlagSleepable,
+			asm: "r4 = *(u64 *)(r1 +8)\nif r4 == 0 goto +6\nr1 = r10\nr1 += -8\nr2 = 8\nr3 = 0\nr5 = 0\ncall 191\nr0 = 0\nexit"},
+		{name: "copy_from_user_task of a NULL task", typ: ebpf.Tracing, attach: ebpf.AttachTraceIter, attachTo: "task", flags: verifier.FlagSleepable,
+			asm: "r4 = *(u64 *)(r1 +8)\nr1 = r10\nr1 += -8\nr2 = 8\nr3 = 0\nr5 = 0\ncall 191\nr0 = 0\nexit",
+			err: "R4 type=trusted_ptr_or_null_ expected=ptr_, trusted_ptr_, rcu_ptr_", kmsg: true},
 		{name: "map element key", typ: ebpf.Tracing, attach: ebpf.AttachTraceIter, attachTo: "bpf_map_elem", asm: "r2 = *(u64 *)(r1 +16)\nr0 = 0\nexit",
 			err: "bpfvm does not support iterator buffers", noKernel: true},
 	}

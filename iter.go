@@ -1,0 +1,159 @@
+package bpfvm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+
+	"github.com/bpfvm/bpfvm/progtype"
+)
+
+// IterOptions describe what an iterator program (iter/<target>) walks,
+// for Program.Iterate: the host's world, not the kernel's.
+type IterOptions struct {
+	// Tasks are what iter/task walks, in order: each is shown to the
+	// program as a struct task_struct laid out by the target BTF, with
+	// its pid, tgid and comm (and zero elsewhere).
+	Tasks []Task
+	// Trace is the rest of the world the runs see (memory for the probe
+	// reads, the current task...); its Seq is Iterate's own.
+	Trace *Trace
+}
+
+// ErrIterTarget is returned by Iterate for a program that is not an
+// iterator, or one whose target bpfvm cannot walk.
+var ErrIterTarget = errors.New("iterator target not supported")
+
+// Iterate runs an iterator program over what opts describe, as reading
+// the kernel's iterator file does (cilium/ebpf's link.AttachIter and
+// Iter.Open): once per element, with meta->seq_num counting from 0, then
+// once more with the element NULL (and the last element's seq_num), and
+// returns what the runs wrote with
+// bpf_seq_printf and bpf_seq_write. A run returning 1 asks the kernel to
+// show its element again later; bpfvm drops that run's output and ends
+// the walk there, as a read of the file would end.
+func (p *Program) Iterate(opts *IterOptions) (io.Reader, error) {
+	if opts == nil {
+		opts = &IterOptions{}
+	}
+	if p.typ != ebpf.Tracing || p.opts.AttachType != ebpf.AttachTraceIter {
+		return nil, fmt.Errorf("program %s: %w: not an iterator", p.name, ErrIterTarget)
+	}
+	if p.opts.AttachTo != "task" {
+		return nil, fmt.Errorf("program %s: %w: iter/%s", p.name, ErrIterTarget, p.opts.AttachTo)
+	}
+	kt := p.opts.KernelTypes
+	if kt == nil {
+		kt = defaultKernelTypes(p.opts)
+	}
+	layout, err := taskLayoutOf(kt)
+	if err != nil {
+		return nil, fmt.Errorf("program %s: %w", p.name, err)
+	}
+	var out bytes.Buffer
+	world := Trace{}
+	if opts.Trace != nil {
+		world = *opts.Trace
+	}
+	ctx := make([]byte, progtype.IterContextSize)
+	for i := 0; i <= len(opts.Tasks); i++ {
+		clear(ctx)
+		// The meta after the argument slots, then the task's image.
+		meta, image := uint32(progtype.IterArea), uint32(progtype.IterArea+iterMetaSize)
+		binary.NativeEndian.PutUint64(ctx[0:], progtype.IterPointer(meta))
+		// meta->seq: zero bytes after the image (the helpers write to
+		// the run's Seq; nothing reads the seq_file itself).
+		binary.NativeEndian.PutUint64(ctx[meta:], progtype.IterPointer(image+layout.size))
+		// meta->seq_num: the element's number; the last run's is the
+		// last element's, as the kernel counts only elements found.
+		binary.NativeEndian.PutUint64(ctx[meta+16:], uint64(min(i, max(len(opts.Tasks)-1, 0))))
+		if i < len(opts.Tasks) {
+			layout.fill(ctx[image:], &opts.Tasks[i])
+			binary.NativeEndian.PutUint64(ctx[8:], progtype.IterPointer(image))
+		}
+		var seq bytes.Buffer
+		world.Seq = &seq
+		res, err := p.Execute(&RunOptions{Context: ctx, Trace: &world})
+		if err != nil {
+			return nil, fmt.Errorf("program %s: element %d: %w", p.name, i, err)
+		}
+		if res.R0 != 0 {
+			break
+		}
+		out.Write(seq.Bytes())
+	}
+	return &out, nil
+}
+
+// iterMetaSize is the size of struct bpf_iter_meta (seq, session_id,
+// seq_num).
+const iterMetaSize = 24
+
+// taskLayout is where struct task_struct holds what a Task gives, by the
+// target BTF.
+type taskLayout struct {
+	size            uint32
+	pid, tgid, comm uint32
+}
+
+func taskLayoutOf(spec *btf.Spec) (*taskLayout, error) {
+	if spec == nil {
+		return nil, fmt.Errorf("no kernel BTF for task_struct images")
+	}
+	var task *btf.Struct
+	if err := spec.TypeByName("task_struct", &task); err != nil {
+		return nil, fmt.Errorf("task_struct images: %w", err)
+	}
+	l := &taskLayout{size: task.Size}
+	for _, f := range []struct {
+		name string
+		off  *uint32
+	}{{"pid", &l.pid}, {"tgid", &l.tgid}, {"comm", &l.comm}} {
+		off, ok := memberOffset(task.Members, f.name)
+		if !ok {
+			return nil, fmt.Errorf("task_struct images: no member %s", f.name)
+		}
+		*f.off = off
+	}
+	if l.size+8 > progtype.IterContextSize-progtype.IterArea-iterMetaSize {
+		return nil, fmt.Errorf("task_struct of %d bytes does not fit an iterator's context", l.size)
+	}
+	return l, nil
+}
+
+// fill writes the image of t into b.
+func (l *taskLayout) fill(b []byte, t *Task) {
+	binary.NativeEndian.PutUint32(b[l.pid:], t.PID)
+	binary.NativeEndian.PutUint32(b[l.tgid:], t.TGID)
+	comm := b[l.comm : l.comm+16]
+	copy(comm[:15], t.Comm)
+}
+
+// memberOffset finds a member's byte offset by name, looking into
+// anonymous structs and unions.
+func memberOffset(ms []btf.Member, name string) (uint32, bool) {
+	for _, m := range ms {
+		if m.Name == name {
+			return uint32(m.Offset.Bytes()), true
+		}
+		if m.Name != "" {
+			continue
+		}
+		var inner []btf.Member
+		switch u := btf.UnderlyingType(m.Type).(type) {
+		case *btf.Struct:
+			inner = u.Members
+		case *btf.Union:
+			inner = u.Members
+		}
+		if off, ok := memberOffset(inner, name); ok {
+			return uint32(m.Offset.Bytes()) + off, true
+		}
+	}
+	return 0, false
+}
