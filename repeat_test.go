@@ -116,3 +116,60 @@ func TestRepeatCancel(t *testing.T) {
 		}
 	}
 }
+
+// Repetitions the JIT runs back to back in native code count as many runs
+// as asked, across budget exits and mixed with repetitions that call a
+// helper (which Go serves between them): a per-CPU counter (inlined
+// lookup, no exit) and an array (bpf_map_update_elem) see every repetition.
+func TestRepeatNativeCount(t *testing.T) {
+	spec := &ebpf.CollectionSpec{
+		Maps: map[string]*ebpf.MapSpec{
+			"pc": {Name: "pc", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+			"h":  {Name: "h", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+		},
+		Programs: map[string]*ebpf.ProgramSpec{"count": {Name: "count", Type: ebpf.XDP, License: "GPL", Instructions: asm.Instructions{
+			asm.StoreImm(asm.RFP, -4, 0, asm.Word),
+			asm.LoadMapPtr(asm.R1, 0).WithReference("pc"),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -4),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, "out"),
+			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+			asm.Add.Imm(asm.R1, 1),
+			asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+			// Every 1000th repetition updates the array through the helper.
+			asm.Mov.Reg(asm.R2, asm.R1),
+			asm.Mod.Imm(asm.R2, 1000),
+			asm.JNE.Imm(asm.R2, 0, "out"),
+			asm.StoreMem(asm.RFP, -16, asm.R1, asm.DWord),
+			asm.LoadMapPtr(asm.R1, 0).WithReference("h"),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -4),
+			asm.Mov.Reg(asm.R3, asm.RFP),
+			asm.Add.Imm(asm.R3, -16),
+			asm.Mov.Imm(asm.R4, 0),
+			asm.FnMapUpdateElem.Call(),
+			asm.Mov.Imm(asm.R0, 2).WithSymbol("out"),
+			asm.Return(),
+		}}},
+	}
+	for _, eng := range []bpfvm.Engine{bpfvm.EngineJIT, bpfvm.EngineInterpreter} {
+		coll, err := bpfvm.NewCollectionWithOptions(spec, bpfvm.CollectionOptions{NumCPU: 1, Programs: bpfvm.ProgramOptions{Engine: eng}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 234567
+		if r, err := coll.Programs["count"].Run(&bpfvm.RunOptions{Data: make([]byte, 64), Repeat: n}); err != nil || r != 2 {
+			t.Fatalf("%s: %d, %v", eng, r, err)
+		}
+		var per []uint64
+		var last uint64
+		if err := coll.Maps["pc"].Lookup(uint32(0), &per); err != nil || per[0] != n {
+			t.Errorf("%s: per-CPU count %v, %v; want %d", eng, per, err, n)
+		}
+		if err := coll.Maps["h"].Lookup(uint32(0), &last); err != nil || last != n/1000*1000 {
+			t.Errorf("%s: last helper update at %d, %v; want %d", eng, last, err, n/1000*1000)
+		}
+		coll.Close()
+	}
+}

@@ -34,6 +34,9 @@ type Runner struct {
 	regions  []vm.Region // regions[0] is the packet
 	prog     *Program    // the program running, for helpers
 	redirect Redirect
+	// redirected is set once SetRedirect wrote redirect: repetitions
+	// clear it only then (80 bytes, a good part of an empty run's reset).
+	redirected bool
 	// keysIn and frame are what a flow_dissector test run resets the
 	// flow keys from before each repetition (progtype.KeysRun).
 	keysIn, frame []byte
@@ -85,6 +88,9 @@ func (r *Runner) setPacket(p Packet) {
 func (r *Runner) startEnv(ctx context.Context) {
 	p, e := r.prog, &r.env
 	e.Checked = p.Checked
+	// nextRun resets only what helpers and tail calls change, but for the
+	// flow keys, which it restores after every repetition.
+	e.QuietRepeat = p.Type.Keys == nil
 	r.regions = r.progRegions(append(r.regions[:0], vm.Region{}), p)
 	e.Regions = r.regions
 	e.Ctx.Start, e.Ctx.End, e.Ctx.Writable = 0, 0, false
@@ -177,7 +183,7 @@ func (r *Runner) SetPacket(p Packet) { r.setPacket(p) }
 func (r *Runner) PacketBytes() []byte { return vm.Slice(r.pkt.Data, r.pkt.End-r.pkt.Data) }
 
 // SetRedirect records the redirect helper call of the run (Output.Redirect).
-func (r *Runner) SetRedirect(rd Redirect) { r.redirect = rd }
+func (r *Runner) SetRedirect(rd Redirect) { r.redirect, r.redirected = rd, true }
 
 // OwnMap returns the map of the running program whose handle is handle,
 // or nil: the fast path of a checked run's map arguments.

@@ -73,7 +73,9 @@ func (r *Runner) resetRun() {
 		p.Type.Keys.Reset(keys, r.keysIn, r.frame)
 	}
 	r.env.TailCalls = 0
-	r.redirect = Redirect{}
+	if r.redirected {
+		r.redirect, r.redirected = Redirect{}, false
+	}
 	r.sk.clones = r.sk.clones[:0]
 	r.tr.signals = r.tr.signals[:0]
 	r.hs.scratchDepth = 0

@@ -83,6 +83,11 @@ type Helper func(e *Env, r1, r2, r3, r4, r5 uint64) (uint64, error)
 type Env struct {
 	// Checked enables validation of every access against Regions.
 	Checked bool
+	// QuietRepeat says that the between function of a Repeat has nothing
+	// to do after a repetition that called no helper and made no tail
+	// call: an engine may then run such repetitions back to back without
+	// calling it (the JIT repeats in native code).
+	QuietRepeat bool
 	// Regions the run may access besides its stack (context, packet, map values).
 	Regions []Region
 	// Ctx is the context region; CtxAccess, when set, emulates accesses to it.

@@ -399,12 +399,40 @@ func (c *compiler) emitAll(a *asm) error {
 	return nil
 }
 
+// repWeight is what a native repetition counts against the budget chunk
+// (about the instructions of a short run; the chunk's size adapts to
+// time).
+const repWeight = 8
+
 // common emits the shared routines.
 func (c *compiler) common() {
 	a := c.a
 	// entry: call the function at header.target; its return is the run's.
 	a.bind(c.entry)
 	a.callM(mem{regCtx, offTarget})
+	// Native repetitions (header.reps): run the entry again with fresh
+	// registers and may_goto budget while Go allows it. The instruction
+	// budget carries on, and each repetition is a budget site, so that
+	// Go still sees the run every chunk (its context, the scheduler).
+	again, done := a.newLabel(), a.newLabel()
+	a.bind(again)
+	a.aluMI(8, aluCmp, mem{regCtx, offReps}, 0)
+	a.jcc(ccE, done)
+	c.budgetCheck(0, repWeight)
+	a.aluMI(8, aluSub, mem{regCtx, offReps}, 1)
+	a.aluMI(8, aluAdd, mem{regCtx, offRepsDone}, 1)
+	a.storeImm(8, mem{regCtx, offLoops}, maxLoops)
+	for r := isa.R0; r <= isa.R9; r++ {
+		if r != isa.R1 && r != isa.R2 {
+			a.aluRR(4, aluXor, regMap[r], regMap[r])
+		}
+	}
+	a.load(8, false, regMap[isa.R1], mem{regCtx, offRepR1})
+	a.load(8, false, regMap[isa.R2], mem{regCtx, offRepR2})
+	a.load(8, false, regMap[isa.R10], mem{regCtx, offRepFP})
+	a.callM(mem{regCtx, offTarget})
+	a.jmp(again)
+	a.bind(done)
 	a.storeImm(8, mem{regCtx, offExit}, exitDone)
 	// fall through
 	a.bind(c.exitCommon)

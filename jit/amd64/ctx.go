@@ -49,6 +49,13 @@ type header struct {
 	// probeStack is the whole stack (env.Stack), which probe loads may
 	// read, and probeStackLen its length.
 	probeStack, probeStackLen uint64
+	// Native repetitions (Repeat with vm.Env.QuietRepeat): reps is how
+	// many more runs native code may start when one returns, repsDone
+	// how many it started; each starts with R1, R2 and R10 from repR1,
+	// repR2 and repFP and the other registers zero. Go clears reps when
+	// it serves an exit that between must see (a helper, a tail call).
+	reps, repsDone      uint64
+	repR1, repR2, repFP uint64
 }
 
 // Offsets into header, for the code generator.
@@ -78,6 +85,11 @@ var (
 	offHotWLim       = int32(unsafe.Offsetof(header{}.hotWLim))
 	offCPU           = int32(unsafe.Offsetof(header{}.cpu))
 	offRand          = int32(unsafe.Offsetof(header{}.rand))
+	offReps          = int32(unsafe.Offsetof(header{}.reps))
+	offRepsDone      = int32(unsafe.Offsetof(header{}.repsDone))
+	offRepR1         = int32(unsafe.Offsetof(header{}.repR1))
+	offRepR2         = int32(unsafe.Offsetof(header{}.repR2))
+	offRepFP         = int32(unsafe.Offsetof(header{}.repFP))
 	offOwnRand       = int32(unsafe.Offsetof(header{}.ownRand))
 	offProbeStack    = int32(unsafe.Offsetof(header{}.probeStack))
 	offProbeStackLen = int32(unsafe.Offsetof(header{}.probeStackLen))

@@ -298,6 +298,11 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n u
 	// many and short).
 	cancellable := env.Context != nil && env.Context.Done() != nil
 	timed := cancellable && !nested
+	// Repetitions between which nothing needs Go run back to back in
+	// native code (see header.reps), on an unlimited budget only: a
+	// limited one is per run.
+	native := n > 1 && env.QuietRepeat && budget == ^uint64(0)
+	h.repR1, h.repR2, h.repFP = args[0], args[1], env.Stack.End
 	for {
 		total := int64(min(budget, budgetLimit))
 		r.chunk, r.last = img.chunk.Load(), 0
@@ -319,7 +324,13 @@ func (p *Program) run(env *vm.Env, entry int, args [5]uint64, budget uint64, n u
 		h.loops = maxLoops
 		h.nativeSP = c.stackTop()
 		h.target, h.resume = target, resume
+		h.reps, h.repsDone = 0, 0
+		if native {
+			h.reps = uint64(n - 1)
+		}
 		v, err := r.loop()
+		n -= uint32(h.repsDone)
+		h.reps = 0
 		if n <= 1 || err != nil {
 			return v, err
 		}
@@ -380,6 +391,7 @@ func (r *run) loop() (uint64, error) {
 				env.FP = fp // a load and compare measured 0.25 ns faster than a store
 			}
 			h.resume = s.resume
+			h.reps = 0 // between must see the repetition
 			v, err := s.fn(env, h.regs[1], h.regs[2], h.regs[3], h.regs[4], h.regs[5])
 			h.regs[0] = v
 			if err != nil {
@@ -391,6 +403,9 @@ func (r *run) loop() (uint64, error) {
 			continue
 		}
 		pc := int(word >> 8)
+		if word&0xff != exitBudget {
+			h.reps = 0 // between must see the repetition
+		}
 		if word&0xff == exitHelperSync {
 			// A helper call after which checked code needs the region
 			// table refreshed and LD_ABS/LD_IND the packet bounds.
