@@ -773,9 +773,15 @@ func (v *verifier) checkLocalCall(pc, target int) error {
 // may use less than maxTailCallStack between them.
 func (v *verifier) checkStackDepth() error {
 	depth := func(sub int) int { return (v.subs[sub].StackDepth + 15) &^ 15 }
-	var walk func(sub, total, frames int) error
-	walk = func(sub, total, frames int) error {
+	var walk func(sub, total, frames int, inCallback bool) error
+	walk = func(sub, total, frames int, inCallback bool) error {
 		s := v.subs[sub]
+		inCallback = inCallback || s.Callback
+		if inCallback && v.hasTailCall(s) {
+			// The callback's helper would see the target's return
+			// value, and the JIT keeps no tail call count across it.
+			return v.errorf(s.Start, "cannot tail call within callback")
+		}
 		if frames > MaxCallFrames {
 			// Global functions are not followed while exploring, so
 			// only this walk sees how deep (or recursive) their calls
@@ -791,14 +797,14 @@ func (v *verifier) checkStackDepth() error {
 		}
 		for pc := s.Start; pc < s.End; pc++ {
 			if ins := v.insns[pc]; ins.IsLocalCall() || ins.IsPseudoFunc() {
-				if err := walk(subprogAt(v.subs, pc+1+int(ins.Imm)), total, frames+1); err != nil {
+				if err := walk(subprogAt(v.subs, pc+1+int(ins.Imm)), total, frames+1, inCallback); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
 	}
-	return walk(0, 0, 1)
+	return walk(0, 0, 1, false)
 }
 
 // maxTailCallStack bounds the stack of the frames below a subprogram that
