@@ -770,16 +770,15 @@ func (v *verifier) checkLocalCall(pc, target int) error {
 // A callback counts as a call from the function that takes its address, as
 // in the kernel. A subprogram that tail-calls keeps its callers' frames
 // while the target runs (and the target may tail-call again): the callers
-// may use less than maxTailCallStack between them.
+// may use less than maxTailCallStack between them. No function a callback
+// reaches may tail-call: the target would return into the helper that
+// called back, through frames it does not know of.
 func (v *verifier) checkStackDepth() error {
 	depth := func(sub int) int { return (v.subs[sub].StackDepth + 15) &^ 15 }
 	var walk func(sub, total, frames int, inCallback bool) error
 	walk = func(sub, total, frames int, inCallback bool) error {
 		s := v.subs[sub]
-		inCallback = inCallback || s.Callback
 		if inCallback && v.hasTailCall(s) {
-			// The callback's helper would see the target's return
-			// value, and the JIT keeps no tail call count across it.
 			return v.errorf(s.Start, "cannot tail call within callback")
 		}
 		if frames > MaxCallFrames {
@@ -797,7 +796,7 @@ func (v *verifier) checkStackDepth() error {
 		}
 		for pc := s.Start; pc < s.End; pc++ {
 			if ins := v.insns[pc]; ins.IsLocalCall() || ins.IsPseudoFunc() {
-				if err := walk(subprogAt(v.subs, pc+1+int(ins.Imm)), total, frames+1, inCallback); err != nil {
+				if err := walk(subprogAt(v.subs, pc+1+int(ins.Imm)), total, frames+1, inCallback || ins.IsPseudoFunc()); err != nil {
 					return err
 				}
 			}

@@ -84,7 +84,13 @@ func (v *verifier) checkCondJump(pc int, ins isa.Instruction, op uint8) error {
 		return nil
 	}
 	if (dst.Type.IsPointer() || src.Type.IsPointer()) && v.opts.Unprivileged && !v.allowedPtrCompare(dst, &src, op, x, is32) {
-		return v.errorf(pc, "R%d pointer comparison prohibited", ins.Dst)
+		// The kernel names the source first.
+		regno := ins.Dst
+		pktAny := func(t RegType) bool { return t.isPacket() || t == PtrToPacketEnd }
+		if x && src.Type.IsPointer() && !(pktAny(dst.Type) && pktAny(src.Type)) {
+			regno = ins.Src
+		}
+		return v.errorf(pc, "R%d pointer comparison prohibited", regno)
 	}
 
 	other := v.cloneState(v.cur)
