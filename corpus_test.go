@@ -135,30 +135,11 @@ var knownRefused = map[string]string{}
 // knownExcess are the corpus programs (by file/program name, without a
 // trailing number) where bpfvm still processes more instructions or
 // remembers more states than the kernel, each with its cause, until it is
-// fixed (issue 14). Since the state list follows the kernel's (prune.go),
-// all the others match the kernel's figures exactly or stay below them.
-var knownExcess = map[string]string{
-	// 179 against 152 instructions, 9 states against 8: a 4-byte store of
-	// a constant over a spilled zero keeps the slot's upper bytes known
-	// zero, where the kernel makes them STACK_MISC ("mmmm42"), and a
-	// 4-byte spill into an unused slot logs as fp-8=0 where the kernel has
-	// ????0; the states then compare differently.
-	"helpers_skb.o/tunnel":     "partial spills over a spilled zero stay precise",
-	"helpers_skb.o/tunnel_get": "partial spills over a spilled zero stay precise",
-	"helpers_skb.o/tunnel_set": "partial spills over a spilled zero stay precise",
-	// 152 against 137 instructions, 13 states against 12: the bpf_loop
-	// context's 4-byte field is spilled into an unused slot, which the
-	// kernel keeps as a 4-byte spill (????scalar) and bpfvm as a whole
-	// scalar; the callback's may_goto rounds then see bounds the kernel's
-	// do not and take more rounds to converge.
-	"loops.o/cond_break_callback": "a 4-byte spill into an unused slot is kept as a whole scalar",
-	// 13,220 against 13,211 instructions, 1,065 states against 1,064, 543
-	// against 542 at the peak: an open-coded iterator inside a bpf_loop
-	// callback; after the callback's second round the kernel prunes the
-	// iterator's first _next call, bpfvm compares a slot holding a spilled
-	// zero (fp-8=0) with the next round's unknown sum and does not.
-	"rewrites.o/all_together": "iterator in a callback: a spilled zero misses against an unknown scalar",
-}
+// fixed (issue 14). Since the state list follows the kernel's (prune.go)
+// and helper calls read only the stack their prototype says
+// (stack_liveness.go), every program matches the kernel's figures
+// exactly or stays below them.
+var knownExcess = map[string]string{}
 
 // unpinned returns spec with its maps' pinning dropped (iproute2's
 // PIN_GLOBAL_NS maps of the legacy objects), so that a test loads them on

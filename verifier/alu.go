@@ -313,6 +313,11 @@ func (v *verifier) pointerALU(pc int, ins isa.Instruction, dst, src *Reg, op uin
 			return v.errorf(pc, "value %d makes %s pointer be out of bounds", s.Smin, name)
 		}
 	}
+	if v.opts.Unprivileged && x {
+		if err := v.sanitizePtrALU(pc, ins.Dst, offReg, ptr, s, op); err != nil {
+			return err
+		}
+	}
 	res := *ptr
 	if s.IsConst() {
 		c := int64(s.Const())
@@ -330,9 +335,6 @@ func (v *verifier) pointerALU(pc int, ins isa.Instruction, dst, src *Reg, op uin
 			res.Range = 0
 		}
 	} else {
-		if ptr.Type == PtrToCtx && v.opts.Unprivileged {
-			return v.errorf(pc, "R%d variable ctx access prohibited", ins.Dst)
-		}
 		res.Scalar.ALU(op, s, true, false)
 		if res.Scalar.Smin <= -maxVarOff || res.Scalar.Smin >= maxVarOff {
 			return v.errorf(pc, "value %d makes %s pointer be out of bounds", res.Scalar.Smin, name)
@@ -344,7 +346,74 @@ func (v *verifier) pointerALU(pc int, ins isa.Instruction, dst, src *Reg, op uin
 			res.Range = 0
 		}
 	}
+	if v.opts.Unprivileged {
+		if err := v.sanitizeBounds(pc, ins.Dst, &res); err != nil {
+			return err
+		}
+	}
 	*dst = res
+	return nil
+}
+
+// sanitizePtrALU applies the kernel's rules for pointer arithmetic with a
+// register in unprivileged programs (sanitize_ptr_alu, which masks the
+// offset at run time against speculative out-of-bounds use): only stack
+// and map value pointers, an offset whose sign is known, and a pointer
+// that stays within what the mask can limit.
+func (v *verifier) sanitizePtrALU(pc int, dstReg, offReg isa.Register, ptr *Reg, off Scalar, op uint8) error {
+	if !off.IsConst() && (off.Smin < 0) != (off.Smax < 0) {
+		return v.errorf(pc, "R%d has unknown scalar with mixed signed bounds, pointer arithmetic with it prohibited for !root", offReg)
+	}
+	offNeg := off.Smin < 0
+	toLeft := op == isa.ALUAdd && offNeg || op == isa.ALUSub && !offNeg
+	var max, limit uint32
+	switch ptr.Type {
+	case PtrToStack:
+		max = MaxStack
+		if toLeft {
+			max++
+		}
+		limit = uint32(-(int64(ptr.Scalar.Var.Value) + int64(ptr.Off)))
+	case PtrToMapValue:
+		max = ptr.Map.Spec.ValueSize
+		b := ptr.Umax
+		if toLeft {
+			b = uint64(ptr.Smin)
+		}
+		limit = uint32(b + uint64(int64(ptr.Off)))
+	default:
+		return v.errorf(pc, "R%d has pointer with unsupported alu operation, pointer arithmetic with it prohibited for !root", dstReg)
+	}
+	if limit >= max {
+		what := "add"
+		if op == isa.ALUSub {
+			what = "sub"
+		}
+		return v.errorf(pc, "R%d tried to %s beyond pointer bounds, pointer arithmetic with it prohibited for !root", dstReg, what)
+	}
+	return nil
+}
+
+// sanitizeBounds requires an unprivileged program's stack or map value
+// pointer to stay in bounds after arithmetic, so that later accesses can
+// be masked (the kernel's sanitize_check_bounds).
+func (v *verifier) sanitizeBounds(pc int, dstReg isa.Register, r *Reg) error {
+	switch r.Type {
+	case PtrToStack:
+		off := int64(r.Off) + int64(r.Scalar.Var.Value)
+		if !r.Scalar.Var.IsConst() {
+			return v.errorf(pc, "R%d variable stack access prohibited for !root, var_off=%s off=%d", dstReg, r.Scalar.Var, off)
+		}
+		if off >= 0 || off < -MaxStack {
+			return v.errorf(pc, "R%d stack pointer arithmetic goes out of range, prohibited for !root; off=%d", dstReg, off)
+		}
+	case PtrToMapValue:
+		lo := int64(r.Off) + r.Scalar.Smin
+		hi := int64(r.Off) + int64(r.Scalar.Umax)
+		if r.Scalar.Smin < 0 || lo < 0 || r.Scalar.Umax >= uint64(maxVarOff) || hi+1 > int64(r.Map.Spec.ValueSize) {
+			return v.errorf(pc, "R%d pointer arithmetic of map value goes out of range, prohibited for !root", dstReg)
+		}
+	}
 	return nil
 }
 

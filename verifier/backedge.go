@@ -46,12 +46,16 @@ func (v *verifier) loopHit(e *explored, pc int) {
 	if v.opts.Unprivileged {
 		return
 	}
-	if v.exact || len(e.openFor) > 0 {
-		// Compared exactly anyway, or e's own marks are not final and
-		// its back-edges are traced elsewhere: be conservative.
+	if v.exact {
+		// Compared exactly anyway: be conservative.
 		v.markAllPrecise()
 		return
 	}
+	// An open e (an inner loop's head on the way of an outer one's
+	// back-edge) may still gain marks: its back-edges, this one too, go
+	// to the outer heads when it finishes (closeLoop) and are traced
+	// again with its final marks when they finish, as the kernel traces
+	// every back-edge of an SCC at its exit.
 	v.propagatePrecision(e.st, pc)
 	v.addBackedge(e, e, !v.callbackSites[pc])
 }

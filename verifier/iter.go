@@ -159,9 +159,10 @@ func sameCallSites(a, b *State) bool {
 }
 
 // pruneIterNext compares the current state at a _next call with a
-// remembered one: covered with the iterator active, the current state adds
-// nothing even when e is an earlier round of the same loop (the kernel's
-// is_iter_next_insn case of is_state_visited).
+// remembered one of an earlier round of the same loop, still being
+// explored: covered, every scalar compared, with the iterator active, the
+// current state adds nothing (the kernel's is_iter_next_insn case of
+// is_state_visited).
 func (v *verifier) pruneIterNext(pc int, e *explored) bool {
 	if !v.statesEqual(e.st, v.cur, pc, true) {
 		return false
@@ -181,11 +182,7 @@ func (v *verifier) pruneIterNext(pc int, e *explored) bool {
 	e.hit++
 	// What e's paths need precise, this path needs too; an earlier
 	// round's marks are not final yet (backedge.go).
-	if e.branches > 0 {
-		v.loopHit(e, pc)
-	} else {
-		v.propagatePrecision(e.st, pc)
-	}
+	v.loopHit(e, pc)
 	return true
 }
 
@@ -246,18 +243,35 @@ func (v *verifier) noteLoopInline(pc int, name string, sub int, caller *Frame) {
 // states and differ from old's unknown (the kernel's
 // widen_imprecise_scalars): pruning ignores their values anyway, and
 // keeping them would make every round of an iterator loop look new.
+//
+// Equal means equal bounds and ids that correspond one to one across the
+// two states (the kernel's regs_exact with one id map for the whole
+// comparison): each round gives its values new ids, and a value that
+// keeps its links from round to round has not changed. The frames are
+// compared innermost first, as the kernel does, since the first ids seen
+// fix the correspondence.
 func widenImprecise(old, cur *State) {
 	if len(old.Frames) != len(cur.Frames) {
 		return
 	}
+	var ids idMap
+	sameIDs := func(o, c uint32) bool {
+		if (o == 0) != (c == 0) {
+			return false
+		}
+		return o == 0 || ids.check(o, c)
+	}
 	maybe := func(o, c *Reg) {
-		if o.Type != ScalarValue || c.Type != ScalarValue || o.Precise || c.Precise || o.Scalar == c.Scalar && o.ID == c.ID && o.Off == c.Off {
+		if o.Type != ScalarValue || c.Type != ScalarValue || o.Precise || c.Precise {
+			return
+		}
+		if o.Scalar == c.Scalar && o.Off == c.Off && sameIDs(o.ID, c.ID) && sameIDs(o.RefID, c.RefID) {
 			return
 		}
 		c.Scalar, c.ID, c.Off = Unknown(), 0, 0
 	}
-	for i, of := range old.Frames {
-		cf := cur.frame(i)
+	for i := len(old.Frames) - 1; i >= 0; i-- {
+		of, cf := old.Frames[i], cur.frame(i)
 		for r := range cf.Regs {
 			maybe(&of.Regs[r], &cf.Regs[r])
 		}

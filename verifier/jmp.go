@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
 )
 
 func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {
@@ -83,7 +84,13 @@ func (v *verifier) checkCondJump(pc int, ins isa.Instruction, op uint8) error {
 		return nil
 	}
 	if (dst.Type.IsPointer() || src.Type.IsPointer()) && v.opts.Unprivileged && !v.allowedPtrCompare(dst, &src, op, x, is32) {
-		return v.errorf(pc, "R%d pointer comparison prohibited", ins.Dst)
+		// The kernel names the source first.
+		regno := ins.Dst
+		pktAny := func(t RegType) bool { return t.isPacket() || t == PtrToPacketEnd }
+		if x && src.Type.IsPointer() && !(pktAny(dst.Type) && pktAny(src.Type)) {
+			regno = ins.Src
+		}
+		return v.errorf(pc, "R%d pointer comparison prohibited", regno)
 	}
 
 	other := v.cloneState(v.cur)
@@ -289,12 +296,29 @@ func (v *verifier) nullCheck(st *State, dst, src *Reg, op uint8, taken bool) {
 			// referenced (the kernel's mark_ptr_not_null_reg).
 			r.Type, r.Map = PtrToSocket, nil
 		}
+		if !v.mayPointToSpinLock(r) {
+			// The id only paired the copies for this check; a lock's
+			// value keeps it to match bpf_spin_unlock with its lock.
+			// Dropped, states differing only there prune (the
+			// kernel's mark_ptr_or_null_reg).
+			r.ID = 0
+		}
 	})
 	if isNull && ref != 0 && ref == id {
 		// The pointer holds the reference itself (not a cast of
 		// it): NULL holds nothing to release.
 		st.releaseRef(ref)
 	}
+}
+
+// mayPointToSpinLock reports whether r may point at a spin lock: a value
+// of a map whose values hold one (the kernel's reg_may_point_to_spin_lock).
+func (v *verifier) mayPointToSpinLock(r *Reg) bool {
+	if r.Type != PtrToMapValue || r.Map == nil {
+		return false
+	}
+	f := v.mapFields(r.Map)
+	return hasField(f, maps.SpinLock) || hasField(f, maps.ResSpinLock)
 }
 
 // pktPair classifies a comparison of packet pointers: 1 when dst is the

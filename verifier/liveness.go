@@ -150,7 +150,7 @@ func (v *verifier) stackLiveAt(st *State, i, pc int) uint64 {
 	if v.stackLive == nil {
 		// Computed at the first comparison: programs without prune
 		// points never need it.
-		v.stackLive = computeStackLiveness(v.insns, v.subs, v.callbackSites, v.callArgs)
+		v.stackLive = computeStackLiveness(v.insns, v.subs, v.callbackSites, v.callArgs, v.proto)
 	}
 	return v.stackLive[pc]
 }

@@ -35,7 +35,7 @@ func TestPerfEventOutput(t *testing.T) {
 		{name: "map not in r2", typ: ebpf.SchedCLS, maps: pm, asm: buf + "r2 = 0\nr3 = 0\nr4 = r10\nr4 += -8\nr5 = 8\ncall bpf_perf_event_output#25\nr0 = 0\nexit", err: "R2 type=scalar expected=map_ptr", kmsg: true},
 		// Privileged programs may pass uninitialised stack (allow_uninit_stack).
 		{name: "data uninitialised", typ: ebpf.SchedCLS, maps: pm, asm: call},
-		{name: "data uninitialised unprivileged", typ: ebpf.SocketFilter, maps: pm, asm: call, unpriv: true, err: "invalid read from stack R4 off -8+0 size 8", kmsg: true},
+		{name: "data uninitialised unprivileged", typ: ebpf.SocketFilter, maps: pm, asm: call, unpriv: true, err: "invalid read from stack R4 off=-8 size=8", kmsg: true},
 		{name: "data past the stack", typ: ebpf.SchedCLS, maps: pm, asm: buf + "r2 = map[fd:0] ll\nr3 = 0\nr4 = r10\nr4 += -8\nr5 = 16\ncall bpf_perf_event_output#25\nr0 = 0\nexit", err: "invalid read from stack R4 off=-8 size=16", kmsg: true},
 		{name: "size not constant", typ: ebpf.SchedCLS, maps: pm, asm: buf + "r5 = *(u32 *)(r1 +0)\nr2 = map[fd:0] ll\nr3 = 0\nr4 = r10\nr4 += -8\ncall bpf_perf_event_output#25\nr0 = 0\nexit", err: "R5 unbounded memory access", kmsg: true},
 		{name: "data from the packet", typ: ebpf.SchedCLS, maps: pm, asm: "r6 = r1\nr4 = *(u32 *)(r6 +76)\nr7 = *(u32 *)(r6 +80)\nr8 = r4\nr8 += 8\nif r8 > r7 goto out\nr1 = r6\nr2 = map[fd:0] ll\nr3 = 0\nr5 = 8\ncall bpf_perf_event_output#25\nout: r0 = 0\nexit", err: "helper access to the packet is not allowed", kmsg: true},

@@ -35,7 +35,7 @@ func precisionProgram(data []byte) string {
 	n := 1 + next(24)
 	for i := 0; i < n && len(data) > 0; i++ {
 		label++
-		switch next(18) {
+		switch next(19) {
 		case 0, 1, 15, 16: // a fork: different values on two paths
 			fmt.Fprintf(&b, "r8 = *(u64 *)(r7 +8)\nif r8 > %d goto a%d\n%s = %d\ngoto b%d\na%d: %s = %d\nb%d:\n", next(8), label, reg(), cons(), label, label, reg(), cons(), label)
 		case 2:
@@ -66,6 +66,8 @@ func precisionProgram(data []byte) string {
 			pending = append(pending, label)
 		case 14: // a use in a function through a stack pointer
 			fmt.Fprintf(&b, "r1 = r10\nr1 += -%d\nr2 = r7\ncall g\nr1 = 0\nr2 = 0\nr3 = 0\n", 8*(1+next(4)))
+		case 18: // a helper reading a constant number of stack bytes
+			fmt.Fprintf(&b, "r1 = r10\nr1 += -%d\nr2 = %d\ncall bpf_trace_printk#6\nr1 = 0\nr2 = 0\nr3 = 0\n", 8*(2+next(3)), []int{1, 4, 8, 12}[next(4)])
 		case 17: // a function that may return through a tail call
 			fmt.Fprintf(&b, "r1 = %s\nr2 = r10\ncall h\nr%d = r0\nr1 = 0\nr2 = 0\nr3 = 0\n", reg(), []int{1, 2, 3, 8}[next(4)])
 		}

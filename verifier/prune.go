@@ -103,7 +103,9 @@ func (v *verifier) pathDone() {
 // pruneAgainst compares the current state at pc with the remembered state
 // e: it reports whether e covers it, or an error for an infinite loop.
 func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error) {
-	if isIterNext(v.insns[pc]) {
+	if isIterNext(v.insns[pc]) && e.branches > 0 {
+		// An earlier round of the iterator loop; a state whose paths
+		// are all explored covers as at any prune point.
 		return v.pruneIterNext(pc, e), nil
 	}
 	if e.branches > 0 && mayGoto && e.st.mayGotoDepth != v.cur.mayGotoDepth {

@@ -31,7 +31,7 @@ func TestSelftestHelpers(t *testing.T) {
 		{name: "mem size checked", asm: csum(fp16+"r7 = *(u32 *)(r1 +12)\nif r7 > 16 goto +6\n", "r6", "r7")},
 		{name: "mem size is pointer", asm: csum(fp16, "r6", "r10"), err: "R2 type=fp expected=scalar", kmsg: true},
 		{name: "mem uninit stack priv", asm: csum("r6 = r10\nr6 += -16\n", "r6", "16")},
-		{name: "mem uninit stack unpriv", unpriv: true, asm: csum("r6 = r10\nr6 += -16\n", "r6", "16"), err: "invalid read from stack R1 off -16+0 size 16"},
+		{name: "mem uninit stack unpriv", unpriv: true, asm: csum("r6 = r10\nr6 += -16\n", "r6", "16"), err: "invalid read from stack R1 off=-16 size=16"},
 		{name: "mem is ctx", asm: csum("", "r1", "4"), err: "R1 type=ctx expected=fp", kmsg: true},
 		{name: "mem in packet", asm: xdpPkt + "r4 = r2\nr4 += 8\nif r4 > r3 goto +6\nr1 = r2\nr2 = 8\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_csum_diff#28\nr0 = 0\nexit"},
 		{name: "mem var offset stack", asm: fp16 + "r7 = *(u32 *)(r1 +12)\nr7 &= 8\nr6 += r7\n" + csum("", "r6", "8")},

@@ -14,6 +14,9 @@ func TestMain(m *testing.M) {
 	if n := kernelCompared.Load(); n > 0 {
 		fmt.Printf("kernel comparison: %d cases compared, %d agree\n", n, kernelAgreed.Load())
 	}
+	if n := unprivCompared.Load(); n > 0 {
+		fmt.Printf("unprivileged sweep: %d cases compared, %d agree\n", n, unprivAgreed.Load())
+	}
 	os.Exit(code)
 }
 

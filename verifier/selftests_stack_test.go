@@ -53,7 +53,7 @@ func TestSelftestStack(t *testing.T) {
 		{name: "half zero is not zero", maps: m, asm: lookup4 + "if r0 == 0 goto out\n*(u32 *)(r10 -16) = 0\n*(u32 *)(r10 -12) = 1\nr1 = *(u64 *)(r10 -16)\nr0 += r1\nr0 = *(u64 *)(r0 +40)\nout: r0 = 0\nexit", err: "math between map_value pointer and register with unbounded min value is not allowed", kmsg: true},
 		// Uninitialised stack.
 		{name: "uninit read priv", asm: "r0 = *(u64 *)(r10 -16)\nexit"},
-		{name: "uninit read unpriv", asm: "r0 = *(u32 *)(r10 -16)\nr0 = 0\nexit", err: "invalid read from stack off -16+0 size 4", unpriv: true},
+		{name: "uninit read unpriv", asm: "r0 = *(u32 *)(r10 -16)\nr0 = 0\nexit", err: "invalid read from stack R10 off=-16 size=4", unpriv: true},
 		{name: "partly uninit read unpriv", asm: "*(u16 *)(r10 -16) = 0\nr0 = *(u32 *)(r10 -16)\nr0 = 0\nexit", err: "invalid read from stack off -16+2 size 4", unpriv: true},
 		// Bounds and alignment.
 		{name: "deepest slot", asm: "*(u64 *)(r10 -512) = 0\nr0 = *(u64 *)(r10 -512)\nexit"},

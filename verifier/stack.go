@@ -52,7 +52,14 @@ func (v *verifier) stackBounds(pc int, regno isa.Register, ptr *Reg, off int64, 
 		}
 		lo, hi = s.Smin+off, s.Smax+off+int64(size)
 	}
-	if lo < -MaxStack || lo > -1 || hi > 0 {
+	// Unprivileged, a read must stay in the stack accessed so far (the
+	// kernel's allocated_stack: without allow_uninit_stack it bounds
+	// reads, not writes).
+	floor := int64(-MaxStack)
+	if v.opts.Unprivileged && !write {
+		floor = -8 * int64(len(v.cur.frame(int(ptr.Frame)).Stack))
+	}
+	if lo < floor || lo > -1 || hi > 0 {
 		if c {
 			return 0, 0, v.errorf(pc, "invalid%s stack R%d off=%d size=%d", dir, regno, lo, size)
 		}
@@ -123,9 +130,12 @@ func (v *verifier) stackWrite(f *Frame, a access, off int) error {
 func (v *verifier) spill(slot *Slot, a access) bool {
 	var r Reg
 	switch {
-	case a.val != nil && a.size == 8:
+	case a.val != nil && a.size == 8 && (a.val.Type.IsPointer() || !v.opts.Unprivileged):
 		r = *a.val
 	case v.opts.Unprivileged:
+		// Unprivileged, only pointers are spilled registers: scalars
+		// are bytes, unknown or zero (the kernel saves a scalar only
+		// when bpf_capable).
 		return false
 	case a.val != nil && a.val.Type == ScalarValue:
 		r = *a.val
@@ -275,8 +285,6 @@ func (v *verifier) stackRangeInit(pc int, regno isa.Register, reg *Reg, f *Frame
 			if write {
 				s.scrub()
 			}
-		case s.isSpill() && t == StackSpill:
-			return v.errorf(pc, "R%d leaks addr into helper function", regno)
 		case reg.IsConst():
 			return v.errorf(pc, "invalid read from stack R%d off %d+%d size %d", regno, lo, int64(off)-lo, size)
 		default:

@@ -33,15 +33,18 @@ type fpKind uint8
 const (
 	fpNone    fpKind = iota // not reached yet
 	fpNot                   // not a pointer into this frame
+	fpConst                 // the constant c on every path (a helper's size argument)
 	fpExact                 // fp+off on every path
 	fpMaybe                 // fp+off, or not a stack pointer
 	fpUnknown               // may point anywhere in this frame
 )
 
-// fpVal is a register's kind and, for fpExact and fpMaybe, its offset.
+// fpVal is a register's kind and, for fpExact and fpMaybe, its offset;
+// for fpConst, its value.
 type fpVal struct {
 	kind fpKind
 	off  int16
+	c    int64
 }
 
 func (a fpVal) mayStack() bool { return a.kind >= fpExact }
@@ -54,9 +57,11 @@ func joinFP(a, b fpVal) fpVal {
 		return a
 	case a.kind == fpUnknown || b.kind == fpUnknown:
 		return fpVal{kind: fpUnknown}
-	case a.kind == fpNot:
+	case !a.mayStack() && !b.mayStack():
+		return fpVal{kind: fpNot} // different constants, or none
+	case !a.mayStack():
 		return fpVal{kind: fpMaybe, off: b.off}
-	case b.kind == fpNot:
+	case !b.mayStack():
 		return fpVal{kind: fpMaybe, off: a.off}
 	case a.off == b.off: // exact and maybe at the same offset
 		return fpVal{kind: fpMaybe, off: a.off}
@@ -126,7 +131,7 @@ type stackEffect struct{ use, def uint64 }
 // fpStep applies instruction ins to s and returns its stack effect and
 // whether a pointer into the frame escapes. callback tells helper calls
 // that call back into the program, args the registers a call passes.
-func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet) (e stackEffect, escapes bool) {
+func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *Proto) (e stackEffect, escapes bool) {
 	x := ins.Op&isa.SrcX != 0
 	not := fpVal{kind: fpNot}
 	access := func(base fpVal, off int32, size int) uint64 {
@@ -141,11 +146,16 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet) (e stac
 	switch ins.Class() {
 	case isa.ClassALU:
 		s.regs[ins.Dst] = not
+		if ins.Op&0xf0 == isa.ALUMov && !x {
+			s.regs[ins.Dst] = fpVal{kind: fpConst, c: int64(uint32(ins.Imm))}
+		}
 	case isa.ClassALU64:
 		d := &s.regs[ins.Dst]
 		switch op := ins.Op & 0xf0; {
 		case op == isa.ALUMov && x && ins.Off == 0:
 			*d = s.regs[ins.Src]
+		case op == isa.ALUMov && !x:
+			*d = fpVal{kind: fpConst, c: int64(ins.Imm)}
 		case op == isa.ALUMov:
 			*d = not
 		case (op == isa.ALUAdd || op == isa.ALUSub) && !x && (d.kind == fpExact || d.kind == fpMaybe):
@@ -216,11 +226,16 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet) (e stac
 		if ins.Op != isa.OpCall && ins.Op != isa.OpCallX {
 			break
 		}
-		// A helper given a pointer into this frame may read any slot; a
-		// function or callback may also keep the pointer. A register
-		// the call does not pass is not looked at.
+		// A helper given a pointer into this frame reads the bytes its
+		// prototype says (helperReads); a function or callback may read
+		// any slot and also keep the pointer. A register the call does
+		// not pass is not looked at.
 		for r := isa.R1; r <= isa.R5; r++ {
 			if args&reg(r) != 0 && s.regs[r].mayStack() {
+				if proto != nil && ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && !callback {
+					e.use |= helperReads(proto, s, r)
+					continue
+				}
 				e.use = ^uint64(0)
 				escapes = escapes || ins.Op == isa.OpCallX || ins.IsLocalCall() || callback
 			}
@@ -230,6 +245,37 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet) (e stac
 		}
 	}
 	return e, escapes
+}
+
+// helperReads returns the slots of this frame a helper call may read
+// through argument register r, a pointer into the frame (the kernel marks
+// the same ones read in check_helper_mem_access): the bytes the size
+// argument covers when it is a constant, else all from the pointer up,
+// where every access must end; none for memory the helper only fills (raw
+// mode) or does not access.
+func helperReads(p *Proto, s *fpState, r isa.Register) uint64 {
+	v := s.regs[r]
+	upward := ^uint64(0)
+	if v.kind != fpUnknown {
+		upward = slotsOf(int32(v.off), -int(v.off))
+	}
+	switch t := p.Args[r-isa.R1]; {
+	case !t.IsMem() && t != ArgStackOrNull:
+		return 0 // not accessed through: a scalar to the helper
+	case t.Uninit():
+		return 0
+	case t == ArgPtrToInt && v.kind != fpUnknown:
+		return slotsOf(int32(v.off), 4)
+	case t == ArgMem || t == ArgMemOrNull || t == ArgWriteMem || t == ArgWriteMemOrNull:
+		if r < isa.R5 && v.kind != fpUnknown {
+			if n := s.regs[r+1]; n.kind == fpConst && n.c > 0 && n.c <= MaxStack {
+				return slotsOf(int32(v.off), int(n.c))
+			}
+		}
+	case t == ArgStackOrNull:
+		return ^uint64(0)
+	}
+	return upward
 }
 
 // readsMemory reports whether an instruction may read memory through a
@@ -248,7 +294,7 @@ func readsMemory(ins isa.Instruction) bool {
 
 // computeStackLiveness returns, for every instruction, the slots of its
 // function's frame live before it (bit i: fp-8*(i+1)).
-func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites []bool, args func(isa.Instruction) regSet) []uint64 {
+func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites []bool, args func(isa.Instruction) regSet, proto func(int32) *Proto) []uint64 {
 	n := len(insns)
 	escaped := make([]bool, len(subs))
 	// Forward: what registers and slots may hold, to the fixpoint.
@@ -274,12 +320,16 @@ func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites
 		out := states[pc]
 		var esc bool
 		var passed regSet
+		var p *Proto
 		if insns[pc].Op == isa.OpCall {
 			passed = args(insns[pc])
+			if insns[pc].Src == isa.Register(isa.CallHelper) {
+				p = proto(insns[pc].Imm)
+			}
 		} else if insns[pc].Op == isa.OpCallX {
 			passed = argRegs
 		}
-		effects[pc], esc = fpStep(insns[pc], &out, callbackSites[pc], passed)
+		effects[pc], esc = fpStep(insns[pc], &out, callbackSites[pc], passed, p)
 		if esc {
 			escaped[subprogAt(subs, pc)] = true
 		}

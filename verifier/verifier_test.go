@@ -149,8 +149,11 @@ func runCases(t *testing.T, cases []vcase) {
 			if c.kinsns > 0 && res.Stats.Processed > c.kinsns {
 				t.Errorf("processed %d instructions, the kernel %d\n%s", res.Stats.Processed, c.kinsns, res.Log)
 			}
-			if !c.unpriv && !c.noKernel {
-				klog, k, ran := kernelVerdictTo(t, typ, c.attach, c.attachTo, c.flags, c.maps, c.values, !c.unfrozen, insns, funcs, err)
+			if !c.unpriv && !c.noKernel && os.Getenv("BPFVM_UNPRIV_ALL") != "" {
+				unprivSweep(t, c, typ, infos, insns, funcs)
+			}
+			if !c.noKernel {
+				klog, k, ran := kernelVerdictAs(t, c.unpriv, typ, c.attach, c.attachTo, c.flags, c.maps, c.values, !c.unfrozen, insns, funcs, err)
 				if ran && k > 0 && c.kinsns > 0 && res.Stats.Processed > k {
 					t.Errorf("processed %d instructions, the running kernel %d", res.Stats.Processed, k)
 				}
@@ -169,6 +172,34 @@ func runCases(t *testing.T, cases []vcase) {
 		})
 	}
 }
+
+// unprivSweep verifies a privileged case again as an unprivileged load and
+// compares the verdict with the kernel's, loaded without capabilities
+// (BPFVM_UNPRIV_ALL=1, where kernel.unprivileged_bpf_disabled is 0): a
+// differential test of the unprivileged rules on every case of the
+// suite. Disagreements are reported with both messages; the tally is in
+// TestMain's summary.
+func unprivSweep(t *testing.T, c vcase, typ ebpf.ProgramType, infos []verifier.MapInfo, insns []isa.Instruction, funcs []verifier.FuncInfo) {
+	t.Helper()
+	if c.btf || c.attachTo != "" || typ != ebpf.SocketFilter && typ != ebpf.CGroupSKB {
+		return
+	}
+	_, err := verifier.Verify(insns, verifier.Options{Type: progTypeAttach(typ, c.attach), Maps: infos, Unprivileged: true, Flags: c.flags, Funcs: funcs})
+	klog, _, ran, kerr := kernelLoad(t, true, typ, c.attach, "", c.flags, c.maps, c.values, !c.unfrozen, insns, funcs)
+	if !ran {
+		return
+	}
+	unprivCompared.Add(1)
+	if (kerr == nil) != (err == nil) {
+		t.Errorf("unprivileged: bpfvm %v; kernel %v: %s", err, kerr, lastLines(klog, 2))
+		return
+	}
+	unprivAgreed.Add(1)
+}
+
+// unprivCompared and unprivAgreed count the unprivileged sweep's
+// comparisons.
+var unprivCompared, unprivAgreed atomic.Int64
 
 // lastLines returns the last n non-empty lines of a log.
 func lastLines(log string, n int) string {
@@ -205,11 +236,42 @@ func kernelVerdictInsns(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachTy
 // attachTo (ProgramSpec.AttachTo, "" for none).
 func kernelVerdictTo(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachType, attachTo string, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, int, bool) {
 	t.Helper()
-	if os.Getuid() != 0 {
+	return kernelVerdictAs(t, false, typ, attach, attachTo, flags, specs, values, freeze, insns, funcs, ours)
+}
+
+// kernelVerdictAs is kernelVerdictTo, loading the program without
+// capabilities when unpriv is set (the maps are made with them). That
+// comparison runs only where the kernel lets such loads in
+// (kernel.unprivileged_bpf_disabled = 0), and only for the program types
+// it allows them: socket filters and cgroup skb programs.
+func kernelVerdictAs(t *testing.T, unpriv bool, typ ebpf.ProgramType, attach ebpf.AttachType, attachTo string, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo, ours error) (string, int, bool) {
+	t.Helper()
+	log, n, ran, kerr := kernelLoad(t, unpriv, typ, attach, attachTo, flags, specs, values, freeze, insns, funcs)
+	if !ran {
 		return "", 0, false
 	}
+	kernelCompared.Add(1)
+	if (kerr == nil) != (ours == nil) {
+		t.Errorf("kernel verdict differs: kernel %v, bpfvm %v\nkernel log:\n%s", kerr, ours, log)
+	} else {
+		kernelAgreed.Add(1)
+	}
+	return log, n, true
+}
+
+// kernelLoad loads the program into the running kernel: the log of a
+// rejection, the instructions it processed (0 if its log does not say),
+// whether it could be loaded at all, and its error.
+func kernelLoad(t *testing.T, unpriv bool, typ ebpf.ProgramType, attach ebpf.AttachType, attachTo string, flags uint32, specs []maps.Spec, values map[int][]byte, freeze bool, insns []isa.Instruction, funcs []verifier.FuncInfo) (log string, n int, ran bool, kerr error) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		return "", 0, false, nil
+	}
+	if unpriv && (!unprivilegedBPF() || typ != ebpf.SocketFilter && typ != ebpf.CGroupSKB) {
+		return "", 0, false, nil
+	}
 	if err := rlimit.RemoveMemlock(); err != nil {
-		return "", 0, false
+		return "", 0, false, nil
 	}
 	var fds []int
 	for _, s := range specs {
@@ -232,7 +294,7 @@ func kernelVerdictTo(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachType,
 		m, err := ebpf.NewMap(ks)
 		if err != nil {
 			t.Logf("kernel map: %v", err)
-			return "", 0, false
+			return "", 0, false, nil
 		}
 		defer m.Close()
 		if v, ok := values[len(fds)]; ok {
@@ -256,7 +318,7 @@ func kernelVerdictTo(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachType,
 			// Kernel functions are called by their vmlinux BTF id.
 			id, ok := kfuncBTFID(t, isa.KfuncName(patched[i].Imm))
 			if !ok {
-				return "", 0, false
+				return "", 0, false, nil
 			}
 			patched[i].Imm = id
 		}
@@ -266,34 +328,39 @@ func kernelVerdictTo(t *testing.T, typ ebpf.ProgramType, attach ebpf.AttachType,
 		t.Fatalf("unmarshal for the kernel: %v", err)
 	}
 	withFuncInfo(kinsns, funcs)
-	p, kerr := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Type: typ, AttachType: attach, AttachTo: attachTo, Flags: flags, Instructions: kinsns, License: "GPL"},
-		ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch | ebpf.LogLevelStats, LogSizeStart: 1 << 20})
+	pspec := &ebpf.ProgramSpec{Type: typ, AttachType: attach, AttachTo: attachTo, Flags: flags, Instructions: kinsns, License: "GPL"}
+	popts := ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch | ebpf.LogLevelStats, LogSizeStart: 1 << 20}
+	load := ebpf.NewProgramWithOptions
+	if unpriv {
+		// Loaded as root first: cilium/ebpf's feature probes then run,
+		// and cache their results, with every capability.
+		if p, err := ebpf.NewProgramWithOptions(pspec, popts); err == nil {
+			p.Close()
+		}
+		load = loadUnprivileged
+	}
+	p, err := load(pspec, popts)
+	kerr = err
 	var ve *ebpf.VerifierError
-	log, stats := "", ""
+	stats := ""
 	if kerr == nil {
 		stats = p.VerifierLog
 		p.Close()
 	} else if errors.As(kerr, &ve) {
 		log = strings.Join(ve.Log, "\n")
 		stats = log
-	} else if errors.Is(kerr, os.ErrPermission) {
+	} else if errors.Is(kerr, os.ErrPermission) || unpriv {
 		// bpf() itself is not permitted. (The verifier rejects many
-		// programs with EACCES too, but then there is a log.)
-		return "", 0, false
+		// programs with EACCES too, but then there is a log.) Without
+		// capabilities, loading the BTF of func_info fails this way.
+		return "", 0, false, nil
 	}
-	kernelCompared.Add(1)
-	if (kerr == nil) != (ours == nil) {
-		t.Errorf("kernel verdict differs: kernel %v, bpfvm %v\nkernel log:\n%s", kerr, ours, log)
-	} else {
-		kernelAgreed.Add(1)
-	}
-	n := 0
 	for _, l := range strings.Split(stats, "\n") {
 		if _, err := fmt.Sscanf(l, "processed %d insns", &n); err == nil {
 			break
 		}
 	}
-	return log, n, true
+	return log, n, true, kerr
 }
 
 // funcInfos gives every function of a program with more than one BTF
@@ -401,7 +468,7 @@ func TestStack(t *testing.T) {
 	runCases(t, []vcase{
 		{name: "spill fill", asm: "r1 = 42\n*(u64 *)(r10 -8) = r1\nr0 = *(u64 *)(r10 -8)\nexit"},
 		{name: "uninit stack read", asm: "r0 = *(u64 *)(r10 -8)\nexit"},
-		{name: "uninit stack read unpriv", asm: "r0 = *(u64 *)(r10 -8)\nr0 = 0\nexit", err: "invalid read from stack off -8+0 size 8", unpriv: true},
+		{name: "uninit stack read unpriv", asm: "r0 = *(u64 *)(r10 -8)\nr0 = 0\nexit", err: "invalid read from stack R10 off=-8 size=8", unpriv: true},
 		{name: "stack out of bounds", asm: "r1 = 0\n*(u64 *)(r10 -520) = r1\nr0 = 0\nexit", err: "invalid write to stack R10 off=-520 size=8"},
 		{name: "stack above fp", asm: "r1 = 0\n*(u64 *)(r10 +0) = r1\nr0 = 0\nexit", err: "invalid write to stack R10 off=0 size=8"},
 		{name: "zero store then read", asm: "*(u32 *)(r10 -4) = 0\nr0 = *(u32 *)(r10 -4)\nexit"},
@@ -441,7 +508,7 @@ func TestMapValues(t *testing.T) {
 		{name: "null checked", maps: []maps.Spec{hashMap}, asm: "*(u64 *)(r10 -8) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -8\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto out\nr0 = *(u64 *)(r0 +8)\nout: r0 = 0\nexit"},
 		{name: "not null checked", maps: []maps.Spec{hashMap}, asm: "*(u64 *)(r10 -8) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -8\ncall bpf_map_lookup_elem#1\nr0 = *(u64 *)(r0 +8)\nr0 = 0\nexit", err: "R0 invalid mem access 'map_value_or_null'"},
 		{name: "value out of bounds", maps: []maps.Spec{hashMap}, asm: "*(u64 *)(r10 -8) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -8\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto out\nr0 = *(u64 *)(r0 +16)\nout: r0 = 0\nexit", err: "invalid access to map value, value_size=16 off=16 size=8"},
-		{name: "key uninit unpriv", unpriv: true, maps: []maps.Spec{hashMap}, asm: "r1 = map[fd:0] ll\nr2 = r10\nr2 += -8\ncall bpf_map_lookup_elem#1\nr0 = 0\nexit", err: "invalid read from stack R2 off -8+0 size 8"},
+		{name: "key uninit unpriv", unpriv: true, maps: []maps.Spec{hashMap}, asm: "r1 = map[fd:0] ll\nr2 = r10\nr2 += -8\ncall bpf_map_lookup_elem#1\nr0 = 0\nexit", err: "invalid read from stack R2 off=-8 size=8"},
 		{name: "variable index bounded", maps: []maps.Spec{arrayMap}, asm: lookup + "if r0 == 0 goto out\nr1 = *(u32 *)(r0 +0)\nr1 &= 7\nr0 += r1\nr0 = *(u8 *)(r0 +0)\nout: r0 = 0\nexit"},
 		{name: "variable index unbounded", maps: []maps.Spec{arrayMap}, asm: lookup + "if r0 == 0 goto out\nr1 = *(u32 *)(r0 +0)\nr0 += r1\nr0 = *(u8 *)(r0 +0)\nout: r0 = 0\nexit", err: "R0 unbounded memory access, make sure to bounds check any such access"},
 		{name: "map ptr arithmetic", maps: []maps.Spec{arrayMap}, asm: "r1 = map[fd:0] ll\nr1 += 8\nr0 = 0\nexit", err: "R1 pointer arithmetic on map_ptr prohibited"},
