@@ -46,6 +46,11 @@ func LookupKfunc(id int32) *Kfunc {
 			return &kfuncs[i]
 		}
 	}
+	for i := range dynptrKfuncs {
+		if dynptrKfuncs[i].ID == id {
+			return &dynptrKfuncs[i]
+		}
+	}
 	return nil
 }
 

@@ -83,7 +83,31 @@ const (
 	// ArgMapValueOrNull is ArgMapValue, or NULL (the kernel's
 	// ARG_PTR_TO_MAP_VALUE | PTR_MAYBE_NULL).
 	ArgMapValueOrNull
+	// ArgConstAllocSizeOrZero is a constant size, zero allowed, of the
+	// memory the helper returns (ARG_CONST_ALLOC_SIZE_OR_ZERO:
+	// bpf_dynptr_data).
+	ArgConstAllocSizeOrZero
+	// ArgDynptr points at an initialised dynptr of any kind on the
+	// stack, which the helper does not change (ARG_PTR_TO_DYNPTR |
+	// MEM_RDONLY).
+	ArgDynptr
+	// ArgDynptrLocalUninit points at 16 bytes of stack the helper makes
+	// a local dynptr (ARG_PTR_TO_DYNPTR | DYNPTR_TYPE_LOCAL | MEM_UNINIT).
+	ArgDynptrLocalUninit
+	// ArgDynptrRingbufUninit points at 16 bytes of stack the helper makes
+	// a ring buffer dynptr, a reference the program must release
+	// (ARG_PTR_TO_DYNPTR | DYNPTR_TYPE_RINGBUF | MEM_UNINIT).
+	ArgDynptrRingbufUninit
+	// ArgDynptrRingbufRelease points at a ring buffer dynptr the helper
+	// submits or discards (ARG_PTR_TO_DYNPTR | DYNPTR_TYPE_RINGBUF |
+	// OBJ_RELEASE).
+	ArgDynptrRingbufRelease
 )
+
+// IsDynptr reports whether an argument points at a dynptr.
+func (t ArgType) IsDynptr() bool {
+	return t >= ArgDynptr && t <= ArgDynptrRingbufRelease
+}
 
 // IsMem reports whether an argument points at memory the helper accesses.
 func (t ArgType) IsMem() bool {
@@ -131,6 +155,10 @@ const (
 	// RetTCPSockOrNull is a struct bpf_tcp_sock or NULL
 	// (RET_PTR_TO_TCP_SOCK_OR_NULL).
 	RetTCPSockOrNull
+	// RetDynptrMemOrNull is memory inside the dynptr argument, of the
+	// constant size argument's size, or NULL (RET_PTR_TO_DYNPTR_MEM_OR_NULL:
+	// bpf_dynptr_data).
+	RetDynptrMemOrNull
 )
 
 // Proto is a helper prototype: what the verifier checks of a call, the

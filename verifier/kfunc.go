@@ -27,6 +27,9 @@ func (v *verifier) checkKfuncCall(pc int, id int32) error {
 	case isa.KfuncRdonlyCast:
 		return v.rdonlyCast(pc)
 	}
+	if isDynptrKfunc(id) {
+		return v.checkDynptrKfunc(pc, id) // dynptr.go
+	}
 	f := v.cur.cur()
 	it, err := v.readReg(pc, isa.R1)
 	if err != nil {

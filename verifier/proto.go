@@ -45,6 +45,12 @@ const (
 	ArgSpinLock        = helper.ArgSpinLock
 	ArgMapValueOrNull  = helper.ArgMapValueOrNull
 
+	ArgConstAllocSizeOrZero = helper.ArgConstAllocSizeOrZero
+	ArgDynptr               = helper.ArgDynptr
+	ArgDynptrLocalUninit    = helper.ArgDynptrLocalUninit
+	ArgDynptrRingbufUninit  = helper.ArgDynptrRingbufUninit
+	ArgDynptrRingbufRelease = helper.ArgDynptrRingbufRelease
+
 	RetInteger          = helper.RetInteger
 	RetVoid             = helper.RetVoid
 	RetMapValueOrNull   = helper.RetMapValueOrNull
@@ -53,6 +59,7 @@ const (
 	RetSocketOrNull     = helper.RetSocketOrNull
 	RetSockCommonOrNull = helper.RetSockCommonOrNull
 	RetTCPSockOrNull    = helper.RetTCPSockOrNull
+	RetDynptrMemOrNull  = helper.RetDynptrMemOrNull
 )
 
 // BuiltinProto returns the prototype of a kernel helper bpfvm implements,

@@ -159,8 +159,16 @@ type Reg struct {
 	Range int32
 	// MemSize is the size of PtrToMem memory.
 	MemSize uint32
-	Type    RegType
-	Flags   uint8
+	// Dynptr is, for a slice of a dynptr's memory (PtrToMem), the id of
+	// that dynptr (DynptrSlot.ID), which destroying it invalidates: the
+	// kernel's dynptr_id.
+	Dynptr uint32
+	Type   RegType
+	// DynptrKind is the kind of the dynptr a slice points into (a
+	// DynptrSKB or DynptrXDP slice is packet data: a helper changing the
+	// packet invalidates it).
+	DynptrKind uint8
+	Flags      uint8
 	// Frame is the call frame a stack pointer points into.
 	Frame uint8
 	// Precise marks scalars whose exact value matters (for pruning).
@@ -207,6 +215,9 @@ type Slot struct {
 	Types [8]uint8
 	// Iter is the iterator of a slot marked StackIter (iter.go).
 	Iter IterSlot
+	// Dynptr is the half of a dynptr of a slot marked StackDynptr
+	// (dynptr.go).
+	Dynptr DynptrSlot
 }
 
 // isSpill reports whether the slot holds a spilled register, of 8 bytes or
