@@ -3,7 +3,6 @@ package helper
 import (
 	"github.com/cilium/ebpf"
 
-	"github.com/bpfvm/bpfvm/isa"
 	"github.com/bpfvm/bpfvm/runner"
 	"github.com/bpfvm/bpfvm/vm"
 )
@@ -24,18 +23,20 @@ var dynptrHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_dynptr_data", Args: [5]ArgType{ArgDynptr, ArgAnything, ArgConstAllocSizeOrZero}, Ret: RetDynptrMemOrNull}, Func: helperDynptrData},
 }
 
-// dynptrKfuncs are the dynptr kfuncs (kernel/bpf/helpers.c,
-// net/core/filter.c).
+// dynptrKfuncs are the dynptr kfuncs (kernel/bpf/helpers.c's common set,
+// net/core/filter.c's skb and xdp sets). The verifier checks them with the
+// dynptr rules (verifier/dynptr.go), not the generic ones.
 var dynptrKfuncs = []Kfunc{
-	{Name: "bpf_dynptr_from_skb", ID: isa.KfuncDynptrFromSkb, Func: kfuncDynptrFromSkb},
-	{Name: "bpf_dynptr_from_xdp", ID: isa.KfuncDynptrFromXdp, Func: kfuncDynptrFromXdp},
-	{Name: "bpf_dynptr_slice", ID: isa.KfuncDynptrSlice, Func: kfuncDynptrSlice},
-	{Name: "bpf_dynptr_slice_rdwr", ID: isa.KfuncDynptrSliceRdwr, Func: kfuncDynptrSliceRdwr},
-	{Name: "bpf_dynptr_adjust", ID: isa.KfuncDynptrAdjust, Func: kfuncDynptrAdjust},
-	{Name: "bpf_dynptr_clone", ID: isa.KfuncDynptrClone, Func: kfuncDynptrClone},
-	{Name: "bpf_dynptr_size", ID: isa.KfuncDynptrSize, Func: kfuncDynptrSize},
-	{Name: "bpf_dynptr_is_null", ID: isa.KfuncDynptrIsNull, Func: kfuncDynptrIsNull},
-	{Name: "bpf_dynptr_is_rdonly", ID: isa.KfuncDynptrIsRdonly, Func: kfuncDynptrIsRdonly},
+	{Name: "bpf_dynptr_from_skb", Decl: "int bpf_dynptr_from_skb(struct __sk_buff *s, u64 flags, struct bpf_dynptr *ptr__uninit)", Flags: KfTrustedArgs,
+		Hooks: HookTC | HookSchedAct | HookSkSkb | HookSocketFilter | HookCgroup | HookLWT | HookNetfilter | HookTracing, Func: kfuncDynptrFromSkb},
+	{Name: "bpf_dynptr_from_xdp", Decl: "int bpf_dynptr_from_xdp(struct xdp_md *x, u64 flags, struct bpf_dynptr *ptr__uninit)", Hooks: HookXDP, Func: kfuncDynptrFromXdp},
+	{Name: "bpf_dynptr_slice", Decl: "void *bpf_dynptr_slice(const struct bpf_dynptr *p, u32 offset, void *buffer__opt, u32 buffer__szk)", Flags: KfRetNull, Hooks: HookCommon, Func: kfuncDynptrSlice},
+	{Name: "bpf_dynptr_slice_rdwr", Decl: "void *bpf_dynptr_slice_rdwr(const struct bpf_dynptr *p, u32 offset, void *buffer__opt, u32 buffer__szk)", Flags: KfRetNull, Hooks: HookCommon, Func: kfuncDynptrSliceRdwr},
+	{Name: "bpf_dynptr_adjust", Decl: "int bpf_dynptr_adjust(const struct bpf_dynptr *p, u32 start, u32 end)", Hooks: HookCommon, Func: kfuncDynptrAdjust},
+	{Name: "bpf_dynptr_clone", Decl: "int bpf_dynptr_clone(const struct bpf_dynptr *p, struct bpf_dynptr *clone__uninit)", Hooks: HookCommon, Func: kfuncDynptrClone},
+	{Name: "bpf_dynptr_size", Decl: "__u32 bpf_dynptr_size(const struct bpf_dynptr *p)", Hooks: HookCommon, Func: kfuncDynptrSize},
+	{Name: "bpf_dynptr_is_null", Decl: "bool bpf_dynptr_is_null(const struct bpf_dynptr *p)", Hooks: HookCommon, Func: kfuncDynptrIsNull},
+	{Name: "bpf_dynptr_is_rdonly", Decl: "bool bpf_dynptr_is_rdonly(const struct bpf_dynptr *p)", Hooks: HookCommon, Func: kfuncDynptrIsRdonly},
 }
 
 // Dynptr kinds (enum bpf_dynptr_type) and the layout of the size word.

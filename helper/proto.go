@@ -155,6 +155,9 @@ const (
 	// RetTCPSockOrNull is a struct bpf_tcp_sock or NULL
 	// (RET_PTR_TO_TCP_SOCK_OR_NULL).
 	RetTCPSockOrNull
+	// RetBTFTask is a trusted pointer to the current task's struct
+	// task_struct (bpf_get_current_task_btf: RET_PTR_TO_BTF_ID_TRUSTED).
+	RetBTFTask
 	// RetDynptrMemOrNull is memory inside the dynptr argument, of the
 	// constant size argument's size, or NULL (RET_PTR_TO_DYNPTR_MEM_OR_NULL:
 	// bpf_dynptr_data).

@@ -19,6 +19,7 @@ var traceHelpers = []Helper{
 	{Proto: probeReadProto("bpf_probe_read_user_str"), Func: probeReadStrHelper(true)},
 	{Proto: probeReadProto("bpf_probe_read_str"), Func: probeReadStrCompat},
 	{Proto: Proto{Name: "bpf_get_current_task"}, Func: helperGetCurrentTask},
+	{Proto: Proto{Name: "bpf_get_current_task_btf", Ret: RetBTFTask}, Func: helperGetCurrentTask},
 	{Proto: Proto{Name: "bpf_get_func_ip", Args: [5]ArgType{ArgCtx}}, Func: helperGetFuncIPKprobe, Variant: "kprobe"},
 	{Proto: Proto{Name: "bpf_get_attach_cookie", Args: [5]ArgType{ArgCtx}}, Func: helperGetAttachCookie},
 	{Proto: Proto{Name: "bpf_perf_prog_read_value", Args: [5]ArgType{ArgCtx, ArgUninitMem, ArgConstSize}}, Func: helperPerfProgReadValue},

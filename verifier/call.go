@@ -344,6 +344,12 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		*r0 = unknownScalar()
 	case RetVoid:
 		*r0 = Reg{Type: NotInit}
+	case RetBTFTask:
+		t, err := v.kernelStruct("task_struct")
+		if err != nil {
+			return v.errorf(pc, "%s: %v", name, err)
+		}
+		*r0 = v.btfPtr(t, Trusted)
 	case RetMapValueOrNull:
 		if m.Spec.Type.OfMaps() { // the inner map
 			inner := &MapInfo{Name: m.Name + ".inner", Index: -1}
@@ -894,6 +900,9 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 	if len(st.Refs) > 0 {
 		r := st.Refs[0]
 		return false, v.errorf(pc, "Unreleased reference id=%d alloc_insn=%d", r.ID, r.Insn)
+	}
+	if err := v.checkSectionLeak(pc, "BPF_EXIT instruction in main prog"); err != nil {
+		return false, err
 	}
 	if f.Subprog != 0 {
 		// A global function verified on its own: its callers take any

@@ -423,7 +423,7 @@ func (v *verifier) dynptrSlice(pc int, id int32, d DynptrSlot) (Reg, error) {
 		return Reg{}, err
 	}
 	if !(buf.Type == ScalarValue && buf.IsConst() && buf.Const() == 0) {
-		if err := v.kfuncMemSize(pc, buf, size); err != nil {
+		if err := v.sliceBuffer(pc, buf, size); err != nil {
 			v.log.printf("arg#2 arg#3 memory, len pair leads to invalid memory access\n")
 			return Reg{}, err
 		}
@@ -445,9 +445,9 @@ func (v *verifier) dynptrSlice(pc int, id int32, d DynptrSlot) (Reg, error) {
 	return r0, nil
 }
 
-// kfuncMemSize checks a kfunc's memory argument R3 and its size R4 (the
+// sliceBuffer checks bpf_dynptr_slice's buffer argument R3 and its size R4 (the
 // kernel's check_kfunc_mem_size_reg): readable and writable.
-func (v *verifier) kfuncMemSize(pc int, buf, size *Reg) error {
+func (v *verifier) sliceBuffer(pc int, buf, size *Reg) error {
 	if size.Type != ScalarValue {
 		return v.errorf(pc, "R4 is not a scalar")
 	}

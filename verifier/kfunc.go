@@ -5,20 +5,26 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/bpfvm/bpfvm/helper"
 	"github.com/bpfvm/bpfvm/isa"
 )
 
 // checkKfuncCall verifies a call of a kernel function (src 2, the immediate
-// is bpfvm's kfunc id, isa.Kfunc*). bpfvm knows the open-coded number
-// iterator's three functions and the casts to kernel types; any other id
-// is rejected as the kernel rejects a kfunc it cannot find.
+// is bpfvm's kfunc id, isa.Kfunc*) as the kernel's check_kfunc_call: the
+// kfunc must be in the registry (helper.LookupKfunc) and in a kfunc set of
+// the program's type, its arguments match its prototype (kfuncargs.go),
+// and its flags say what the call does to references, RCU sections and
+// R0. The number iterator and the casts keep rules of their own, as the
+// kernel special-cases them.
 func (v *verifier) checkKfuncCall(pc int, id int32) error {
 	if err := v.checkCallInLock(pc, id, true); err != nil {
 		return err
 	}
 	name := isa.KfuncName(id)
-	if name == "" || v.opts.Unprivileged {
-		// The kernel lets only CAP_BPF loads call kernel functions.
+	k := helper.LookupKfunc(id)
+	if k == nil || v.opts.Unprivileged || !k.Allowed(v.pt) {
+		// The kernel lets only CAP_BPF loads call kernel functions, and
+		// only those of the program type's kfunc sets.
 		return v.errorf(pc, "calling kernel function %s is not allowed", kfuncText(id, name))
 	}
 	switch id {
@@ -26,10 +32,142 @@ func (v *verifier) checkKfuncCall(pc int, id int32) error {
 		return v.castToKernCtx(pc)
 	case isa.KfuncRdonlyCast:
 		return v.rdonlyCast(pc)
+	case isa.KfuncIterNumNew, isa.KfuncIterNumNext, isa.KfuncIterNumDestroy:
+		return v.iterNumCall(pc, id)
 	}
 	if isDynptrKfunc(id) {
 		return v.checkDynptrKfunc(pc, id) // dynptr.go
 	}
+	proto, err := v.kfuncProto(pc, k)
+	if err != nil {
+		return err
+	}
+	if k.Flags&helper.KfSleepable != 0 {
+		// No program bpfvm verifies is sleepable.
+		return v.errorf(pc, "program must be sleepable to call sleepable kfunc %s", name)
+	}
+	if k.Flags&helper.KfRCUProtected != 0 && !v.cur.RCULock {
+		return v.errorf(pc, "kernel func %s requires RCU critical section protection", name)
+	}
+	meta, err := v.checkKfuncArgs(pc, k, proto)
+	if err != nil {
+		return err
+	}
+	st := v.cur
+	switch id {
+	case isa.KfuncRCUReadLock:
+		if st.RCULock {
+			return v.errorf(pc, "nested rcu read lock (kernel function %s)", name)
+		}
+		st.RCULock = true
+	case isa.KfuncRCUReadUnlock:
+		if !st.RCULock {
+			return v.errorf(pc, "unmatched rcu read unlock (kernel function %s)", name)
+		}
+		st.RCULock = false
+		// What RCU protected is no longer safe to pass on.
+		st.forEachReg(func(r *Reg) bool { return r.Type == PtrToBTFID && r.Flags&RCU != 0 }, func(r *Reg) {
+			r.Flags = r.Flags&^(RCU|MaybeNull) | Untrusted
+		})
+	case isa.KfuncPreemptDisable:
+		st.PreemptDepth++
+	case isa.KfuncPreemptEnable:
+		if st.PreemptDepth == 0 {
+			return v.errorf(pc, "unmatched attempt to enable preemption (kernel function %s)", name)
+		}
+		st.PreemptDepth--
+	}
+	if k.Flags&helper.KfRelease != 0 {
+		if !st.releaseRef(meta.refObj) {
+			return v.errorf(pc, "verifier internal error: release of an unacquired reference")
+		}
+	}
+	f := st.cur()
+	clearCallerSaved(f)
+	r0, err := v.kfuncResult(pc, k, proto)
+	if err != nil {
+		return err
+	}
+	f.Regs[0] = r0
+	return nil
+}
+
+// kfuncResult is R0 after a call of k (the kernel's check_kfunc_call after
+// the arguments): nothing for void, a scalar, or a pointer to a kernel
+// struct, which KF_RET_NULL makes maybe-NULL and KF_ACQUIRE referenced.
+func (v *verifier) kfuncResult(pc int, k *helper.Kfunc, proto *btf.FuncProto) (Reg, error) {
+	ret := btf.UnderlyingType(proto.Return)
+	switch ret.(type) {
+	case *btf.Void:
+		return Reg{Type: NotInit}, nil
+	case *btf.Int, *btf.Enum:
+		return unknownScalar(), nil
+	}
+	p, ok := ret.(*btf.Pointer)
+	if !ok {
+		return Reg{}, v.errorf(pc, "kernel function %s returns an unsupported type", k.Name)
+	}
+	target := btf.UnderlyingType(p.Target)
+	if !isStructType(target) {
+		return Reg{}, v.errorf(pc, "kernel function %s returns pointer type %s %s is not supported", k.Name, btfKindString(target), target.TypeName())
+	}
+	t, err := v.kfuncStruct(target)
+	if err != nil {
+		return Reg{}, v.errorf(pc, "%v", err)
+	}
+	r0 := v.btfPtr(t, 0)
+	if k.Flags&helper.KfRetNull != 0 {
+		r0.Flags |= MaybeNull
+		r0.ID = v.newID()
+	}
+	if k.Flags&helper.KfAcquire != 0 {
+		ref := v.newID()
+		v.cur.Refs = append(v.cur.Refs, Ref{ID: ref, Insn: pc})
+		r0.RefID = ref
+		if r0.ID != 0 {
+			r0.ID = ref
+		}
+	}
+	return r0, nil
+}
+
+// kfuncProto is the prototype calls of k are checked against: the target
+// BTF's for the function, as the kernel's, or else the one the registry
+// declares (Kfunc.Decl). A kfunc of a kernel module is called only when
+// the target BTF has it.
+func (v *verifier) kfuncProto(pc int, k *helper.Kfunc) (*btf.FuncProto, error) {
+	if v.opts.KernelTypes != nil {
+		var fn *btf.Func
+		if err := v.opts.KernelTypes.TypeByName(k.Name, &fn); err == nil {
+			if fp, ok := fn.Type.(*btf.FuncProto); ok {
+				return fp, nil
+			}
+		}
+	}
+	if k.Module != "" {
+		return nil, v.errorf(pc, "kernel function %s of module %s is not in the target BTF", k.Name, k.Module)
+	}
+	return k.DeclProto(), nil
+}
+
+// kfuncStruct resolves a struct of a kfunc prototype in the target BTF:
+// the declared prototypes' structs are opaque ones named as the kernel's;
+// a struct the target BTF lacks stays opaque.
+func (v *verifier) kfuncStruct(t btf.Type) (btf.Type, error) {
+	if v.opts.KernelTypes == nil {
+		return t, nil
+	}
+	var s *btf.Struct
+	if st, ok := t.(*btf.Struct); ok && len(st.Members) == 0 && st.Size == 0 {
+		if err := v.opts.KernelTypes.TypeByName(st.Name, &s); err == nil {
+			return s, nil
+		}
+	}
+	return t, nil
+}
+
+// iterNumCall verifies a call of bpf_iter_num_new, _next or _destroy.
+func (v *verifier) iterNumCall(pc int, id int32) error {
 	f := v.cur.cur()
 	it, err := v.readReg(pc, isa.R1)
 	if err != nil {
@@ -68,20 +206,18 @@ func (v *verifier) checkKfuncCall(pc int, id int32) error {
 			return err
 		}
 		return v.iterNext(pc, slot)
-	case isa.KfuncIterNumDestroy:
-		slot, err := v.initializedIter(pc, it)
-		if err != nil {
-			return err
-		}
-		if !v.cur.releaseRef(slot.Iter.Ref) {
-			return v.errorf(pc, "verifier internal error: iterator without a reference")
-		}
-		*slot = Slot{}
-		clearCallerSaved(f)
-		f.Regs[0] = Reg{Type: NotInit}
-		return nil
 	}
-	return v.errorf(pc, "calling kernel function %s is not allowed", kfuncText(id, name))
+	slot, err := v.initializedIter(pc, it)
+	if err != nil {
+		return err
+	}
+	if !v.cur.releaseRef(slot.Iter.Ref) {
+		return v.errorf(pc, "verifier internal error: iterator without a reference")
+	}
+	*slot = Slot{}
+	clearCallerSaved(f)
+	f.Regs[0] = Reg{Type: NotInit}
+	return nil
 }
 
 // castToKernCtx verifies bpf_cast_to_kern_ctx(ctx): R0 becomes a trusted
@@ -92,6 +228,9 @@ func (v *verifier) castToKernCtx(pc int) error {
 	ctx, err := v.readReg(pc, isa.R1)
 	if err != nil {
 		return err
+	}
+	if isNullReg(ctx) {
+		return v.errorf(pc, "Possibly NULL pointer passed to trusted arg0")
 	}
 	if ctx.Type != PtrToCtx {
 		return v.errorf(pc, "arg#0 expected pointer to ctx, but got %s", regTypeString(ctx))

@@ -47,6 +47,19 @@ func (v *verifier) checkLockLeak(pc int, what string) error {
 	return nil
 }
 
+// checkSectionLeak refuses what ends the program inside an RCU read
+// section or with preemption disabled (check_resource_leak, after the
+// references).
+func (v *verifier) checkSectionLeak(pc int, what string) error {
+	switch {
+	case v.cur.RCULock:
+		return v.errorf(pc, "%s cannot be used inside bpf_rcu_read_lock-ed region", what)
+	case v.cur.PreemptDepth > 0:
+		return v.errorf(pc, "%s cannot be used inside bpf_preempt_disable-ed region", what)
+	}
+	return nil
+}
+
 // checkMapLockUse refuses a program type that may not use a map whose
 // values have a bpf_spin_lock (check_map_prog_compatibility).
 func (v *verifier) checkMapLockUse(pc int, m *MapInfo) error {

@@ -652,6 +652,9 @@ func (v *verifier) checkLdAbs(pc int, ins isa.Instruction) error {
 		r := v.cur.Refs[0]
 		return v.errorf(pc, "Unreleased reference id=%d alloc_insn=%d", r.ID, r.Insn)
 	}
+	if err := v.checkSectionLeak(pc, "BPF_LD_[ABS|IND]"); err != nil {
+		return err
+	}
 	if ctx.Type != PtrToCtx {
 		return v.errorf(pc, "at the time of BPF_LD_ABS|IND R6 != pointer to skb")
 	}

@@ -59,6 +59,7 @@ const (
 	RetSocketOrNull     = helper.RetSocketOrNull
 	RetSockCommonOrNull = helper.RetSockCommonOrNull
 	RetTCPSockOrNull    = helper.RetTCPSockOrNull
+	RetBTFTask          = helper.RetBTFTask
 	RetDynptrMemOrNull  = helper.RetDynptrMemOrNull
 )
 

@@ -313,7 +313,7 @@ func (m *idMap) check(old, cur uint32) bool {
 // not final yet, and infinite loop detection).
 func (v *verifier) statesEqual(old, cur *State, pc int, all bool) bool {
 	all = all || v.opts.Unprivileged || v.exact
-	if len(old.Frames) != len(cur.Frames) || len(old.Refs) != len(cur.Refs) {
+	if len(old.Frames) != len(cur.Frames) || len(old.Refs) != len(cur.Refs) || old.RCULock != cur.RCULock || old.PreemptDepth != cur.PreemptDepth {
 		return false
 	}
 	var ids idMap

@@ -108,7 +108,7 @@ func TestSelftestBTFPointers(t *testing.T) {
 		{name: "cast of non-ctx", btf: true, asm: "r1 = r10\n" + cast + "r0 = 0\nexit",
 			err: "arg#0 expected pointer to ctx, but got fp", kmsg: true},
 		{name: "cast of scalar", btf: true, asm: "r1 = 0\n" + cast + "r0 = 0\nexit",
-			err: "arg#0 expected pointer to ctx, but got scalar", kmsg: true},
+			err: "Possibly NULL pointer passed to trusted arg0", kmsg: true},
 		{name: "cast of moved ctx", btf: true, asm: "r1 += 4\n" + cast + "r0 = 0\nexit",
 			err: "dereference of modified ctx ptr R1 off=4 disallowed", kmsg: true},
 		{name: "scalar load is unknown", btf: true, asm: cast + fmt.Sprintf("r1 = *(u64 *)(r0 +%d)\nr0 = *(u32 *)(r1 +%d)\nr0 = *(u8 *)(r0 +0)\nexit", rxqOff, qiOff),

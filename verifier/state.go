@@ -297,6 +297,11 @@ type Ref struct {
 type State struct {
 	Frames []*Frame
 	Refs   []Ref
+	// RCULock says the path is inside bpf_rcu_read_lock (the kernel's
+	// active_rcu_lock); PreemptDepth counts its bpf_preempt_disable calls
+	// not yet undone (active_preempt_locks).
+	RCULock      bool
+	PreemptDepth int32
 	// parent is the nearest remembered state this one descends from.
 	parent *explored
 	// callbackIter counts returns from callbacks to their helper call on
@@ -401,6 +406,7 @@ func (s *State) copyTo(c *State) {
 		f.refs++
 	}
 	c.Refs = append(c.Refs[:0], s.Refs...)
+	c.RCULock, c.PreemptDepth = s.RCULock, s.PreemptDepth
 	c.parent, c.callbackIter, c.mayGotoDepth, c.pool = s.parent, s.callbackIter, s.mayGotoDepth, s.pool
 }
 
