@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/bpfvm/bpfvm"
+	"github.com/bpfvm/bpfvm/loader"
 )
 
 // dpack is testdata/dynptr.c's pack: two 16-bit results in one.
@@ -84,4 +87,43 @@ func TestDynptrRun(t *testing.T) {
 			})
 		})
 	}
+}
+
+// BenchmarkDynptrLoad loads testdata/dynptr.o, ten dynptr-heavy programs
+// and their two maps, into bpfvm (verification with the interpreter, so
+// no compile) and into the kernel: compare the two in one run with
+// go test -run XXX -bench DynptrLoad -count 5.
+func BenchmarkDynptrLoad(b *testing.B) {
+	const file = "testdata/dynptr.o"
+	b.Run("bpfvm", func(b *testing.B) {
+		spec, err := loader.LoadCollectionSpec(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts := bpfvm.CollectionOptions{}
+		opts.Programs.Engine = bpfvm.EngineInterpreter
+		for b.Loop() {
+			c, err := bpfvm.NewCollectionWithOptions(spec, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.Close()
+		}
+	})
+	b.Run("kernel", func(b *testing.B) {
+		if !kernelAvailable(b) {
+			b.Skip("bpf() not permitted")
+		}
+		spec, err := ebpf.LoadCollectionSpec(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			c, err := ebpf.NewCollection(spec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.Close()
+		}
+	})
 }

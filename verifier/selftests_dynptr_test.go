@@ -123,6 +123,25 @@ func TestDynptrs(t *testing.T) {
 		{name: "clone ringbuf submit both", maps: rb, asm: reserve + "r1 = r10\nr1 += -16\nr2 = r10\nr2 += -48\ncall bpf_dynptr_clone#0\n" + submit + "r1 = r10\nr1 += -48\nr2 = 0\ncall bpf_ringbuf_submit_dynptr#199" + end, err: "arg 1 is an unacquired reference", kmsg: true},
 		{name: "clone over ringbuf", maps: rb, asm: reserve + "r1 = r10\nr1 += -16\nr2 = r10\nr2 += -16\ncall bpf_dynptr_clone#0\n" + submit + end, err: "cannot overwrite referenced dynptr", kmsg: true},
 
+		// Other frames: a callee reading the caller's dynptr, making one
+		// in the caller's stack, a callback reading it.
+		{name: "callee reads caller's dynptr", asm: fromMem + "r1 = r10\nr1 += -16\ncall f" + end + "\nf: r3 = r1\nr1 = r10\nr1 += -8\nr2 = 8\nr4 = 0\nr5 = 0\ncall bpf_dynptr_read#201\nr0 = 0\nexit"},
+		{name: "callee reserves in caller's stack", maps: rb, asm: "r1 = r10\nr1 += -16\ncall f\n" + submit + out + "\nf: r4 = r1\nr1 = map[fd:0] ll\nr2 = 16\nr3 = 0\ncall bpf_ringbuf_reserve_dynptr#198\nr0 = 0\nexit"},
+		{name: "callee overwrites caller's ringbuf dynptr", maps: rb, asm: reserve + "r1 = r10\nr1 += -16\ncall f\n" + submit + out + "\nf: *(u64 *)(r1 +0) = 0\nr0 = 0\nexit", err: "cannot overwrite referenced dynptr", kmsg: true},
+		{name: "callback reads the dynptr", asm: fromMem + "r1 = 2\nr2 = subprog[cb] ll\nr3 = r10\nr3 += -16\nr4 = 0\ncall bpf_loop#181" + end + "\ncb: r3 = r2\nr1 = r10\nr1 += -8\nr2 = 8\nr4 = 0\nr5 = 0\ncall bpf_dynptr_read#201\nr0 = 0\nexit"},
+		{name: "callback leaks a ringbuf dynptr", maps: rb, asm: "r1 = 2\nr2 = subprog[cb] ll\nr3 = 0\nr4 = 0\ncall bpf_loop#181" + out + "\ncb: " + reserve + "r0 = 0\nexit", err: "Unreleased reference", klog: "Unreleased reference"},
+
+		// Writes over a dynptr in other ways.
+		{name: "variable-offset store destroys", asm: random + "r6 &= 8\n" + fromMem + "r1 = r10\nr1 += -16\nr1 += r6\n*(u8 *)(r1 +0) = 0\n" + read + end, err: "Expected an initialized dynptr as arg #2", kmsg: true},
+		{name: "variable-offset store over ringbuf", maps: rb, asm: random + "r6 &= 8\n" + reserve + "r1 = r10\nr1 += -16\nr1 += r6\n*(u8 *)(r1 +0) = 0\n" + submit + out, err: "cannot overwrite referenced dynptr", kmsg: true},
+		{name: "pointer spilled over dynptr", asm: fromMem + "*(u64 *)(r10 -16) = r10\n" + read + end, err: "Expected an initialized dynptr as arg #2", kmsg: true},
+		{name: "write from the dynptr itself", asm: fromMem + "r1 = r10\nr1 += -16\nr2 = 0\nr3 = r10\nr3 += -16\nr4 = 8\nr5 = 0\ncall bpf_dynptr_write#202" + end, err: "invalid read from stack R3 off -16+0 size 8", kmsg: true},
+		{name: "release at an offset", maps: rb, asm: reserve + "r1 = r10\nr1 += -8\nr2 = 0\ncall bpf_ringbuf_submit_dynptr#199\n" + submit + out, err: "cannot pass in dynptr at an offset=-8", kmsg: true},
+		{name: "read variable length", asm: random + "r6 &= 7\n" + fromMem + "r1 = r10\nr1 += -32\nr2 = r6\nr3 = r10\nr3 += -16\nr4 = 0\nr5 = 0\ncall bpf_dynptr_read#201" + end},
+		{name: "xdp slice after adjust head", asm: fromXdp + sliceRdwr + "if r0 == 0 goto out\nr7 = r0\nr1 = r6\nr2 = 0\ncall bpf_xdp_adjust_head#44\n*(u8 *)(r7 +0) = 1" + end, err: "invalid mem access 'scalar'", kmsg: true},
+		{name: "from skb in cgroup skb", typ: ebpf.CGroupSKB, asm: fromSkb + read + "r0 = 1\nexit"},
+		{name: "common kfuncs in socket filter", typ: ebpf.SocketFilter, asm: fromMem + "r1 = r10\nr1 += -16\ncall bpf_dynptr_size#0" + end},
+
 		// Paths: a loop re-making a dynptr, one made on one path only.
 		{name: "dynptr in loop", asm: "r6 = 0\nloop: " + fromMem + read + "r6 += 1\nif r6 < 4 goto loop" + end},
 		{name: "dynptr on one path", asm: random + "if r6 == 0 goto skip\n" + fromMem + "skip: " + read + end, err: "Expected an initialized dynptr as arg #2", kmsg: true},
