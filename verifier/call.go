@@ -329,7 +329,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			return err
 		}
 	}
-	if p.ChangesPacket || name == "bpf_dynptr_write" && dm.kind == DynptrSKB {
+	if p.ChangesPacket || name == "bpf_dynptr_write" && (dm.kind == DynptrSKB || dm.kind == dynptrAnyKind) {
 		// The packet may have moved: every packet pointer is stale.
 		// Writing through an skb dynptr may move it too (the
 		// kernel's check_helper_call).
@@ -460,7 +460,7 @@ func isSocketOrNull(reg *Reg) bool {
 // something that may have moved the packet.
 func invalidatePackets(st *State) {
 	st.forEachReg(func(r *Reg) bool {
-		return r.Type == PtrToPacket || r.Type == PtrToPacketEnd || r.Type == PtrToPacketMeta || r.Type == PtrToMem && (r.DynptrKind == DynptrSKB || r.DynptrKind == DynptrXDP)
+		return r.Type == PtrToPacket || r.Type == PtrToPacketEnd || r.Type == PtrToPacketMeta || r.Type == PtrToMem && dynptrPacket(r.DynptrKind)
 	}, func(r *Reg) { *r = unknownScalar() })
 }
 

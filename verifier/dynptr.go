@@ -33,6 +33,15 @@ const (
 	DynptrXDP
 )
 
+// dynptrAnyKind is the kind of a global function's dynptr argument, which
+// may be any: the kernel takes it as local, but its slices and writes
+// through it are treated as those of a packet dynptr, which is sound for
+// every kind.
+const dynptrAnyKind uint8 = 0xff
+
+// dynptrPacket reports whether a dynptr of the kind may be the packet's.
+func dynptrPacket(k uint8) bool { return k == DynptrSKB || k == DynptrXDP || k == dynptrAnyKind }
+
 var dynptrKindNames = [...]string{DynptrInvalid: "<unknown>", DynptrLocal: "local", DynptrRingbuf: "ringbuf", DynptrSKB: "skb", DynptrXDP: "xdp"}
 
 // dynptrKindName is the kernel's dynptr_type_str.
@@ -105,21 +114,31 @@ func (v *verifier) dynptrAt(reg *Reg, off int) *Slot {
 }
 
 // initDynptr checks an argument that must point at an initialised dynptr
-// of kind want (DynptrInvalid: any) and returns its first half (the
-// kernel's is_dynptr_reg_valid_init and is_dynptr_type_expected).
-func (v *verifier) initDynptr(pc int, regno isa.Register, reg *Reg, want uint8) (*Slot, error) {
-	off, _, err := v.dynptrOff(pc, reg)
-	if err != nil {
-		return nil, err
+// of kind want (DynptrInvalid: any) and returns it (the kernel's
+// is_dynptr_reg_valid_init and is_dynptr_type_expected): one on the stack,
+// or a global function's const dynptr argument.
+func (v *verifier) initDynptr(pc int, regno isa.Register, reg *Reg, want uint8) (DynptrSlot, error) {
+	var d DynptrSlot
+	if reg.Type == PtrToConstDynptr {
+		if err := v.checkPtrOffReg(pc, regno, reg, false); err != nil {
+			return d, err
+		}
+		d = DynptrSlot{ID: reg.ID, Kind: reg.DynptrKind, First: true}
+	} else {
+		off, _, err := v.dynptrOff(pc, reg)
+		if err != nil {
+			return d, err
+		}
+		s := v.dynptrAt(reg, off)
+		if s == nil {
+			return d, v.errorf(pc, "Expected an initialized dynptr as arg #%d", regno-1)
+		}
+		d = s.Dynptr
 	}
-	s := v.dynptrAt(reg, off)
-	if s == nil {
-		return nil, v.errorf(pc, "Expected an initialized dynptr as arg #%d", regno-1)
+	if want != DynptrInvalid && d.Kind != want {
+		return d, v.errorf(pc, "Expected a dynptr of type %s as arg #%d", dynptrKindName(want), regno-1)
 	}
-	if want != DynptrInvalid && s.Dynptr.Kind != want {
-		return nil, v.errorf(pc, "Expected a dynptr of type %s as arg #%d", dynptrKindName(want), regno-1)
-	}
-	return s, nil
+	return d, nil
 }
 
 // markDynptr makes the 16 bytes reg points at a new dynptr of the kind
@@ -223,11 +242,14 @@ func (v *verifier) rawOverDynptr(pc int, f *Frame, lo, hi int64) error {
 // dynptrHelperArg checks a helper's dynptr argument (the kernel's
 // check_func_arg for ARG_PTR_TO_DYNPTR and process_dynptr_func).
 func (v *verifier) dynptrHelperArg(pc int, regno isa.Register, reg *Reg, at ArgType, m *dynptrMeta) error {
-	if reg.Type != PtrToStack {
+	if reg.Type != PtrToStack && reg.Type != PtrToConstDynptr {
 		return v.errorf(pc, "R%d type=%s expected=fp, dynptr_ptr", regno, regTypeString(reg))
 	}
 	switch at {
 	case ArgDynptrLocalUninit, ArgDynptrRingbufUninit:
+		if reg.Type == PtrToConstDynptr {
+			return v.errorf(pc, "Dynptr has to be an uninitialized dynptr")
+		}
 		kind := DynptrLocal
 		if at == ArgDynptrRingbufUninit {
 			kind = DynptrRingbuf
@@ -235,6 +257,9 @@ func (v *verifier) dynptrHelperArg(pc int, regno isa.Register, reg *Reg, at ArgT
 		_, err := v.markDynptr(pc, regno, reg, kind, 0)
 		return err
 	case ArgDynptrRingbufRelease:
+		if reg.Type == PtrToConstDynptr {
+			return v.errorf(pc, "cannot release unowned const bpf_dynptr")
+		}
 		off, _, err := v.dynptrOff(pc, reg)
 		if err != nil {
 			return err
@@ -248,11 +273,11 @@ func (v *verifier) dynptrHelperArg(pc int, regno isa.Register, reg *Reg, at ArgT
 		m.release = regno
 		return nil
 	}
-	s, err := v.initDynptr(pc, regno, reg, DynptrInvalid)
+	d, err := v.initDynptr(pc, regno, reg, DynptrInvalid)
 	if err != nil {
 		return err
 	}
-	m.id, m.ref, m.kind = s.Dynptr.ID, s.Dynptr.Ref, s.Dynptr.Kind
+	m.id, m.ref, m.kind = d.ID, d.Ref, d.Kind
 	return nil
 }
 
@@ -321,10 +346,17 @@ func (v *verifier) checkDynptrKfunc(pc int, id int32) error {
 		if err != nil {
 			return nil, err
 		}
-		if reg.Type != PtrToStack {
+		if reg.Type != PtrToStack && reg.Type != PtrToConstDynptr {
 			return nil, v.errorf(pc, "arg#%d expected pointer to stack or const struct bpf_dynptr", i)
 		}
 		return reg, nil
+	}
+	uninit := func(i int) (*Reg, error) {
+		reg, err := dynptr(i)
+		if err == nil && reg.Type == PtrToConstDynptr {
+			return nil, v.errorf(pc, "Dynptr has to be an uninitialized dynptr")
+		}
+		return reg, err
 	}
 	var r0 Reg
 	switch id {
@@ -342,7 +374,7 @@ func (v *verifier) checkDynptrKfunc(pc int, id int32) error {
 		if err := scalar(1); err != nil {
 			return err
 		}
-		reg, err := dynptr(2)
+		reg, err := uninit(2)
 		if err != nil {
 			return err
 		}
@@ -359,12 +391,11 @@ func (v *verifier) checkDynptrKfunc(pc int, id int32) error {
 		if err != nil {
 			return err
 		}
-		parent, err := v.initDynptr(pc, isa.R1, reg, DynptrInvalid)
+		d, err := v.initDynptr(pc, isa.R1, reg, DynptrInvalid)
 		if err != nil {
 			return err
 		}
-		d := parent.Dynptr
-		clone, err := dynptr(1)
+		clone, err := uninit(1)
 		if err != nil {
 			return err
 		}
@@ -377,11 +408,10 @@ func (v *verifier) checkDynptrKfunc(pc int, id int32) error {
 		if err != nil {
 			return err
 		}
-		s, err := v.initDynptr(pc, isa.R1, reg, DynptrInvalid)
+		d, err := v.initDynptr(pc, isa.R1, reg, DynptrInvalid)
 		if err != nil {
 			return err
 		}
-		d := s.Dynptr
 		r0 = unknownScalar()
 		switch id {
 		case isa.KfuncDynptrAdjust:

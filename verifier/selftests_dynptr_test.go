@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpfvm/bpfvm/maps"
 )
@@ -37,6 +38,10 @@ func TestDynptrs(t *testing.T) {
 	// R0 = bpf_dynptr_slice(fp-16, 0, NULL, 4), and the _rdwr one.
 	slice := "r1 = r10\nr1 += -16\nr2 = 0\nr3 = 0\nr4 = 4\ncall bpf_dynptr_slice#0\n"
 	sliceRdwr := "r1 = r10\nr1 += -16\nr2 = 0\nr3 = 0\nr4 = 4\ncall bpf_dynptr_slice_rdwr#0\n"
+	// g(const struct bpf_dynptr *), a global function.
+	dynptrG := map[int]*btf.Func{1: global("g", btfInt, &btf.Pointer{Target: &btf.Const{Type: &btf.Struct{Name: "bpf_dynptr", Size: 16}}})}
+	callG := "r1 = r10\nr1 += -16\ncall g\n"
+	gRead := "\ng: r3 = r1\nr1 = r10\nr1 += -8\nr2 = 8\nr4 = 0\nr5 = 0\ncall bpf_dynptr_read#201\nr0 = 0\nexit"
 	cases := []vcase{
 		// Local dynptrs.
 		{name: "from mem and read", asm: fromMem + read + end},
@@ -141,6 +146,18 @@ func TestDynptrs(t *testing.T) {
 		{name: "xdp slice after adjust head", asm: fromXdp + sliceRdwr + "if r0 == 0 goto out\nr7 = r0\nr1 = r6\nr2 = 0\ncall bpf_xdp_adjust_head#44\n*(u8 *)(r7 +0) = 1" + end, err: "invalid mem access 'scalar'", kmsg: true},
 		{name: "from skb in cgroup skb", typ: ebpf.CGroupSKB, asm: fromSkb + read + "r0 = 1\nexit"},
 		{name: "common kfuncs in socket filter", typ: ebpf.SocketFilter, asm: fromMem + "r1 = r10\nr1 += -16\ncall bpf_dynptr_size#0" + end},
+
+		// Global functions take const dynptrs (CONST_PTR_TO_DYNPTR).
+		{name: "global reads dynptr", funcs: dynptrG, asm: fromMem + callG + end + gRead},
+		{name: "global reads ringbuf dynptr", funcs: dynptrG, asm: reserve + callG + submit + out + gRead},
+		{name: "global given uninit dynptr", funcs: dynptrG, asm: callG + out + gRead, err: "Expected an initialized dynptr as arg #0", kmsg: true},
+		{name: "global given scalar", funcs: dynptrG, asm: "r1 = 0\ncall g" + out + gRead, err: "arg#0 expected pointer to stack or const struct bpf_dynptr", kmsg: true},
+		{name: "global releases const dynptr", funcs: dynptrG, asm: reserve + callG + submit + out + "\ng: r2 = 0\ncall bpf_ringbuf_submit_dynptr#199\nr0 = 0\nexit", err: "cannot release unowned const bpf_dynptr", kmsg: true},
+		{name: "global remakes const dynptr", funcs: dynptrG, asm: fromMem + callG + end + "\ng: r4 = r1\nr1 = map[fd:0] ll\nr2 = 8\nr3 = 0\ncall bpf_ringbuf_reserve_dynptr#198\nr0 = 0\nexit", err: "Dynptr has to be an uninitialized dynptr", kmsg: true},
+		{name: "global kfuncs on const dynptr", funcs: dynptrG, asm: fromMem + callG + end + "\ng: r6 = r1\ncall bpf_dynptr_size#0\nr1 = r6\nr2 = 0\nr3 = 0\nr4 = 4\ncall bpf_dynptr_slice#0\nif r0 == 0 goto gout\nr0 = *(u32 *)(r0 +0)\ngout: r0 = 0\nexit"},
+		{name: "global data slice of const dynptr", funcs: dynptrG, asm: fromMem + callG + end + "\ng: r2 = 0\nr3 = 8\ncall bpf_dynptr_data#203\nif r0 == 0 goto gout\nr0 = *(u64 *)(r0 +0)\ngout: r0 = 0\nexit"},
+		{name: "global moves const dynptr", funcs: dynptrG, asm: fromMem + callG + end + "\ng: r1 += 8\ncall bpf_dynptr_size#0\nr0 = 0\nexit", err: "dereference of modified dynptr_ptr ptr R1 off=8 disallowed", kmsg: true},
+		{name: "global loads through const dynptr", funcs: dynptrG, asm: fromMem + callG + end + "\ng: r0 = *(u64 *)(r1 +0)\nr0 = 0\nexit", err: "R1 invalid mem access 'dynptr_ptr'", kmsg: true},
 
 		// Paths: a loop re-making a dynptr, one made on one path only.
 		{name: "dynptr in loop", asm: "r6 = 0\nloop: " + fromMem + read + "r6 += 1\nif r6 < 4 goto loop" + end},

@@ -51,6 +51,11 @@ const (
 	// BPF_PROBE_MEM loads, which read 0 where nothing is mapped. Trusted,
 	// Untrusted, RCU and Alloc qualify it as the kernel's flags do.
 	PtrToBTFID
+	// PtrToConstDynptr is a dynptr a global function's argument points
+	// at (the kernel's CONST_PTR_TO_DYNPTR): initialised, of kind
+	// DynptrKind, identified by ID; helpers may read it, not release or
+	// remake it.
+	PtrToConstDynptr
 )
 
 // Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY, MEM_RINGBUF,
@@ -75,25 +80,26 @@ const (
 )
 
 var regTypeNames = [...]string{
-	NotInit:         "?",
-	ScalarValue:     "scalar",
-	PtrToCtx:        "ctx",
-	ConstPtrToMap:   "map_ptr",
-	PtrToMapValue:   "map_value",
-	PtrToMapKey:     "map_key",
-	PtrToStack:      "fp",
-	PtrToPacket:     "pkt",
-	PtrToPacketMeta: "pkt_meta",
-	PtrToPacketEnd:  "pkt_end",
-	PtrToMem:        "mem",
-	PtrToFunc:       "func",
-	PtrToXDPSock:    "xdp_sock",
-	PtrToFlowKeys:   "flow_keys",
-	PtrToSockCommon: "sock_common",
-	PtrToSocket:     "sock",
-	PtrToTPBuffer:   "tp_buffer",
-	PtrToTCPSock:    "tcp_sock",
-	PtrToBTFID:      "ptr_",
+	NotInit:          "?",
+	ScalarValue:      "scalar",
+	PtrToCtx:         "ctx",
+	ConstPtrToMap:    "map_ptr",
+	PtrToMapValue:    "map_value",
+	PtrToMapKey:      "map_key",
+	PtrToStack:       "fp",
+	PtrToPacket:      "pkt",
+	PtrToPacketMeta:  "pkt_meta",
+	PtrToPacketEnd:   "pkt_end",
+	PtrToMem:         "mem",
+	PtrToFunc:        "func",
+	PtrToXDPSock:     "xdp_sock",
+	PtrToFlowKeys:    "flow_keys",
+	PtrToSockCommon:  "sock_common",
+	PtrToSocket:      "sock",
+	PtrToTPBuffer:    "tp_buffer",
+	PtrToTCPSock:     "tcp_sock",
+	PtrToBTFID:       "ptr_",
+	PtrToConstDynptr: "dynptr_ptr",
 }
 
 func (t RegType) String() string {
