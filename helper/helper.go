@@ -64,6 +64,7 @@ const (
 var families = [][]Helper{
 	mapHelpers,
 	ringbufHelpers,
+	dynptrHelpers,
 	perfHelpers,
 	loopHelpers,
 	tailCallHelpers,

@@ -157,6 +157,7 @@ var kfuncFamilies = [][]Kfunc{
 	taskKfuncs,
 	cgroupKfuncs,
 	cpumaskKfuncs,
+	dynptrKfuncs,
 }
 
 // kfuncRegistry indexes kfuncFamilies by id, filling in the ids.

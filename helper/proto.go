@@ -102,7 +102,31 @@ const (
 	// whose reference moves into the field (ARG_PTR_TO_BTF_ID_OR_NULL |
 	// OBJ_RELEASE).
 	ArgKptrNew
+	// ArgConstAllocSizeOrZero is a constant size, zero allowed, of the
+	// memory the helper returns (ARG_CONST_ALLOC_SIZE_OR_ZERO:
+	// bpf_dynptr_data).
+	ArgConstAllocSizeOrZero
+	// ArgDynptr points at an initialised dynptr of any kind on the
+	// stack, which the helper does not change (ARG_PTR_TO_DYNPTR |
+	// MEM_RDONLY).
+	ArgDynptr
+	// ArgDynptrLocalUninit points at 16 bytes of stack the helper makes
+	// a local dynptr (ARG_PTR_TO_DYNPTR | DYNPTR_TYPE_LOCAL | MEM_UNINIT).
+	ArgDynptrLocalUninit
+	// ArgDynptrRingbufUninit points at 16 bytes of stack the helper makes
+	// a ring buffer dynptr, a reference the program must release
+	// (ARG_PTR_TO_DYNPTR | DYNPTR_TYPE_RINGBUF | MEM_UNINIT).
+	ArgDynptrRingbufUninit
+	// ArgDynptrRingbufRelease points at a ring buffer dynptr the helper
+	// submits or discards (ARG_PTR_TO_DYNPTR | DYNPTR_TYPE_RINGBUF |
+	// OBJ_RELEASE).
+	ArgDynptrRingbufRelease
 )
+
+// IsDynptr reports whether an argument points at a dynptr.
+func (t ArgType) IsDynptr() bool {
+	return t >= ArgDynptr && t <= ArgDynptrRingbufRelease
+}
 
 // IsMem reports whether an argument points at memory the helper accesses.
 func (t ArgType) IsMem() bool {
@@ -157,6 +181,10 @@ const (
 	// struct Proto.RetBTF names, never NULL (RET_PTR_TO_BTF_ID_TRUSTED:
 	// bpf_get_current_task_btf).
 	RetBTFIDTrusted
+	// RetDynptrMemOrNull is memory inside the dynptr argument, of the
+	// constant size argument's size, or NULL (RET_PTR_TO_DYNPTR_MEM_OR_NULL:
+	// bpf_dynptr_data).
+	RetDynptrMemOrNull
 )
 
 // Proto is a helper prototype: what the verifier checks of a call, the

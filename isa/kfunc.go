@@ -32,32 +32,41 @@ const (
 	KfuncCgroupFromID   int32 = 51 // struct cgroup *bpf_cgroup_from_id(u64 cgid)
 	KfuncTaskUnderCgrp  int32 = 52 // long bpf_task_under_cgroup(struct task_struct *task, struct cgroup *ancestor)
 
-	KfuncCpumaskCreate           int32 = 64 // struct bpf_cpumask *bpf_cpumask_create(void)
-	KfuncCpumaskRelease          int32 = 65 // void bpf_cpumask_release(struct bpf_cpumask *cpumask)
-	KfuncCpumaskAcquire          int32 = 66 // struct bpf_cpumask *bpf_cpumask_acquire(struct bpf_cpumask *cpumask)
-	KfuncCpumaskFirst            int32 = 67 // u32 bpf_cpumask_first(const struct cpumask *cpumask)
-	KfuncCpumaskFirstZero        int32 = 68 // u32 bpf_cpumask_first_zero(const struct cpumask *cpumask)
-	KfuncCpumaskFirstAnd         int32 = 69 // u32 bpf_cpumask_first_and(const struct cpumask *src1, const struct cpumask *src2)
-	KfuncCpumaskSetCPU           int32 = 70 // void bpf_cpumask_set_cpu(u32 cpu, struct bpf_cpumask *cpumask)
-	KfuncCpumaskClearCPU         int32 = 71 // void bpf_cpumask_clear_cpu(u32 cpu, struct bpf_cpumask *cpumask)
-	KfuncCpumaskTestCPU          int32 = 72 // bool bpf_cpumask_test_cpu(u32 cpu, const struct cpumask *cpumask)
-	KfuncCpumaskTestAndSetCPU    int32 = 73 // bool bpf_cpumask_test_and_set_cpu(u32 cpu, struct bpf_cpumask *cpumask)
-	KfuncCpumaskTestAndClearCPU  int32 = 74 // bool bpf_cpumask_test_and_clear_cpu(u32 cpu, struct bpf_cpumask *cpumask)
-	KfuncCpumaskSetall           int32 = 75 // void bpf_cpumask_setall(struct bpf_cpumask *cpumask)
-	KfuncCpumaskClear            int32 = 76 // void bpf_cpumask_clear(struct bpf_cpumask *cpumask)
-	KfuncCpumaskAnd              int32 = 77 // bool bpf_cpumask_and(struct bpf_cpumask *dst, const struct cpumask *src1, const struct cpumask *src2)
-	KfuncCpumaskOr               int32 = 78 // void bpf_cpumask_or(struct bpf_cpumask *dst, const struct cpumask *src1, const struct cpumask *src2)
-	KfuncCpumaskXor              int32 = 79 // void bpf_cpumask_xor(struct bpf_cpumask *dst, const struct cpumask *src1, const struct cpumask *src2)
-	KfuncCpumaskEqual            int32 = 80 // bool bpf_cpumask_equal(const struct cpumask *src1, const struct cpumask *src2)
-	KfuncCpumaskIntersects       int32 = 81 // bool bpf_cpumask_intersects(const struct cpumask *src1, const struct cpumask *src2)
-	KfuncCpumaskSubset           int32 = 82 // bool bpf_cpumask_subset(const struct cpumask *src1, const struct cpumask *src2)
-	KfuncCpumaskEmpty            int32 = 83 // bool bpf_cpumask_empty(const struct cpumask *cpumask)
-	KfuncCpumaskFull             int32 = 84 // bool bpf_cpumask_full(const struct cpumask *cpumask)
-	KfuncCpumaskCopy             int32 = 85 // void bpf_cpumask_copy(struct bpf_cpumask *dst, const struct cpumask *src)
-	KfuncCpumaskAnyDistribute    int32 = 86 // u32 bpf_cpumask_any_distribute(const struct cpumask *cpumask)
-	KfuncCpumaskAnyAndDistribute int32 = 87 // u32 bpf_cpumask_any_and_distribute(const struct cpumask *src1, const struct cpumask *src2)
-	KfuncCpumaskWeight           int32 = 88 // u32 bpf_cpumask_weight(const struct cpumask *cpumask)
-	KfuncCpumaskPopulate         int32 = 89 // int bpf_cpumask_populate(struct cpumask *cpumask, void *src, size_t src__sz)
+	KfuncCpumaskCreate           int32 = 64  // struct bpf_cpumask *bpf_cpumask_create(void)
+	KfuncCpumaskRelease          int32 = 65  // void bpf_cpumask_release(struct bpf_cpumask *cpumask)
+	KfuncCpumaskAcquire          int32 = 66  // struct bpf_cpumask *bpf_cpumask_acquire(struct bpf_cpumask *cpumask)
+	KfuncCpumaskFirst            int32 = 67  // u32 bpf_cpumask_first(const struct cpumask *cpumask)
+	KfuncCpumaskFirstZero        int32 = 68  // u32 bpf_cpumask_first_zero(const struct cpumask *cpumask)
+	KfuncCpumaskFirstAnd         int32 = 69  // u32 bpf_cpumask_first_and(const struct cpumask *src1, const struct cpumask *src2)
+	KfuncCpumaskSetCPU           int32 = 70  // void bpf_cpumask_set_cpu(u32 cpu, struct bpf_cpumask *cpumask)
+	KfuncCpumaskClearCPU         int32 = 71  // void bpf_cpumask_clear_cpu(u32 cpu, struct bpf_cpumask *cpumask)
+	KfuncCpumaskTestCPU          int32 = 72  // bool bpf_cpumask_test_cpu(u32 cpu, const struct cpumask *cpumask)
+	KfuncCpumaskTestAndSetCPU    int32 = 73  // bool bpf_cpumask_test_and_set_cpu(u32 cpu, struct bpf_cpumask *cpumask)
+	KfuncCpumaskTestAndClearCPU  int32 = 74  // bool bpf_cpumask_test_and_clear_cpu(u32 cpu, struct bpf_cpumask *cpumask)
+	KfuncCpumaskSetall           int32 = 75  // void bpf_cpumask_setall(struct bpf_cpumask *cpumask)
+	KfuncCpumaskClear            int32 = 76  // void bpf_cpumask_clear(struct bpf_cpumask *cpumask)
+	KfuncCpumaskAnd              int32 = 77  // bool bpf_cpumask_and(struct bpf_cpumask *dst, const struct cpumask *src1, const struct cpumask *src2)
+	KfuncCpumaskOr               int32 = 78  // void bpf_cpumask_or(struct bpf_cpumask *dst, const struct cpumask *src1, const struct cpumask *src2)
+	KfuncCpumaskXor              int32 = 79  // void bpf_cpumask_xor(struct bpf_cpumask *dst, const struct cpumask *src1, const struct cpumask *src2)
+	KfuncCpumaskEqual            int32 = 80  // bool bpf_cpumask_equal(const struct cpumask *src1, const struct cpumask *src2)
+	KfuncCpumaskIntersects       int32 = 81  // bool bpf_cpumask_intersects(const struct cpumask *src1, const struct cpumask *src2)
+	KfuncCpumaskSubset           int32 = 82  // bool bpf_cpumask_subset(const struct cpumask *src1, const struct cpumask *src2)
+	KfuncCpumaskEmpty            int32 = 83  // bool bpf_cpumask_empty(const struct cpumask *cpumask)
+	KfuncCpumaskFull             int32 = 84  // bool bpf_cpumask_full(const struct cpumask *cpumask)
+	KfuncCpumaskCopy             int32 = 85  // void bpf_cpumask_copy(struct bpf_cpumask *dst, const struct cpumask *src)
+	KfuncCpumaskAnyDistribute    int32 = 86  // u32 bpf_cpumask_any_distribute(const struct cpumask *cpumask)
+	KfuncCpumaskAnyAndDistribute int32 = 87  // u32 bpf_cpumask_any_and_distribute(const struct cpumask *src1, const struct cpumask *src2)
+	KfuncCpumaskWeight           int32 = 88  // u32 bpf_cpumask_weight(const struct cpumask *cpumask)
+	KfuncCpumaskPopulate         int32 = 89  // int bpf_cpumask_populate(struct cpumask *cpumask, void *src, size_t src__sz)
+	KfuncDynptrFromSkb           int32 = 128 // int bpf_dynptr_from_skb(struct __sk_buff *s, u64 flags, struct bpf_dynptr *ptr__uninit)
+	KfuncDynptrFromXdp           int32 = 129 // int bpf_dynptr_from_xdp(struct xdp_md *x, u64 flags, struct bpf_dynptr *ptr__uninit)
+	KfuncDynptrSlice             int32 = 130 // void *bpf_dynptr_slice(const struct bpf_dynptr *p, u32 offset, void *buffer__opt, u32 buffer__szk)
+	KfuncDynptrSliceRdwr         int32 = 131 // void *bpf_dynptr_slice_rdwr(same)
+	KfuncDynptrAdjust            int32 = 132 // int bpf_dynptr_adjust(const struct bpf_dynptr *p, u32 start, u32 end)
+	KfuncDynptrClone             int32 = 133 // int bpf_dynptr_clone(const struct bpf_dynptr *p, struct bpf_dynptr *clone__uninit)
+	KfuncDynptrSize              int32 = 134 // __u32 bpf_dynptr_size(const struct bpf_dynptr *p)
+	KfuncDynptrIsNull            int32 = 135 // bool bpf_dynptr_is_null(const struct bpf_dynptr *p)
+	KfuncDynptrIsRdonly          int32 = 136 // bool bpf_dynptr_is_rdonly(const struct bpf_dynptr *p)
 )
 
 var kfuncNames = [...]string{
@@ -109,6 +118,15 @@ var kfuncNames = [...]string{
 	KfuncCpumaskAnyAndDistribute: "bpf_cpumask_any_and_distribute",
 	KfuncCpumaskWeight:           "bpf_cpumask_weight",
 	KfuncCpumaskPopulate:         "bpf_cpumask_populate",
+	KfuncDynptrFromSkb:           "bpf_dynptr_from_skb",
+	KfuncDynptrFromXdp:           "bpf_dynptr_from_xdp",
+	KfuncDynptrSlice:             "bpf_dynptr_slice",
+	KfuncDynptrSliceRdwr:         "bpf_dynptr_slice_rdwr",
+	KfuncDynptrAdjust:            "bpf_dynptr_adjust",
+	KfuncDynptrClone:             "bpf_dynptr_clone",
+	KfuncDynptrSize:              "bpf_dynptr_size",
+	KfuncDynptrIsNull:            "bpf_dynptr_is_null",
+	KfuncDynptrIsRdonly:          "bpf_dynptr_is_rdonly",
 }
 
 // KfuncID returns bpfvm's id of the kfunc called name.

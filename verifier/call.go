@@ -87,6 +87,7 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		keyReg      Reg
 		raw         rawWrite
 		kptr        *maps.Field // bpf_kptr_xchg's field
+		dm          dynptrMeta
 	)
 	for i, at := range p.Args {
 		regno := isa.Register(i + 1)
@@ -216,7 +217,11 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 				return err
 			}
 			v.markRegPrecise(regno)
-		case ArgConstAllocSize:
+		case ArgDynptr, ArgDynptrLocalUninit, ArgDynptrRingbufUninit, ArgDynptrRingbufRelease:
+			if err := v.dynptrHelperArg(pc, regno, reg, at, &dm); err != nil {
+				return err
+			}
+		case ArgConstAllocSize, ArgConstAllocSizeOrZero:
 			if reg.Type != ScalarValue || !reg.IsConst() {
 				return v.errorf(pc, "R%d is not a known constant'", regno)
 			}
@@ -310,6 +315,13 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	if err := v.applyRawWrite(pc, &raw); err != nil {
 		return err
 	}
+	if name == "bpf_dynptr_from_mem" {
+		// The kernel's check_helper_call: local dynptrs are made
+		// over map values only.
+		if r1 := &f.Regs[1]; r1.Type != PtrToMapValue {
+			return v.errorf(pc, "Unsupported reg type %s for bpf_dynptr_from_mem data", regTypeString(r1))
+		}
+	}
 	if name == "bpf_get_local_storage" {
 		// It cannot fail, so it takes no flags (the kernel's
 		// check_helper_call).
@@ -340,13 +352,20 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	if releaseRef != 0 {
 		argRef = 0
 	}
+	if dm.release != 0 {
+		if err := v.releaseDynptr(pc, &f.Regs[dm.release]); err != nil {
+			return err
+		}
+	}
 	if p.TailCall {
 		if err := v.tailCall(pc); err != nil {
 			return err
 		}
 	}
-	if p.ChangesPacket {
+	if p.ChangesPacket || name == "bpf_dynptr_write" && (dm.kind == DynptrSKB || dm.kind == dynptrAnyKind) {
 		// The packet may have moved: every packet pointer is stale.
+		// Writing through an skb dynptr may move it too (the
+		// kernel's check_helper_call).
 		invalidatePackets(v.cur)
 	}
 	for r := isa.R1; r <= isa.R5; r++ {
@@ -395,6 +414,10 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 		}
 	case RetMapValue:
 		*r0 = Reg{Type: PtrToMapValue, Map: m, Scalar: Const(0)}
+	case RetDynptrMemOrNull:
+		// A slice of the dynptr argument: it dies with the dynptr's
+		// reference, or with the dynptr when one is overwritten.
+		*r0 = Reg{Type: PtrToMem, Flags: MaybeNull, MemSize: uint32(allocSize), ID: v.newID(), RefID: dm.ref, Dynptr: dm.id, Scalar: Const(0)}
 	case RetRingbufMemOrNull:
 		if allocSize == 0 || allocSize > uint64(m.Spec.MaxEntries) {
 			return v.errorf(pc, "R2 invalid ringbuf reservation size %d", allocSize)
@@ -477,7 +500,7 @@ func isSocketOrNull(reg *Reg) bool {
 // something that may have moved the packet.
 func invalidatePackets(st *State) {
 	st.forEachReg(func(r *Reg) bool {
-		return r.Type == PtrToPacket || r.Type == PtrToPacketEnd || r.Type == PtrToPacketMeta
+		return r.Type == PtrToPacket || r.Type == PtrToPacketEnd || r.Type == PtrToPacketMeta || r.Type == PtrToMem && dynptrPacket(r.DynptrKind)
 	}, func(r *Reg) { *r = unknownScalar() })
 }
 

@@ -43,6 +43,7 @@ const (
 	globalScalar globalArgKind = iota // int or enum: any scalar
 	globalCtx                         // pointer to the program's context
 	globalMem                         // pointer to size bytes, maybe NULL
+	globalDynptr                      // pointer to an initialised dynptr
 )
 
 // globalArg is one argument of a global function (the kernel's
@@ -266,7 +267,9 @@ func (v *verifier) globalArgs(sub int) ([]globalArg, string) {
 		}
 		target := btf.UnderlyingType(ptr.Target)
 		if s, ok := target.(*btf.Struct); ok && s.Name == "bpf_dynptr" {
-			return nil, fmt.Sprintf("arg#%d dynptr arguments are not supported by bpfvm yet", i)
+			// ARG_PTR_TO_DYNPTR | MEM_RDONLY (dynptr.go).
+			args[i] = globalArg{kind: globalDynptr}
+			continue
 		}
 		size, err := btf.Sizeof(target)
 		if _, void := target.(*btf.Void); void || err != nil || size < 0 {
@@ -372,6 +375,13 @@ func (v *verifier) checkGlobalArgs(pc int, caller *Frame, m *funcMeta) error {
 			if reg.Type != PtrToCtx {
 				return v.errorf(pc, "arg#%d expects pointer to ctx", i)
 			}
+		case globalDynptr:
+			if reg.Type != PtrToStack && reg.Type != PtrToConstDynptr {
+				return v.errorf(pc, "arg#%d expected pointer to stack or const struct bpf_dynptr", i)
+			}
+			if _, err := v.initDynptr(pc, regno, reg, DynptrInvalid); err != nil {
+				return err
+			}
 		case globalMem:
 			if reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
 				// NULL: the callee must check for it, nullable or not.
@@ -413,6 +423,8 @@ func (v *verifier) globalEntry(sub int) *State {
 			*r = unknownScalar()
 		case globalCtx:
 			*r = Reg{Type: PtrToCtx, Scalar: Const(0)}
+		case globalDynptr:
+			*r = Reg{Type: PtrToConstDynptr, ID: v.newID(), DynptrKind: dynptrAnyKind, Scalar: Const(0)}
 		case globalMem:
 			*r = Reg{Type: PtrToMem, MemSize: a.size, Scalar: Const(0)}
 			if a.nullable {

@@ -35,6 +35,9 @@ func (v *verifier) checkKfuncCall(pc int, id int32) error {
 	case isa.KfuncIterNumNew, isa.KfuncIterNumNext, isa.KfuncIterNumDestroy:
 		return v.iterNumCall(pc, id)
 	}
+	if isDynptrKfunc(id) {
+		return v.checkDynptrKfunc(pc, id) // dynptr.go
+	}
 	proto, err := v.kfuncProto(pc, k)
 	if err != nil {
 		return err

@@ -50,6 +50,12 @@ const (
 	ArgKptrDest        = helper.ArgKptrDest
 	ArgKptrNew         = helper.ArgKptrNew
 
+	ArgConstAllocSizeOrZero = helper.ArgConstAllocSizeOrZero
+	ArgDynptr               = helper.ArgDynptr
+	ArgDynptrLocalUninit    = helper.ArgDynptrLocalUninit
+	ArgDynptrRingbufUninit  = helper.ArgDynptrRingbufUninit
+	ArgDynptrRingbufRelease = helper.ArgDynptrRingbufRelease
+
 	RetInteger          = helper.RetInteger
 	RetVoid             = helper.RetVoid
 	RetMapValueOrNull   = helper.RetMapValueOrNull
@@ -59,6 +65,7 @@ const (
 	RetSockCommonOrNull = helper.RetSockCommonOrNull
 	RetTCPSockOrNull    = helper.RetTCPSockOrNull
 	RetKptrOrNull       = helper.RetKptrOrNull
+	RetDynptrMemOrNull  = helper.RetDynptrMemOrNull
 	RetBTFIDTrusted     = helper.RetBTFIDTrusted
 )
 

@@ -390,7 +390,7 @@ func regsafe(old, cur *Reg, ids *idMap, all bool) bool {
 	if !within(cur.Scalar, old.Scalar) {
 		return false
 	}
-	return ids.check(old.ID, cur.ID) && ids.check(old.RefID, cur.RefID)
+	return old.DynptrKind == cur.DynptrKind && ids.check(old.ID, cur.ID) && ids.check(old.RefID, cur.RefID) && ids.check(old.Dynptr, cur.Dynptr)
 }
 
 // stacksafe compares the stacks of two frames.
@@ -452,6 +452,10 @@ func (v *verifier) stacksafe(old, cur *Frame, ids *idMap, all bool, live uint64)
 				return false
 			case StackIter:
 				if !iterSafe(os, cs, ids) {
+					return false
+				}
+			case StackDynptr:
+				if !dynptrSafe(os, cs, ids) {
 					return false
 				}
 			}

@@ -94,6 +94,12 @@ func (v *verifier) stackWrite(f *Frame, a access, off int) error {
 		// returns); the kernel refuses every such spill.
 		return v.errorf(a.pc, "cannot spill pointers to stack into stack frame of the caller")
 	}
+	// A write into either half of a dynptr destroys it whole, or is
+	// refused if it holds a reference (the kernel's
+	// destroy_if_dynptr_stack_slot, before anything is written).
+	if err := v.destroyDynptr(a.pc, f, off); err != nil {
+		return err
+	}
 	if first == 0 && v.spill(slot, a) {
 		return nil
 	}
@@ -205,7 +211,7 @@ func (v *verifier) stackRead(f *Frame, a access, off int) (Reg, error) {
 			spills++
 		case StackZero:
 			zeros++
-		case StackIter:
+		case StackIter, StackDynptr:
 			return Reg{}, v.errorf(a.pc, "invalid read from stack off %d+%d size %d", off, i, a.size)
 		}
 	}
@@ -222,6 +228,11 @@ func (v *verifier) stackVarAccess(f *Frame, ptr *Reg, a access, lo, hi int) (Reg
 		return Reg{}, v.errorf(a.pc, "R%d variable stack access prohibited for !root, var_off=%s off=%d", a.reg, ptr.Scalar.Var, ptr.Off+a.off)
 	}
 	if a.write {
+		for off := lo; off < hi; off += 8 - (off%8+8)%8 {
+			if err := v.destroyDynptr(a.pc, f, off); err != nil {
+				return Reg{}, err
+			}
+		}
 		// Every byte in range may be written: spilled registers there
 		// are destroyed (a pointer written is just bytes).
 		for off := lo; off < hi; off++ {
@@ -262,6 +273,9 @@ func (v *verifier) helperStack(pc int, regno isa.Register, reg *Reg, size int, w
 		return v.errorf(pc, "R%d variable offset stack access prohibited for !root, var_off=%s", regno, reg.Scalar.Var)
 	}
 	if raw && c {
+		if err := v.rawOverDynptr(pc, f, lo, hi); err != nil {
+			return err
+		}
 		*rw = rawWrite{set: true, regno: regno, frame: int(reg.Frame), off: int(lo), size: size}
 		return nil
 	}
@@ -301,9 +315,12 @@ func (v *verifier) slotString(s *Slot) string {
 	if s.Types[0] == StackIter {
 		return iterString(s) // iter.go
 	}
+	if s.Types[0] == StackDynptr {
+		return dynptrString(s) // dynptr.go
+	}
 	b := make([]byte, 8)
 	for i, t := range s.Types {
-		b[7-i] = "?rm0i"[t]
+		b[7-i] = "?rm0id"[t]
 	}
 	return fmt.Sprint(string(b))
 }

@@ -51,6 +51,11 @@ const (
 	// BPF_PROBE_MEM loads, which read 0 where nothing is mapped. Trusted,
 	// Untrusted, RCU and Alloc qualify it as the kernel's flags do.
 	PtrToBTFID
+	// PtrToConstDynptr is a dynptr a global function's argument points
+	// at (the kernel's CONST_PTR_TO_DYNPTR): initialised, of kind
+	// DynptrKind, identified by ID; helpers may read it, not release or
+	// remake it.
+	PtrToConstDynptr
 )
 
 // Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY, MEM_RINGBUF,
@@ -75,25 +80,26 @@ const (
 )
 
 var regTypeNames = [...]string{
-	NotInit:         "?",
-	ScalarValue:     "scalar",
-	PtrToCtx:        "ctx",
-	ConstPtrToMap:   "map_ptr",
-	PtrToMapValue:   "map_value",
-	PtrToMapKey:     "map_key",
-	PtrToStack:      "fp",
-	PtrToPacket:     "pkt",
-	PtrToPacketMeta: "pkt_meta",
-	PtrToPacketEnd:  "pkt_end",
-	PtrToMem:        "mem",
-	PtrToFunc:       "func",
-	PtrToXDPSock:    "xdp_sock",
-	PtrToFlowKeys:   "flow_keys",
-	PtrToSockCommon: "sock_common",
-	PtrToSocket:     "sock",
-	PtrToTPBuffer:   "tp_buffer",
-	PtrToTCPSock:    "tcp_sock",
-	PtrToBTFID:      "ptr_",
+	NotInit:          "?",
+	ScalarValue:      "scalar",
+	PtrToCtx:         "ctx",
+	ConstPtrToMap:    "map_ptr",
+	PtrToMapValue:    "map_value",
+	PtrToMapKey:      "map_key",
+	PtrToStack:       "fp",
+	PtrToPacket:      "pkt",
+	PtrToPacketMeta:  "pkt_meta",
+	PtrToPacketEnd:   "pkt_end",
+	PtrToMem:         "mem",
+	PtrToFunc:        "func",
+	PtrToXDPSock:     "xdp_sock",
+	PtrToFlowKeys:    "flow_keys",
+	PtrToSockCommon:  "sock_common",
+	PtrToSocket:      "sock",
+	PtrToTPBuffer:    "tp_buffer",
+	PtrToTCPSock:     "tcp_sock",
+	PtrToBTFID:       "ptr_",
+	PtrToConstDynptr: "dynptr_ptr",
 }
 
 func (t RegType) String() string {
@@ -159,8 +165,16 @@ type Reg struct {
 	Range int32
 	// MemSize is the size of PtrToMem memory.
 	MemSize uint32
-	Type    RegType
-	Flags   uint8
+	// Dynptr is, for a slice of a dynptr's memory (PtrToMem), the id of
+	// that dynptr (DynptrSlot.ID), which destroying it invalidates: the
+	// kernel's dynptr_id.
+	Dynptr uint32
+	Type   RegType
+	// DynptrKind is the kind of the dynptr a slice points into (a
+	// DynptrSKB or DynptrXDP slice is packet data: a helper changing the
+	// packet invalidates it).
+	DynptrKind uint8
+	Flags      uint8
 	// Frame is the call frame a stack pointer points into.
 	Frame uint8
 	// Precise marks scalars whose exact value matters (for pruning).
@@ -207,6 +221,9 @@ type Slot struct {
 	Types [8]uint8
 	// Iter is the iterator of a slot marked StackIter (iter.go).
 	Iter IterSlot
+	// Dynptr is the half of a dynptr of a slot marked StackDynptr
+	// (dynptr.go).
+	Dynptr DynptrSlot
 }
 
 // isSpill reports whether the slot holds a spilled register, of 8 bytes or
