@@ -357,8 +357,18 @@ type rewritten struct {
 // sequences. Every program then has its may_goto expanded.
 func rewriteFor(e Engine, insns []isa.Instruction, v *verified, hs *helper.Set, opts ProgramOptions) (rewritten, error) {
 	out := rewritten{insns: insns}
+	ctxInsns, aux := v.ctxInsns, v.aux
+	if cb, ok := verifier.ExceptionCallback(opts.Funcs); ok {
+		// The exception callback, which no call reaches, gets a reference
+		// the rewrites keep pointing at it (throw.go).
+		out.insns = withCatchMarker(insns, cb)
+		if aux != nil {
+			ctxInsns = withCatchMarker(ctxInsns, cb)
+			aux = append(slices.Clone(aux), verifier.InsnAux{Seen: true}, verifier.InsnAux{Seen: true}, verifier.InsnAux{Seen: true})
+		}
+	}
 	if v.aux != nil {
-		rp, err := rewrite.New(v.ctxInsns, v.aux)
+		rp, err := rewrite.New(ctxInsns, aux)
 		if err != nil {
 			return out, err
 		}
@@ -563,6 +573,7 @@ func build(insns []isa.Instruction, v *verified, ms []*Map, hs *helper.Set, run 
 			Budgeted: opts.Budget != 0, NonStack: nonStack(x.aux, run.Checked),
 		})
 		if err == nil {
+			run.Catch = catchEntry(x.insns, opts.Funcs)
 			return built{engine: jp, kind: EngineJIT, info: jp.Info(mode == amd64.Checked), x: x}, nil
 		}
 	}
@@ -578,6 +589,7 @@ func build(insns []isa.Instruction, v *verified, ms []*Map, hs *helper.Set, run 
 	if err != nil {
 		return built{}, err
 	}
+	run.Catch = catchEntry(x.insns, opts.Funcs)
 	return built{engine: ip, kind: EngineInterpreter, x: x}, nil
 }
 

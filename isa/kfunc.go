@@ -10,6 +10,7 @@ const (
 	KfuncIterNumDestroy int32 = 3 // void bpf_iter_num_destroy(struct bpf_iter_num *it)
 	KfuncCastToKernCtx  int32 = 4 // void *bpf_cast_to_kern_ctx(void *obj)
 	KfuncRdonlyCast     int32 = 5 // void *bpf_rdonly_cast(const void *obj__ign, u32 btf_id__k)
+	KfuncThrow          int32 = 6 // void bpf_throw(u64 cookie)
 )
 
 var kfuncNames = [...]string{
@@ -18,6 +19,7 @@ var kfuncNames = [...]string{
 	KfuncIterNumDestroy: "bpf_iter_num_destroy",
 	KfuncCastToKernCtx:  "bpf_cast_to_kern_ctx",
 	KfuncRdonlyCast:     "bpf_rdonly_cast",
+	KfuncThrow:          "bpf_throw",
 }
 
 // KfuncID returns bpfvm's id of the kfunc called name.

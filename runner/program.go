@@ -38,6 +38,8 @@ type Program struct {
 	Type *progtype.Type
 	// Engine runs the program.
 	Engine Engine
+	// Catch says how its runs catch bpf_throw (throw.go).
+	Catch Catch
 	// Verified says the program passed the verifier: its context loads
 	// of packet pointers read the shadow slots (Shadow).
 	Verified bool

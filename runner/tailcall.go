@@ -129,6 +129,7 @@ func (t *tailTarget) Run(e *vm.Env, r1, r2, budget uint64) (uint64, error) {
 	}
 	r.setPacket(r.pkt)
 	v, err := t.p.Engine.Run(e, r1, r2, budget)
+	v, err = r.catch(t.p, e, v, err) // the target's own exception callback
 	e.Checked, e.CtxAccess = checked, ctxAccessFn
 	r.prog = caller
 	r.regions = append(r.regions[:0], saved...)

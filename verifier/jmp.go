@@ -20,6 +20,9 @@ func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {
 		case isa.CallLocal:
 			return false, v.checkLocalCall(pc, pc+1+int(ins.Imm))
 		case isa.CallKfunc:
+			if ins.Imm == isa.KfuncThrow {
+				return v.checkThrow(pc) // throw.go
+			}
 			v.pc = pc + 1
 			return false, v.checkKfuncCall(pc, ins.Imm)
 		}

@@ -271,6 +271,7 @@ type verifier struct {
 	strictAlign bool
 	subs        []subprog
 	funcs       []funcMeta // by subprog, from Options.Funcs (global.go)
+	excb        int        // the exception callback's function, 0 for none (throw.go)
 	aux         []InsnAux
 	log         logger
 	stats       Stats
@@ -402,9 +403,13 @@ func (v *verifier) run() error {
 		// so no callbacks), and no loops.
 		return v.errorf(v.subs[1].Start, "loading/calling other bpf or kernel functions are allowed for CAP_BPF and CAP_SYS_ADMIN")
 	}
+	if err := v.findExceptionCB(); err != nil {
+		return err
+	}
 	if err := v.checkFuncInfo(); err != nil {
 		return err
 	}
+	v.markExceptionCB()
 	if err := checkCFG(v.insns, v.subs, !v.opts.Unprivileged); err != nil {
 		var e *Error
 		if errors.As(err, &e) {
@@ -440,6 +445,9 @@ func (v *verifier) run() error {
 	err := v.explore()
 	if err == nil {
 		err = v.verifyGlobals()
+	}
+	if err == nil {
+		err = v.checkThrowSites()
 	}
 	if err == nil {
 		err = v.checkStackDepth()
