@@ -83,6 +83,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 		return nil, err
 	}
 	run.Engine = e.engine
+	if a := programArena(ms); a != nil {
+		run.Arena, run.ArenaUser = a.Base(), a.UserStart()&^0xffff_ffff
+	}
 	for _, m := range ms {
 		run.Maps = append(run.Maps, m.m)
 		run.Regions = append(run.Regions, m.m.Memory()...)
@@ -262,6 +265,9 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		FlowKeys: shadow + runner.ShadowFlowKeys, Socket: shadow + runner.ShadowSocket, TPBuffer: shadow + runner.ShadowTPBuffer,
 	})
 	rewrite.ProbeLoads(ctx, res.Aux)
+	if a := programArena(ms); a != nil {
+		rewrite.LowerArena(ctx, res.Aux, a.Spec().Flags&maps.FlagNoUserConv != 0)
+	}
 	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset, maxTP: res.MaxTPAccess}, nil
 }
 

@@ -3,8 +3,11 @@ package bpfvm
 import (
 	"slices"
 
+	"github.com/cilium/ebpf/asm"
+
 	"github.com/bpfvm/bpfvm/interp"
 	"github.com/bpfvm/bpfvm/isa"
+	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/runner"
 	"github.com/bpfvm/bpfvm/verifier"
 )
@@ -41,4 +44,30 @@ func catchEntry(insns []isa.Instruction, funcs []verifier.FuncInfo) runner.Catch
 // isThrow reports whether ins calls bpf_throw.
 func isThrow(ins isa.Instruction) bool {
 	return ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallKfunc) && ins.Imm == isa.KfuncThrow
+}
+
+// programArena returns the arena among a program's maps, nil for none
+// (the verifier allows one).
+func programArena(ms []*Map) *maps.ArenaMap {
+	for _, m := range ms {
+		if a, ok := m.m.(*maps.ArenaMap); ok {
+			return a
+		}
+	}
+	return nil
+}
+
+// keepAddrSpaceCasts puts back the offset of address space casts (ALU64
+// MOV X with offset isa.AddrSpaceCast), which cilium/ebpf's encoder
+// clears: it keeps an ALU instruction's offset only for the operations it
+// knows (sdiv, smod, movsx).
+func keepAddrSpaceCasts(insns asm.Instructions, prog []isa.Instruction) {
+	pc := 0
+	for i := range insns {
+		ins := &insns[i]
+		if ins.OpCode == asm.Mov.Op(asm.RegSource) && ins.Offset == isa.AddrSpaceCast && pc < len(prog) {
+			prog[pc].Off = isa.AddrSpaceCast
+		}
+		pc += int(ins.Size() / asm.InstructionSize)
+	}
 }

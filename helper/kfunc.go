@@ -30,7 +30,9 @@ var kfuncs = []Kfunc{
 	{Name: "bpf_iter_num_destroy", ID: isa.KfuncIterNumDestroy, Func: kfuncIterNumDestroy},
 	{Name: "bpf_cast_to_kern_ctx", ID: isa.KfuncCastToKernCtx, Func: kfuncCast},
 	{Name: "bpf_rdonly_cast", ID: isa.KfuncRdonlyCast, Func: kfuncCast},
-	{Name: "bpf_throw", ID: isa.KfuncThrow, Func: kfuncThrow}, // throw.go
+	{Name: "bpf_throw", ID: isa.KfuncThrow, Func: kfuncThrow},                       // throw.go
+	{Name: "bpf_arena_alloc_pages", ID: isa.KfuncArenaAlloc, Func: kfuncArenaAlloc}, // arena.go
+	{Name: "bpf_arena_free_pages", ID: isa.KfuncArenaFree, Func: kfuncArenaFree},
 }
 
 // kfuncCast is bpf_cast_to_kern_ctx(ctx) and bpf_rdonly_cast(obj, btf_id):

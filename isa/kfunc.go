@@ -11,6 +11,8 @@ const (
 	KfuncCastToKernCtx  int32 = 4 // void *bpf_cast_to_kern_ctx(void *obj)
 	KfuncRdonlyCast     int32 = 5 // void *bpf_rdonly_cast(const void *obj__ign, u32 btf_id__k)
 	KfuncThrow          int32 = 6 // void bpf_throw(u64 cookie)
+	KfuncArenaAlloc     int32 = 7 // void __arena *bpf_arena_alloc_pages(void *map, void __arena *addr, u32 page_cnt, int node_id, u64 flags)
+	KfuncArenaFree      int32 = 8 // void bpf_arena_free_pages(void *map, void __arena *ptr, u32 page_cnt)
 )
 
 var kfuncNames = [...]string{
@@ -20,6 +22,8 @@ var kfuncNames = [...]string{
 	KfuncCastToKernCtx:  "bpf_cast_to_kern_ctx",
 	KfuncRdonlyCast:     "bpf_rdonly_cast",
 	KfuncThrow:          "bpf_throw",
+	KfuncArenaAlloc:     "bpf_arena_alloc_pages",
+	KfuncArenaFree:      "bpf_arena_free_pages",
 }
 
 // KfuncID returns bpfvm's id of the kfunc called name.

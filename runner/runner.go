@@ -66,6 +66,7 @@ func (r *Runner) setPacket(p Packet) {
 func (r *Runner) startEnv(ctx context.Context) {
 	p, e := r.prog, &r.env
 	e.Checked = p.Checked
+	e.Arena, e.ArenaUser = p.Arena, p.ArenaUser
 	r.regions = r.progRegions(append(r.regions[:0], vm.Region{}), p)
 	e.Regions = r.regions
 	e.Ctx.Start, e.Ctx.End, e.Ctx.Writable = 0, 0, false

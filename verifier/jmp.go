@@ -135,6 +135,9 @@ func (v *verifier) allowedPtrCompare(dst, src *Reg, op uint8, x, is32 bool) bool
 // branchTaken decides a comparison when it can: 1 always taken, 0 never,
 // -1 unknown.
 func (v *verifier) branchTaken(op uint8, dst, src *Reg, is32 bool) int {
+	if dst.Type == PtrToArena || src.Type == PtrToArena {
+		return -1 // an offset, 0 included (arena.go)
+	}
 	if dst.Type == ScalarValue && src.Type == ScalarValue {
 		return BranchTaken(op, dst.Scalar, src.Scalar, is32)
 	}

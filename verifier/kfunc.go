@@ -26,6 +26,8 @@ func (v *verifier) checkKfuncCall(pc int, id int32) error {
 		return v.castToKernCtx(pc)
 	case isa.KfuncRdonlyCast:
 		return v.rdonlyCast(pc)
+	case isa.KfuncArenaAlloc, isa.KfuncArenaFree:
+		return v.arenaKfunc(pc, id) // arena.go
 	}
 	f := v.cur.cur()
 	it, err := v.readReg(pc, isa.R1)

@@ -51,6 +51,9 @@ const (
 	// BPF_PROBE_MEM loads, which read 0 where nothing is mapped. Trusted,
 	// Untrusted, RCU and Alloc qualify it as the kernel's flags do.
 	PtrToBTFID
+	// PtrToArena is an arena pointer in the kernel's address space: a
+	// 32-bit offset into the program's arena (arena.go).
+	PtrToArena
 )
 
 // Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY, MEM_RINGBUF,
@@ -94,6 +97,7 @@ var regTypeNames = [...]string{
 	PtrToTPBuffer:   "tp_buffer",
 	PtrToTCPSock:    "tcp_sock",
 	PtrToBTFID:      "ptr_",
+	PtrToArena:      "arena",
 }
 
 func (t RegType) String() string {

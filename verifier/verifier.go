@@ -272,6 +272,7 @@ type verifier struct {
 	subs        []subprog
 	funcs       []funcMeta // by subprog, from Options.Funcs (global.go)
 	excb        int        // the exception callback's function, 0 for none (throw.go)
+	arena       *MapInfo   // the program's arena, nil for none (arena.go)
 	aux         []InsnAux
 	log         logger
 	stats       Stats
@@ -498,6 +499,9 @@ func (v *verifier) checkLdImm64() error {
 		case isa.PseudoMapFD, isa.PseudoMapValue, isa.PseudoMapIdx, isa.PseudoMapIdxValue:
 			if ins.Imm < 0 || int(ins.Imm) >= len(v.opts.Maps) {
 				return v.errorf(pc, "fd %d is not pointing to valid bpf_map", ins.Imm)
+			}
+			if err := v.checkArenaMap(pc, ins.Imm); err != nil {
+				return err
 			}
 			if t := v.opts.Maps[ins.Imm].Spec.Type; t == maps.CgroupStorage || t == maps.PerCPUCgroupStorage {
 				k := 0
