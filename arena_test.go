@@ -13,7 +13,7 @@ import (
 
 // A verified program reads and writes arena pages user space wrote
 // through the map's Memory, at the pages' user addresses, on both engines
-// (the JIT leaves arena programs to the interpreter) and in checked mode;
+// (the JIT's code blinded or not) and in checked mode;
 // an access in the arena's window past its pages stays there. The arena
 // kfuncs, sleepable in the kernel, are refused in tc programs as the
 // kernel refuses them, and run unverified.
@@ -36,8 +36,11 @@ func TestArenaRuns(t *testing.T) {
 		}
 	}
 	for _, e := range []bpfvm.Engine{bpfvm.EngineInterpreter, bpfvm.EngineJIT} {
-		for _, checks := range []bpfvm.Checks{bpfvm.ChecksDefault, bpfvm.ChecksOn} {
+		for _, checks := range []bpfvm.Checks{bpfvm.ChecksDefault, bpfvm.ChecksOn, blinded} {
 			opts := bpfvm.CollectionOptions{ProgramNames: []string{"arena_peek"}, Programs: bpfvm.ProgramOptions{Engine: e, Checks: checks}}
+			if checks == blinded {
+				opts.Programs.Checks, opts.Programs.JIT.Blind = bpfvm.ChecksDefault, true
+			}
 			vm, err := bpfvm.NewCollectionWithOptions(spec, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -53,6 +56,9 @@ func TestArenaRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := vm.Programs["arena_peek"]
+			if _, _, jit := p.NativeCode(); jit != (e == bpfvm.EngineJIT) {
+				t.Errorf("%s: compiled %v", e, jit)
+			}
 			for i, want := range []uint32{1234, 1234 + 7, 1234 + 14} {
 				if got := run(t, p, []byte{7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, nil); got.ret != want {
 					t.Errorf("%s %s run %d: returned %d, want %d", e, checks, i, got.ret, want)
@@ -70,6 +76,9 @@ func TestArenaRuns(t *testing.T) {
 		}
 	}
 }
+
+// blinded stands for JIT constant blinding in TestArenaRuns' loop.
+const blinded bpfvm.Checks = -1
 
 // BenchmarkArenaAllocFree is the rate of bpf_arena_alloc_pages and
 // bpf_arena_free_pages pairs (two pages each) of a program on the JIT: 8

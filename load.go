@@ -577,6 +577,7 @@ func build(insns []isa.Instruction, v *verified, ms []*Map, hs *helper.Set, run 
 			Modes: mode, Natives: hs.Native, Memory: jo.Memory, Unprivileged: opts.Unprivileged,
 			Far: jo.Far, Retpoline: jo.Retpoline, Blind: jo.Blind || opts.Unprivileged,
 			Budgeted: opts.Budget != 0, NonStack: nonStack(x.aux, run.Checked),
+			Arena: arenaBase(ms), ArenaUser: arenaUser(ms),
 		})
 		if err == nil {
 			run.Catch = catchEntry(x.insns, opts.Funcs)

@@ -71,3 +71,19 @@ func keepAddrSpaceCasts(insns asm.Instructions, prog []isa.Instruction) {
 		pc += int(ins.Size() / asm.InstructionSize)
 	}
 }
+
+// arenaBase and arenaUser are the JIT's constants of a program's arena
+// (amd64.Options.Arena), 0 without one.
+func arenaBase(ms []*Map) uint64 {
+	if a := programArena(ms); a != nil {
+		return a.Base()
+	}
+	return 0
+}
+
+func arenaUser(ms []*Map) uint64 {
+	if a := programArena(ms); a != nil {
+		return a.UserStart() &^ 0xffff_ffff
+	}
+	return 0
+}

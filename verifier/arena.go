@@ -14,7 +14,7 @@ import (
 // keeps them arena pointers; they compare as scalars. A program uses one
 // arena at most, the one it references; its kfuncs
 // bpf_arena_alloc_pages and bpf_arena_free_pages take it and return
-// scalars (user addresses).
+// scalars (user addresses); they are sleepable, as in the kernel.
 
 // checkArenaMap applies the kernel's check_map_prog_compatibility rules
 // for arenas to a map the program references: one arena per program,

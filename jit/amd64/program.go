@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -82,10 +81,6 @@ func (s *codeSet) free() {
 func Compile(prog []isa.Instruction, helpers interp.HelperFunc, opts Options) (*Program, error) {
 	if err := isa.ValidateXlated(prog); err != nil {
 		return nil, err
-	}
-	if slices.ContainsFunc(prog, func(ins isa.Instruction) bool { return ins.IsArena() || ins.IsAddrSpaceCast() }) {
-		// Not lowered yet: such programs run on the interpreter.
-		return nil, fmt.Errorf("arena accesses: %w", ErrNotSupported)
 	}
 	if opts.Memory == nil {
 		opts.Memory = DefaultMemory()
