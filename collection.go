@@ -371,6 +371,7 @@ func encode(insns asm.Instructions) ([]isa.Instruction, []string, error) {
 			i++
 		}
 	}
+	keepAddrSpaceCasts(insns, prog)
 	return prog, refs, nil
 }
 

@@ -83,6 +83,9 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 		return nil, err
 	}
 	run.Engine = e.engine
+	if a := programArena(ms); a != nil {
+		run.Arena, run.ArenaUser = a.Base(), a.UserStart()&^0xffff_ffff
+	}
 	for _, m := range ms {
 		run.Maps = append(run.Maps, m.m)
 		run.Regions = append(run.Regions, m.m.Memory()...)
@@ -267,6 +270,9 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		FlowKeys: shadow + runner.ShadowFlowKeys, Socket: shadow + runner.ShadowSocket, TPBuffer: shadow + runner.ShadowTPBuffer,
 	})
 	rewrite.ProbeLoads(ctx, res.Aux)
+	if a := programArena(ms); a != nil {
+		rewrite.LowerArena(ctx, res.Aux, a.Spec().Flags&maps.FlagNoUserConv != 0)
+	}
 	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset, maxTP: res.MaxTPAccess}, nil
 }
 
@@ -371,8 +377,18 @@ type rewritten struct {
 // sequences. Every program then has its may_goto expanded.
 func rewriteFor(e Engine, insns []isa.Instruction, v *verified, hs *helper.Set, opts ProgramOptions) (rewritten, error) {
 	out := rewritten{insns: insns}
+	ctxInsns, aux := v.ctxInsns, v.aux
+	if cb, ok := verifier.ExceptionCallback(opts.Funcs); ok {
+		// The exception callback, which no call reaches, gets a reference
+		// the rewrites keep pointing at it (throw.go).
+		out.insns = withCatchMarker(insns, cb)
+		if aux != nil {
+			ctxInsns = withCatchMarker(ctxInsns, cb)
+			aux = append(slices.Clone(aux), verifier.InsnAux{Seen: true}, verifier.InsnAux{Seen: true}, verifier.InsnAux{Seen: true})
+		}
+	}
 	if v.aux != nil {
-		rp, err := rewrite.New(v.ctxInsns, v.aux)
+		rp, err := rewrite.New(ctxInsns, aux)
 		if err != nil {
 			return out, err
 		}
@@ -575,8 +591,10 @@ func build(insns []isa.Instruction, v *verified, ms []*Map, hs *helper.Set, run 
 			Modes: mode, Natives: hs.Native, Memory: jo.Memory, Unprivileged: opts.Unprivileged,
 			Far: jo.Far, Retpoline: jo.Retpoline, Blind: jo.Blind || opts.Unprivileged,
 			Budgeted: opts.Budget != 0, NonStack: nonStack(x.aux, run.Checked),
+			Arena: arenaBase(ms), ArenaUser: arenaUser(ms),
 		})
 		if err == nil {
+			run.Catch = catchEntry(x.insns, opts.Funcs)
 			return built{engine: jp, kind: EngineJIT, info: jp.Info(mode == amd64.Checked), x: x}, nil
 		}
 	}
@@ -592,6 +610,7 @@ func build(insns []isa.Instruction, v *verified, ms []*Map, hs *helper.Set, run 
 	if err != nil {
 		return built{}, err
 	}
+	run.Catch = catchEntry(x.insns, opts.Funcs)
 	return built{engine: ip, kind: EngineInterpreter, x: x}, nil
 }
 

@@ -88,7 +88,7 @@ func (m *Map) Memory() (*Memory, error) {
 		return nil, err
 	}
 	spec := m.m.Spec()
-	if spec.Flags&maps.FlagMmapable == 0 || spec.Type != maps.Array {
+	if spec.Flags&maps.FlagMmapable == 0 || spec.Type != maps.Array && spec.Type != maps.Arena {
 		m.m.Release()
 		return nil, fmt.Errorf("map %s: Map was not created with the BPF_F_MMAPABLE flag: %w", m.name, ErrNotSupported)
 	}
@@ -110,6 +110,10 @@ func (m *Map) Memory() (*Memory, error) {
 		return nil, fmt.Errorf("map %s: memory: values with special fields: %w", m.name, maps.ErrKernelNotSupported)
 	}
 	regions := m.m.Memory()
+	if a, ok := m.m.(*maps.ArenaMap); ok {
+		// The pages user space maps, not the window programs reach.
+		regions = []vm.Region{a.UserView()}
+	}
 	if len(regions) != 1 {
 		m.m.Release()
 		return nil, fmt.Errorf("map %s: memory: %d value regions: %w", m.name, len(regions), ErrNotSupported)

@@ -158,6 +158,8 @@ var kfuncFamilies = [][]Kfunc{
 	cgroupKfuncs,
 	cpumaskKfuncs,
 	dynptrKfuncs,
+	throwKfuncs,
+	arenaKfuncs,
 }
 
 // kfuncRegistry indexes kfuncFamilies by id, filling in the ids.

@@ -217,6 +217,19 @@ const (
 	opLdxPSB // isa.ModeProbeSX loads
 	opLdxPSH
 	opLdxPSW
+	opLdxAB // isa.ModeArena loads and stores: the arena's base plus the low 32 bits
+	opLdxAH
+	opLdxAW
+	opLdxADW
+	opStxAB
+	opStxAH
+	opStxAW
+	opStxADW
+	opStAB
+	opStAH
+	opStAW
+	opStADW
+	opCastUser // address space cast to the user's: env.ArenaUser | the low 32 bits, or 0
 	opNop      // second slot of LD_IMM64; never executed
 	opCPUIndex // internal isa.OpCPUIndex: dst = env.CPU
 	opDead     // internal isa.OpDead: stop with vm.ErrDeadCode
@@ -301,6 +314,23 @@ func decodeOp(ins isa.Instruction) uint8 {
 			return opLdxPSB + sizeIndex(ins.Op)
 		}
 		return opLdxPB + sizeIndex(ins.Op)
+	}
+	if ins.IsArena() {
+		switch ins.Class() {
+		case isa.ClassLDX:
+			return opLdxAB + sizeIndex(ins.Op)
+		case isa.ClassSTX:
+			return opStxAB + sizeIndex(ins.Op)
+		}
+		return opStAB + sizeIndex(ins.Op)
+	}
+	if ins.IsAddrSpaceCast() {
+		// The rewrite makes casts to the kernel's space 32-bit moves;
+		// an unverified program's keep the low 32 bits too.
+		if ins.Imm == isa.CastToUser {
+			return opCastUser
+		}
+		return opMov32X
 	}
 	if ins.IsTrusted() {
 		if ins.Class() == isa.ClassLDX {

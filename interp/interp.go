@@ -928,6 +928,18 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			r[in.dst] = vm.LoadSized(r[in.src]+uint64(in.off), ldSize[in.op-opLdxTB])
 		case opStTB, opStTH, opStTW, opStTDW:
 			vm.StoreSized(r[in.dst]+uint64(in.off), ldSize[in.op-opStTB], uint64(in.imm))
+		case opLdxAB, opLdxAH, opLdxAW, opLdxADW:
+			r[in.dst] = vm.LoadSized(env.Arena+uint64(uint32(r[in.src]))+uint64(int64(in.off)), ldSize[in.op-opLdxAB])
+		case opStxAB, opStxAH, opStxAW, opStxADW:
+			vm.StoreSized(env.Arena+uint64(uint32(r[in.dst]))+uint64(int64(in.off)), ldSize[in.op-opStxAB], r[in.src])
+		case opStAB, opStAH, opStAW, opStADW:
+			vm.StoreSized(env.Arena+uint64(uint32(r[in.dst]))+uint64(int64(in.off)), ldSize[in.op-opStAB], uint64(in.imm))
+		case opCastUser:
+			if lo := uint32(r[in.src]); lo != 0 {
+				r[in.dst] = env.ArenaUser | uint64(lo)
+			} else {
+				r[in.dst] = 0
+			}
 		case opLdxPB, opLdxPH, opLdxPW, opLdxPDW:
 			r[in.dst] = env.Probe(r[in.src]+uint64(in.off), ldSize[in.op-opLdxPB])
 		case opLdxPSB, opLdxPSH, opLdxPSW:

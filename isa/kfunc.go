@@ -67,6 +67,9 @@ const (
 	KfuncDynptrSize              int32 = 134 // __u32 bpf_dynptr_size(const struct bpf_dynptr *p)
 	KfuncDynptrIsNull            int32 = 135 // bool bpf_dynptr_is_null(const struct bpf_dynptr *p)
 	KfuncDynptrIsRdonly          int32 = 136 // bool bpf_dynptr_is_rdonly(const struct bpf_dynptr *p)
+	KfuncThrow                   int32 = 6   // void bpf_throw(u64 cookie)
+	KfuncArenaAlloc              int32 = 7   // void __arena *bpf_arena_alloc_pages(void *map, void __arena *addr, u32 page_cnt, int node_id, u64 flags)
+	KfuncArenaFree               int32 = 8   // void bpf_arena_free_pages(void *map, void __arena *ptr, u32 page_cnt)
 )
 
 var kfuncNames = [...]string{
@@ -127,6 +130,9 @@ var kfuncNames = [...]string{
 	KfuncDynptrSize:              "bpf_dynptr_size",
 	KfuncDynptrIsNull:            "bpf_dynptr_is_null",
 	KfuncDynptrIsRdonly:          "bpf_dynptr_is_rdonly",
+	KfuncThrow:                   "bpf_throw",
+	KfuncArenaAlloc:              "bpf_arena_alloc_pages",
+	KfuncArenaFree:               "bpf_arena_free_pages",
 }
 
 // KfuncID returns bpfvm's id of the kfunc called name.

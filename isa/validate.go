@@ -99,6 +99,12 @@ func validate(prog []Instruction, internal bool, lvl int) error {
 			}
 			continue
 		}
+		if internal && ins.IsArena() {
+			if ins.Dst > MaxRegister || ins.Src > MaxRegister || ins.Class() == ClassLDX && ins.Dst == R10 {
+				return insnErr(i, "internal arena access uses invalid registers")
+			}
+			continue
+		}
 		if internal && ins.IsTrusted() {
 			if ins.Dst > MaxRegister || ins.Src > MaxRegister || ins.Class() == ClassLDX && ins.Dst == R10 {
 				return insnErr(i, "internal trusted access uses invalid registers")
@@ -218,6 +224,9 @@ func validateALU(ins Instruction, class uint8, walked, fields bool) *validationE
 				return bad("BPF_MOV uses reserved fields")
 			}
 			return nil
+		}
+		if class == ClassALU64 && ins.Off == AddrSpaceCast {
+			return nil // the verifier checks the address spaces (arena.go)
 		}
 		ok := ins.Off == 0 || ins.Off == 8 || ins.Off == 16 || (ins.Off == 32 && class == ClassALU64)
 		if fields && (ins.Imm != 0 || !ok) {

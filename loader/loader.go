@@ -80,6 +80,9 @@ func load(r io.ReaderAt) (*ebpf.CollectionSpec, error) {
 	if err := legacy.apply(spec); err != nil {
 		return nil, err
 	}
+	if err := appendExceptionCallbacks(r, spec); err != nil {
+		return nil, err
+	}
 	return spec, nil
 }
 

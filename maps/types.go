@@ -108,6 +108,7 @@ var types = [maxType]*typeInfo{
 	DevMapHash:     &devMapInfo,
 	RingBuf:        &ringBufInfo,
 	BloomFilter:    &bloomInfo,
+	Arena:          &arenaInfo,
 
 	CgroupArray:         &cgroupArrayInfo,
 	CgroupStorage:       &cgroupStorageInfo,

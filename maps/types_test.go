@@ -21,8 +21,8 @@ func TestTypeDescriptions(t *testing.T) {
 			t.Errorf("%s: takes only helpers it names, and names none", typ)
 		}
 	}
-	if n != 27 {
-		t.Errorf("%d implemented types, want 27", n)
+	if n != 28 {
+		t.Errorf("%d implemented types, want 28", n)
 	}
 	if got := Type(100).String(); got != "type 100" {
 		t.Errorf("Type(100).String() = %q", got)
@@ -88,7 +88,7 @@ func TestTypeRules(t *testing.T) {
 		{"PerCPU", Type.PerCPU, []Type{PerCPUHash, PerCPUArray, LRUPerCPUHash, PerCPUCgroupStorage}},
 		{"RefSockets", Type.RefSockets, []Type{SockMap, SockHash, ReuseportSockArray}},
 		{"NoEntries", Type.NoEntries, []Type{CgroupStorage, PerCPUCgroupStorage, SkStorage}},
-		{"no Batch", func(t Type) bool { return !t.Batch() && t.Implemented() }, []Type{CgroupArray, CgroupStorage, PerCPUCgroupStorage, SockMap, SockHash, ReuseportSockArray, SkStorage}},
+		{"no Batch", func(t Type) bool { return !t.Batch() && t.Implemented() }, []Type{CgroupArray, CgroupStorage, PerCPUCgroupStorage, SockMap, SockHash, ReuseportSockArray, SkStorage, Arena}},
 		{"OfMaps", Type.OfMaps, []Type{ArrayOfMaps, HashOfMaps}},
 		{"Indexed", Type.Indexed, []Type{Array, PerCPUArray}},
 		{"DirectValue", Type.DirectValue, []Type{Array}},
@@ -97,7 +97,7 @@ func TestTypeRules(t *testing.T) {
 		{"ValueIsKey", Type.ValueIsKey, []Type{BloomFilter}},
 		{"Implemented", Type.Implemented, []Type{Hash, Array, ProgArray, PerfEventArray, PerCPUHash, PerCPUArray, LRUHash, LRUPerCPUHash,
 			LPMTrie, ArrayOfMaps, HashOfMaps, DevMap, CPUMap, XSKMap, Queue, Stack, DevMapHash, RingBuf, BloomFilter,
-			CgroupArray, CgroupStorage, PerCPUCgroupStorage, SockMap, SockHash, ReuseportSockArray, SkStorage, StackTrace}},
+			CgroupArray, CgroupStorage, PerCPUCgroupStorage, SockMap, SockHash, ReuseportSockArray, SkStorage, StackTrace, Arena}},
 		{"no BatchLookupAndDelete", func(t Type) bool { return !t.BatchLookupAndDelete() }, []Type{LPMTrie}},
 	} {
 		for typ := range maxType {

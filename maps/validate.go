@@ -48,7 +48,7 @@ func validate(s Spec) error {
 	}
 	info, _ := s.Type.info()
 	if s.MapExtra != 0 && !info.mapExtra {
-		return fmt.Errorf("%s map_extra %#x: only bloom filters take it: %w", s.Type, s.MapExtra, ErrInvalid)
+		return fmt.Errorf("%s map_extra %#x: only bloom filters and arenas take it: %w", s.Type, s.MapExtra, ErrInvalid)
 	}
 	if info.maps != nil {
 		if err := info.maps.check(s); err != nil {

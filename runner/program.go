@@ -38,6 +38,11 @@ type Program struct {
 	Type *progtype.Type
 	// Engine runs the program.
 	Engine Engine
+	// Catch says how its runs catch bpf_throw (throw.go).
+	Catch Catch
+	// Arena and ArenaUser are its arena's window base and the upper half
+	// of its user addresses (vm.Env.Arena), 0 without one.
+	Arena, ArenaUser uint64
 	// Verified says the program passed the verifier: its context loads
 	// of packet pointers read the shadow slots (Shadow).
 	Verified bool

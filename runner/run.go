@@ -322,7 +322,7 @@ func Run(p *Program, in *Input, out *Output) error {
 	if in.Timed {
 		start = time.Now()
 	}
-	r0, err := p.Engine.Repeat(env, r1, r2, p.Budget, repeat, r.between)
+	r0, err := r.repeat(p, env, r1, r2, repeat)
 	r.endRun()
 	if err != nil {
 		return err

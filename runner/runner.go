@@ -91,6 +91,7 @@ func (r *Runner) startEnv(ctx context.Context) {
 	// nextRun resets only what helpers and tail calls change, but for the
 	// flow keys, which it restores after every repetition.
 	e.QuietRepeat = p.Type.Keys == nil
+	e.Arena, e.ArenaUser = p.Arena, p.ArenaUser
 	r.regions = r.progRegions(append(r.regions[:0], vm.Region{}), p)
 	e.Regions = r.regions
 	e.Ctx.Start, e.Ctx.End, e.Ctx.Writable = 0, 0, false

@@ -125,7 +125,9 @@ func (t *tailTarget) Run(e *vm.Env, r1, r2, budget uint64) (uint64, error) {
 	// setPacket fills; unverified ones checked with emulated context
 	// accesses.
 	checked, ctxAccessFn := e.Checked, e.CtxAccess
+	arena, arenaUser := e.Arena, e.ArenaUser
 	e.Checked = t.p.Checked
+	e.Arena, e.ArenaUser = t.p.Arena, t.p.ArenaUser
 	if e.CtxAccess != nil || caller.Verified {
 		e.CtxAccess = nil
 		if !t.p.Verified {
@@ -134,7 +136,9 @@ func (t *tailTarget) Run(e *vm.Env, r1, r2, budget uint64) (uint64, error) {
 	}
 	r.setPacket(r.pkt)
 	v, err := t.p.Engine.Run(e, r1, r2, budget)
+	v, err = r.catch(t.p, e, v, err) // the target's own exception callback
 	e.Checked, e.CtxAccess = checked, ctxAccessFn
+	e.Arena, e.ArenaUser = arena, arenaUser
 	r.prog = caller
 	r.regions = append(r.regions[:0], saved...)
 	e.Regions = r.regions

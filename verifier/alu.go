@@ -105,6 +105,9 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 		return err
 	}
 
+	if dst.Type == PtrToArena {
+		return v.arenaALU(dst) // arena.go
+	}
 	if dst.Type.IsPointer() || src.Type.IsPointer() {
 		return v.pointerALU(pc, ins, dst, &src, op, is64, x)
 	}
@@ -195,6 +198,9 @@ func (v *verifier) checkMov(pc int, ins isa.Instruction, is64, x bool) error {
 			*dst = constScalar(uint64(uint32(ins.Imm)))
 		}
 		return nil
+	}
+	if is64 && ins.Off == isa.AddrSpaceCast {
+		return v.addrSpaceCast(pc, ins) // arena.go
 	}
 	src, err := v.readReg(pc, ins.Src)
 	if err != nil {

@@ -895,7 +895,9 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 	st := v.cur
 	f := st.cur()
 	r0 := &f.Regs[0]
-	if r0.Type == NotInit {
+	if r0.Type == NotInit && (len(st.Frames) == 1 || f.Callback) {
+		// A static function may return nothing: the kernel complains
+		// only where its caller reads R0.
 		return false, v.errorf(pc, "R0 !read_ok")
 	}
 	if len(st.Frames) > 1 && r0.Type == PtrToStack {
@@ -949,7 +951,7 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 	if err := v.checkSectionLeak(pc, "BPF_EXIT instruction in main prog"); err != nil {
 		return false, err
 	}
-	if f.Subprog != 0 {
+	if f.Subprog != 0 && f.Subprog != v.excb {
 		// A global function verified on its own: its callers take any
 		// scalar, whatever the program type allows at its exit.
 		if r0.Type != ScalarValue {

@@ -26,6 +26,9 @@ type FuncInfo struct {
 	// ParamTags are the decl tags of each parameter ("arg:ctx"), as
 	// btf.Func holds them; nil when there are none.
 	ParamTags [][]string
+	// Tags are the decl tags of the function itself
+	// ("exception_callback:<name>", throw.go).
+	Tags []string
 }
 
 // NewFuncInfo returns the FuncInfo of the function fn that starts at
@@ -33,7 +36,7 @@ type FuncInfo struct {
 // btf.FuncMetadata).
 func NewFuncInfo(start int, fn *btf.Func) FuncInfo {
 	proto, _ := fn.Type.(*btf.FuncProto)
-	return FuncInfo{Start: start, Name: fn.Name, Global: fn.Linkage == btf.GlobalFunc, Proto: proto, ParamTags: fn.ParamTags}
+	return FuncInfo{Start: start, Name: fn.Name, Global: fn.Linkage == btf.GlobalFunc, Proto: proto, ParamTags: fn.ParamTags, Tags: fn.Tags}
 }
 
 // globalArgKind is how a global function's argument is typed from BTF.
@@ -340,6 +343,9 @@ func (v *verifier) callGlobal(pc, sub int) error {
 		return &Error{Insn: pc, Msg: e.Msg + "\n" + last.(*Error).Msg}
 	}
 	v.log.printf("Func#%d ('%s') is global and assumed valid.\n", sub, m.name)
+	if err := v.checkGlobalThrow(pc, sub); err != nil {
+		return err
+	}
 	if m.changesPkt {
 		invalidatePackets(v.cur)
 	}
@@ -450,6 +456,9 @@ func (v *verifier) verifyGlobals() error {
 				continue
 			}
 			v.log.printf("Validating %s() func#%d...\n", m.name, sub)
+			if err := v.checkExceptionEntry(sub); err != nil {
+				return err
+			}
 			v.log.lastLine = 0 // as the kernel's do_check_common
 			v.cur, v.pc, v.hist = v.globalEntry(sub), v.subs[sub].Start, v.hist[:0]
 			if err := v.explore(); err != nil {

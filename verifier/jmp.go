@@ -21,6 +21,9 @@ func (v *verifier) checkJump(pc int, ins isa.Instruction) (bool, error) {
 		case isa.CallLocal:
 			return false, v.checkLocalCall(pc, pc+1+int(ins.Imm))
 		case isa.CallKfunc:
+			if ins.Imm == isa.KfuncThrow {
+				return v.checkThrow(pc) // throw.go
+			}
 			v.pc = pc + 1
 			return false, v.checkKfuncCall(pc, ins.Imm)
 		}
@@ -139,6 +142,9 @@ func (v *verifier) allowedPtrCompare(dst, src *Reg, op uint8, x, is32 bool) bool
 // branchTaken decides a comparison when it can: 1 always taken, 0 never,
 // -1 unknown.
 func (v *verifier) branchTaken(op uint8, dst, src *Reg, is32 bool) int {
+	if dst.Type == PtrToArena || src.Type == PtrToArena {
+		return -1 // an offset, 0 included (arena.go)
+	}
 	if dst.Type == ScalarValue && src.Type == ScalarValue {
 		return BranchTaken(op, dst.Scalar, src.Scalar, is32)
 	}

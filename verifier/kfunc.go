@@ -34,6 +34,8 @@ func (v *verifier) checkKfuncCall(pc int, id int32) error {
 		return v.rdonlyCast(pc)
 	case isa.KfuncIterNumNew, isa.KfuncIterNumNext, isa.KfuncIterNumDestroy:
 		return v.iterNumCall(pc, id)
+	case isa.KfuncArenaAlloc, isa.KfuncArenaFree:
+		return v.arenaKfunc(pc, id) // arena.go
 	}
 	if isDynptrKfunc(id) {
 		return v.checkDynptrKfunc(pc, id) // dynptr.go

@@ -226,6 +226,8 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 		return v.mapPtrAccess(ptr, a)
 	case PtrToBTFID:
 		return v.btfAccess(ptr, a)
+	case PtrToArena:
+		return v.arenaAccess(ptr, a) // arena.go
 	case PtrToMem:
 		if a.write && ptr.Flags&Rdonly != 0 {
 			return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))

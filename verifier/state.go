@@ -56,6 +56,9 @@ const (
 	// DynptrKind, identified by ID; helpers may read it, not release or
 	// remake it.
 	PtrToConstDynptr
+	// PtrToArena is an arena pointer in the kernel's address space: a
+	// 32-bit offset into the program's arena (arena.go).
+	PtrToArena
 )
 
 // Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY, MEM_RINGBUF,
@@ -100,6 +103,7 @@ var regTypeNames = [...]string{
 	PtrToTCPSock:     "tcp_sock",
 	PtrToBTFID:       "ptr_",
 	PtrToConstDynptr: "dynptr_ptr",
+	PtrToArena:       "arena",
 }
 
 func (t RegType) String() string {

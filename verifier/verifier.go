@@ -274,6 +274,8 @@ type verifier struct {
 	sleepable bool
 	subs      []subprog
 	funcs     []funcMeta // by subprog, from Options.Funcs (global.go)
+	excb      int        // the exception callback's function, 0 for none (throw.go)
+	arena     *MapInfo   // the program's arena, nil for none (arena.go)
 	aux       []InsnAux
 	log       logger
 	stats     Stats
@@ -410,9 +412,13 @@ func (v *verifier) run() error {
 		// so no callbacks), and no loops.
 		return v.errorf(v.subs[1].Start, "loading/calling other bpf or kernel functions are allowed for CAP_BPF and CAP_SYS_ADMIN")
 	}
+	if err := v.findExceptionCB(); err != nil {
+		return err
+	}
 	if err := v.checkFuncInfo(); err != nil {
 		return err
 	}
+	v.markExceptionCB()
 	if err := checkCFG(v.insns, v.subs, !v.opts.Unprivileged); err != nil {
 		var e *Error
 		if errors.As(err, &e) {
@@ -448,6 +454,9 @@ func (v *verifier) run() error {
 	err := v.explore()
 	if err == nil {
 		err = v.verifyGlobals()
+	}
+	if err == nil {
+		err = v.checkThrowSites()
 	}
 	if err == nil {
 		err = v.checkStackDepth()
@@ -501,6 +510,9 @@ func (v *verifier) checkLdImm64() error {
 			}
 			if v.sleepable && !sleepableMap(v.opts.Maps[ins.Imm].Spec.Type) {
 				return v.errorf(pc, "Sleepable programs can only use array, hash, ringbuf and local storage maps")
+			}
+			if err := v.checkArenaMap(pc, ins.Imm); err != nil {
+				return err
 			}
 			if t := v.opts.Maps[ins.Imm].Spec.Type; t == maps.CgroupStorage || t == maps.PerCPUCgroupStorage {
 				k := 0

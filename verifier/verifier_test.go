@@ -62,6 +62,9 @@ type vcase struct {
 	// get static ones taking five scalars. Both verifiers get the same
 	// func_info.
 	funcs map[int]*btf.Func
+	// excb are the first instructions of functions no call reaches, such
+	// as an exception callback (throw_test.go).
+	excb []int
 	// noBTF loads a program of several functions without func_info.
 	noBTF bool
 	// kinsns, when set, is the number of instructions kernel 6.18
@@ -123,7 +126,7 @@ func runCases(t *testing.T, cases []vcase) {
 			}
 			var funcs []verifier.FuncInfo
 			if !c.noBTF {
-				funcs = funcInfos(insns, c.funcs)
+				funcs = funcInfos(insns, c.funcs, c.excb...)
 			}
 			var kernelTypes *btf.Spec
 			var target *verifier.AttachTarget
@@ -368,8 +371,11 @@ func kernelLoad(t *testing.T, unpriv bool, typ ebpf.ProgramType, attach ebpf.Att
 // five scalars (they may read any of R1-R5) and returning int. The kernel
 // needs func_info for some rules (LD_ABS in subprograms); bpfvm gets the
 // same.
-func funcInfos(insns []isa.Instruction, decl map[int]*btf.Func) []verifier.FuncInfo {
+func funcInfos(insns []isa.Instruction, decl map[int]*btf.Func, extra ...int) []verifier.FuncInfo {
 	starts := map[int]bool{}
+	for _, pc := range extra {
+		starts[pc] = true
+	}
 	for pc, ins := range insns {
 		if ins.IsLocalCall() || ins.IsPseudoFunc() {
 			starts[pc+1+int(ins.Imm)] = true
@@ -414,7 +420,7 @@ func withFuncInfo(kinsns asm.Instructions, funcs []verifier.FuncInfo) {
 			if f.Global {
 				link = btf.GlobalFunc
 			}
-			kinsns[i] = btf.WithFuncMetadata(kinsns[i], &btf.Func{Name: f.Name, Type: f.Proto, Linkage: link, ParamTags: f.ParamTags})
+			kinsns[i] = btf.WithFuncMetadata(kinsns[i], &btf.Func{Name: f.Name, Type: f.Proto, Linkage: link, ParamTags: f.ParamTags, Tags: f.Tags})
 		}
 		pc += int(kinsns[i].Size() / asm.InstructionSize)
 	}

@@ -74,3 +74,19 @@ func Slice(addr, n uint64) []byte {
 	}
 	return unsafe.Slice((*byte)(Ptr(addr)), n)
 }
+
+// Reserve maps size bytes of zeroed memory whose pages are only there
+// once touched, without reserving swap where the OS allows (Linux's
+// MAP_NORESERVE): for large windows used sparsely (arenas).
+func Reserve(size int) (*Mem, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("reserve %d bytes: size must be positive", size)
+	}
+	page := os.Getpagesize()
+	size = (size + page - 1) &^ (page - 1)
+	b, err := reserveMemory(size)
+	if err != nil {
+		return nil, fmt.Errorf("reserve %d bytes: %w", size, err)
+	}
+	return &Mem{b: b}, nil
+}

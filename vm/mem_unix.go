@@ -16,3 +16,9 @@ func mapMemory(size int) ([]byte, error) {
 
 // unmapMemory unmaps what mapMemory mapped.
 func unmapMemory(b []byte) error { return unix.Munmap(b) }
+
+// reserveMemory maps size bytes of zeroed private memory without
+// reserving swap for it: pages are there when first touched.
+func reserveMemory(size int) ([]byte, error) {
+	return unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
+}

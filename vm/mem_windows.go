@@ -22,3 +22,6 @@ func mapMemory(size int) ([]byte, error) {
 func unmapMemory(b []byte) error {
 	return windows.VirtualFree(uintptr(unsafe.Pointer(&b[0])), 0, windows.MEM_RELEASE)
 }
+
+// reserveMemory is mapMemory: Windows commits what it maps.
+func reserveMemory(size int) ([]byte, error) { return mapMemory(size) }

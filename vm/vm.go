@@ -125,6 +125,11 @@ type Env struct {
 	// Deadline is Context's deadline on the clock of Now (0: none), which
 	// engines check by the clock as well as through Context.Done.
 	Deadline int64
+	// Arena is the base of the running program's arena window (0: none),
+	// what isa.ModeArena accesses add the low 32 bits of their pointer
+	// to; ArenaUser is the upper half of its user addresses, which casts
+	// to the user's address space put above the low 32 bits.
+	Arena, ArenaUser uint64
 	// Cache, when set, keeps what an engine sets up for a run (the JIT's
 	// execution context) for the next run with the same Cache, which
 	// saves taking it from a shared pool. Runs with the same Cache must

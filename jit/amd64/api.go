@@ -50,6 +50,10 @@ type Options struct {
 	// tries the hot region before the stack for them. It only orders the
 	// two tests; an access is allowed or refused the same either way.
 	NonStack []bool
+	// Arena and ArenaUser are the program's arena window base and the
+	// upper half of its user addresses (vm.Env.Arena), which arena
+	// accesses and casts compile in (arena.go); 0 without an arena.
+	Arena, ArenaUser uint64
 }
 
 // Native names a routine that JIT code calls directly for a helper.

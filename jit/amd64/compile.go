@@ -896,11 +896,22 @@ func (c *compiler) insn(pc int) error {
 			c.a.jmp(c.exitStub(exitWord(pc, exitDead), -1))
 			return nil
 		}
+		if ins.IsAddrSpaceCast() {
+			c.addrSpaceCast(ins) // arena.go
+			return nil
+		}
 		return c.alu(ins)
 	case isa.ClassJMP, isa.ClassJMP32:
 		return c.jump(pc, ins)
 	case isa.ClassLD:
 		return c.ld(pc, ins)
+	case isa.ClassLDX, isa.ClassST, isa.ClassSTX:
+		if ins.IsArena() {
+			c.arenaAccess(ins) // arena.go
+			return nil
+		}
+	}
+	switch ins.Class() {
 	case isa.ClassLDX:
 		size := isa.SizeBytes(ins.Op)
 		if ins.IsProbe() {
