@@ -260,6 +260,13 @@ func helperReads(p *Proto, s *fpState, r isa.Register) uint64 {
 		upward = slotsOf(int32(v.off), -int(v.off))
 	}
 	switch t := p.Args[r-isa.R1]; {
+	case t.IsDynptr():
+		// A dynptr's two slots: read, or checked before they are made
+		// one (an uninitialised argument must not hold a live dynptr).
+		if v.kind != fpUnknown {
+			return slotsOf(int32(v.off), 16)
+		}
+		return upward
 	case !t.IsMem() && t != ArgStackOrNull:
 		return 0 // not accessed through: a scalar to the helper
 	case t.Uninit():
