@@ -142,7 +142,13 @@ func tupleOf(r *runner.Runner, iph, th []byte, v6 bool, isn uint32) *cookieTuple
 // none (the kernel's tcp_parse_mss_option with no user MSS): the options
 // are walked until the end, an EOL or a malformed one.
 func parseMSS(th []byte) uint16 {
-	opts := th[tcpHdrLen:min(len(th), int(th[12]>>4)*4)]
+	end := min(len(th), int(th[12]>>4)*4)
+	if end <= tcpHdrLen {
+		// A data offset short of the header: no options (the helpers
+		// refuse such headers before they parse).
+		return 0
+	}
+	opts := th[tcpHdrLen:end]
 	var mss uint16
 	for len(opts) > 0 {
 		switch opts[0] {
