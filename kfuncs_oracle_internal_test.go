@@ -162,7 +162,7 @@ func TestKfuncRefsOracle(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(16, 16))
 	accepted := 0
-	const n = 80
+	const n = 40
 	for range n {
 		ops := make([]byte, 2+rng.IntN(14))
 		for i := range ops {

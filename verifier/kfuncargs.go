@@ -130,7 +130,9 @@ func (v *verifier) checkKfuncArgs(pc int, k *helper.Kfunc, proto *btf.FuncProto)
 	if len(params) > 5 {
 		return meta, v.errorf(pc, "Function %s has %d > %d args", k.Name, len(params), 5)
 	}
-	trusted := k.Flags&helper.KfTrustedArgs != 0
+	// Linux 6.18.44 takes every kfunc's pointer arguments as trusted
+	// (KF_TRUSTED_ARGS is the default); KF_RCU lets RCU pointers in too.
+	trusted := true
 	rcu := k.Flags&helper.KfRCU != 0
 	release := k.Flags&helper.KfRelease != 0
 	releaseRegno := isa.Register(0)

@@ -120,6 +120,16 @@ func TestSelftestKfuncs(t *testing.T) {
 		tp(vcase{name: "kptr xchg unreferenced", maps: kp, asm: "r6 = *(u64 *)(r1 +0)\n" + lookup4 + "if r0 == 0 goto out\nr1 = r0\nr1 += 8\nr2 = r6\ncall bpf_kptr_xchg#194\n" + releaseOld + out, err: "R2 must be referenced when passed to release function"}),
 		tp(vcase{name: "kptr xchg wrong type", maps: cm, asm: taskAndValue + "r1 = r7\nr2 = r6\ncall bpf_kptr_xchg#194\n" + out, err: "invalid kptr access, R2 type=ptr_task_struct expected=ptr_bpf_cpumask"}),
 		tp(vcase{name: "kptr xchg cpumask", maps: cm, asm: create + "if r0 == 0 goto out\nr6 = r0\n" + lookup4 + "if r0 != 0 goto have\nr1 = r6\ncall bpf_cpumask_release#0\ngoto out\nhave: r1 = r0\nr2 = r6\ncall bpf_kptr_xchg#194\nif r0 == 0 goto out\nr1 = r0\ncall bpf_cpumask_release#0\n" + out}),
+		tp(vcase{name: "kptr rcu load released", maps: cm, asm: lookup4 + "if r0 == 0 goto out\nr1 = *(u64 *)(r0 +0)\nif r1 == 0 goto out\ncall bpf_cpumask_release#0\n" + out, err: "R1 must be referenced or trusted"}),
+		tp(vcase{name: "kptr rcu load acquire", maps: cm, asm: lookup4 + "if r0 == 0 goto out\nr1 = *(u64 *)(r0 +0)\nif r1 == 0 goto out\ncall bpf_cpumask_acquire#0\nr1 = r0\ncall bpf_cpumask_release#0\n" + out, err: "R1 must be referenced or trusted"}),
+		tp(vcase{name: "kptr after rcu unlock", maps: cm, asm: lookup4 + "if r0 == 0 goto out\nr6 = r0\ncall bpf_rcu_read_lock#0\nr2 = *(u64 *)(r6 +0)\nr7 = r2\ncall bpf_rcu_read_unlock#0\nif r7 == 0 goto out\nr2 = r7\nr1 = 1\ncall bpf_cpumask_set_cpu#0\n" + out, err: "R2 must be a rcu pointer"}),
+		tp(vcase{name: "kptr xchg variable offset", maps: kp, asm: lookup4 + "if r0 == 0 goto out\nr1 = *(u64 *)(r0 +16)\nr1 &= 8\nr1 += r0\nr2 = 0\ncall bpf_kptr_xchg#194\n" + releaseOld + out, err: "R1 doesn't have constant offset. kptr has to be at the constant offset"}),
+		tp(vcase{name: "cpumask acquire task mask", asm: ctxTask + fmt.Sprintf("r1 = *(u64 *)(r1 +%d)\n", cpusPtrOff) + "call bpf_cpumask_acquire#0\nr1 = r0\ncall bpf_cpumask_release#0\n" + ret0, err: "R1 must be referenced or trusted"}),
+		tp(vcase{name: "cgroup acquire null", asm: "r1 = 0\ncall bpf_cgroup_acquire#0\n" + ret0, err: "Possibly NULL pointer passed to trusted arg0"}),
+		tp(vcase{name: "cgroup from id pointer", asm: "r1 = r10\ncall bpf_cgroup_from_id#0\n" + ret0, err: "R1 is not a scalar"}),
+		tp(vcase{name: "cgroup ancestor pointer level", asm: "r1 = 1\ncall bpf_cgroup_from_id#0\nif r0 == 0 goto out\nr6 = r0\nr1 = r0\nr2 = r10\ncall bpf_cgroup_ancestor#0\n" + out, err: "R2 is not a scalar"}),
+		tp(vcase{name: "leak inside rcu", asm: acquire + "call bpf_rcu_read_lock#0\n" + ret0, err: "Unreleased reference id=2 alloc_insn=1"}),
+		tp(vcase{name: "task from pid inside rcu", asm: "call bpf_rcu_read_lock#0\nr1 = 1\ncall bpf_task_from_pid#0\nr6 = r0\ncall bpf_rcu_read_unlock#0\nif r6 == 0 goto out\nr0 = r6\n" + release + out}),
 		tp(vcase{name: "kptr rcu load cpumask", maps: cm, asm: lookup4 + "if r0 == 0 goto out\nr2 = *(u64 *)(r0 +0)\nif r2 == 0 goto out\nr1 = 3\ncall bpf_cpumask_set_cpu#0\n" + out}),
 	)
 	runCases(t, cases)
