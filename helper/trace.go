@@ -19,6 +19,12 @@ var traceHelpers = []Helper{
 	{Proto: probeReadProto("bpf_probe_read_user_str"), Func: probeReadStrHelper(true)},
 	{Proto: probeReadProto("bpf_probe_read_str"), Func: probeReadStrCompat},
 	{Proto: Proto{Name: "bpf_get_current_task"}, Func: helperGetCurrentTask},
+	// The trampoline programs' view of their function (the kernel
+	// inlines them, reading the slot count it keeps before the context).
+	{Proto: Proto{Name: "bpf_get_func_ip", Args: [5]ArgType{ArgCtx}}, Func: helperGetFuncIPKprobe, Variant: "tracing"},
+	{Proto: Proto{Name: "bpf_get_func_arg", Args: [5]ArgType{ArgCtx, ArgAnything, ArgPtrToLong}}, Func: helperGetFuncArg},
+	{Proto: Proto{Name: "bpf_get_func_ret", Args: [5]ArgType{ArgCtx, ArgPtrToLong}}, Func: helperGetFuncRet},
+	{Proto: Proto{Name: "bpf_get_func_arg_cnt", Args: [5]ArgType{ArgCtx}}, Func: helperGetFuncArgCnt},
 	{Proto: Proto{Name: "bpf_copy_from_user", Args: [5]ArgType{ArgUninitMem, ArgConstSizeOrZero, ArgAnything}, MightSleep: true}, Func: helperCopyFromUser},
 	{Proto: Proto{Name: "bpf_copy_from_user_task", Args: [5]ArgType{ArgUninitMem, ArgConstSizeOrZero, ArgAnything, ArgBTFID, ArgAnything},
 		ArgBTF: [5]string{3: "task_struct"}, MightSleep: true}, Func: helperCopyFromUserTask},
@@ -307,4 +313,47 @@ func helperCopyFromUserTask(e *vm.Env, r1, r2, r3, _, r5 uint64) (uint64, error)
 		return neg(einval), nil
 	}
 	return helperCopyFromUser(e, r1, r2, r3, 0, 0)
+}
+
+// helperGetFuncArg is bpf_get_func_arg(ctx, n, value): the n-th u64
+// argument slot, or -EINVAL (value zeroed) past the function's.
+func helperGetFuncArg(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
+	if _, err := memArg(e, r3, 8, true); err != nil {
+		return 0, err
+	}
+	out := vm.Slice(r3, 8)
+	if r2 >= uint64(runner.Of(e).Program().FuncArgs) {
+		clear(out)
+		return neg(einval), nil
+	}
+	if _, err := memArg(e, r1+8*r2, 8, false); err != nil {
+		return 0, err
+	}
+	copy(out, vm.Slice(r1+8*r2, 8))
+	return 0, nil
+}
+
+// helperGetFuncRet is bpf_get_func_ret(ctx, value): the return value
+// slot of fexit and fmod_ret programs, -EOPNOTSUPP for the others (value
+// left as it is, as the kernel's fixup leaves it).
+func helperGetFuncRet(e *vm.Env, r1, r2, _, _, _ uint64) (uint64, error) {
+	p := runner.Of(e).Program()
+	if !p.FuncRet {
+		return neg(eopnotsupp), nil
+	}
+	if _, err := memArg(e, r2, 8, true); err != nil {
+		return 0, err
+	}
+	at := r1 + 8*uint64(p.FuncArgs)
+	if _, err := memArg(e, at, 8, false); err != nil {
+		return 0, err
+	}
+	copy(vm.Slice(r2, 8), vm.Slice(at, 8))
+	return 0, nil
+}
+
+// helperGetFuncArgCnt is bpf_get_func_arg_cnt(ctx): the function's
+// argument slots.
+func helperGetFuncArgCnt(e *vm.Env, _, _, _, _, _ uint64) (uint64, error) {
+	return uint64(runner.Of(e).Program().FuncArgs), nil
 }

@@ -56,6 +56,12 @@ type Program struct {
 	// MaxTP is the end of the furthest access to a writable raw
 	// tracepoint's buffer the verifier saw (verifier.Result.MaxTPAccess).
 	MaxTP uint32
+	// FuncArgs is the number of u64 argument slots of the function a
+	// trampoline program (fentry, fexit, fmod_ret, lsm) is attached to,
+	// what bpf_get_func_arg_cnt returns; FuncRet says the slot after them
+	// holds the return value (fexit, fmod_ret) for bpf_get_func_ret.
+	FuncArgs uint32
+	FuncRet  bool
 	// Maps are the maps the program references, by index.
 	Maps []maps.Map
 	// Regions are the map memory checked runs may access from the start.

@@ -341,3 +341,26 @@ func isSmallInt(t btf.Type) bool {
 	i, ok := t.(*btf.Int)
 	return ok && i.Size <= 8
 }
+
+// Slots is the number of u64 context slots the target's arguments take
+// (what a trampoline passes as nr_args); 0 for a nil target.
+func (t *AttachTarget) Slots() uint32 {
+	if t == nil || t.Proto == nil {
+		return 0
+	}
+	params := t.Proto.Params
+	if t.Tracepoint && len(params) > 0 {
+		params = params[1:]
+	}
+	var n int64
+	for _, p := range params {
+		n += slotSize(p.Type)
+	}
+	return uint32(n / 8)
+}
+
+// HasReturn reports whether the slot after the arguments holds the
+// target's return value for the program (fexit, fmod_ret).
+func (t *AttachTarget) HasReturn() bool {
+	return t != nil && (t.Attach == ebpf.AttachTraceFExit || t.Attach == ebpf.AttachModifyReturn)
+}
