@@ -75,7 +75,7 @@ func (g *dynptrGen) label() string {
 
 // slot is where a dynptr goes: mostly aligned pairs, sometimes halves of
 // others or misaligned.
-func (g *dynptrGen) slot() int { return []int{-16, -32, -48, -24, -40, -12}[g.intn(6)] }
+func (g *dynptrGen) slot() int { return []int{-16, -16, -16, -32, -48, -24, -40, -12}[g.intn(8)] }
 
 // size and off are a length or offset, mostly in range.
 func (g *dynptrGen) size() int { return []int{0, 1, 4, 8, 16, 32, 33, 64}[g.intn(8)] }
@@ -127,6 +127,13 @@ func (g *dynptrGen) op() {
 func generateDynptrProgram(data []byte) string {
 	g := &dynptrGen{data: data}
 	g.emit("r6 = r1\nr7 = 0\n*(u32 *)(r10 -4) = 0\nr1 = map[fd:0] ll\nr2 = r10\nr2 += -4\ncall bpf_map_lookup_elem#1\nif r0 == 0 goto out\nr9 = r0")
+	// Most programs start with a dynptr at fp-16, which most ops use.
+	switch g.intn(3) {
+	case 0:
+		g.emit("r1 = r9\nr2 = 32\nr3 = 0\nr4 = r10\nr4 += -16\ncall bpf_dynptr_from_mem#197")
+	case 1:
+		g.emit("r1 = r6\nr2 = 0\nr3 = r10\nr3 += -16\ncall bpf_dynptr_from_xdp#0")
+	}
 	n := 1 + g.intn(12)
 	for range n {
 		if len(g.data) == 0 {
