@@ -404,6 +404,9 @@ func rewriteFor(e Engine, insns []isa.Instruction, v *verified, hs *helper.Set, 
 		if err := rewrite.ConvertNoneLoads(rp); err != nil {
 			return out, err
 		}
+		if err := rewrite.ZextArena(rp); err != nil {
+			return out, err
+		}
 		if !opts.NoInline {
 			// Checked runs grant the memory inlined lookups read for the
 			// program's own maps only (DESIGN.md, "Defense in depth").

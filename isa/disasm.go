@@ -134,6 +134,9 @@ func format(prog []Instruction, pc int, helper HelperNamer) string {
 		if mode == ModeTrusted {
 			return fmt.Sprintf("r%d = *(trusted %s *)(r%d %+d)", ins.Dst, sizeName(ins.Op), ins.Src, ins.Off)
 		}
+		if mode == ModeArena {
+			return fmt.Sprintf("r%d = *(arena %s *)(r%d %+d)", ins.Dst, sizeName(ins.Op), ins.Src, ins.Off)
+		}
 		if ins.IsProbe() {
 			name := sizeName(ins.Op)
 			if mode == ModeProbeSX {
@@ -148,6 +151,9 @@ func format(prog []Instruction, pc int, helper HelperNamer) string {
 	case ClassST:
 		if ins.Op&0xe0 == ModeTrusted {
 			return fmt.Sprintf("*(trusted %s *)(r%d %+d) = %d", sizeName(ins.Op), ins.Dst, ins.Off, ins.Imm)
+		}
+		if ins.Op&0xe0 == ModeArena {
+			return fmt.Sprintf("*(arena %s *)(r%d %+d) = %d", sizeName(ins.Op), ins.Dst, ins.Off, ins.Imm)
 		}
 		if ins.Op&0xe0 != ModeMEM {
 			return fmt.Sprintf("BUG_st_%02x", ins.Op)
@@ -310,6 +316,8 @@ func formatSTX(ins Instruction) string {
 	switch ins.Op & 0xe0 {
 	case ModeMEM:
 		return fmt.Sprintf("*(%s *)(r%d %+d) = r%d", sizeName(ins.Op), ins.Dst, ins.Off, ins.Src)
+	case ModeArena:
+		return fmt.Sprintf("*(arena %s *)(r%d %+d) = r%d", sizeName(ins.Op), ins.Dst, ins.Off, ins.Src)
 	case ModeATOMIC:
 	default:
 		return fmt.Sprintf("BUG_%02x", ins.Op)

@@ -226,7 +226,10 @@ func validateALU(ins Instruction, class uint8, walked, fields bool) *validationE
 			return nil
 		}
 		if class == ClassALU64 && ins.Off == AddrSpaceCast {
-			return nil // the verifier checks the address spaces (arena.go)
+			if fields && ins.Imm != CastToKernel && ins.Imm != CastToUser {
+				return bad("addr_space_cast insn can only convert between address space 1 and 0")
+			}
+			return nil
 		}
 		ok := ins.Off == 0 || ins.Off == 8 || ins.Off == 16 || (ins.Off == 32 && class == ClassALU64)
 		if fields && (ins.Imm != 0 || !ok) {

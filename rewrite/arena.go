@@ -36,3 +36,21 @@ func LowerArena(insns []isa.Instruction, aux []verifier.InsnAux, noUserConv bool
 		}
 	}
 }
+
+// ZextArena keeps only the low 32 bits of the result of each 64-bit ALU
+// instruction on an arena pointer (verifier.InsnAux.ArenaZext), as the
+// kernel's zero extension after them (needs_zext): the instruction is
+// followed by w = w.
+func ZextArena(p *Program) error {
+	var rs []Replacement
+	for pc, ins := range p.Insns {
+		if pc < len(p.Aux) && p.Aux[pc].ArenaZext && ins.Class() == isa.ClassALU64 {
+			zext := isa.Instruction{Op: isa.ClassALU | isa.ALUMov | isa.SrcX, Dst: ins.Dst, Src: ins.Dst}
+			rs = append(rs, Replacement{PC: pc, Seq: []isa.Instruction{ins, zext}})
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	return p.PatchAll(rs)
+}

@@ -106,7 +106,7 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 	}
 
 	if dst.Type == PtrToArena {
-		return v.arenaALU(dst) // arena.go
+		return v.arenaALU(pc, ins, dst) // arena.go
 	}
 	if dst.Type.IsPointer() || src.Type.IsPointer() {
 		return v.pointerALU(pc, ins, dst, &src, op, is64, x)

@@ -61,7 +61,10 @@ func (v *verifier) addrSpaceCast(pc int, ins isa.Instruction) error {
 // arenaALU is arithmetic on an arena pointer: any operation, the result
 // still an arena pointer (adjust_reg_min_max_vals), of 32 bits as the
 // engines use its low half.
-func (v *verifier) arenaALU(dst *Reg) error {
+func (v *verifier) arenaALU(pc int, ins isa.Instruction, dst *Reg) error {
+	if ins.Class() == isa.ClassALU64 {
+		v.aux[pc].ArenaZext = true
+	}
 	*dst = Reg{Type: PtrToArena, Scalar: Const(0)}
 	return nil
 }

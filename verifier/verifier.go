@@ -191,6 +191,10 @@ type InsnAux struct {
 	// untrusted memory) on some path: the kernel's BPF_PROBE_MEM, which
 	// reads 0 where nothing is mapped instead of faulting.
 	Probe bool
+	// ArenaZext marks a 64-bit ALU instruction on an arena pointer: its
+	// result keeps only the low 32 bits (the kernel's needs_zext), which
+	// the rewrite adds (rewrite.ZextArena).
+	ArenaZext bool
 	// Map is the map a helper call at this instruction used on every path,
 	// or nil when paths disagree or it is unknown (for inlining lookups).
 	Map *MapInfo

@@ -1,3 +1,5 @@
+//go:build amd64 && linux
+
 package amd64
 
 import "github.com/bpfvm/bpfvm/isa"
