@@ -273,6 +273,8 @@ func helperReads(p *Proto, s *fpState, r isa.Register) uint64 {
 		return 0
 	case t == ArgPtrToInt && v.kind != fpUnknown:
 		return slotsOf(int32(v.off), 4)
+	case t == ArgFixedMem && v.kind != fpUnknown:
+		return slotsOf(int32(v.off), int(p.ArgSize[r-isa.R1]))
 	case t == ArgMem || t == ArgMemOrNull || t == ArgWriteMem || t == ArgWriteMemOrNull:
 		if r < isa.R5 && v.kind != fpUnknown {
 			if n := s.regs[r+1]; n.kind == fpConst && n.c > 0 && n.c <= MaxStack {
