@@ -349,13 +349,14 @@ func kernelLoad(t *testing.T, unpriv bool, typ ebpf.ProgramType, attach ebpf.Att
 	if kerr == nil {
 		stats = p.VerifierLog
 		p.Close()
-	} else if errors.As(kerr, &ve) {
+	} else if errors.As(kerr, &ve) && (len(ve.Log) > 0 || !unpriv) {
 		log = strings.Join(ve.Log, "\n")
 		stats = log
 	} else if errors.Is(kerr, os.ErrPermission) || unpriv {
 		// bpf() itself is not permitted. (The verifier rejects many
 		// programs with EACCES too, but then there is a log.) Without
-		// capabilities, loading the BTF of func_info fails this way.
+		// capabilities, a program with func_info fails before the
+		// verifier, with no log: its BTF cannot be loaded.
 		return "", 0, false, nil
 	}
 	for _, l := range strings.Split(stats, "\n") {
