@@ -82,12 +82,6 @@ func (d *dynptrKern) fits(off, n uint64) bool {
 	return n <= size && off <= size-n
 }
 
-// bytes returns the n bytes at off of a local or ring buffer dynptr's
-// memory, checked in checked mode.
-func (d *dynptrKern) bytes(e *vm.Env, off, n uint64, write bool) ([]byte, error) {
-	return e.Bytes(d.data+uint64(d.offset)+off, n, write)
-}
-
 // helperDynptrFromMem is bpf_dynptr_from_mem(data, size, flags, ptr): a
 // local dynptr over size bytes of data; -E2BIG for more than 16 MiB - 1,
 // -EINVAL for flags, and a NULL dynptr after either.
