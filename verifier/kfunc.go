@@ -111,7 +111,7 @@ func (v *verifier) kfuncResult(pc int, k *helper.Kfunc, proto *btf.FuncProto) (R
 	}
 	target := btf.UnderlyingType(p.Target)
 	if !isStructType(target) {
-		return Reg{}, v.errorf(pc, "kernel function %s returns pointer type %s %s is not supported", k.Name, btfKindString(target), target.TypeName())
+		return Reg{}, v.errorf(pc, "kernel function %s returns pointer type %s %s is not supported", k.Name, kindName(target), target.TypeName())
 	}
 	t, err := v.kfuncStruct(target)
 	if err != nil {

@@ -77,35 +77,6 @@ func isScalarStruct(t btf.Type, depth int) bool {
 	return true
 }
 
-// btfKindString names a type's kind as the kernel's btf_type_str.
-func btfKindString(t btf.Type) string {
-	switch t.(type) {
-	case *btf.Int:
-		return "INT"
-	case *btf.Pointer:
-		return "PTR"
-	case *btf.Array:
-		return "ARRAY"
-	case *btf.Struct:
-		return "STRUCT"
-	case *btf.Union:
-		return "UNION"
-	case *btf.Enum:
-		return "ENUM"
-	case *btf.Fwd:
-		return "FWD"
-	case *btf.Typedef:
-		return "TYPEDEF"
-	case *btf.Func:
-		return "FUNC"
-	case *btf.FuncProto:
-		return "FUNC_PROTO"
-	case *btf.Float:
-		return "FLOAT"
-	}
-	return "UNKNOWN"
-}
-
 // isTrustedReg reports whether a pointer may go where a trusted one must
 // (the kernel's is_trusted_reg): referenced, or trusted without flags
 // that make it unsafe.
@@ -161,7 +132,7 @@ func (v *verifier) checkKfuncArgs(pc int, k *helper.Kfunc, proto *btf.FuncProto)
 		}
 		ptr, ok := t.(*btf.Pointer)
 		if !ok {
-			return meta, v.errorf(pc, "Unrecognized arg#%d type %s", i, btfKindString(t))
+			return meta, v.errorf(pc, "Unrecognized arg#%d type %s", i, kindName(t))
 		}
 		nullable := argSuffix(p, "nullable")
 		if (isNullReg(reg) || reg.maybeNull()) && !nullable {
@@ -220,7 +191,7 @@ func (v *verifier) checkKfuncArgs(pc int, k *helper.Kfunc, proto *btf.FuncProto)
 		case kfArgMem:
 			size, err := btf.Sizeof(refT)
 			if err != nil {
-				return meta, v.errorf(pc, "arg#%d reference type('%s %s') size cannot be determined: %v", i, btfKindString(refT), refT.TypeName(), err)
+				return meta, v.errorf(pc, "arg#%d reference type('%s %s') size cannot be determined: %v", i, kindName(refT), refT.TypeName(), err)
 			}
 			if err := v.checkHelperMem(pc, regno, reg, size, helper.ArgWriteMem, true, false, nil); err != nil {
 				return meta, err
@@ -263,7 +234,7 @@ func (v *verifier) kfuncArgKind(pc int, k *helper.Kfunc, params []btf.FuncParam,
 	}
 	if reg.Type == PtrToBTFID {
 		if !isStructType(refT) {
-			return 0, v.errorf(pc, "kernel function %s args#%d pointer type %s %s is not supported", k.Name, i, btfKindString(refT), refT.TypeName())
+			return 0, v.errorf(pc, "kernel function %s args#%d pointer type %s %s is not supported", k.Name, i, kindName(refT), refT.TypeName())
 		}
 		return kfArgBTFID, nil
 	}
@@ -274,7 +245,7 @@ func (v *verifier) kfuncArgKind(pc int, k *helper.Kfunc, params []btf.FuncParam,
 		if memSize {
 			also = "void, "
 		}
-		return 0, v.errorf(pc, "arg#%d pointer type %s %s must point to %sscalar, or struct with scalar", i, btfKindString(refT), refT.TypeName(), also)
+		return 0, v.errorf(pc, "arg#%d pointer type %s %s must point to %sscalar, or struct with scalar", i, kindName(refT), refT.TypeName(), also)
 	}
 	if memSize {
 		return kfArgMemSize, nil
@@ -312,7 +283,7 @@ func (v *verifier) kfuncBTFIDArg(pc int, k *helper.Kfunc, i int, reg *Reg, refT 
 	}
 	if !same {
 		return v.errorf(pc, "kernel function %s args#%d expected pointer to %s %s but R%d has a pointer to %s %s",
-			k.Name, i, btfKindString(want), want.TypeName(), i+1, btfKindString(have), have.TypeName())
+			k.Name, i, kindName(want), want.TypeName(), i+1, kindName(have), have.TypeName())
 	}
 	return nil
 }
