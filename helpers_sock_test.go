@@ -216,6 +216,7 @@ func TestSockLookupKernel(t *testing.T) {
 					t.Fatal(err)
 				}
 				compared++
+				undefinedIP6(want)
 				if testing.Verbose() {
 					t.Logf("%s %s: %d%s", prog, c.name, kret, sockOut(want))
 				}
@@ -277,6 +278,18 @@ func mapValue(t *testing.T, m *bpfvm.Map) []byte {
 }
 
 // sockOut shows struct out's fields.
+// undefinedIP6 zeroes the IPv6 addresses the kernel reports for an IPv4
+// socket in TCP_TIME_WAIT: its inet_timewait_sock never sets them, so the
+// kernel reads whatever its slab held before (bpfvm reads zero).
+func undefinedIP6(b []byte) {
+	const family, state, src6, dst6 = 2 * 4, 19 * 4, 8 * 4, 15 * 4
+	if len(b) < state+4 || binary.NativeEndian.Uint32(b[family:]) != 2 || binary.NativeEndian.Uint32(b[state:]) != 6 {
+		return
+	}
+	clear(b[src6 : src6+16])
+	clear(b[dst6 : dst6+16])
+}
+
 func sockOut(b []byte) string {
 	var s bytes.Buffer
 	names := []string{"found", "bound_dev_if", "family", "type", "protocol", "mark", "priority", "src_ip4", "src_ip6", "", "", "", "src_port", "dst_port", "dst_ip4", "dst_ip6", "", "", "", "state", "rxq", "tcp", "listener", "lport", "full"}
