@@ -1,15 +1,11 @@
 package bpfvm_test
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 
 	"github.com/bpfvm/bpfvm"
 	"github.com/bpfvm/bpfvm/kernelbtf"
@@ -72,52 +68,7 @@ func TestIterTasks(t *testing.T) {
 			coll.Close()
 		}
 	}
-	if !haveKernel(t) {
-		return
-	}
-	kc, err := ebpf.NewCollection(spec)
-	if errors.Is(err, os.ErrPermission) {
-		t.Skipf("kernel: %v", err)
-	}
-	if err != nil {
-		t.Fatalf("kernel rejects: %v", err)
-	}
-	defer kc.Close()
-	// The kernel's read_user reads this process's memory at 0x10000,
-	// which is not mapped: the error bpfvm gives without the memory.
-	if ru, err := link.AttachIter(link.IterOptions{Program: kc.Programs["read_user"]}); err == nil {
-		rd, err := ru.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _ := io.ReadAll(rd)
-		rd.Close()
-		ru.Close()
-		if string(out) != "error -14\n" {
-			t.Errorf("kernel read_user: %q, want %q", out, "error -14\n")
-		}
-	}
-	it, err := link.AttachIter(link.IterOptions{Program: kc.Programs["dump_task"]})
-	if err != nil {
-		t.Skipf("kernel attach: %v", err)
-	}
-	defer it.Close()
-	rd, err := it.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	out, err := io.ReadAll(rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	if len(lines) < 3 || lines[0] != "tgid pid comm" || lines[len(lines)-1] != fmt.Sprintf("last %d", len(lines)-3) {
-		t.Errorf("kernel output of another shape (%d lines, last %q):\n%.300s", len(lines), lines[len(lines)-1], out)
-	}
-	var tgid, pid int
-	var comm string
-	if _, err := fmt.Sscanf(lines[1], "%d %d %s", &tgid, &pid, &comm); err != nil {
-		t.Errorf("kernel's first task %q: %v", lines[1], err)
+	if haveKernel(t) {
+		kernelIterTasks(t, spec)
 	}
 }
