@@ -2,6 +2,7 @@ package bpfvm_test
 
 import (
 	"encoding/binary"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -56,7 +57,7 @@ func TestArenaRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := vm.Programs["arena_peek"]
-			if _, _, jit := p.NativeCode(); jit != (e == bpfvm.EngineJIT) {
+			if _, _, jit := p.NativeCode(); jit != (e == bpfvm.EngineJIT && runtime.GOARCH == "amd64" && runtime.GOOS == "linux") {
 				t.Errorf("%s: compiled %v", e, jit)
 			}
 			for i, want := range []uint32{1234, 1234 + 7, 1234 + 14} {
