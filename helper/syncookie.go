@@ -228,19 +228,9 @@ func helperTCPGenSyncookie(e *vm.Env, r1, r2, r3, r4, r5 uint64) (uint64, error)
 	if len(iph) < ipv4HdrLen {
 		return neg(einval), nil
 	}
-	var v6 bool
-	switch iph[0] >> 4 {
-	case 4:
-		if family == runner.AFInet6 && v6only {
-			return neg(einval), nil
-		}
-	case 6:
-		if len(iph) < ipv6HdrLen || family != runner.AFInet6 {
-			return neg(einval), nil
-		}
-		v6 = true
-	default:
-		return neg(eprotonosupport), nil
+	v6, errno := cookieFamily(iph, family, v6only)
+	if errno != 0 {
+		return neg(errno), nil
 	}
 	if sc.Mode != 2 && (ref.Socket == nil || !ref.Socket.SynFlood) {
 		return neg(enoent), nil
@@ -286,19 +276,9 @@ func helperTCPCheckSyncookie(e *vm.Env, r1, r2, r3, r4, r5 uint64) (uint64, erro
 	if !r.SynOverflowed(ref) {
 		return neg(enoent), nil
 	}
-	var v6 bool
-	switch iph[0] >> 4 {
-	case 4:
-		if family == runner.AFInet6 && v6only {
-			return neg(einval), nil
-		}
-	case 6:
-		if len(iph) < ipv6HdrLen || family != runner.AFInet6 {
-			return neg(einval), nil
-		}
-		v6 = true
-	default:
-		return neg(eprotonosupport), nil
+	v6, errno := cookieFamily(iph, family, v6only)
+	if errno != 0 {
+		return neg(errno), nil
 	}
 	if !checkAck(r, iph, th, v6) {
 		return neg(enoent), nil
@@ -358,4 +338,24 @@ func rawCheckSyncookie(v6 bool) vm.Helper {
 		}
 		return 0, nil
 	}
+}
+
+// cookieFamily reports whether the IP header of a syncookie helper is
+// IPv6, or the errno the kernel gives when it does not fit the listener:
+// an IPv4 header for a v6-only socket or an IPv6 one for an IPv4 socket
+// (-EINVAL), another version (-EPROTONOSUPPORT).
+func cookieFamily(iph []byte, family uint32, v6only bool) (bool, int64) {
+	switch iph[0] >> 4 {
+	case 4:
+		if family == runner.AFInet6 && v6only {
+			return false, einval
+		}
+		return false, 0
+	case 6:
+		if len(iph) < ipv6HdrLen || family != runner.AFInet6 {
+			return false, einval
+		}
+		return true, 0
+	}
+	return false, eprotonosupport
 }
