@@ -278,7 +278,6 @@ func mapValue(t *testing.T, m *bpfvm.Map) []byte {
 	return v
 }
 
-// sockOut shows struct out's fields.
 // hostDependent zeroes the fields of struct out that the host decides and
 // a socket table does not describe:
 //   - the IPv6 addresses the kernel reports for an IPv4 socket in
@@ -293,16 +292,18 @@ func hostDependent(b []byte) {
 	if len(b) < rxq+4 {
 		return
 	}
-	if binary.NativeEndian.Uint32(b[state:]) == 1 {
+	st := binary.NativeEndian.Uint32(b[state:])
+	if st == 1 {
 		clear(b[rxq : rxq+4])
 	}
-	if binary.NativeEndian.Uint32(b[family:]) != 2 || binary.NativeEndian.Uint32(b[state:]) != 6 {
+	if binary.NativeEndian.Uint32(b[family:]) != 2 || st != 6 {
 		return
 	}
 	clear(b[src6 : src6+16])
 	clear(b[dst6 : dst6+16])
 }
 
+// sockOut shows struct out's fields.
 func sockOut(b []byte) string {
 	var s bytes.Buffer
 	names := []string{"found", "bound_dev_if", "family", "type", "protocol", "mark", "priority", "src_ip4", "src_ip6", "", "", "", "src_port", "dst_port", "dst_ip4", "dst_ip6", "", "", "", "state", "rxq", "tcp", "listener", "lport", "full"}
