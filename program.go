@@ -664,12 +664,18 @@ func (p *Program) execute(opts *RunOptions, res *Result, timed bool) error {
 		if err != nil {
 			return fmt.Errorf("run %s: %w", p.name, err)
 		}
-		in.Context, in.HasContext = b, true
+		// An empty context is none, as the kernel reads ctx_size_in 0
+		// (cilium/ebpf passes an empty slice so).
+		in.Context, in.HasContext = b, len(b) > 0
 	}
 	var ctxOut []byte
 	if opts.ContextOut != nil {
 		if b, ok := opts.ContextOut.([]byte); ok {
-			in.ContextOut = b
+			// Empty asks for none, as ctx_size_out 0 with the NULL
+			// pointer cilium/ebpf passes for an empty slice.
+			if len(b) > 0 {
+				in.ContextOut = b
+			}
 		} else {
 			ctxOut = make([]byte, p.run.Type.ContextSize)
 			in.ContextOut = ctxOut

@@ -97,6 +97,36 @@ func (d *Domain) Retire() uint64 { return retire() }
 // does not depend on d, which may be nil.
 func (d *Domain) Safe(tag uint64) bool { return safe(tag) }
 
+// Sole reports whether at most one run is inside any live domain. Called
+// from a run, which is inside its own domain, it says that this run is the
+// only one: no other run can have read a map's links or elements, so what
+// the run (or anyone before it) unlinked may be reused at once, as the
+// kernel's free lists reuse a deleted hash element within the run that
+// deleted it. The run itself may still hold pointers into such memory
+// (values it looked up before the delete); the memory stays the map's, so
+// they stay memory-safe and see the element's new contents, as in the
+// kernel. Runs that enter after the call cannot see what was unlinked
+// before it, as for Safe. It does not depend on d, which may be nil.
+func (d *Domain) Sole() bool { return sole() }
+
+func sole() bool {
+	l := domains.Load()
+	if l == nil {
+		return true
+	}
+	inside := 0
+	for _, d := range *l {
+		for i := range d.slots {
+			if d.slots[i].v.Load() != 0 {
+				if inside++; inside > 1 {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
 func retire() uint64 { return epoch.Add(1) }
 
 func safe(tag uint64) bool {

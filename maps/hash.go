@@ -61,7 +61,8 @@ func (hashes) check(s Spec) error                    { return validateHash(s) }
 // programs, which the kernel also does in place) value: an update links a
 // new element in place of the old one, so readers see the old value or the
 // new one, never a mix. Unlinked elements are retired and reused only once
-// the Domain says no run can still see them (see pool).
+// the Domain says no run can still see them, or at once by a program's run
+// that is the only one inside (Domain.Sole, see pool).
 //
 // Elements are always preallocated; FlagNoPrealloc is accepted and changes
 // nothing. The pool keeps some elements beyond max_entries so that a key
@@ -416,7 +417,7 @@ func (m *hashMap) update(key []byte, v valueSrc, flags uint64, goSide bool) erro
 	}
 	// Allocate and fill outside the lock: the pool may need to wait, and
 	// eviction takes other buckets' locks.
-	e := m.elems.get()
+	e := m.elems.get(!goSide)
 	if e != 0 {
 		m.prepare(e, hash, key, v)
 	}

@@ -308,13 +308,15 @@ func TestHashCapacityAndReuse(t *testing.T) {
 }
 
 func TestHashProgramUpdateBusy(t *testing.T) {
-	// A runner inside a run keeps every element retired after it entered;
-	// once the pool is exhausted program updates fail with ErrBusy rather
-	// than wait for themselves, and succeed again after the run.
-	d := NewDomain(1)
+	// A second runner inside a run keeps every element retired after it
+	// entered; once the pool is exhausted program updates fail with
+	// ErrBusy rather than wait for it, and succeed again after its run.
+	d := NewDomain(2)
+	defer d.Close()
 	m := newTestMap(t, Spec{Type: Hash, KeySize: 4, ValueSize: 8, MaxEntries: 1}, Options{Domain: d})
 	key, val := uint32(1), uint64(0)
 	d.Enter(0)
+	d.Enter(1)
 	var err error
 	for i := range 1000 {
 		if err = m.Update(unsafe.Pointer(&key), unsafe.Pointer(&val), UpdateAny, 0); err != nil {
@@ -327,9 +329,41 @@ func TestHashProgramUpdateBusy(t *testing.T) {
 	if !errors.Is(err, ErrBusy) {
 		t.Errorf("update with every element retired: %v, want ErrBusy", err)
 	}
-	d.Exit(0)
+	d.Exit(1)
 	if err := m.Update(unsafe.Pointer(&key), unsafe.Pointer(&val), UpdateAny, 0); err != nil {
-		t.Errorf("update after the run: %v", err)
+		t.Errorf("update after the other run: %v", err)
+	}
+	d.Exit(0)
+}
+
+func TestHashProgramReuseSole(t *testing.T) {
+	// The only run inside reuses what it retired at once (Domain.Sole), as
+	// the kernel's free lists do: its updates never run out of elements,
+	// and a value it still points at is the map's memory, now another
+	// element's.
+	d := NewDomain(1)
+	defer d.Close()
+	m := newTestMap(t, Spec{Type: Hash, KeySize: 4, ValueSize: 8, MaxEntries: 1}, Options{Domain: d})
+	h := m.(*hashMap)
+	key, val := uint32(1), uint64(0)
+	d.Enter(0)
+	defer d.Exit(0)
+	if err := m.Update(unsafe.Pointer(&key), unsafe.Pointer(&val), UpdateAny, 0); err != nil {
+		t.Fatal(err)
+	}
+	held := uint64(uintptr(m.Lookup(unsafe.Pointer(&key), 0)))
+	start, end := h.vbase, h.vbase+uint64(h.elems.n)*h.vsize
+	for i := range 10000 {
+		val++
+		if err := m.Update(unsafe.Pointer(&key), unsafe.Pointer(&val), UpdateAny, 0); err != nil {
+			t.Fatalf("update %d of the sole run: %v", i, err)
+		}
+	}
+	if held < start || held >= end {
+		t.Errorf("held value %#x outside the value block [%#x, %#x)", held, start, end)
+	}
+	if used := h.elems.fresh.Load(); used > h.elems.n {
+		t.Errorf("%d elements used of %d", used, h.elems.n)
 	}
 }
 
@@ -356,6 +390,12 @@ func TestHashReuseWaitsForEveryDomain(t *testing.T) {
 			if err := m.Update(unsafe.Pointer(&key), unsafe.Pointer(&val), UpdateAny, 0); err != nil {
 				t.Fatal(err)
 			}
+			// The run holding the element is not the one updating
+			// (a sole run may reuse what it holds itself).
+			updater := NewDomain(1)
+			defer updater.Close()
+			updater.Enter(0)
+			defer updater.Exit(0)
 			tt.run.Enter(0)
 			held := m.Lookup(unsafe.Pointer(&key), 0)
 			var err error

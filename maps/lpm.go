@@ -271,8 +271,9 @@ func (t *lpmTrie) Lookup(key unsafe.Pointer, _ int) unsafe.Pointer {
 }
 
 // newNode takes a slot and fills it; value nil makes an intermediate node.
-// goSide callers may wait for retired slots; programs get ErrBusy, since a
-// run waiting for reclamation could wait for itself.
+// goSide callers may wait for retired slots; programs reuse them at once
+// when their run is the only one (Domain.Sole) and otherwise get ErrBusy,
+// since a run waiting for reclamation could wait for itself.
 func (t *lpmTrie) newNode(plen uint32, data []byte, value []byte, goSide bool) (uint64, error) {
 	var n uint64
 	if goSide {
@@ -280,7 +281,7 @@ func (t *lpmTrie) newNode(plen uint32, data []byte, value []byte, goSide bool) (
 		if n, err = t.nodes.getWait(); err != nil {
 			return 0, err
 		}
-	} else if n = t.nodes.get(); n == 0 {
+	} else if n = t.nodes.get(true); n == 0 {
 		return 0, fmt.Errorf("no free node: %w", ErrBusy)
 	}
 	store(n+lpmChild0, 0)

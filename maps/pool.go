@@ -71,16 +71,22 @@ func (p *pool) addr(i uint32) uint64 { return p.base + uint64(i)*p.size }
 func (p *pool) index(addr uint64) uint32 { return uint32((addr - p.base) / p.size) }
 
 // get returns a slot, or 0 when every slot is in use or retired and not yet
-// safe to reuse.
-func (p *pool) get() uint64 {
+// safe to reuse. inRun says the caller is a program's run (a helper): when
+// it is the only run inside any domain (Domain.Sole), the slots retired
+// while it or earlier runs ran are reused before giving up, since no other
+// run can still be reading them. Go-side callers pass false: they are not
+// inside a run, and wait instead (getWait).
+func (p *pool) get(inRun bool) uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.free) == 0 && p.reclaimLocked() == 0 {
+	if len(p.free) == 0 && p.reclaimLocked(false) == 0 {
 		if i := p.fresh.Load(); i < p.n {
 			p.fresh.Store(i + 1)
 			return p.addr(i)
 		}
-		return 0
+		if !inRun || p.reclaimLocked(p.d.Sole()) == 0 {
+			return 0
+		}
 	}
 	i := p.free[len(p.free)-1]
 	p.free = p.free[:len(p.free)-1]
@@ -92,7 +98,7 @@ func (p *pool) get() uint64 {
 func (p *pool) getWait() (uint64, error) {
 	deadline := time.Now().Add(allocWait)
 	for spin := 0; ; spin++ {
-		if e := p.get(); e != 0 {
+		if e := p.get(false); e != 0 {
 			return e, nil
 		}
 		if time.Now().After(deadline) {
@@ -129,15 +135,16 @@ func (p *pool) retire(addr uint64) {
 }
 
 // reclaimLocked moves retired slots that no run can see to the free list and
-// returns how many it moved. Safe is monotonic in the tag, so the safe slots
-// are a prefix of p.retired.
-func (p *pool) reclaimLocked() int {
+// returns how many it moved: all of them when sole (the caller is the only
+// run, Domain.Sole), else those Safe says. Safe is monotonic in the tag, so
+// the safe slots are a prefix of p.retired.
+func (p *pool) reclaimLocked(sole bool) int {
 	n := len(p.retired)
 	if n == 0 {
 		return 0
 	}
 	k := n
-	if !p.d.Safe(p.retired[n-1].tag) {
+	if !sole && !p.d.Safe(p.retired[n-1].tag) {
 		k = 0
 		for k < n && p.d.Safe(p.retired[k].tag) {
 			k++
