@@ -15,11 +15,11 @@ import (
 // element has been reused: memory-safe, and checked mode must not fault.
 func TestMapReuseInOneRun(t *testing.T) {
 	progs := []string{"hash_churn", "hash_noprealloc_churn", "percpu_churn", "hash_full_replace", "lpm_reuse", "stale_ptr"}
-	kern := kernelCollection(t, "testdata/map_reuse.o")
+	kern := kernelCollection(t, "testdata/mapreuse/map_reuse.o")
 	for _, e := range []bpfvm.Engine{bpfvm.EngineInterpreter, bpfvm.EngineJIT} {
 		for _, c := range []bpfvm.Checks{bpfvm.ChecksOn, bpfvm.ChecksOff} {
 			t.Run(e.String()+"/checks-"+c.String(), func(t *testing.T) {
-				vm := loadVM(t, false, "testdata/map_reuse.o", bpfvm.CollectionOptions{
+				vm := loadVM(t, false, "testdata/mapreuse/map_reuse.o", bpfvm.CollectionOptions{
 					Programs: bpfvm.ProgramOptions{Engine: e, Checks: c},
 				})
 				for _, name := range progs {

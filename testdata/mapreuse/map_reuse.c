@@ -46,46 +46,47 @@ struct {
 	__type(value, __u64);
 } lpm SEC(".maps");
 
-struct churn_ctx {
-	void *map;
-	__u32 failed;
-};
+/* One callback per map: the map is a constant, not a pointer in the
+ * callback's context. */
+#define CHURN(map)                                                        \
+	static long churn_##map(__u32 i, __u32 *failed)                   \
+	{                                                                 \
+		__u32 key = i;                                            \
+		__u64 val = i;                                            \
+                                                                          \
+		if (bpf_map_update_elem(&map, &key, &val, BPF_NOEXIST))   \
+			(*failed)++;                                      \
+		bpf_map_delete_elem(&map, &key);                          \
+		return 0;                                                 \
+	}                                                                 \
+	static __u32 run_churn_##map(void)                                \
+	{                                                                 \
+		__u32 failed = 0;                                         \
+                                                                          \
+		bpf_loop(ROUNDS, churn_##map, &failed, 0);                \
+		return failed;                                            \
+	}
 
-static long churn(__u32 i, struct churn_ctx *c)
-{
-	__u32 key = i;
-	__u64 val = i;
-
-	if (bpf_map_update_elem(c->map, &key, &val, BPF_NOEXIST))
-		c->failed++;
-	bpf_map_delete_elem(c->map, &key);
-	return 0;
-}
-
-static __u32 run_churn(void *map)
-{
-	struct churn_ctx c = { .map = map };
-
-	bpf_loop(ROUNDS, churn, &c, 0);
-	return c.failed;
-}
+CHURN(prealloc)
+CHURN(noprealloc)
+CHURN(percpu)
 
 SEC("xdp")
 int hash_churn(struct xdp_md *ctx)
 {
-	return run_churn(&prealloc);
+	return run_churn_prealloc();
 }
 
 SEC("xdp")
 int hash_noprealloc_churn(struct xdp_md *ctx)
 {
-	return run_churn(&noprealloc);
+	return run_churn_noprealloc();
 }
 
 SEC("xdp")
 int percpu_churn(struct xdp_md *ctx)
 {
-	return run_churn(&percpu);
+	return run_churn_percpu();
 }
 
 /* The map full but for one key, which is replaced ROUNDS times. */
@@ -154,7 +155,7 @@ int stale_ptr(struct xdp_md *ctx)
 	if (!p)
 		return 1001;
 	bpf_map_delete_elem(&prealloc, &key);
-	failed = run_churn(&prealloc);
+	failed = run_churn_prealloc();
 	*p += 1;
 	return failed;
 }
