@@ -320,6 +320,29 @@ type Trace = runner.Trace
 // (Trace.Memory).
 type TraceMemory = runner.Memory
 
+// KernelObject is an object of the traced world's kernel memory
+// (Trace.Objects): a kernel struct laid out by the kernel's BTF, at an
+// address of the world's, which tracing programs read through BTF
+// pointers (probe loads), the probe-read helpers, and the helpers taking
+// kernel objects.
+type KernelObject = runner.KernelObject
+
+// ErrNoField is returned by KernelObject.Set and Offset for a path that
+// names no member.
+var ErrNoField = runner.ErrNoField
+
+// NewKernelObject returns a zeroed kernel object of the struct or union
+// named name at addr, laid out by types: the BTF the program is loaded
+// against (ProgramOptions.KernelTypes), nil for the default target (the
+// host's vmlinux, else kernelbtf.Shipped). Its members are set by name
+// (KernelObject.Set).
+func NewKernelObject(types *btf.Spec, name string, addr uint64) (*KernelObject, error) {
+	if types == nil {
+		types = defaultKernelTypes(ProgramOptions{})
+	}
+	return runner.NewKernelObject(types, name, addr)
+}
+
 // PerfValue is a perf counter's reading (Trace.Counter).
 type PerfValue = runner.PerfValue
 
