@@ -68,7 +68,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	checked := v.aux == nil || opts.checked()
 	run := &runner.Program{
 		Name: name, Kind: typ, Type: pt, Verified: v.aux != nil, Checked: checked, MaxCtx: v.maxCtx, MaxTP: v.maxTP,
-		FuncArgs: v.target.Slots(), FuncRet: v.target.HasReturn(),
+		FuncArgs: v.target.Slots(), FuncRet: v.target.HasReturn(), KernelTypes: v.kernelTypes,
 		Budget: opts.Budget, Output: opts.Output, Task: opts.Task, CPUs: c,
 	}
 	if c == nil {
@@ -179,6 +179,8 @@ type verified struct {
 	maxCtx   uint32 // verifier.Result.MaxCtxOffset
 	maxTP    uint32 // verifier.Result.MaxTPAccess
 	target   *verifier.AttachTarget
+	// kernelTypes is the kernel BTF the program was verified against.
+	kernelTypes *btf.Spec
 }
 
 // maxLogSize caps the verifier log buffer the retries grow to.
@@ -204,7 +206,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		pt = pt.ForTarget(opts.AttachTo, opts.flags&verifier.FlagSleepable != 0)
 	}
 	if opts.NoVerify || pt.ContextSize == 0 {
-		return &verified{target: target}, nil
+		return &verified{target: target, kernelTypes: kt}, nil
 	}
 	// A helper bpfvm lacks is a load error of its own, before the verifier
 	// would call it an invalid function; one the program type may not call
@@ -275,7 +277,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 	if a := programArena(ms); a != nil {
 		rewrite.LowerArena(ctx, res.Aux, a.Spec().Flags&maps.FlagNoUserConv != 0)
 	}
-	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset, maxTP: res.MaxTPAccess, target: target}, nil
+	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset, maxTP: res.MaxTPAccess, target: target, kernelTypes: vopts.KernelTypes}, nil
 }
 
 // defaultKernelTypes is the kernel BTF verification uses when the options

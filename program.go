@@ -337,10 +337,11 @@ var ErrNoField = runner.ErrNoField
 // host's vmlinux, else kernelbtf.Shipped). Its members are set by name
 // (KernelObject.Set).
 func NewKernelObject(types *btf.Spec, name string, addr uint64) (*KernelObject, error) {
-	if types == nil {
-		types = defaultKernelTypes(ProgramOptions{})
-	}
 	return runner.NewKernelObject(types, name, addr)
+}
+
+func init() {
+	runner.DefaultKernelTypes = func() *btf.Spec { return defaultKernelTypes(ProgramOptions{}) }
 }
 
 // PerfValue is a perf counter's reading (Trace.Counter).

@@ -181,6 +181,10 @@ const (
 	// struct Proto.RetBTF names, never NULL (RET_PTR_TO_BTF_ID_TRUSTED:
 	// bpf_get_current_task_btf).
 	RetBTFIDTrusted
+	// RetBTFIDOrNull is a pointer to a kernel object of the struct
+	// Proto.RetBTF names, or NULL (RET_PTR_TO_BTF_ID_OR_NULL: the socket
+	// casts bpf_skc_to_*).
+	RetBTFIDOrNull
 	// RetDynptrMemOrNull is memory inside the dynptr argument, of the
 	// constant size argument's size, or NULL (RET_PTR_TO_DYNPTR_MEM_OR_NULL:
 	// bpf_dynptr_data).
@@ -200,7 +204,8 @@ type Proto struct {
 	// arg_btf_id).
 	ArgBTF [5]string
 	Ret    RetType
-	// RetBTF names the struct a RetBTFIDTrusted return points to.
+	// RetBTF names the struct a RetBTFIDTrusted or RetBTFIDOrNull
+	// return points to.
 	RetBTF string
 	// MightSleep says only sleepable programs may call the helper (the
 	// kernel's might_sleep: bpf_copy_from_user).
@@ -227,7 +232,7 @@ type Proto struct {
 // UsesBTF reports whether verifying a call needs the kernel's BTF: its
 // arguments or return value are typed by it.
 func (p *Proto) UsesBTF() bool {
-	if p.Ret == RetBTFIDTrusted {
+	if p.Ret == RetBTFIDTrusted || p.Ret == RetBTFIDOrNull {
 		return true
 	}
 	for _, a := range p.Args {

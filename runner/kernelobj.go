@@ -39,9 +39,16 @@ type KernelObject struct {
 // does not name a member of the object's type.
 var ErrNoField = errors.New("no such member")
 
+// DefaultKernelTypes gives the kernel BTF objects are laid out by when
+// none is given (set by package bpfvm: the default CO-RE target).
+var DefaultKernelTypes func() *btf.Spec
+
 // NewKernelObject returns a zeroed object of the struct or union named
-// name in types at addr.
+// name in types (nil: DefaultKernelTypes's) at addr.
 func NewKernelObject(types *btf.Spec, name string, addr uint64) (*KernelObject, error) {
+	if types == nil && DefaultKernelTypes != nil {
+		types = DefaultKernelTypes()
+	}
 	if types == nil {
 		return nil, fmt.Errorf("kernel object %s: no kernel BTF", name)
 	}
@@ -337,3 +344,98 @@ func (t *Trace) kernelMemory(k []vm.KernelMemory) []vm.KernelMemory {
 	}
 	return k
 }
+
+// KernelObject lays the socket out as the kernel's struct for it at addr,
+// by types: a tcp_sock (tcp6_sock for an IPv6 socket) for TCP, a
+// udp_sock (udp6_sock) for UDP, with its family, type, protocol and state
+// (TCP_ESTABLISHED for a connected socket, as State's default), its
+// addresses and ports (skc_rcv_saddr, skc_daddr, skc_num, skc_dport and
+// their IPv6 kind, inet_saddr and inet_sport), its mark, priority and
+// bound device, and for TCP the counters of its TCPInfo in the members
+// bpf_tcp_sock reads them from (srtt_us, snd_cwnd, ...; srtt_us is the
+// kernel's, the smoothed RTT in microseconds << 3). Its sk_prot is 0: set
+// it (skc_prot) to a struct proto object named "TCP" or "TCPv6" for the
+// casts that test it. A time-wait or request socket (State 6 or 12) is a
+// tcp_timewait_sock or tcp_request_sock, whose sock_common only is set.
+func (s *Socket) KernelObject(types *btf.Spec, addr uint64) (*KernelObject, error) {
+	six := s.family() == AFInet6
+	name := "udp_sock"
+	switch {
+	case s.Protocol == ProtoTCP && s.state() == TCPTimeWait:
+		name = "tcp_timewait_sock"
+	case s.Protocol == ProtoTCP && s.state() == TCPNewSynRecv:
+		name = "tcp_request_sock"
+	case s.Protocol == ProtoTCP && six:
+		name = "tcp6_sock"
+	case s.Protocol == ProtoTCP:
+		name = "tcp_sock"
+	case six:
+		name = "udp6_sock"
+	}
+	o, err := NewKernelObject(types, name, addr)
+	if err != nil {
+		return nil, err
+	}
+	typ := uint16(2) // SOCK_DGRAM
+	if s.Protocol == ProtoTCP {
+		typ = 1 // SOCK_STREAM
+	}
+	lv4, rv4 := v4Of(s.Local.Addr()), v4Of(s.Remote.Addr())
+	sets := []struct {
+		path string
+		v    any
+	}{
+		{"skc_family", uint16(s.family())}, {"skc_state", s.state()},
+		{"skc_rcv_saddr", lv4[:]}, {"skc_daddr", rv4[:]},
+		{"skc_num", s.Local.Port()}, {"skc_dport", bigEndian16(s.Remote.Port())},
+		{"skc_bound_dev_if", s.BoundDevIf},
+	}
+	if six {
+		lv6, rv6 := v6Of(s.Local.Addr(), s), v6Of(s.Remote.Addr(), s)
+		sets = append(sets, struct {
+			path string
+			v    any
+		}{"skc_v6_rcv_saddr", lv6[:]}, struct {
+			path string
+			v    any
+		}{"skc_v6_daddr", rv6[:]})
+	}
+	if fullsock(s.state()) {
+		sets = append(sets, []struct {
+			path string
+			v    any
+		}{
+			{"sk_type", typ}, {"sk_protocol", uint16(s.Protocol)}, {"sk_mark", s.Mark}, {"sk_priority", s.Priority},
+			{"inet_saddr", lv4[:]}, {"inet_sport", bigEndian16(s.Local.Port())},
+		}...)
+	}
+	if s.Protocol == ProtoTCP && fullsock(s.state()) {
+		t := &s.TCP
+		for _, f := range []struct {
+			path string
+			v    any
+		}{
+			{"snd_cwnd", t.SndCwnd}, {"srtt_us", t.SrttUs}, {"snd_ssthresh", t.SndSsthresh},
+			{"rcv_nxt", t.RcvNxt}, {"snd_nxt", t.SndNxt}, {"snd_una", t.SndUna}, {"mss_cache", t.MssCache},
+			{"packets_out", t.PacketsOut}, {"retrans_out", t.RetransOut}, {"total_retrans", t.TotalRetrans},
+			{"segs_in", t.SegsIn}, {"data_segs_in", t.DataSegsIn}, {"segs_out", t.SegsOut},
+			{"data_segs_out", t.DataSegsOut}, {"lost_out", t.LostOut}, {"sacked_out", t.SackedOut},
+			{"bytes_received", t.BytesReceived}, {"bytes_acked", t.BytesAcked}, {"dsack_dups", t.DsackDups},
+			{"delivered", t.Delivered}, {"delivered_ce", t.DeliveredCE}, {"icsk_retransmits", uint8(t.IcskRetransmits)},
+		} {
+			sets = append(sets, struct {
+				path string
+				v    any
+			}{f.path, f.v})
+		}
+	}
+	for _, f := range sets {
+		if err := o.Set(f.path, f.v); err != nil && !errors.Is(err, ErrNoField) {
+			return nil, fmt.Errorf("socket %v: %w", s.Local, err)
+		}
+	}
+	return o, nil
+}
+
+// bigEndian16 is a port in network order, as a __be16 member holds it.
+func bigEndian16(p uint16) []byte { return []byte{byte(p >> 8), byte(p)} }

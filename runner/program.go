@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/progtype"
@@ -62,6 +63,10 @@ type Program struct {
 	// holds the return value (fexit, fmod_ret) for bpf_get_func_ret.
 	FuncArgs uint32
 	FuncRet  bool
+	// KernelTypes is the kernel BTF the program was verified against
+	// (nil: none), by which helpers read the kernel objects it passes
+	// them (the socket casts, bpf_d_path, bpf_snprintf_btf's type ids).
+	KernelTypes *btf.Spec
 	// Maps are the maps the program references, by index.
 	Maps []maps.Map
 	// Regions are the map memory checked runs may access from the start.

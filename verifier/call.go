@@ -229,7 +229,14 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			v.markRegPrecise(regno)
 		case ArgSockCommon, ArgSockRelease, ArgSockBTF, ArgSockBTFOrNull:
 			orNull := at == ArgSockBTFOrNull && (reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 || isSocketOrNull(reg))
-			if !isSocket(reg) && !orNull {
+			if at != ArgSockCommon && reg.Type == PtrToBTFID && reg.Flags&(Untrusted|RCU|Alloc) == 0 && (!reg.maybeNull() || at == ArgSockBTFOrNull) {
+				// btf_id_sock_common_types: a plain or trusted
+				// pointer to a kernel socket, of sock_common or a
+				// struct starting with one.
+				if err := v.sockBTFArg(pc, regno, reg, at == ArgSockRelease); err != nil {
+					return err
+				}
+			} else if !isSocket(reg) && !orNull {
 				want := "sock_common, sock, tcp_sock, xdp_sock"
 				if at != ArgSockCommon {
 					want += ", ptr_, trusted_ptr_"
@@ -430,6 +437,15 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			return v.errorf(pc, "%s: %v", name, err)
 		}
 		*r0 = v.btfPtr(t, Trusted)
+	case RetBTFIDOrNull:
+		t, err := v.kernelStruct(p.RetBTF)
+		if err != nil {
+			return v.errorf(pc, "%s: %v", name, err)
+		}
+		*r0 = v.btfPtr(t, MaybeNull)
+		if p.Cast {
+			r0.RefID = argRef
+		}
 	case RetSocketOrNull, RetSockCommonOrNull, RetTCPSockOrNull:
 		t := PtrToSocket
 		switch p.Ret {

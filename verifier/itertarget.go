@@ -104,6 +104,29 @@ func (v *verifier) btfIDArg(pc int, regno isa.Register, reg *Reg, want string) e
 		// The kernel's check_func_arg_reg_off for PTR_TO_BTF_ID.
 		return v.errorf(pc, "R%d is ptr_%s invalid negative off=%d", regno, v.btfName(reg), reg.Off)
 	}
+	return v.btfStructMatch(pc, regno, reg, want)
+}
+
+// sockBTFArg checks a PTR_TO_BTF_ID passed as a socket
+// (ARG_PTR_TO_BTF_ID_SOCK_COMMON): sock_common or a struct starting with
+// one, at its start when the helper releases it (check_func_arg_reg_off).
+func (v *verifier) sockBTFArg(pc int, regno isa.Register, reg *Reg, release bool) error {
+	if !reg.IsConst() || reg.Const() != 0 {
+		return v.errorf(pc, "R%d invalid variable offset: off=%d, var_off=%s", regno, reg.Off, reg.Scalar.Var)
+	}
+	if release && reg.Off != 0 {
+		return v.errorf(pc, "R%d must have zero offset when passed to release func or trusted arg to kfunc", regno)
+	}
+	if reg.Off != 0 {
+		return v.errorf(pc, "R%d is of type %s but sock_common is expected", regno, v.btfName(reg))
+	}
+	return v.btfStructMatch(pc, regno, reg, "sock_common")
+}
+
+// btfStructMatch checks that the kernel object reg points to is of struct
+// want or of one whose first member is one, as btf_struct_ids_match at
+// offset 0.
+func (v *verifier) btfStructMatch(pc int, regno isa.Register, reg *Reg, want string) error {
 	t := v.btfType(reg)
 	for depth := 0; typeName(t) != want; depth++ {
 		ms, _ := structMembers(t)

@@ -67,6 +67,7 @@ const (
 	RetKptrOrNull       = helper.RetKptrOrNull
 	RetDynptrMemOrNull  = helper.RetDynptrMemOrNull
 	RetBTFIDTrusted     = helper.RetBTFIDTrusted
+	RetBTFIDOrNull      = helper.RetBTFIDOrNull
 )
 
 // BuiltinProto returns the prototype of a kernel helper bpfvm implements,
