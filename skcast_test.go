@@ -137,3 +137,48 @@ func TestSocketCastRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestSocketCastsTC: a tc program casting its context's socket (the
+// kernel's test run gives a zeroed socket of the packet's family, in
+// state TCP_CLOSE: no cast takes it) returns what the kernel's test run
+// returns, for IPv4 and IPv6 packets, on both engines.
+func TestSocketCastsTC(t *testing.T) {
+	if _, err := os.Stat(kernelbtf.VMLinux); err != nil {
+		t.Skip("no host BTF")
+	}
+	// r0 = 1 without a socket; else 2 + a bit per cast giving it back.
+	src := "r6 = *(u64 *)(r1 +168)\nr0 = 1\nif r6 == 0 goto out\nr7 = 2\n"
+	for i, id := range []int{136, 137, 138, 139, 140, 178, 196} {
+		src += fmt.Sprintf("r1 = r6\ncall %d\nif r0 == 0 goto +1\nr7 |= %d\n", id, 4<<i)
+	}
+	src += "r0 = r7\nout: exit"
+	prog, err := isa.Assemble(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := map[string][]byte{"ipv4": ctxFrame("\x02\x00\x00\x00\x00\x02", 0x0800, 0x45, 64), "ipv6": ctxFrame("\x02\x00\x00\x00\x00\x02", 0x86dd, 0x60, 80)}
+	kp := kernelRawProgram(t, ebpf.SchedCLS, prog)
+	for _, e := range []bpfvm.Engine{bpfvm.EngineInterpreter, bpfvm.EngineJIT} {
+		p, err := bpfvm.NewRawProgram("casts", ebpf.SchedCLS, prog, bpfvm.ProgramOptions{Engine: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, f := range frames {
+			res, err := p.Execute(&bpfvm.RunOptions{Data: f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kp == nil {
+				continue
+			}
+			ret, err := kp.Run(&ebpf.RunOptions{Data: f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if uint32(res.R0) != ret {
+				t.Errorf("%s on %v: %#x, kernel %#x", name, e, res.R0, ret)
+			}
+		}
+		p.Close()
+	}
+}
