@@ -89,6 +89,7 @@ var families = [][]Helper{
 	cgroupHelpers,
 	sockMapHelpers,
 	skcastHelpers,
+	kernelObjHelpers,
 }
 
 // Table is a set of helpers by id and variant.

@@ -63,7 +63,7 @@ func skcCast(name, ret string, cast bool, ok func(*sockFacts) bool) Helper {
 	return Helper{
 		Proto: Proto{Name: name, Args: [5]ArgType{ArgSockBTF}, Ret: RetBTFIDOrNull, RetBTF: ret, Cast: cast},
 		Func: func(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
-			if s, found := readSock(runner.Of(e), r1); found && ok(&s) {
+			if s, found := readSock(e, runner.Of(e), r1); found && ok(&s) {
 				return r1, nil
 			}
 			return 0, nil
@@ -76,7 +76,7 @@ func skcCast(name, ret string, cast bool, ok func(*sockFacts) bool) Helper {
 // context's conn, icsk_ulp_data's in a kernel object of the world.
 func helperSkcToMPTCPSock(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
 	r := runner.Of(e)
-	s, found := readSock(r, r1)
+	s, found := readSock(e, r, r1)
 	if !found || !s.full() {
 		return 0, nil
 	}
@@ -107,7 +107,7 @@ func (s *sockFacts) full() bool {
 
 // readSock reads the socket at addr: a networking socket of the run's,
 // or a kernel object of the world.
-func readSock(r *runner.Runner, addr uint64) (sockFacts, bool) {
+func readSock(e *vm.Env, r *runner.Runner, addr uint64) (sockFacts, bool) {
 	if addr == 0 {
 		return sockFacts{}, false
 	}
@@ -128,29 +128,35 @@ func readSock(r *runner.Runner, addr uint64) (sockFacts, bool) {
 	}
 	w := r.Trace()
 	var s sockFacts
-	s.family = uint16(readKernel(w, addr+uint64(l.family), 2))
-	s.state = uint8(readKernel(w, addr+uint64(l.state), 1))
-	s.typ = uint16(readKernel(w, addr+uint64(l.typ), 2))
-	s.protocol = uint16(readKernel(w, addr+uint64(l.protocol), 2))
-	if prot := readKernel(w, addr+uint64(l.prot), 8); prot != 0 {
+	s.family = uint16(readKernel(e, w, addr+uint64(l.family), 2))
+	s.state = uint8(readKernel(e, w, addr+uint64(l.state), 1))
+	s.typ = uint16(readKernel(e, w, addr+uint64(l.typ), 2))
+	s.protocol = uint16(readKernel(e, w, addr+uint64(l.protocol), 2))
+	if prot := readKernel(e, w, addr+uint64(l.prot), 8); prot != 0 {
 		name, _ := w.Read(prot+uint64(l.protoName), 32, false)
 		n, _, _ := strings.Cut(string(name), "\x00")
 		s.tcpProt = n == "TCP" || n == "TCPv6"
 	}
 	if l.mptcpBit >= 0 {
-		s.mptcp = readKernel(w, addr+uint64(l.mptcpBit/8), 1)>>(l.mptcpBit%8)&1 != 0
-		if ctx := readKernel(w, addr+uint64(l.ulpData), 8); ctx != 0 && s.mptcp {
-			s.conn = readKernel(w, ctx+uint64(l.conn), 8)
+		s.mptcp = readKernel(e, w, addr+uint64(l.mptcpBit/8), 1)>>(l.mptcpBit%8)&1 != 0
+		if ctx := readKernel(e, w, addr+uint64(l.ulpData), 8); ctx != 0 && s.mptcp {
+			s.conn = readKernel(e, w, ctx+uint64(l.conn), 8)
 		}
 	}
 	return s, true
 }
 
-// readKernel reads a little integer of the world's kernel memory, 0 where
-// none is (the kernel's read of a socket never faults).
-func readKernel(w *runner.Trace, addr, size uint64) uint64 {
-	b, ok := w.Read(addr, size, false)
-	if !ok {
+// readKernel reads a little integer of a kernel object: in the run's own
+// memory (an iterator's element images), else the world's kernel memory;
+// 0 where neither holds it (the kernel reads its objects without
+// faulting).
+func readKernel(e *vm.Env, w *runner.Trace, addr, size uint64) uint64 {
+	var b []byte
+	if readableSpan(e, addr) >= size {
+		b = vm.Slice(addr, size)
+	} else if kb, ok := w.Read(addr, size, false); ok {
+		b = kb
+	} else {
 		return 0
 	}
 	var v [8]byte

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/bpfvm/bpfvm/helper"
 	"github.com/bpfvm/bpfvm/isa"
 	"github.com/bpfvm/bpfvm/maps"
@@ -66,6 +68,16 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	}
 	if p == nil {
 		return v.errorf(pc, "invalid func %s#%d", name, id)
+	}
+	if p.Allowed != nil {
+		var attach ebpf.AttachType
+		var target, hook string
+		if a := v.opts.Attach; a != nil {
+			attach, target, hook = a.Attach, a.Name, a.Hook
+		}
+		if !p.Allowed(attach, target, hook) {
+			return v.errorf(pc, "helper call is not allowed in probe")
+		}
 	}
 	if p.MightSleep && !v.sleepable {
 		return v.errorf(pc, "helper call might sleep in a non-sleepable prog")
@@ -437,6 +449,12 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			return v.errorf(pc, "%s: %v", name, err)
 		}
 		*r0 = v.btfPtr(t, Trusted)
+	case RetBTFID:
+		t, err := v.kernelStruct(p.RetBTF)
+		if err != nil {
+			return v.errorf(pc, "%s: %v", name, err)
+		}
+		*r0 = v.btfPtr(t, 0)
 	case RetBTFIDOrNull:
 		t, err := v.kernelStruct(p.RetBTF)
 		if err != nil {
@@ -632,6 +650,21 @@ func (v *verifier) queueCallback(pc int, name string, sub int, m *MapInfo) error
 		callee.Regs[2] = Reg{Type: PtrToMapKey, Map: m, Scalar: Const(0)}
 		callee.Regs[3] = Reg{Type: PtrToMapValue, Map: m, Scalar: Const(0)}
 		callee.Regs[4] = caller.Regs[3]
+	case "bpf_find_vma":
+		// callback(task, vma, ctx): the task, trusted as the running
+		// kernel shows it, and a plain pointer to the vm_area_struct
+		// found (set_find_vma_callback_state).
+		task, err := v.kernelStruct("task_struct")
+		if err != nil {
+			return v.errorf(pc, "%s: %v", name, err)
+		}
+		vma, err := v.kernelStruct("vm_area_struct")
+		if err != nil {
+			return v.errorf(pc, "%s: %v", name, err)
+		}
+		callee.Regs[1] = v.btfPtr(task, Trusted)
+		callee.Regs[2] = v.btfPtr(vma, 0)
+		callee.Regs[3] = caller.Regs[4]
 	default:
 		return v.errorf(pc, "callbacks of %s are not supported", name)
 	}
@@ -926,7 +959,7 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 			return false, v.errorf(pc, "At callback return the register R0 is not a known value (%s)", regTypeString(r0))
 		}
 		if r0.Smin < 0 || r0.Smax > 1 {
-			return false, v.errorf(pc, "At callback return the register R0 has %s should have been in [0, 1]", r0.Scalar)
+			return false, v.errorf(pc, "At callback return the register R0 has%s should have been in [0, 1]", signedBounds(r0))
 		}
 		v.markRegPrecise(isa.R0)
 		// Back to the helper call, which may call the callback again.

@@ -100,7 +100,7 @@ func (v *verifier) btfIDArg(pc int, regno isa.Register, reg *Reg, want string) e
 	if reg.Type != PtrToBTFID || reg.maybeNull() || reg.Flags&Untrusted != 0 {
 		return v.errorf(pc, "R%d type=%s expected=ptr_, trusted_ptr_, rcu_ptr_", regno, regTypeString(reg))
 	}
-	if reg.Off != 0 || !reg.IsConst() || reg.Const() != 0 {
+	if reg.Off < 0 || !reg.IsConst() || reg.Const() != 0 {
 		// The kernel's check_func_arg_reg_off for PTR_TO_BTF_ID.
 		return v.errorf(pc, "R%d is ptr_%s invalid negative off=%d", regno, v.btfName(reg), reg.Off)
 	}
@@ -117,23 +117,58 @@ func (v *verifier) sockBTFArg(pc int, regno isa.Register, reg *Reg, release bool
 	if release && reg.Off != 0 {
 		return v.errorf(pc, "R%d must have zero offset when passed to release func or trusted arg to kfunc", regno)
 	}
-	if reg.Off != 0 {
-		return v.errorf(pc, "R%d is of type %s but sock_common is expected", regno, v.btfName(reg))
-	}
 	return v.btfStructMatch(pc, regno, reg, "sock_common")
 }
 
-// btfStructMatch checks that the kernel object reg points to is of struct
-// want or of one whose first member is one, as btf_struct_ids_match at
-// offset 0.
+// btfStructMatch checks that the kernel object reg points to, at its
+// fixed offset, is a struct want, as btf_struct_ids_match: the pointed-to
+// struct itself at offset 0, else the struct member starting at the
+// offset (walking into the members holding it), else that member's first
+// member, and so on.
 func (v *verifier) btfStructMatch(pc int, regno isa.Register, reg *Reg, want string) error {
-	t := v.btfType(reg)
-	for depth := 0; typeName(t) != want; depth++ {
-		ms, _ := structMembers(t)
-		if depth == 32 || len(ms) == 0 || !isStructType(btf.UnderlyingType(ms[0].Type)) {
-			return v.errorf(pc, "R%d is of type %s but %s is expected", regno, v.btfName(reg), want)
-		}
-		t = btf.UnderlyingType(ms[0].Type)
+	t, off := v.btfType(reg), int(reg.Off)
+	if off == 0 && typeName(t) == want {
+		return nil
 	}
-	return nil
+	for depth := 0; depth < 32; depth++ {
+		next, ok := structAt(t, off)
+		if !ok {
+			break
+		}
+		if typeName(next) == want {
+			return nil
+		}
+		t, off = next, 0
+	}
+	return v.errorf(pc, "R%d is of type %s but %s is expected", regno, v.btfName(reg), want)
+}
+
+// structAt is btf_struct_walk's WALK_STRUCT for a 1-byte access at off of
+// struct t: the struct member starting at off, found through the struct
+// members holding it.
+func structAt(t btf.Type, off int) (btf.Type, bool) {
+	for range 32 {
+		ms, _ := structMembers(t)
+		found := false
+		for _, m := range ms {
+			mt := btf.UnderlyingType(m.Type)
+			if !isStructType(mt) || m.BitfieldSize != 0 {
+				continue
+			}
+			moff := int(m.Offset.Bytes())
+			size, err := btf.Sizeof(mt)
+			if err != nil || off < moff || off >= moff+size {
+				continue
+			}
+			if off == moff {
+				return mt, true
+			}
+			t, off, found = mt, off-moff, true
+			break
+		}
+		if !found {
+			return nil, false
+		}
+	}
+	return nil, false
 }

@@ -68,6 +68,7 @@ const (
 	RetDynptrMemOrNull  = helper.RetDynptrMemOrNull
 	RetBTFIDTrusted     = helper.RetBTFIDTrusted
 	RetBTFIDOrNull      = helper.RetBTFIDOrNull
+	RetBTFID            = helper.RetBTFID
 )
 
 // BuiltinProto returns the prototype of a kernel helper bpfvm implements,
