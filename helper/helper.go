@@ -90,6 +90,7 @@ var families = [][]Helper{
 	sockMapHelpers,
 	skcastHelpers,
 	kernelObjHelpers,
+	btfShowHelpers,
 }
 
 // Table is a set of helpers by id and variant.
