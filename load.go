@@ -71,6 +71,16 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 		FuncArgs: v.target.Slots(), FuncRet: v.target.HasReturn(), KernelTypes: v.kernelTypes,
 		Budget: opts.Budget, Output: opts.Output, Task: opts.Task, CPUs: c,
 	}
+	if pt.Hook != nil {
+		// The structures a netfilter test run lays out, at the offsets
+		// of the BTF the program reads them with; a run without them
+		// fails (runner.Run).
+		kt := opts.KernelTypes
+		if kt == nil {
+			kt = defaultKernelTypes(opts)
+		}
+		run.Objects, _ = runner.ObjectsOf(kt)
+	}
 	if c == nil {
 		run.CPUs, run.OwnCPUs = runner.NewCPUs(0), true
 		defer func() {
@@ -179,7 +189,8 @@ type verified struct {
 	maxCtx   uint32 // verifier.Result.MaxCtxOffset
 	maxTP    uint32 // verifier.Result.MaxTPAccess
 	target   *verifier.AttachTarget
-	// kernelTypes is the kernel BTF the program was verified against.
+	// kernelTypes is the target BTF the program was verified against
+	// (nil: none was needed).
 	kernelTypes *btf.Spec
 }
 

@@ -327,7 +327,7 @@ func (s *btfShow) show(t, ref btf.Type, data []byte, bitsOffset uint32) {
 	case *btf.Enum:
 		s.showEnum(x, ref, data)
 	default:
-		s.print("<unsupported kind:%d>", btfKind(x))
+		s.print("<unsupported kind:%d>", btfKind(x)) // helper/syscall.go
 	}
 }
 
@@ -548,25 +548,4 @@ func hashPointer(p uint64) uint64 {
 	binary.LittleEndian.PutUint64(b[:], p)
 	h.Write(b[:])
 	return h.Sum64() & 0xffffffff
-}
-
-// btfKind is a type's BTF_KIND_* number, for "<unsupported kind:%u>".
-func btfKind(t btf.Type) int {
-	switch t.(type) {
-	case *btf.Void:
-		return 0
-	case *btf.Fwd:
-		return 7
-	case *btf.Func:
-		return 12
-	case *btf.FuncProto:
-		return 13
-	case *btf.Var:
-		return 14
-	case *btf.Datasec:
-		return 15
-	case *btf.Float:
-		return 16
-	}
-	return 0
 }

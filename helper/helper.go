@@ -91,6 +91,7 @@ var families = [][]Helper{
 	skcastHelpers,
 	kernelObjHelpers,
 	btfShowHelpers,
+	syscallHelpers,
 }
 
 // Table is a set of helpers by id and variant.

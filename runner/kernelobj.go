@@ -73,9 +73,9 @@ func NewKernelObject(types *btf.Spec, name string, addr uint64) (*KernelObject, 
 // End is the address past the object.
 func (o *KernelObject) End() uint64 { return o.Addr + uint64(len(o.Data)) }
 
-// field is a member a path names: its byte offset, its type, and for a
+// objField is a member a path names: its byte offset, its type, and for a
 // bitfield its bit offset in the byte and its width.
-type field struct {
+type objField struct {
 	off        uint32
 	typ        btf.Type
 	bit, width uint32
@@ -93,23 +93,23 @@ func (o *KernelObject) Offset(path string) (uint32, error) {
 	return f.off, err
 }
 
-func (o *KernelObject) field(path string) (field, error) {
+func (o *KernelObject) field(path string) (objField, error) {
 	if o.Type == nil {
-		return field{}, fmt.Errorf("%s: untyped kernel object: %w", path, ErrNoField)
+		return objField{}, fmt.Errorf("%s: untyped kernel object: %w", path, ErrNoField)
 	}
-	f := field{typ: o.Type}
+	f := objField{typ: o.Type}
 	for part := range strings.SplitSeq(path, ".") {
 		name, index, hasIndex := strings.Cut(part, "[")
 		ms, ok := members(f.typ)
 		if !ok {
-			return field{}, fmt.Errorf("%s: %s is not a struct or union: %w", path, name, ErrNoField)
+			return objField{}, fmt.Errorf("%s: %s is not a struct or union: %w", path, name, ErrNoField)
 		}
 		m, off, ok := findMember(ms, name)
 		if !ok {
 			m, off, ok = findEmbedded(ms, name, 0)
 		}
 		if !ok {
-			return field{}, fmt.Errorf("%s: %s in %s: %w", path, name, typeName(f.typ), ErrNoField)
+			return objField{}, fmt.Errorf("%s: %s in %s: %w", path, name, typeName(f.typ), ErrNoField)
 		}
 		f.off += off
 		f.typ = m.Type
@@ -121,11 +121,11 @@ func (o *KernelObject) field(path string) (field, error) {
 			i, err := strconv.ParseUint(strings.TrimSuffix(index, "]"), 0, 32)
 			a, ok := btf.UnderlyingType(f.typ).(*btf.Array)
 			if err != nil || !ok || uint32(i) >= a.Nelems {
-				return field{}, fmt.Errorf("%s: bad index into %s: %w", path, name, ErrNoField)
+				return objField{}, fmt.Errorf("%s: bad index into %s: %w", path, name, ErrNoField)
 			}
 			es, err := btf.Sizeof(a.Type)
 			if err != nil {
-				return field{}, fmt.Errorf("%s: %w", path, err)
+				return objField{}, fmt.Errorf("%s: %w", path, err)
 			}
 			f.off += uint32(i) * uint32(es)
 			f.typ = a.Type

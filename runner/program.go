@@ -63,9 +63,15 @@ type Program struct {
 	// holds the return value (fexit, fmod_ret) for bpf_get_func_ret.
 	FuncArgs uint32
 	FuncRet  bool
-	// KernelTypes is the kernel BTF the program was verified against
-	// (nil: none), by which helpers read the kernel objects it passes
-	// them (the socket casts, bpf_d_path, bpf_snprintf_btf's type ids).
+	// Objects, for a program of a type with a netfilter test run
+	// (progtype.Type.Hook), are the kernel structures' fields its runs lay
+	// out, from the kernel BTF it was loaded against (ObjectsOf); nil
+	// makes such runs fail with progtype.ErrNotSupported.
+	Objects *Objects
+	// KernelTypes is the kernel's BTF the program was verified against
+	// (nil: none): what bpf_btf_find_by_name_kind searches, and by which
+	// helpers read the kernel objects a program passes them (the socket
+	// casts, bpf_d_path, bpf_snprintf_btf's type ids).
 	KernelTypes *btf.Spec
 	// Maps are the maps the program references, by index.
 	Maps []maps.Map
