@@ -34,13 +34,14 @@ const (
 	fpNone    fpKind = iota // not reached yet
 	fpNot                   // not a pointer into this frame
 	fpConst                 // the constant c on every path (a helper's size argument)
+	fpMap                   // the map of index c on every path (LD_IMM64 of a map)
 	fpExact                 // fp+off on every path
 	fpMaybe                 // fp+off, or not a stack pointer
 	fpUnknown               // may point anywhere in this frame
 )
 
 // fpVal is a register's kind and, for fpExact and fpMaybe, its offset;
-// for fpConst, its value.
+// for fpConst, its value; for fpMap, the map's index.
 type fpVal struct {
 	kind fpKind
 	off  int16
@@ -131,7 +132,7 @@ type stackEffect struct{ use, def uint64 }
 // fpStep applies instruction ins to s and returns its stack effect and
 // whether a pointer into the frame escapes. callback tells helper calls
 // that call back into the program, args the registers a call passes.
-func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *Proto) (e stackEffect, escapes bool) {
+func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *Proto, sizes mapSizes) (e stackEffect, escapes bool) {
 	x := ins.Op&isa.SrcX != 0
 	not := fpVal{kind: fpNot}
 	access := func(base fpVal, off int32, size int) uint64 {
@@ -217,6 +218,9 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *
 	case isa.ClassLD:
 		if ins.IsLdImm64() {
 			s.regs[ins.Dst] = not
+			if src := uint8(ins.Src); src == isa.PseudoMapFD || src == isa.PseudoMapIdx {
+				s.regs[ins.Dst] = fpVal{kind: fpMap, c: int64(ins.Imm)}
+			}
 			break
 		}
 		for r := isa.R0; r <= isa.R5; r++ {
@@ -233,7 +237,7 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *
 		for r := isa.R1; r <= isa.R5; r++ {
 			if args&reg(r) != 0 && s.regs[r].mayStack() {
 				if proto != nil && ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && !callback {
-					e.use |= helperReads(proto, s, r)
+					e.use |= helperReads(proto, s, r, sizes)
 					continue
 				}
 				e.use = ^uint64(0)
@@ -247,13 +251,18 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *
 	return e, escapes
 }
 
+// mapSizes returns the key and value sizes of the map of an index; ok is
+// false for none.
+type mapSizes func(idx int64) (key, value int, ok bool)
+
 // helperReads returns the slots of this frame a helper call may read
 // through argument register r, a pointer into the frame (the kernel marks
 // the same ones read in check_helper_mem_access): the bytes the size
-// argument covers when it is a constant, else all from the pointer up,
-// where every access must end; none for memory the helper only fills (raw
-// mode) or does not access.
-func helperReads(p *Proto, s *fpState, r isa.Register) uint64 {
+// argument covers when it is a constant, a map's key or value size for
+// its key or value when the map argument is one map on every path, else
+// all from the pointer up, where every access must end; none for memory
+// the helper only fills (raw mode) or does not access.
+func helperReads(p *Proto, s *fpState, r isa.Register, sizes mapSizes) uint64 {
 	v := s.regs[r]
 	upward := ^uint64(0)
 	if v.kind != fpUnknown {
@@ -275,6 +284,20 @@ func helperReads(p *Proto, s *fpState, r isa.Register) uint64 {
 		return slotsOf(int32(v.off), 4)
 	case t == ArgFixedMem && v.kind != fpUnknown:
 		return slotsOf(int32(v.off), int(p.ArgSize[r-isa.R1]))
+	case (t == ArgMapKey || t == ArgMapValue || t == ArgMapValueOrNull) && v.kind != fpUnknown && sizes != nil:
+		for i, a := range p.Args {
+			if a != ArgConstMapPtr || s.regs[isa.R1+isa.Register(i)].kind != fpMap {
+				continue
+			}
+			key, value, ok := sizes(s.regs[isa.R1+isa.Register(i)].c)
+			if !ok {
+				break
+			}
+			if t == ArgMapKey {
+				return slotsOf(int32(v.off), key)
+			}
+			return slotsOf(int32(v.off), value)
+		}
 	case t == ArgMem || t == ArgMemOrNull || t == ArgWriteMem || t == ArgWriteMemOrNull:
 		if r < isa.R5 && v.kind != fpUnknown {
 			if n := s.regs[r+1]; n.kind == fpConst && n.c > 0 && n.c <= MaxStack {
@@ -302,8 +325,10 @@ func readsMemory(ins isa.Instruction) bool {
 }
 
 // computeStackLiveness returns, for every instruction, the slots of its
-// function's frame live before it (bit i: fp-8*(i+1)).
-func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites []bool, args func(isa.Instruction) regSet, proto func(int32) *Proto) []uint64 {
+// function's frame live before it (bit i: fp-8*(i+1)). With in set, only
+// the instructions in reports are part of the program: the others, and
+// the edges into them, are taken as never run.
+func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites []bool, args func(isa.Instruction) regSet, proto func(int32) *Proto, sizes mapSizes, in func(pc int) bool) []uint64 {
 	n := len(insns)
 	escaped := make([]bool, len(subs))
 	// Forward: what registers and slots may hold, to the fixpoint.
@@ -311,7 +336,7 @@ func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites
 	reached := make([]bool, n)
 	var work []int
 	for _, sp := range subs {
-		if sp.Start >= n {
+		if sp.Start >= n || in != nil && !in(sp.Start) {
 			continue
 		}
 		st := &states[sp.Start]
@@ -338,13 +363,13 @@ func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites
 		} else if insns[pc].Op == isa.OpCallX {
 			passed = argRegs
 		}
-		effects[pc], esc = fpStep(insns[pc], &out, callbackSites[pc], passed, p)
+		effects[pc], esc = fpStep(insns[pc], &out, callbackSites[pc], passed, p, sizes)
 		if esc {
 			escaped[subprogAt(subs, pc)] = true
 		}
 		a, b := successors(insns, pc)
 		for _, t := range [2]int{a, b} {
-			if t < 0 {
+			if t < 0 || in != nil && !in(t) {
 				continue
 			}
 			if !reached[t] {
