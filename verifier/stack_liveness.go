@@ -34,14 +34,15 @@ const (
 	fpNone    fpKind = iota // not reached yet
 	fpNot                   // not a pointer into this frame
 	fpConst                 // the constant c on every path (a helper's size argument)
-	fpMap                   // the map of index c on every path (LD_IMM64 of a map)
+	fpMap                   // a map on every path (LD_IMM64), c its key and value sizes (mapKV)
 	fpExact                 // fp+off on every path
 	fpMaybe                 // fp+off, or not a stack pointer
 	fpUnknown               // may point anywhere in this frame
 )
 
 // fpVal is a register's kind and, for fpExact and fpMaybe, its offset;
-// for fpConst, its value; for fpMap, the map's index.
+// for fpConst, its value; for fpMap, the largest key and value sizes of
+// the maps it may be (mapKV).
 type fpVal struct {
 	kind fpKind
 	off  int16
@@ -50,12 +51,27 @@ type fpVal struct {
 
 func (a fpVal) mayStack() bool { return a.kind >= fpExact }
 
+// fpMapOf is a map register whose map has keys and values of those sizes
+// (at most).
+func fpMapOf(key, value int) fpVal {
+	return fpVal{kind: fpMap, c: int64(uint32(key))<<32 | int64(uint32(value))}
+}
+
+// mapKV returns the key and value sizes of an fpMap.
+func (a fpVal) mapKV() (key, value int) { return int(uint64(a.c) >> 32), int(uint32(a.c)) }
+
 func joinFP(a, b fpVal) fpVal {
 	switch {
 	case a.kind == fpNone:
 		return b
 	case b.kind == fpNone || a == b:
 		return a
+	case a.kind == fpMap && b.kind == fpMap:
+		// One of two maps: a helper reads at most the larger key or
+		// value through the pointer it is given.
+		ak, av := a.mapKV()
+		bk, bv := b.mapKV()
+		return fpMapOf(max(ak, bk), max(av, bv))
 	case a.kind == fpUnknown || b.kind == fpUnknown:
 		return fpVal{kind: fpUnknown}
 	case !a.mayStack() && !b.mayStack():
@@ -218,8 +234,10 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *
 	case isa.ClassLD:
 		if ins.IsLdImm64() {
 			s.regs[ins.Dst] = not
-			if src := uint8(ins.Src); src == isa.PseudoMapFD || src == isa.PseudoMapIdx {
-				s.regs[ins.Dst] = fpVal{kind: fpMap, c: int64(ins.Imm)}
+			if src := uint8(ins.Src); (src == isa.PseudoMapFD || src == isa.PseudoMapIdx) && sizes != nil {
+				if key, value, ok := sizes(int64(ins.Imm)); ok {
+					s.regs[ins.Dst] = fpMapOf(key, value)
+				}
 			}
 			break
 		}
@@ -237,7 +255,7 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *
 		for r := isa.R1; r <= isa.R5; r++ {
 			if args&reg(r) != 0 && s.regs[r].mayStack() {
 				if proto != nil && ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallHelper) && !callback {
-					e.use |= helperReads(proto, s, r, sizes)
+					e.use |= helperReads(proto, s, r)
 					continue
 				}
 				e.use = ^uint64(0)
@@ -259,10 +277,11 @@ type mapSizes func(idx int64) (key, value int, ok bool)
 // through argument register r, a pointer into the frame (the kernel marks
 // the same ones read in check_helper_mem_access): the bytes the size
 // argument covers when it is a constant, a map's key or value size for
-// its key or value when the map argument is one map on every path, else
+// its key or value when the map argument is a map on every path (the
+// largest of the maps it may be), else
 // all from the pointer up, where every access must end; none for memory
 // the helper only fills (raw mode) or does not access.
-func helperReads(p *Proto, s *fpState, r isa.Register, sizes mapSizes) uint64 {
+func helperReads(p *Proto, s *fpState, r isa.Register) uint64 {
 	v := s.regs[r]
 	upward := ^uint64(0)
 	if v.kind != fpUnknown {
@@ -284,19 +303,15 @@ func helperReads(p *Proto, s *fpState, r isa.Register, sizes mapSizes) uint64 {
 		return slotsOf(int32(v.off), 4)
 	case t == ArgFixedMem && v.kind != fpUnknown:
 		return slotsOf(int32(v.off), int(p.ArgSize[r-isa.R1]))
-	case (t == ArgMapKey || t == ArgMapValue || t == ArgMapValueOrNull) && v.kind != fpUnknown && sizes != nil:
+	case (t == ArgMapKey || t == ArgMapValue || t == ArgMapValueOrNull) && v.kind != fpUnknown:
 		for i, a := range p.Args {
-			if a != ArgConstMapPtr || s.regs[isa.R1+isa.Register(i)].kind != fpMap {
-				continue
+			if m := s.regs[isa.R1+isa.Register(i)]; a == ArgConstMapPtr && m.kind == fpMap {
+				key, value := m.mapKV()
+				if t == ArgMapKey {
+					return slotsOf(int32(v.off), key)
+				}
+				return slotsOf(int32(v.off), value)
 			}
-			key, value, ok := sizes(s.regs[isa.R1+isa.Register(i)].c)
-			if !ok {
-				break
-			}
-			if t == ArgMapKey {
-				return slotsOf(int32(v.off), key)
-			}
-			return slotsOf(int32(v.off), value)
 		}
 	case t == ArgMem || t == ArgMemOrNull || t == ArgWriteMem || t == ArgWriteMemOrNull:
 		if r < isa.R5 && v.kind != fpUnknown {
