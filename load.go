@@ -61,7 +61,18 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	if err := typeHelpers(insns, pt, hs); err != nil {
 		return nil, err
 	}
-	v, err := verify(insns, pt, ms, hs, opts)
+	// A program loaded on its own runs on CPUs of its own, made before
+	// verification: the verifier bounds the CPU number by their count.
+	own := c == nil
+	if own {
+		c = runner.NewCPUs(0)
+		defer func() {
+			if err != nil {
+				c.Drop()
+			}
+		}()
+	}
+	v, err := verify(insns, pt, ms, hs, c.Len(), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +80,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	run := &runner.Program{
 		Name: name, Kind: typ, Type: pt, Verified: v.aux != nil, Checked: checked, MaxCtx: v.maxCtx, MaxTP: v.maxTP,
 		FuncArgs: v.target.Slots(), FuncRet: v.target.HasReturn(), KernelTypes: v.kernelTypes,
-		Budget: opts.Budget, Output: opts.Output, Task: opts.Task, CPUs: c,
+		Budget: opts.Budget, Output: opts.Output, Task: opts.Task, CPUs: c, OwnCPUs: own,
 	}
 	if pt.Hook != nil {
 		// The structures a netfilter test run lays out, at the offsets
@@ -80,14 +91,6 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 			kt = defaultKernelTypes(opts)
 		}
 		run.Objects, _ = runner.ObjectsOf(kt)
-	}
-	if c == nil {
-		run.CPUs, run.OwnCPUs = runner.NewCPUs(0), true
-		defer func() {
-			if err != nil {
-				run.CPUs.Drop()
-			}
-		}()
 	}
 	e, err := build(insns, v, ms, hs, run, opts)
 	if err != nil {
@@ -199,7 +202,7 @@ const maxLogSize = 1 << 30
 
 // verify runs the verifier unless the options or the program type say not
 // to (the result then has no aux).
-func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Set, opts ProgramOptions) (*verified, error) {
+func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Set, cpus int, opts ProgramOptions) (*verified, error) {
 	var kt *btf.Spec
 	var target *verifier.AttachTarget
 	if pt.BTFArgs {
@@ -249,6 +252,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		Funcs:        opts.Funcs,
 		Lines:        opts.Lines,
 		KernelTypes:  opts.KernelTypes,
+		CPUs:         cpus,
 	}
 	kernelObjects := slices.ContainsFunc(pt.Fields, func(f progtype.Field) bool { return f.Kind == progtype.KernelObject })
 	if vopts.KernelTypes == nil && (needsKernelTypes(insns, hs) || slices.ContainsFunc(ms, hasKptrs) || kernelObjects) {

@@ -38,6 +38,10 @@ type helperState struct {
 	key uint64
 	// line is the output line of bpf_trace_printk, reused.
 	line []byte
+
+	// retval is the return value a cgroup hook's syscall gives
+	// (bpf_get_retval, bpf_set_retval): 0 at the start of every run.
+	retval int32
 }
 
 // Scratch layout: scratchLevels nesting levels of two key slots each.
@@ -79,8 +83,17 @@ func (r *Runner) resetRun() {
 	r.sk.clones = r.sk.clones[:0]
 	r.tr.signals = r.tr.signals[:0]
 	r.hs.scratchDepth = 0
+	r.hs.retval = 0
 	r.resetSelected()
 }
+
+// CgroupRetval is the return value the cgroup hook's syscall gives, as
+// bpf_set_retval last set it in this run (bpf_get_retval).
+func (r *Runner) CgroupRetval() int32 { return r.hs.retval }
+
+// SetCgroupRetval sets the return value of the cgroup hook's syscall
+// (bpf_set_retval).
+func (r *Runner) SetCgroupRetval(v int32) { r.hs.retval = v }
 
 // nextRun ends a repetition and prepares the next: the engines call it
 // between the runs of RunOptions.Repeat (as runner.between, made once).

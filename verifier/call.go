@@ -401,6 +401,11 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	switch p.Ret {
 	case RetInteger:
 		*r0 = unknownScalar()
+		if name == "bpf_get_smp_processor_id" && v.opts.CPUs > 0 {
+			// A CPU number: below nr_cpu_ids (the kernel's
+			// do_refine_retval_range).
+			r0.Scalar = URange(0, uint64(v.opts.CPUs-1))
+		}
 	case RetVoid:
 		*r0 = Reg{Type: NotInit}
 	case RetKptrOrNull:

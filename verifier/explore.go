@@ -49,7 +49,10 @@ func (v *verifier) explore() error {
 				}
 				v.log.printf("%d: %s\n", pc, v.stateString(v.cur, false))
 			}
-			v.aux[pc].Seen = true
+			if !v.aux[pc].Seen {
+				v.aux[pc].Seen = true
+				v.seen++
+			}
 			v.jmpCounted = v.jmpPoints[pc]
 			if v.jmpCounted {
 				v.jmpHist++

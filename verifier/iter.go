@@ -164,7 +164,7 @@ func sameCallSites(a, b *State) bool {
 // current state adds nothing (the kernel's is_iter_next_insn case of
 // is_state_visited).
 func (v *verifier) pruneIterNext(pc int, e *explored) bool {
-	if !v.statesEqual(e.st, v.cur, pc, true) {
+	if !v.statesEqual(e.st, v.cur, pc, true, -1) {
 		return false
 	}
 	it := v.cur.cur().Regs[isa.R1]

@@ -111,6 +111,10 @@ type Options struct {
 	// Attach is the attach target of a tracing program
 	// (progtype.Type.BTFArgs), found in KernelTypes (ResolveAttach).
 	Attach *AttachTarget
+	// CPUs is the number of CPUs the program runs on: what
+	// bpf_get_smp_processor_id returns is below it, as the kernel bounds
+	// it by nr_cpu_ids. 0 leaves it unbounded.
+	CPUs int
 }
 
 // Program load flags (the kernel's BPF_F_* prog_flags) and what they do
@@ -172,6 +176,10 @@ type Stats struct {
 	// indirect call), or a state covered by one whose marks are not final
 	// yet (inside a loop still being explored, backedge.go).
 	PrecisionFallbacks int
+	// LivenessPasses counts the stack liveness computations over the
+	// instructions reached so far, for comparisons with finished states
+	// (one each time such a state finished after the last).
+	LivenessPasses int
 }
 
 // InsnAux holds what verification learned about one instruction, for the
@@ -299,6 +307,14 @@ type verifier struct {
 	callbackSites []bool // helper calls that take a callback
 	explored      [][]*explored
 	states        int // remembered states alive
+
+	// stackLiveSeen is stackLive over the instructions reached (Aux.Seen)
+	// when v.seen was stackLiveSeenAt, for finished states (stackLiveAt);
+	// seen counts the instructions reached so far.
+	stackLiveSeen   []uint64
+	stackLiveSeenAt int
+	seen            int
+
 	// jumps counts the jump instructions processed; lastAddJumps and
 	// lastAddInsns are the counts when a state was last remembered.
 	jumps                      int
