@@ -144,7 +144,7 @@ func (v *verifier) liveAt(st *State, i, pc int) regSet {
 // pc for the frame being verified, all for callers (a callee may reach
 // their stacks through pointers).
 func (v *verifier) stackLiveAt(st *State, i, pc int) uint64 {
-	if v.opts.Unprivileged || v.exact || i != len(st.Frames)-1 {
+	if v.exact || i != len(st.Frames)-1 {
 		return ^uint64(0)
 	}
 	if v.stackLive == nil {

@@ -76,6 +76,18 @@ func TestSpectre(t *testing.T) {
 		{name: "narrow store, other half unwritten", asm: "*(u32 *)(r10 -8) = 0\nr0 = 0\nexit", nospecResult: []int{0}},
 		{name: "narrow store, other half written", asm: "*(u32 *)(r10 -4) = 0\n*(u32 *)(r10 -8) = 0\nr0 = 0\nexit", nospecResult: []int{0}},
 		{name: "speculation ends after a barrier store", asm: "r0 = 0\nif r0 == 0 goto +3\n*(u64 *)(r10 -8) = r1\nr0 = *(u64 *)(r10 -16)\nexit\nr0 = 0\nexit", nospecResult: []int{2}},
+		{name: "speculative helper call", asm: "r6 = r1\nr0 = 0\nif r0 == 0 goto +3\ncall bpf_get_prandom_u32#7\nr0 = *(u64 *)(r10 -8)\nexit\nr0 = 0\nexit", nospec: []int{4}},
+		{name: "speculative helper call writing the stack", asm: "r6 = r1\nr0 = 0\nif r0 == 0 goto +8\nr1 = r6\nr2 = 0\nr3 = r10\nr3 += -8\nr4 = 8\ncall bpf_skb_load_bytes#26\nr0 = *(u64 *)(r10 -16)\nexit\nr0 = 0\nexit", nospecResult: []int{8}},
+		{name: "stack, variable offset", maps: arr, asm: lookup4 + "if r0 == 0 goto out\nr1 = *(u32 *)(r0 +0)\nr1 &= 8\nr2 = r10\nr2 += -16\nr2 += r1\nr0 = 0\nexit" + out, err: "R2 variable stack access prohibited for !root, var_off=(0x0; 0x8) off=-16"},
+		{name: "known branch, pointer comparison", asm: "r0 = 0\nif r0 == 0 goto +2\nif r1 > r10 goto +0\nexit\nr0 = 0\nexit", nospec: []int{2}},
+		{name: "known branch, pointer into a map", maps: arr, asm: lookup4 + "if r0 == 0 goto out\nr1 = 0\nif r1 == 0 goto +1\n*(u64 *)(r0 +0) = r10" + out, nospec: []int{9}, nospecResult: []int{0}},
+		{name: "known 32-bit branch", asm: "w0 = 5\nif w0 > 4 goto +1\nr0 = *(u64 *)(r10 -8)\nr0 = 0\nexit", nospec: []int{2}},
+		{name: "known signed branch", asm: "r0 = -5\nif r0 s< 0 goto +1\nr0 = *(u64 *)(r10 -8)\nr0 = 0\nexit", nospec: []int{2}},
+		{name: "known branch on a register pair", asm: "r0 = 1\nr2 = 2\nif r0 < r2 goto +2\nr2 = r10\nr2 += r0\nr0 = 0\nexit", nospec: []int{4}},
+		{name: "known branch, division by a zero register", asm: "r0 = 0\nr2 = 0\nif r0 == 0 goto +1\nr0 /= r2\nexit"},
+		{name: "bounded scalar decides, unknown bits", asm: "r0 = *(u32 *)(r1 +0)\nr0 &= 7\nif r0 > 7 goto +2\nr0 = 0\nexit\nr0 = *(u64 *)(r10 -8)\nexit", nospec: []int{5}},
+		{name: "masked offsets on two paths, the same bounds", maps: arr, asm: lookup4 + "if r0 == 0 goto out\nr1 = *(u32 *)(r0 +0)\nr2 = *(u32 *)(r0 +4)\nr1 &= 15\nif r2 > 5 goto +1\nr2 = 0\nr0 += r1\nr0 = *(u8 *)(r0 +0)" + out, masked: []int{12}, nospecResult: []int{0}},
+		{name: "masked offsets, scalars differ after", maps: arr, asm: lookup4 + "if r0 == 0 goto out\nr1 = *(u32 *)(r0 +0)\nr2 = *(u32 *)(r0 +4)\nr1 &= 15\nr0 += r1\nr2 &= 3\nif r2 > 1 goto +1\nr2 = 1\nr2 += 1\nr0 = *(u8 *)(r0 +0)\nr0 = 0\nexit" + out, masked: []int{10}, nospecResult: []int{0}},
 		{name: "speculative path pruned by a speculative one", asm: "r0 = *(u32 *)(r1 +0)\nr2 = 0\nif r0 > 3 goto +1\nr0 = 0\nif r2 == 0 goto +1\nr0 = *(u64 *)(r10 -8)\nr0 = 0\nexit", nospec: []int{5}},
 	})
 }

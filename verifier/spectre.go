@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"errors"
+	"math"
 	"strings"
 
 	"github.com/bpfvm/bpfvm/isa"
@@ -237,7 +238,16 @@ func (v *verifier) sanitizePtrALU(pc int, ins isa.Instruction, ptr *Reg, off Sca
 	// The masked offset may be zero under speculation: the pointer as it
 	// was goes on from the next instruction, in the destination.
 	var edit func(*Frame)
-	if !ptrIsDst {
+	if ptrIsDst {
+		// As the kernel's, the pointer as the operation left it so
+		// far: without 32-bit bounds (__mark_reg32_unbounded, before
+		// any sync), which keeps the state from being covered by one
+		// whose pointer has them.
+		edit = func(f *Frame) {
+			s := &f.Regs[ins.Dst].Scalar
+			s.S32min, s.S32max, s.U32min, s.U32max = math.MinInt32, math.MaxInt32, 0, math.MaxUint32
+		}
+	} else {
 		p := *ptr
 		edit = func(f *Frame) { f.Regs[ins.Dst] = p }
 	}
