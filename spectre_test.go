@@ -30,6 +30,9 @@ func TestSpectreRuns(t *testing.T) {
 		{"subtracted constant register", lookup + "r1 = 6\nr0 += 16\nr0 -= r1\nr0 = *(u8 *)(r0 +0)" + out, 110, 1, 1},
 		{"stack", "r1 = -8\nr2 = r10\nr2 += r1\n*(u64 *)(r2 +0) = 7\nr0 = *(u64 *)(r10 -8)\nexit", 7, 1, 1},
 		{"known branch", "r0 = 3\nif r0 == 3 goto +1\nr0 = *(u64 *)(r10 -8)\nexit", 3, 1, 0},
+		{"known branch, helper not allowed", "r0 = 4\nif r0 == 4 goto +1\ncall bpf_trace_printk#6\nexit", 4, 1, 0},
+		{"store over a spilled pointer", "*(u64 *)(r10 -8) = r1\n*(u64 *)(r10 -8) = 0\nr0 = *(u64 *)(r10 -8)\nexit", 0, 2, 0},
+		{"speculative helper writing the stack", "r6 = r1\nr0 = 0\nif r0 == 0 goto +8\nr1 = r6\nr2 = 0\nr3 = r10\nr3 += -8\nr4 = 8\ncall bpf_skb_load_bytes#26\nr0 = *(u64 *)(r10 -16)\nexit\nr0 = 6\nexit", 6, 0, 0},
 		{"pointer spill", "*(u64 *)(r10 -8) = r1\nr1 = *(u64 *)(r10 -8)\nr0 = *(u32 *)(r1 +0)\nexit", 50, 1, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
