@@ -415,6 +415,11 @@ func rewriteFor(e Engine, insns []isa.Instruction, v *verified, hs *helper.Set, 
 		// verifier never reached must not run (DESIGN.md, "Dead code
 		// stops the run").
 		rewrite.SanitizeDeadCode(rp, !opts.Unprivileged)
+		// Then the Spectre mitigations of unprivileged programs, also
+		// by the aux of each instruction (DESIGN.md, "Spectre").
+		if _, _, err := rewrite.Spectre(rp); err != nil {
+			return out, err
+		}
 		if err := rewrite.GuardContextStores(rp); err != nil {
 			return out, err
 		}

@@ -80,10 +80,18 @@ func (v *verifier) checkCondJump(pc int, ins isa.Instruction, op uint8) error {
 	if taken >= 0 {
 		// The values decided the branch: they matter.
 		v.markOperandsPrecise(ins, x)
-		v.pc = pc + 1
+		next, other := pc+1, target
 		if taken == 1 {
-			v.pc = target
+			next, other = target, pc+1
 		}
+		if v.opts.Unprivileged {
+			// The CPU may mispredict the branch: explore the other
+			// side speculatively (spectre.go).
+			if err := v.speculate(&ins, other, pc, nil); err != nil {
+				return err
+			}
+		}
+		v.pc = next
 		return nil
 	}
 	if (dst.Type.IsPointer() || src.Type.IsPointer()) && v.opts.Unprivileged && !v.allowedPtrCompare(dst, &src, op, x, is32) {

@@ -155,11 +155,16 @@ func (v *verifier) liveAt(st *State, i, pc int) regSet {
 // among them, and code a constant decides against (Cilium's .rodata
 // configuration) reads nothing. It is computed again when a state
 // finished after the last computation, over more instructions.
+//
+// Unprivileged programs keep the whole program's liveness: their
+// speculative paths reach code that Aux.Seen leaves out (the rewrite
+// must treat it as dead), yet a pruned state's speculative paths would
+// read it.
 func (v *verifier) stackLiveAt(st *State, i, pc, doneAt int) uint64 {
-	if v.opts.Unprivileged || v.exact || i != len(st.Frames)-1 {
+	if v.exact || i != len(st.Frames)-1 {
 		return ^uint64(0)
 	}
-	if doneAt >= 0 {
+	if doneAt >= 0 && !v.opts.Unprivileged {
 		if v.stackLiveSeen == nil || v.stackLiveSeenAt < doneAt {
 			v.stackLiveSeen = computeStackLiveness(v.insns, v.subs, v.callbackSites, v.callArgs, v.proto, v.mapSizes, func(pc int) bool { return v.aux[pc].Seen })
 			v.stackLiveSeenAt = v.seen

@@ -284,6 +284,8 @@ func (v *verifier) freeExplored(e *explored) {
 type idMap struct {
 	old, cur []uint32
 	tmp      uint32
+	// exact makes scalars cover only equal ones (explore_alu_limits).
+	exact bool
 }
 
 // checkScalar checks the ids linking scalars: an unlinked scalar in old
@@ -324,10 +326,14 @@ func (m *idMap) check(old, cur uint32) bool {
 // a remembered state whose paths are all explored (stackLiveAt).
 func (v *verifier) statesEqual(old, cur *State, pc int, all bool, doneAt int) bool {
 	all = all || v.opts.Unprivileged || v.exact
+	if old.speculative && !cur.speculative {
+		// A speculative path's state never covers a real one.
+		return false
+	}
 	if len(old.Frames) != len(cur.Frames) || len(old.Refs) != len(cur.Refs) || old.RCULock != cur.RCULock || old.PreemptDepth != cur.PreemptDepth {
 		return false
 	}
-	var ids idMap
+	ids := idMap{exact: v.exploreALULimits}
 	for i, of := range old.Frames {
 		cf := cur.Frames[i]
 		if of.CallSite != cf.CallSite || of.Subprog != cf.Subprog || of.CallbackDepth > cf.CallbackDepth {
@@ -366,7 +372,12 @@ func regsafe(old, cur *Reg, ids *idMap, all bool) bool {
 	}
 	switch old.Type {
 	case ScalarValue:
-		if !old.Precise && !all {
+		if ids.exact {
+			// Masking limits depend on the exact bounds.
+			if old.Scalar != cur.Scalar {
+				return false
+			}
+		} else if !old.Precise && !all {
 			return true
 		}
 		if !within(cur.Scalar, old.Scalar) {

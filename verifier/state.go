@@ -320,6 +320,10 @@ type State struct {
 	// mayGotoDepth counts the may_goto instructions this path went on
 	// past: a cycle through one is bounded by its budget.
 	mayGotoDepth int
+	// speculative marks a path the CPU may take only by mispredicting a
+	// branch (the kernel's speculative states, spectre.go): explored for
+	// unprivileged programs, its errors end the path behind a barrier.
+	speculative bool
 	// pool holds frames no state refers to any more, for reuse; all
 	// states of a verification share it.
 	pool *framePool
@@ -418,6 +422,7 @@ func (s *State) copyTo(c *State) {
 	c.Refs = append(c.Refs[:0], s.Refs...)
 	c.RCULock, c.PreemptDepth = s.RCULock, s.PreemptDepth
 	c.parent, c.callbackIter, c.mayGotoDepth, c.pool = s.parent, s.callbackIter, s.mayGotoDepth, s.pool
+	c.speculative = s.speculative
 }
 
 // cloneState copies the current path's state s, reusing the memory of a

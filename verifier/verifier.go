@@ -218,6 +218,17 @@ type InsnAux struct {
 	// when there is none; LoopNoInline is set when paths disagreed.
 	LoopCallback int
 	LoopNoInline bool
+	// Nospec asks for a speculation barrier before the instruction: a
+	// speculative path failed there (spectre.go).
+	Nospec bool
+	// NospecResult asks for a speculation barrier after the instruction,
+	// a store that Spectre v4 could bypass (spectre.go).
+	NospecResult bool
+	// ALUState and ALULimit say how the rewrite masks the offset of the
+	// pointer arithmetic at this instruction (spectre.go): the offset
+	// may move the pointer by at most ALULimit bytes.
+	ALUState ALUSanitize
+	ALULimit uint32
 }
 
 // Result is the outcome of a successful verification.
@@ -294,10 +305,14 @@ type verifier struct {
 	maxCtx    uint32 // Result.MaxCtxOffset
 	maxTP     uint32 // Result.MaxTPAccess
 
-	cur     *State
-	pc      int
-	pending []pending
-	nextID  uint32
+	cur *State
+	pc  int
+	// exploreALULimits compares scalars exactly when pruning, once
+	// pointer arithmetic with an unknown offset was masked (the kernel's
+	// explore_alu_limits).
+	exploreALULimits bool
+	pending          []pending
+	nextID           uint32
 
 	live          []regSet // registers live before each instruction
 	stackLive     []uint64 // own stack slots live before each instruction (nil: not computed yet)

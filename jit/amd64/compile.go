@@ -915,6 +915,10 @@ func (c *compiler) insn(pc int) error {
 			c.a.jmp(c.exitStub(exitWord(pc, exitDead), -1))
 			return nil
 		}
+		if ins.Op == isa.OpMaskedALU {
+			c.maskedALU(ins) // spectre.go
+			return nil
+		}
 		if ins.IsAddrSpaceCast() {
 			c.addrSpaceCast(ins) // arena.go
 			return nil
@@ -947,6 +951,10 @@ func (c *compiler) insn(pc int) error {
 		}
 		c.a.load(size, signed, regMap[ins.Dst], mem{regMap[ins.Src], int32(ins.Off)})
 	case isa.ClassST:
+		if ins.Op == isa.OpNospec {
+			c.a.lfence() // spectre.go
+			return nil
+		}
 		trusted := ins.IsTrusted()
 		if ins.Op&0xe0 != isa.ModeMEM && !trusted {
 			return errUnsupported
