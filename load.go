@@ -204,6 +204,9 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		pt = pt.ForTarget(opts.AttachTo, opts.flags&verifier.FlagSleepable != 0)
 	}
 	if opts.NoVerify || pt.ContextSize == 0 {
+		if err := helper.CheckUnverifiedKfuncs(insns); err != nil {
+			return nil, err
+		}
 		return &verified{target: target}, nil
 	}
 	// A helper bpfvm lacks is a load error of its own, before the verifier
@@ -236,6 +239,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		Funcs:        opts.Funcs,
 		Lines:        opts.Lines,
 		KernelTypes:  opts.KernelTypes,
+		LocalTypes:   opts.localTypes,
 	}
 	kernelObjects := slices.ContainsFunc(pt.Fields, func(f progtype.Field) bool { return f.Kind == progtype.KernelObject })
 	if vopts.KernelTypes == nil && (needsKernelTypes(insns, hs) || slices.ContainsFunc(ms, hasKptrs) || kernelObjects) {
@@ -405,6 +409,9 @@ func rewriteFor(e Engine, insns []isa.Instruction, v *verified, hs *helper.Set, 
 			return out, err
 		}
 		if err := rewrite.ZextArena(rp); err != nil {
+			return out, err
+		}
+		if _, err := rewrite.GraphArgs(rp); err != nil {
 			return out, err
 		}
 		if !opts.NoInline {

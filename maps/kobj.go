@@ -22,16 +22,22 @@ import (
 type kobjTable struct {
 	mu   sync.Mutex
 	objs map[uint64]*kobj
-	// free are the slots of slabs no object uses; slabs are never
-	// unmapped, as the kernel's bpf_mem_alloc caches keep their pages.
-	free  []uint64
+	// free are the slots of slabs no object uses, by size class; slabs
+	// are never unmapped, as the kernel's bpf_mem_alloc caches keep
+	// their pages.
+	free  [kobjClasses][]uint64
 	slabs []*vm.Mem
 }
 
-// Objects are kobjSize-byte slots of kobjSlab-byte slabs.
+// Objects are slots of kobjSlab-byte slabs, of a size class from
+// kobjMinSize to kobjMaxSize bytes (powers of two); kernel objects take
+// kobjSize, allocated objects (bpf_obj_new) the class of their size.
 const (
-	kobjSize = 64
-	kobjSlab = 64 << 10
+	kobjSize    = 64
+	kobjMinSize = 16
+	kobjMaxSize = 4096 // the kernel's bpf_mem_alloc's largest
+	kobjClasses = 9
+	kobjSlab    = 64 << 10
 )
 
 // kobj is one object.
@@ -40,6 +46,10 @@ type kobj struct {
 	refs int64
 	// id is the object's identity in the world (a cgroup's id).
 	id uint64
+	// typ is an allocated object's type (ObjAlloc).
+	typ *ObjType
+	// class is the slot's size class.
+	class uint8
 }
 
 // ObjectKind is the kernel type of an object of the table.
@@ -49,6 +59,7 @@ type ObjectKind uint8
 const (
 	ObjCpumask ObjectKind = iota + 1 // struct bpf_cpumask
 	ObjCgroup                        // struct cgroup
+	ObjAlloc                         // a program's type (bpf_obj_new)
 )
 
 var kobjs = kobjTable{objs: map[uint64]*kobj{}}
@@ -60,22 +71,44 @@ func NewObject(kind ObjectKind, size int, id uint64) uint64 {
 	if size > kobjSize {
 		return 0
 	}
+	return newSlot(&kobj{kind: kind, refs: 1, id: id}, kobjSize)
+}
+
+// sizeClass is the class of slots for objects of size bytes.
+func sizeClass(size uint32) (uint8, uint64) {
+	c, n := uint8(0), uint64(kobjMinSize)
+	for n < uint64(size) {
+		c++
+		n <<= 1
+	}
+	return c, n
+}
+
+// newSlot takes a zeroed slot of at least size bytes for o, 0 when memory
+// is short or size is past kobjMaxSize.
+func newSlot(o *kobj, size uint32) uint64 {
+	if size > kobjMaxSize {
+		return 0
+	}
+	c, n := sizeClass(size)
+	o.class = c
 	kobjs.mu.Lock()
 	defer kobjs.mu.Unlock()
-	if len(kobjs.free) == 0 {
+	if len(kobjs.free[c]) == 0 {
 		m, err := vm.Alloc(kobjSlab)
 		if err != nil {
 			return 0
 		}
 		kobjs.slabs = append(kobjs.slabs, m)
-		for off := uint64(0); off < kobjSlab; off += kobjSize {
-			kobjs.free = append(kobjs.free, m.Addr()+off)
+		for off := uint64(0); off < kobjSlab; off += n {
+			kobjs.free[c] = append(kobjs.free[c], m.Addr()+off)
 		}
 	}
-	addr := kobjs.free[len(kobjs.free)-1]
-	kobjs.free = kobjs.free[:len(kobjs.free)-1]
-	clear(vm.Slice(addr, kobjSize))
-	kobjs.objs[addr] = &kobj{kind: kind, refs: 1, id: id}
+	free := kobjs.free[c]
+	addr := free[len(free)-1]
+	kobjs.free[c] = free[:len(free)-1]
+	clear(vm.Slice(addr, n))
+	kobjs.objs[addr] = o
 	return addr
 }
 
@@ -116,14 +149,19 @@ func PutObject(addr uint64) {
 	o.refs--
 	last := o.refs == 0
 	kobjs.mu.Unlock()
-	if last {
-		Defer(func() {
-			kobjs.mu.Lock()
-			delete(kobjs.objs, addr)
-			kobjs.free = append(kobjs.free, addr)
-			kobjs.mu.Unlock()
-		})
+	if !last {
+		return
 	}
+	if o.typ != nil {
+		// What the object owns goes with it (bpf_obj_free_fields).
+		freeFields(addr, o.typ.Fields)
+	}
+	Defer(func() {
+		kobjs.mu.Lock()
+		delete(kobjs.objs, addr)
+		kobjs.free[o.class] = append(kobjs.free[o.class], addr)
+		kobjs.mu.Unlock()
+	})
 }
 
 // LiveObjects counts the objects alive (for tests: every reference
@@ -140,25 +178,39 @@ func LiveObjects() int {
 	return n
 }
 
-// freeKptrs drops the references the referenced kptr fields of the value
-// at b hold and clears them, as the kernel's bpf_obj_free_fields does with
-// the fields' destructor kfuncs (bpf_task_release_dtor,
-// bpf_cgroup_release_dtor, bpf_cpumask_release_dtor) when a value is
-// overwritten or its element or map goes. A task is the world's: its
-// reference is nothing to drop.
-func freeKptrs(b uint64, fields []Field) {
+// freeFields drops what the fields of the value (or allocated object) at b
+// own and clears them, as the kernel's bpf_obj_free_fields does when a
+// value is overwritten or its element or map goes, or an object is
+// dropped: the references of referenced kptrs, with the fields'
+// destructor kfuncs (bpf_task_release_dtor, bpf_cgroup_release_dtor,
+// bpf_cpumask_release_dtor, bpf_obj_drop for allocated objects), and
+// every node of a list or rbtree root (bpf_list_head_free,
+// bpf_rb_root_free), taken out holding the value's spin lock. A task is
+// the world's: its reference is nothing to drop.
+func freeFields(b uint64, fields []Field) {
+	var lock *uint32
 	for _, f := range fields {
-		if f.Kind != Kptr {
-			continue
+		if f.Kind == SpinLock {
+			lock = (*uint32)(vm.Ptr(b + uint64(f.Offset)))
 		}
-		old := atomic.SwapUint64((*uint64)(vm.Ptr(b+uint64(f.Offset))), 0)
-		if old != 0 {
-			PutObject(old)
+	}
+	for _, f := range fields {
+		switch f.Kind {
+		case Kptr:
+			old := atomic.SwapUint64((*uint64)(vm.Ptr(b+uint64(f.Offset))), 0)
+			if old != 0 {
+				PutObject(old)
+			}
+		case ListHead:
+			freeList(b+uint64(f.Offset), f.NodeOff, lock)
+		case RBRoot:
+			freeRBTree(b+uint64(f.Offset), f.NodeOff, lock)
 		}
 	}
 }
 
-// hasKptr reports whether the fields hold a referenced kptr.
-func hasKptr(fields []Field) bool {
-	return slices.ContainsFunc(fields, func(f Field) bool { return f.Kind == Kptr })
+// hasFreeFields reports whether the fields hold something a value owns: a
+// referenced kptr or a graph root.
+func hasFreeFields(fields []Field) bool {
+	return slices.ContainsFunc(fields, func(f Field) bool { return f.Kind&(Kptr|ListHead|RBRoot) != 0 })
 }

@@ -616,6 +616,10 @@ func (v *verifier) queueCallback(pc int, name string, sub int, m *MapInfo) error
 		callee.Regs[2] = Reg{Type: PtrToMapKey, Map: m, Scalar: Const(0)}
 		callee.Regs[3] = Reg{Type: PtrToMapValue, Map: m, Scalar: Const(0)}
 		callee.Regs[4] = caller.Regs[3]
+	case "bpf_rbtree_add_impl":
+		// less(node, other): non-owning references to objects of the
+		// tree's type.
+		callee.Regs[1], callee.Regs[2] = v.cbArg, v.cbArg
 	default:
 		return v.errorf(pc, "callbacks of %s are not supported", name)
 	}
