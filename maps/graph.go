@@ -2,6 +2,7 @@ package maps
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -31,6 +32,8 @@ import (
 type ObjType struct {
 	Size   uint32
 	Fields []Field
+	// refcounted says the type has a bpf_refcount.
+	refcounted bool
 }
 
 // objTypes interns object types; a type's handle is objTypeTag plus its
@@ -62,7 +65,8 @@ func RegisterObjType(size uint32, fields []Field) uint64 {
 	if objTypes.index == nil {
 		objTypes.index = map[string]uint64{}
 	}
-	objTypes.types = append(objTypes.types, &ObjType{Size: size, Fields: fields})
+	rc := slices.ContainsFunc(fields, func(f Field) bool { return f.Kind == Refcount })
+	objTypes.types = append(objTypes.types, &ObjType{Size: size, Fields: fields, refcounted: rc})
 	h := objTypeTag | uint64(len(objTypes.types)-1)
 	objTypes.index[key.String()] = h
 	return h
@@ -90,7 +94,7 @@ func NewAlloc(h uint64) uint64 {
 	if t == nil {
 		return 0
 	}
-	return newSlot(&kobj{kind: ObjAlloc, refs: 1, typ: t}, max(t.Size, 1))
+	return newSlot(kobj{kind: ObjAlloc, refs: 1, typ: t}, max(t.Size, 1))
 }
 
 // AllocSlab returns the slab holding the allocated object at addr, the
@@ -98,10 +102,8 @@ func NewAlloc(h uint64) uint64 {
 func AllocSlab(addr uint64) (vm.Region, bool) {
 	kobjs.mu.Lock()
 	defer kobjs.mu.Unlock()
-	for _, m := range kobjs.slabs {
-		if a := m.Addr(); addr >= a && addr < a+kobjSlab {
-			return vm.Region{Start: a, End: a + kobjSlab, Writable: true}, true
-		}
+	if s := kobjs.slabOf(addr); s != nil {
+		return vm.Region{Start: s.base, End: s.base + kobjSlab, Writable: true}, true
 	}
 	return vm.Region{}, false
 }
@@ -112,7 +114,7 @@ func AllocSlab(addr uint64) (vm.Region, bool) {
 func AcquireAlloc(addr uint64) bool {
 	kobjs.mu.Lock()
 	defer kobjs.mu.Unlock()
-	o := kobjs.objs[addr]
+	o := kobjs.lookup(addr)
 	if o == nil || o.kind != ObjAlloc || o.refs <= 0 {
 		return false
 	}

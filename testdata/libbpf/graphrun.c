@@ -7,6 +7,8 @@
 //	                              64), print "PROG RET" per run
 //	graphrun -v OBJ PROG          load PROG alone, print "ok" or the
 //	                              verifier log after "reject"
+//	graphrun -r N OBJ PROG        run PROG N times in one test run, print
+//	                              "PROG RET NS" (the kernel's mean time)
 //
 // Built by the test with gcc against libbpf-dev; the test skips without it.
 #include <stdio.h>
@@ -24,7 +26,7 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list args)
 
 int main(int argc, char **argv)
 {
-	int verify = 0, i, first = 1;
+	int verify = 0, repeat = 1, i, first = 1;
 	struct bpf_object *obj;
 	struct bpf_program *p;
 
@@ -32,6 +34,9 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "-v")) {
 		verify = 1;
 		first = 2;
+	} else if (argc > 2 && !strcmp(argv[1], "-r")) {
+		repeat = atoi(argv[2]);
+		first = 3;
 	}
 	if (argc < first + 2) {
 		fprintf(stderr, "usage: graphrun [-v] OBJ PROG[:LEN]...\n");
@@ -84,12 +89,15 @@ int main(int argc, char **argv)
 			printf("%s missing\n", name);
 			return 1;
 		}
-		LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = data, .data_size_in = len, .repeat = 1);
+		LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = data, .data_size_in = len, .repeat = repeat);
 		if (bpf_prog_test_run_opts(bpf_program__fd(p), &opts)) {
 			printf("%s run failed\n", name);
 			return 1;
 		}
-		printf("%s %d\n", name, (int)opts.retval);
+		if (repeat > 1)
+			printf("%s %d %u\n", name, (int)opts.retval, opts.duration);
+		else
+			printf("%s %d\n", name, (int)opts.retval);
 	}
 	bpf_object__close(obj);
 	return 0;
