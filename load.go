@@ -68,8 +68,18 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	checked := v.aux == nil || opts.checked()
 	run := &runner.Program{
 		Name: name, Kind: typ, Type: pt, Verified: v.aux != nil, Checked: checked, MaxCtx: v.maxCtx, MaxTP: v.maxTP,
-		FuncArgs: v.target.Slots(), FuncRet: v.target.HasReturn(),
+		FuncArgs: v.target.Slots(), FuncRet: v.target.HasReturn(), KernelTypes: v.kernelTypes,
 		Budget: opts.Budget, Output: opts.Output, Task: opts.Task, CPUs: c,
+	}
+	if pt.Hook != nil {
+		// The structures a netfilter test run lays out, at the offsets
+		// of the BTF the program reads them with; a run without them
+		// fails (runner.Run).
+		kt := opts.KernelTypes
+		if kt == nil {
+			kt = defaultKernelTypes(opts)
+		}
+		run.Objects, _ = runner.ObjectsOf(kt)
 	}
 	if c == nil {
 		run.CPUs, run.OwnCPUs = runner.NewCPUs(0), true
@@ -179,6 +189,9 @@ type verified struct {
 	maxCtx   uint32 // verifier.Result.MaxCtxOffset
 	maxTP    uint32 // verifier.Result.MaxTPAccess
 	target   *verifier.AttachTarget
+	// kernelTypes is the target BTF the program was verified against
+	// (nil: none was needed).
+	kernelTypes *btf.Spec
 }
 
 // maxLogSize caps the verifier log buffer the retries grow to.
@@ -279,7 +292,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 	if a := programArena(ms); a != nil {
 		rewrite.LowerArena(ctx, res.Aux, a.Spec().Flags&maps.FlagNoUserConv != 0)
 	}
-	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset, maxTP: res.MaxTPAccess, target: target}, nil
+	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset, maxTP: res.MaxTPAccess, target: target, kernelTypes: vopts.KernelTypes}, nil
 }
 
 // defaultKernelTypes is the kernel BTF verification uses when the options

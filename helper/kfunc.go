@@ -161,6 +161,7 @@ var kfuncFamilies = [][]Kfunc{
 	throwKfuncs,
 	arenaKfuncs,
 	graphKfuncs,
+	sleepKfuncs,
 }
 
 // kfuncRegistry indexes kfuncFamilies by id, filling in the ids.

@@ -9,7 +9,8 @@ package isa
 // added side by side do not collide: 1-15 the number iterator and the
 // casts, 16-31 RCU and preemption, 32-47 tasks, 48-63 cgroups, 64-127
 // cpumasks, 128-191 dynptrs, 200-239 allocated objects and their
-// graphs (lists, rbtrees); the exceptions and the arena took 6-8.
+// graphs (lists, rbtrees), 300-339 the sleepable ones (user memory);
+// the exceptions and the arena took 6-8.
 const (
 	KfuncIterNumNew     int32 = 1 // int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end)
 	KfuncIterNumNext    int32 = 2 // int *bpf_iter_num_next(struct bpf_iter_num *it)
@@ -87,6 +88,9 @@ const (
 	KfuncRbtreeRoot      int32 = 212 // struct bpf_rb_node *bpf_rbtree_root(struct bpf_rb_root *root)
 	KfuncRbtreeLeft      int32 = 213 // struct bpf_rb_node *bpf_rbtree_left(struct bpf_rb_root *root, struct bpf_rb_node *node)
 	KfuncRbtreeRight     int32 = 214 // struct bpf_rb_node *bpf_rbtree_right(struct bpf_rb_root *root, struct bpf_rb_node *node)
+
+	KfuncCopyFromUserStr     int32 = 300 // int bpf_copy_from_user_str(void *dst, u32 dst__sz, const void __user *unsafe_ptr__ign, u64 flags)
+	KfuncCopyFromUserTaskStr int32 = 301 // int bpf_copy_from_user_task_str(void *dst, u32 dst__sz, const void __user *unsafe_ptr__ign, struct task_struct *tsk, u64 flags)
 )
 
 var kfuncNames = [...]string{
@@ -166,6 +170,9 @@ var kfuncNames = [...]string{
 	KfuncRbtreeRoot:      "bpf_rbtree_root",
 	KfuncRbtreeLeft:      "bpf_rbtree_left",
 	KfuncRbtreeRight:     "bpf_rbtree_right",
+
+	KfuncCopyFromUserStr:     "bpf_copy_from_user_str",
+	KfuncCopyFromUserTaskStr: "bpf_copy_from_user_task_str",
 }
 
 // KfuncID returns bpfvm's id of the kfunc called name.
