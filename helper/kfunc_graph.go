@@ -98,14 +98,21 @@ func kfuncListBack(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
 // called as less(node, other) for each node on the way down.
 func kfuncRbtreeAdd(e *vm.Env, r1, r2, r3, _, r5 uint64) (uint64, error) {
 	r := runner.Of(e)
-	frames := r.EnterCallbacks(e, vm.Region{})
-	defer r.LeaveCallbacks(e, frames, vm.Region{})
+	var frames vm.Region
+	entered := false
 	less := func(a, b uint64) (bool, error) {
+		if !entered {
+			// Only a tree with nodes calls less.
+			frames, entered = r.EnterCallbacks(e, vm.Region{}), true
+		}
 		grantAlloc(e, b)
 		ret, err := r.Callback(e, r3, a, b, 0, 0, 0)
 		return ret&1 != 0, err
 	}
 	ret, err := maps.RBAdd(r1, r2, r5, less)
+	if entered {
+		r.LeaveCallbacks(e, frames, vm.Region{})
+	}
 	return uint64(ret), err
 }
 
