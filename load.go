@@ -220,6 +220,9 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		pt = pt.ForTarget(opts.AttachTo, opts.flags&verifier.FlagSleepable != 0)
 	}
 	if opts.NoVerify || pt.ContextSize == 0 {
+		if err := helper.CheckUnverifiedKfuncs(insns); err != nil {
+			return nil, err
+		}
 		return &verified{target: target, kernelTypes: kt}, nil
 	}
 	// A helper bpfvm lacks is a load error of its own, before the verifier
@@ -253,6 +256,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		Lines:        opts.Lines,
 		KernelTypes:  opts.KernelTypes,
 		CPUs:         cpus,
+		LocalTypes:   opts.localTypes,
 	}
 	kernelObjects := slices.ContainsFunc(pt.Fields, func(f progtype.Field) bool { return f.Kind == progtype.KernelObject })
 	if vopts.KernelTypes == nil && (needsKernelTypes(insns, hs) || slices.ContainsFunc(ms, hasKptrs) || kernelObjects) {
@@ -427,6 +431,9 @@ func rewriteFor(e Engine, insns []isa.Instruction, v *verified, hs *helper.Set, 
 			return out, err
 		}
 		if err := rewrite.ZextArena(rp); err != nil {
+			return out, err
+		}
+		if _, err := rewrite.GraphArgs(rp); err != nil {
 			return out, err
 		}
 		if !opts.NoInline {

@@ -158,6 +158,9 @@ type ProgramOptions struct {
 	// poisons are the instructions CO-RE poisoned, which the loaders copy
 	// here to explain a rejection at one.
 	poisons []loader.Poison
+	// localTypes are the program's own BTF types by the ids CO-RE's
+	// bpf_core_type_id_local gave it (bpf_obj_new's argument).
+	localTypes map[btf.TypeID]btf.Type
 	// targets are the load's CO-RE targets, whose vmlinux is the kernel
 	// BTF verification uses when KernelTypes is nil (nil: found anew).
 	targets *coreTargets
@@ -485,6 +488,7 @@ func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Progra
 		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, enc.refs[0])
 	}
 	opts.flags, opts.poisons, opts.AttachType, opts.AttachTo, opts.targets = spec.Flags, enc.poisons, spec.AttachType, spec.AttachTo, targets
+	opts.localTypes = enc.locals
 	return newProgram(spec.Name, spec.Type, enc.insns, nil, nil, opts)
 }
 

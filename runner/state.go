@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"slices"
 	"unsafe"
 
 	"github.com/bpfvm/bpfvm/maps"
@@ -275,4 +276,14 @@ func (r *Runner) Commit(e *vm.Env, addr uint64, discard bool) bool {
 		return true
 	}
 	return false
+}
+
+// GrantRegion lets the rest of the run access reg (in checked mode) unless
+// a region equal to it does already: the slabs of allocated objects, which
+// kfuncs hand out one object at a time.
+func (r *Runner) GrantRegion(e *vm.Env, reg vm.Region) {
+	if !e.Checked || slices.Contains(r.regions, reg) {
+		return
+	}
+	r.AddRegion(e, reg)
 }

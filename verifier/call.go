@@ -677,6 +677,10 @@ func (v *verifier) queueCallback(pc int, name string, sub int, m *MapInfo) error
 		callee.Regs[1] = v.btfPtr(task, Trusted)
 		callee.Regs[2] = v.btfPtr(vma, 0)
 		callee.Regs[3] = caller.Regs[4]
+	case "bpf_rbtree_add_impl":
+		// less(node, other): non-owning references to objects of the
+		// tree's type.
+		callee.Regs[1], callee.Regs[2] = v.cbArg, v.cbArg
 	default:
 		return v.errorf(pc, "callbacks of %s are not supported", name)
 	}

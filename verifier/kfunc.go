@@ -37,6 +37,9 @@ func (v *verifier) checkKfuncCall(pc int, id int32) error {
 	case isa.KfuncArenaAlloc, isa.KfuncArenaFree:
 		return v.arenaKfunc(pc, id) // arena.go
 	}
+	if isGraphKfunc(id) {
+		return v.graphKfunc(pc, id, k) // graph.go
+	}
 	if isDynptrKfunc(id) {
 		return v.checkDynptrKfunc(pc, id) // dynptr.go
 	}

@@ -313,7 +313,7 @@ func memOrObject(t RegType) bool { return t == PtrToMem || t == PtrToBTFID }
 // probed reports whether loads through ptr are probe loads: of a kernel
 // object or of untrusted memory.
 func probed(ptr *Reg) bool {
-	return ptr.Type == PtrToBTFID || ptr.Type == PtrToMem && ptr.Flags&Untrusted != 0
+	return ptr.Type == PtrToBTFID && ptr.Flags&Alloc == 0 || ptr.Type == PtrToMem && ptr.Flags&Untrusted != 0
 }
 
 // xdpSockAccess checks an access to an xskmap socket: only its 4-byte

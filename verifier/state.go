@@ -80,6 +80,10 @@ const (
 	RCU
 	// Alloc marks an object the program allocated (bpf_obj_new).
 	Alloc
+	// NonOwn marks a non-owning reference to an allocated object (the
+	// kernel's NON_OWN_REF): one a list or rbtree owns, valid while its
+	// root's lock is held (graph.go).
+	NonOwn
 )
 
 var regTypeNames = [...]string{

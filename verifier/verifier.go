@@ -108,6 +108,11 @@ type Options struct {
 	// contexts give, and what bpf_rdonly_cast's type ids name. Nil
 	// refuses what needs it.
 	KernelTypes *btf.Spec
+	// LocalTypes are the program's own BTF types by the ids the program
+	// names them with (bpf_core_type_id_local's, what bpf_obj_new takes):
+	// the types of the objects the program allocates. Nil is a program
+	// without BTF.
+	LocalTypes map[btf.TypeID]btf.Type
 	// Attach is the attach target of a tracing program
 	// (progtype.Type.BTFArgs), found in KernelTypes (ResolveAttach).
 	Attach *AttachTarget
@@ -229,6 +234,8 @@ type InsnAux struct {
 	// may move the pointer by at most ALULimit bytes.
 	ALUState ALUSanitize
 	ALULimit uint32
+	// Graph is what the rewrite passes to a graph kfunc call (graph.go).
+	Graph *GraphCall
 }
 
 // Result is the outcome of a successful verification.
@@ -358,9 +365,15 @@ type verifier struct {
 	// kptrTypes are the kernel structs kptrs point to, by name
 	// (fields.go).
 	kptrTypes map[string]btf.Type
-	free      []*State // states to reuse (state.go)
-	exact     bool     // compare every scalar and slot (tests)
-	hook      func(pc int)
+	// objRecords are the special fields of allocated objects' types
+	// (graph.go), by type.
+	objRecords map[btf.Type][]maps.Field
+	// cbArg is the argument a graph kfunc's callback gets (R1 and R2 of
+	// bpf_rbtree_add's less), for queueCallback.
+	cbArg Reg
+	free  []*State // states to reuse (state.go)
+	exact bool     // compare every scalar and slot (tests)
+	hook  func(pc int)
 
 	// The instruction history of the current path (precise.go).
 	hist []histEntry
@@ -473,6 +486,11 @@ func (v *verifier) run() error {
 	v.regInvariants = v.opts.Flags&FlagTestRegInvariants != 0
 	v.callbackSites = make([]bool, len(v.insns))
 	for pc, ins := range v.insns {
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallKfunc) && ins.Imm == isa.KfuncRbtreeAdd {
+			// bpf_rbtree_add_impl calls less back (graph.go).
+			v.callbackSites[pc] = true
+			v.prunePoints[pc], v.jmpPoints[pc] = true, true
+		}
 		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {
 			continue
 		}
