@@ -8,7 +8,8 @@ package isa
 // Ids are grouped by family, each in a range of its own, so that families
 // added side by side do not collide: 1-15 the number iterator and the
 // casts, 16-31 RCU and preemption, 32-47 tasks, 48-63 cgroups, 64-127
-// cpumasks, 128-191 dynptrs, 192-255 exceptions and the arena.
+// cpumasks, 128-191 dynptrs, 192-255 exceptions and the arena, 256-299 the
+// open-coded iterators but the number one.
 const (
 	KfuncIterNumNew     int32 = 1 // int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end)
 	KfuncIterNumNext    int32 = 2 // int *bpf_iter_num_next(struct bpf_iter_num *it)
@@ -72,6 +73,26 @@ const (
 	KfuncArenaFree               int32 = 8   // void bpf_arena_free_pages(void *map, void __arena *ptr, u32 page_cnt)
 )
 
+// Open-coded iterators over bits, tasks, a task's memory areas and
+// cgroups (kernel/bpf/helpers.c, task_iter.c, cgroup_iter.c): 256-299.
+const (
+	KfuncIterBitsNew        int32 = 256 // int bpf_iter_bits_new(struct bpf_iter_bits *it, const u64 *unsafe_ptr__ign, u32 nr_words)
+	KfuncIterBitsNext       int32 = 257 // int *bpf_iter_bits_next(struct bpf_iter_bits *it)
+	KfuncIterBitsDestroy    int32 = 258 // void bpf_iter_bits_destroy(struct bpf_iter_bits *it)
+	KfuncIterTaskNew        int32 = 259 // int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task__nullable, unsigned int flags)
+	KfuncIterTaskNext       int32 = 260 // struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it)
+	KfuncIterTaskDestroy    int32 = 261 // void bpf_iter_task_destroy(struct bpf_iter_task *it)
+	KfuncIterTaskVMANew     int32 = 262 // int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, u64 addr)
+	KfuncIterTaskVMANext    int32 = 263 // struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it)
+	KfuncIterTaskVMADestroy int32 = 264 // void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it)
+	KfuncIterCSSNew         int32 = 265 // int bpf_iter_css_new(struct bpf_iter_css *it, struct cgroup_subsys_state *start, unsigned int flags)
+	KfuncIterCSSNext        int32 = 266 // struct cgroup_subsys_state *bpf_iter_css_next(struct bpf_iter_css *it)
+	KfuncIterCSSDestroy     int32 = 267 // void bpf_iter_css_destroy(struct bpf_iter_css *it)
+	KfuncIterCSSTaskNew     int32 = 268 // int bpf_iter_css_task_new(struct bpf_iter_css_task *it, struct cgroup_subsys_state *css, unsigned int flags)
+	KfuncIterCSSTaskNext    int32 = 269 // struct task_struct *bpf_iter_css_task_next(struct bpf_iter_css_task *it)
+	KfuncIterCSSTaskDestroy int32 = 270 // void bpf_iter_css_task_destroy(struct bpf_iter_css_task *it)
+)
+
 var kfuncNames = [...]string{
 	KfuncIterNumNew:     "bpf_iter_num_new",
 	KfuncIterNumNext:    "bpf_iter_num_next",
@@ -133,6 +154,21 @@ var kfuncNames = [...]string{
 	KfuncThrow:                   "bpf_throw",
 	KfuncArenaAlloc:              "bpf_arena_alloc_pages",
 	KfuncArenaFree:               "bpf_arena_free_pages",
+	KfuncIterBitsNew:             "bpf_iter_bits_new",
+	KfuncIterBitsNext:            "bpf_iter_bits_next",
+	KfuncIterBitsDestroy:         "bpf_iter_bits_destroy",
+	KfuncIterTaskNew:             "bpf_iter_task_new",
+	KfuncIterTaskNext:            "bpf_iter_task_next",
+	KfuncIterTaskDestroy:         "bpf_iter_task_destroy",
+	KfuncIterTaskVMANew:          "bpf_iter_task_vma_new",
+	KfuncIterTaskVMANext:         "bpf_iter_task_vma_next",
+	KfuncIterTaskVMADestroy:      "bpf_iter_task_vma_destroy",
+	KfuncIterCSSNew:              "bpf_iter_css_new",
+	KfuncIterCSSNext:             "bpf_iter_css_next",
+	KfuncIterCSSDestroy:          "bpf_iter_css_destroy",
+	KfuncIterCSSTaskNew:          "bpf_iter_css_task_new",
+	KfuncIterCSSTaskNext:         "bpf_iter_css_task_next",
+	KfuncIterCSSTaskDestroy:      "bpf_iter_css_task_destroy",
 }
 
 // KfuncID returns bpfvm's id of the kfunc called name.

@@ -38,6 +38,10 @@ type helperState struct {
 	key uint64
 	// line is the output line of bpf_trace_printk, reused.
 	line []byte
+
+	// iters are the states of the run's open-coded iterators that do
+	// not fit their stack slots (IterState); the slots hold handles.
+	iters []any
 }
 
 // Scratch layout: scratchLevels nesting levels of two key slots each.
@@ -79,7 +83,33 @@ func (r *Runner) resetRun() {
 	r.sk.clones = r.sk.clones[:0]
 	r.tr.signals = r.tr.signals[:0]
 	r.hs.scratchDepth = 0
+	clear(r.hs.iters)
+	r.hs.iters = r.hs.iters[:0]
 	r.resetSelected()
+}
+
+// NewIterState keeps the state of an open-coded iterator for the rest of
+// the run and returns its handle (never 0), which the iterator's stack
+// slot holds: a program cannot write the slot, and a handle that is not
+// one of the run's finds nothing.
+func (r *Runner) NewIterState(s any) uint64 {
+	r.hs.iters = append(r.hs.iters, s)
+	return uint64(len(r.hs.iters))
+}
+
+// IterState returns the state of handle h, nil if there is none.
+func (r *Runner) IterState(h uint64) any {
+	if h == 0 || h > uint64(len(r.hs.iters)) {
+		return nil
+	}
+	return r.hs.iters[h-1]
+}
+
+// DropIterState forgets the state of handle h (the iterator's _destroy).
+func (r *Runner) DropIterState(h uint64) {
+	if h != 0 && h <= uint64(len(r.hs.iters)) {
+		r.hs.iters[h-1] = nil
+	}
 }
 
 // nextRun ends a repetition and prepares the next: the engines call it

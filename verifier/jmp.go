@@ -162,6 +162,10 @@ func (v *verifier) branchTaken(op uint8, dst, src *Reg, is32 bool) int {
 	switch ptr.Type {
 	case PtrToMapValue, PtrToMapKey, PtrToMem, ConstPtrToMap, PtrToSocket, PtrToTCPSock, PtrToSockCommon:
 		notNull = !ptr.maybeNull()
+	case PtrToBTFID:
+		// Trusted kernel objects (what an iterator's _next gives, a
+		// tp_btf argument) are never NULL.
+		notNull = !ptr.maybeNull() && isTrustedReg(ptr)
 	}
 	if notNull && other.Type == ScalarValue && other.IsConst() && other.Const() == 0 && !is32 {
 		switch op {
