@@ -24,6 +24,7 @@ var iterMapSpecs = []*ebpf.MapSpec{
 	{Name: "itm_small", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 2},
 	{Name: "itm_wide", Type: ebpf.Hash, KeySize: 8, ValueSize: 8, MaxEntries: 2},
 	{Name: "itm_ring", Type: ebpf.RingBuf, MaxEntries: 4096},
+	{Name: "itm_percpu", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1},
 }
 
 // iterMapLine is dump_map's line for a map.
@@ -104,6 +105,26 @@ func TestIterMaps(t *testing.T) {
 			}
 			if _, err := read("dump_elem", &bpfvm.IterOptions{Map: ms[4]}); !errors.Is(err, syscall.EINVAL) {
 				t.Errorf("dump_elem on a ring buffer on %v checks %v: %v; want EINVAL", e, checks, err)
+			}
+			// A per-CPU map's value buffer holds every CPU's value:
+			// the program reads and bumps the first CPU's.
+			pc := ms[5]
+			var vals []uint64
+			if err := pc.Lookup(uint32(0), &vals); err != nil {
+				t.Fatal(err)
+			}
+			for i := range vals {
+				vals[i] = uint64(100 + i)
+			}
+			if err := pc.Put(uint32(0), vals); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := read("dump_elem", &bpfvm.IterOptions{Map: pc}); err != nil || got != "0: 100\nitm_percpu end 0\n" {
+				t.Errorf("dump_elem on a per-CPU array on %v checks %v: %q, %v", e, checks, got, err)
+			}
+			var after []uint64
+			if err := pc.Lookup(uint32(0), &after); err != nil || after[0] != 101 || len(after) > 1 && after[1] != 101 {
+				t.Errorf("after dump_elem on a per-CPU array on %v checks %v: %v, %v", e, checks, after, err)
 			}
 			if _, err := read("dump_elem", nil); err == nil {
 				t.Errorf("dump_elem without a map on %v checks %v: no error", e, checks)

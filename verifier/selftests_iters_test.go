@@ -60,12 +60,14 @@ func TestSelftestOpenIters(t *testing.T) {
 		rcuLock = "call bpf_rcu_read_lock#0\n"
 		rcuUnl  = "call bpf_rcu_read_unlock#0\n"
 	)
+	// k sets the instructions the kernel processes for a case.
+	k := func(c vcase, n int) vcase { c.kinsns = n; return c }
 	taskLoop := func(next string) string {
 		return fmt.Sprintf("loop: %scall %s#0\nif r0 == 0 goto done\nr1 = *(u32 *)(r0 +%d)\ngoto loop\ndone: ", taskArg, next, pidOff)
 	}
 	cases := []vcase{
 		// Bits.
-		xdp("bits loop", bitsNew+bitsLoop+bitsEnd, ""),
+		k(xdp("bits loop", bitsNew+bitsLoop+bitsEnd, ""), 53),
 		{name: "bits in a socket filter", typ: ebpf.SocketFilter, btf: true, asm: bitsNew + bitsLoop + bitsEnd},
 		xdp("bits leak", bitsNew+ret0, "Unreleased reference id=1 alloc_insn="),
 		xdp("bits new twice", bitsNew+bitsNew+bitsEnd, "expected uninitialized iter_bits as arg #0"),
@@ -88,40 +90,40 @@ func TestSelftestOpenIters(t *testing.T) {
 		xdp("bits iterator passed on", bitsNew+"r1 = r10\nr1 += -16\nr2 = 0\nr3 = 3\ncall bpf_iter_num_new#0\n"+ret0, "expected uninitialized iter_num as arg #0"),
 		xdp("bits two iterators", bitsNew+words+"r1 = r10\nr1 += -56\nr2 = r10\nr2 += -40\nr3 = 1\ncall bpf_iter_bits_new#0\n"+
 			"r1 = r10\nr1 += -56\ncall bpf_iter_bits_destroy#0\n"+bitsEnd, ""),
-		xdp("bits nested loops", bitsNew+words+"r1 = r10\nr1 += -56\nr2 = r10\nr2 += -40\nr3 = 1\ncall bpf_iter_bits_new#0\n"+
+		k(xdp("bits nested loops", bitsNew+words+"r1 = r10\nr1 += -56\nr2 = r10\nr2 += -40\nr3 = 1\ncall bpf_iter_bits_new#0\n"+
 			"r6 = 0\nouter: "+bitsArg+"call bpf_iter_bits_next#0\nif r0 == 0 goto odone\n"+
 			"inner: r1 = r10\nr1 += -56\ncall bpf_iter_bits_next#0\nif r0 == 0 goto outer\nr1 = *(u32 *)(r0 +0)\nr6 += r1\ngoto inner\n"+
-			"odone: r1 = r10\nr1 += -56\ncall bpf_iter_bits_destroy#0\n"+bitsEnd, ""),
+			"odone: r1 = r10\nr1 += -56\ncall bpf_iter_bits_destroy#0\n"+bitsEnd, ""), 118),
 
 		// Tasks, from a non-sleepable program: in an RCU section.
-		tp("task walk", taskNew+taskLoop("bpf_iter_task_next")+taskEnd, ""),
+		k(tp("task walk", taskNew+taskLoop("bpf_iter_task_next")+taskEnd, ""), 25),
 		tp("task walk threads", ctxTask+taskArg+"r2 = r7\nr3 = 2\ncall bpf_iter_task_new#0\n"+taskLoop("bpf_iter_task_next")+taskEnd, ""),
 		tp("task walk leak", taskNew+ret0, "Unreleased reference id="),
 		tp("task walk at fp-16", "r1 = r10\nr1 += -16\nr2 = 0\nr3 = 0\ncall bpf_iter_task_new#0\n"+ret0, "expected uninitialized iter_task as arg #0"),
 		tp("task unchecked", taskNew+taskArg+"call bpf_iter_task_next#0\nr1 = *(u32 *)(r0 +0)\n"+taskEnd, "R0 invalid mem access 'scalar'"),
 		tp("task acquire", taskNew+taskArg+"call bpf_iter_task_next#0\nif r0 == 0 goto done\nr1 = r0\ncall bpf_task_acquire#0\nif r0 == 0 goto done\nr1 = r0\ncall bpf_task_release#0\ndone: "+taskEnd, ""),
 		tp("task scalar", taskArg+"r2 = 7\nr3 = 0\ncall bpf_iter_task_new#0\n"+taskEnd, "arg#1 pointer type STRUCT task_struct must point to scalar, or struct with scalar"),
-		tp("task in an RCU section", rcuLock+taskNew+taskLoop("bpf_iter_task_next")+taskEnd[:len(taskEnd)-len(ret0)]+rcuUnl+ret0, ""),
+		k(tp("task in an RCU section", rcuLock+taskNew+taskLoop("bpf_iter_task_next")+taskEnd[:len(taskEnd)-len(ret0)]+rcuUnl+ret0, ""), 28),
 		tp("task after the RCU section", rcuLock+taskNew+rcuUnl+taskArg+"call bpf_iter_task_next#0\n"+taskEnd, "expected an RCU CS when using bpf_iter_task_next"),
 		tp("task destroy after the RCU section", rcuLock+taskNew+rcuUnl+taskEnd, "expected an RCU CS when using bpf_iter_task_destroy"),
 		tp("task on a bits iterator", taskNew+"r1 = r10\nr1 += -24\ncall bpf_iter_bits_next#0\n"+taskEnd, "expected an initialized iter_bits as arg #0"),
 		tp("task mid-iterator", taskNew+"r1 = r10\nr1 += -16\ncall bpf_iter_task_next#0\n"+taskEnd, "expected an initialized iter_task as arg #0"),
 		tp("task slot overwritten", taskNew+"r1 = 0\n*(u64 *)(r10 -8) = r1\n"+taskArg+"call bpf_iter_task_next#0\n"+taskEnd, "expected an initialized iter_task as arg #0"),
 		iter("task sleepable without RCU", verifier.FlagSleepable, taskNew+taskEnd, "kernel func bpf_iter_task_new requires RCU critical section protection"),
-		iter("task sleepable with RCU", verifier.FlagSleepable, rcuLock+taskNew+taskLoop("bpf_iter_task_next")+taskEnd[:len(taskEnd)-len(ret0)]+rcuUnl+ret0, ""),
+		k(iter("task sleepable with RCU", verifier.FlagSleepable, rcuLock+taskNew+taskLoop("bpf_iter_task_next")+taskEnd[:len(taskEnd)-len(ret0)]+rcuUnl+ret0, ""), 28),
 
 		// A task's memory areas.
-		tp("vma walk", ctxTask+vmaArg+"r2 = r7\nr3 = 0\ncall bpf_iter_task_vma_new#0\n"+
-			fmt.Sprintf("loop: %scall bpf_iter_task_vma_next#0\nif r0 == 0 goto done\nr1 = *(u64 *)(r0 +%d)\ngoto loop\ndone: ", vmaArg, vmStartOff)+vmaEnd, ""),
+		k(tp("vma walk", ctxTask+vmaArg+"r2 = r7\nr3 = 0\ncall bpf_iter_task_vma_new#0\n"+
+			fmt.Sprintf("loop: %scall bpf_iter_task_vma_next#0\nif r0 == 0 goto done\nr1 = *(u64 *)(r0 +%d)\ngoto loop\ndone: ", vmaArg, vmStartOff)+vmaEnd, ""), 21),
 		tp("vma of NULL", vmaArg+"r2 = 0\nr3 = 0\ncall bpf_iter_task_vma_new#0\n"+vmaEnd, "Possibly NULL pointer passed to trusted arg1"),
 		tp("vma of a scalar", vmaArg+"r2 = 8\nr3 = 0\ncall bpf_iter_task_vma_new#0\n"+vmaEnd, "arg#1 pointer type STRUCT task_struct must point to scalar, or struct with scalar"),
 
 		// Cgroups.
-		tp("css walk", cgroup+cssArg+"r2 = r8\nr3 = 1\ncall bpf_iter_css_new#0\nloop: "+cssArg+"call bpf_iter_css_next#0\nif r0 == 0 goto done\nr1 = *(u64 *)(r0 +0)\ngoto loop\ndone: "+cssArg+"call bpf_iter_css_destroy#0\n"+cgrpEnd, ""),
+		k(tp("css walk", cgroup+cssArg+"r2 = r8\nr3 = 1\ncall bpf_iter_css_new#0\nloop: "+cssArg+"call bpf_iter_css_next#0\nif r0 == 0 goto done\nr1 = *(u64 *)(r0 +0)\ngoto loop\ndone: "+cssArg+"call bpf_iter_css_destroy#0\n"+cgrpEnd, ""), 35),
 		tp("css of NULL", cssArg+"r2 = 0\nr3 = 1\ncall bpf_iter_css_new#0\n"+cssArg+"call bpf_iter_css_destroy#0\n"+ret0, "Possibly NULL pointer passed to trusted arg1"),
 		tp("css task in tp_btf", cgroup+cssTask+"r2 = r8\nr3 = 0\ncall bpf_iter_css_task_new#0\n"+cssTask+"call bpf_iter_css_task_destroy#0\n"+cgrpEnd, "css_task_iter is only allowed in bpf_lsm, bpf_iter and sleepable progs"),
-		iter("css task in an iterator", 0, cgroup+cssTask+"r2 = r8\nr3 = 0\ncall bpf_iter_css_task_new#0\n"+
-			fmt.Sprintf("loop: %scall bpf_iter_css_task_next#0\nif r0 == 0 goto done\nr1 = *(u32 *)(r0 +%d)\ngoto loop\ndone: ", cssTask, pidOff)+cssTask+"call bpf_iter_css_task_destroy#0\n"+cgrpEnd, ""),
+		k(iter("css task in an iterator", 0, cgroup+cssTask+"r2 = r8\nr3 = 0\ncall bpf_iter_css_task_new#0\n"+
+			fmt.Sprintf("loop: %scall bpf_iter_css_task_next#0\nif r0 == 0 goto done\nr1 = *(u32 *)(r0 +%d)\ngoto loop\ndone: ", cssTask, pidOff)+cssTask+"call bpf_iter_css_task_destroy#0\n"+cgrpEnd, ""), 28),
 		iter("css task sleepable", verifier.FlagSleepable, cgroup+cssTask+"r2 = r8\nr3 = 0\ncall bpf_iter_css_task_new#0\n"+cssTask+"call bpf_iter_css_task_destroy#0\n"+cgrpEnd, ""),
 	}
 	runCases(t, cases)
