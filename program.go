@@ -319,6 +319,13 @@ type Net = runner.Net
 // Trace is the host's side of a run of a tracing program (RunOptions.Trace).
 type Trace = runner.Trace
 
+// TaskInfo is a task of the traced world (Trace.Tasks), which the
+// open-coded task iterators walk.
+type TaskInfo = runner.TaskInfo
+
+// VMA is a memory area of a task of the traced world (TaskInfo.VMAs).
+type VMA = runner.VMA
+
 // TraceMemory is a region of the traced world's kernel or user memory
 // (Trace.Memory).
 type TraceMemory = runner.Memory

@@ -121,7 +121,7 @@ func KfuncHook(pt *progtype.Type) KfuncHooks {
 		return HookXDP
 	case "sched_cls":
 		return HookTC
-	case "tp_btf", "fentry", "fexit", "fmod_ret", "tracepoint", "raw_tracepoint", "perf_event", "lsm":
+	case "tp_btf", "fentry", "fexit", "fmod_ret", "iter", "tracepoint", "raw_tracepoint", "perf_event", "lsm":
 		return HookTracing
 	case "syscall":
 		return HookSyscall
@@ -152,6 +152,7 @@ func (k *Kfunc) Allowed(pt *progtype.Type) bool {
 // kfuncFamilies are the kfuncs bpfvm implements, by family.
 var kfuncFamilies = [][]Kfunc{
 	iterKfuncs,
+	itersKfuncs,
 	castKfuncs,
 	rcuKfuncs,
 	taskKfuncs,

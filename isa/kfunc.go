@@ -9,8 +9,9 @@ package isa
 // added side by side do not collide: 1-15 the number iterator and the
 // casts, 16-31 RCU and preemption, 32-47 tasks, 48-63 cgroups, 64-127
 // cpumasks, 128-191 dynptrs, 200-239 allocated objects and their
-// graphs (lists, rbtrees), 300-339 the sleepable ones (user memory);
-// the exceptions and the arena took 6-8.
+// graphs (lists, rbtrees), 256-299 the open-coded iterators but the
+// number one, 300-339 the sleepable ones (user memory); the exceptions
+// and the arena took 6-8.
 const (
 	KfuncIterNumNew     int32 = 1 // int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end)
 	KfuncIterNumNext    int32 = 2 // int *bpf_iter_num_next(struct bpf_iter_num *it)
@@ -93,6 +94,26 @@ const (
 	KfuncCopyFromUserTaskStr int32 = 301 // int bpf_copy_from_user_task_str(void *dst, u32 dst__sz, const void __user *unsafe_ptr__ign, struct task_struct *tsk, u64 flags)
 )
 
+// Open-coded iterators over bits, tasks, a task's memory areas and
+// cgroups (kernel/bpf/helpers.c, task_iter.c, cgroup_iter.c): 256-299.
+const (
+	KfuncIterBitsNew        int32 = 256 // int bpf_iter_bits_new(struct bpf_iter_bits *it, const u64 *unsafe_ptr__ign, u32 nr_words)
+	KfuncIterBitsNext       int32 = 257 // int *bpf_iter_bits_next(struct bpf_iter_bits *it)
+	KfuncIterBitsDestroy    int32 = 258 // void bpf_iter_bits_destroy(struct bpf_iter_bits *it)
+	KfuncIterTaskNew        int32 = 259 // int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task__nullable, unsigned int flags)
+	KfuncIterTaskNext       int32 = 260 // struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it)
+	KfuncIterTaskDestroy    int32 = 261 // void bpf_iter_task_destroy(struct bpf_iter_task *it)
+	KfuncIterTaskVMANew     int32 = 262 // int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, u64 addr)
+	KfuncIterTaskVMANext    int32 = 263 // struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it)
+	KfuncIterTaskVMADestroy int32 = 264 // void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it)
+	KfuncIterCSSNew         int32 = 265 // int bpf_iter_css_new(struct bpf_iter_css *it, struct cgroup_subsys_state *start, unsigned int flags)
+	KfuncIterCSSNext        int32 = 266 // struct cgroup_subsys_state *bpf_iter_css_next(struct bpf_iter_css *it)
+	KfuncIterCSSDestroy     int32 = 267 // void bpf_iter_css_destroy(struct bpf_iter_css *it)
+	KfuncIterCSSTaskNew     int32 = 268 // int bpf_iter_css_task_new(struct bpf_iter_css_task *it, struct cgroup_subsys_state *css, unsigned int flags)
+	KfuncIterCSSTaskNext    int32 = 269 // struct task_struct *bpf_iter_css_task_next(struct bpf_iter_css_task *it)
+	KfuncIterCSSTaskDestroy int32 = 270 // void bpf_iter_css_task_destroy(struct bpf_iter_css_task *it)
+)
+
 var kfuncNames = [...]string{
 	KfuncIterNumNew:     "bpf_iter_num_new",
 	KfuncIterNumNext:    "bpf_iter_num_next",
@@ -173,6 +194,22 @@ var kfuncNames = [...]string{
 
 	KfuncCopyFromUserStr:     "bpf_copy_from_user_str",
 	KfuncCopyFromUserTaskStr: "bpf_copy_from_user_task_str",
+
+	KfuncIterBitsNew:        "bpf_iter_bits_new",
+	KfuncIterBitsNext:       "bpf_iter_bits_next",
+	KfuncIterBitsDestroy:    "bpf_iter_bits_destroy",
+	KfuncIterTaskNew:        "bpf_iter_task_new",
+	KfuncIterTaskNext:       "bpf_iter_task_next",
+	KfuncIterTaskDestroy:    "bpf_iter_task_destroy",
+	KfuncIterTaskVMANew:     "bpf_iter_task_vma_new",
+	KfuncIterTaskVMANext:    "bpf_iter_task_vma_next",
+	KfuncIterTaskVMADestroy: "bpf_iter_task_vma_destroy",
+	KfuncIterCSSNew:         "bpf_iter_css_new",
+	KfuncIterCSSNext:        "bpf_iter_css_next",
+	KfuncIterCSSDestroy:     "bpf_iter_css_destroy",
+	KfuncIterCSSTaskNew:     "bpf_iter_css_task_new",
+	KfuncIterCSSTaskNext:    "bpf_iter_css_task_next",
+	KfuncIterCSSTaskDestroy: "bpf_iter_css_task_destroy",
 }
 
 // KfuncID returns bpfvm's id of the kfunc called name.

@@ -57,6 +57,11 @@ type Program struct {
 	// MaxTP is the end of the furthest access to a writable raw
 	// tracepoint's buffer the verifier saw (verifier.Result.MaxTPAccess).
 	MaxTP uint32
+	// MaxRdonly and MaxRdwr are the ends of the furthest accesses to a
+	// map iterator's key and value buffers the verifier saw
+	// (verifier.Result.MaxRdonlyAccess, MaxRdwrAccess), which the walk
+	// checks against the map's sizes.
+	MaxRdonly, MaxRdwr uint32
 	// FuncArgs is the number of u64 argument slots of the function a
 	// trampoline program (fentry, fexit, fmod_ret, lsm) is attached to,
 	// what bpf_get_func_arg_cnt returns; FuncRet says the slot after them

@@ -43,6 +43,10 @@ type helperState struct {
 	// retval is the return value a cgroup hook's syscall gives
 	// (bpf_get_retval, bpf_set_retval): 0 at the start of every run.
 	retval int32
+
+	// iters are the states of the run's open-coded iterators that do
+	// not fit their stack slots (IterState); the slots hold handles.
+	iters []any
 }
 
 // Scratch layout: scratchLevels nesting levels of two key slots each.
@@ -85,6 +89,8 @@ func (r *Runner) resetRun() {
 	r.tr.signals = r.tr.signals[:0]
 	r.hs.scratchDepth = 0
 	r.hs.retval = 0
+	clear(r.hs.iters)
+	r.hs.iters = r.hs.iters[:0]
 	r.resetSelected()
 }
 
@@ -95,6 +101,30 @@ func (r *Runner) CgroupRetval() int32 { return r.hs.retval }
 // SetCgroupRetval sets the return value of the cgroup hook's syscall
 // (bpf_set_retval).
 func (r *Runner) SetCgroupRetval(v int32) { r.hs.retval = v }
+
+// NewIterState keeps the state of an open-coded iterator for the rest of
+// the run and returns its handle (never 0), which the iterator's stack
+// slot holds: a program cannot write the slot, and a handle that is not
+// one of the run's finds nothing.
+func (r *Runner) NewIterState(s any) uint64 {
+	r.hs.iters = append(r.hs.iters, s)
+	return uint64(len(r.hs.iters))
+}
+
+// IterState returns the state of handle h, nil if there is none.
+func (r *Runner) IterState(h uint64) any {
+	if h == 0 || h > uint64(len(r.hs.iters)) {
+		return nil
+	}
+	return r.hs.iters[h-1]
+}
+
+// DropIterState forgets the state of handle h (the iterator's _destroy).
+func (r *Runner) DropIterState(h uint64) {
+	if h != 0 && h <= uint64(len(r.hs.iters)) {
+		r.hs.iters[h-1] = nil
+	}
+}
 
 // nextRun ends a repetition and prepares the next: the engines call it
 // between the runs of RunOptions.Repeat (as runner.between, made once).

@@ -66,6 +66,42 @@ type Trace struct {
 	// reads it (syscall programs): addresses by name; a name it lacks is
 	// not found.
 	Symbols map[string]uint64
+	// Tasks are the world's tasks, which the open-coded task iterators
+	// walk (bpf_iter_task, bpf_iter_css_task, bpf_iter_task_vma), in
+	// the kernel's task-list order: init_task (pid 0) first where the
+	// world has it, each process's threads after its leader.
+	Tasks []TaskInfo
+}
+
+// TaskInfo is a task of the world: its struct task_struct's address
+// (give the world's Memory there for the program's reads of it), its
+// ids, its cgroup v2 and its memory areas.
+type TaskInfo struct {
+	Addr      uint64
+	PID, TGID uint32
+	// CgroupID is the id of the task's cgroup (0: the root cgroup).
+	CgroupID uint64
+	// VMAs are the task's memory areas in address order, what
+	// bpf_iter_task_vma walks; nil is a task without memory (a kernel
+	// thread), for which the walk cannot start (-ENOENT).
+	VMAs []VMA
+}
+
+// VMA is a memory area of a task: its struct vm_area_struct's address
+// and the addresses it maps, [Start, End).
+type VMA struct {
+	Addr, Start, End uint64
+}
+
+// TaskAt returns the index in Tasks of the task whose struct
+// task_struct is at addr, or -1.
+func (t *Trace) TaskAt(addr uint64) int {
+	for i := range t.Tasks {
+		if t.Tasks[i].Addr == addr {
+			return i
+		}
+	}
+	return -1
 }
 
 // Memory is a region of the traced world's memory at Addr: kernel memory,

@@ -715,6 +715,8 @@ func (v *verifier) checkMemArgType(pc int, regno isa.Register, reg *Reg, at ArgT
 		// Read-only memory only where the helper only reads; untrusted
 		// memory (probe loads only) nowhere.
 		ok = (reg.Flags&Rdonly == 0 || !at.Writes()) && reg.Flags&Untrusted == 0
+	case PtrToBuf:
+		ok = true
 	}
 	if at == ArgConstStr {
 		want, ok = "map_value", reg.Type == PtrToMapValue
@@ -782,6 +784,11 @@ func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int
 			return v.errorf(pc, "R%d cannot write into %s", regno, regTypeString(reg))
 		}
 		return v.boundsCheck(reg, a, int64(reg.MemSize), "memory, mem_size")
+	case PtrToBuf:
+		if write && reg.Flags&Rdonly != 0 {
+			return v.errorf(pc, "R%d cannot write into %s", regno, regTypeString(reg))
+		}
+		return v.bufAccess(reg, regno, int64(reg.Off), size, pc)
 	}
 	// NULL, which only arguments that may be NULL let through.
 	if zeroOK && size == 0 && reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {

@@ -31,13 +31,15 @@ type iterArg struct {
 // element arguments by name (meta is every target's first, trusted), as
 // the running 6.18 kernel types them (checked element by element; it
 // refuses sockmap, bpf_sk_storage_map and bpf_map_elem programs here with
-// EPERM, so their buffers are 6.18's source).
+// EPERM, so their buffers are 6.18's source). An argument a target does
+// not register is a trusted PTR_TO_BTF_ID, never NULL (the map of the map
+// element iterators, which the attach names).
 var iterTargets = map[string]map[string]iterArg{
 	"task":               {"task": {flags: MaybeNull | Trusted}},
 	"task_file":          {"task": {flags: MaybeNull}, "file": {flags: MaybeNull}},
 	"task_vma":           {"task": {flags: MaybeNull}, "vma": {flags: MaybeNull}},
 	"bpf_map":            {"map": {flags: MaybeNull | Trusted}},
-	"bpf_map_elem":       {"map": {flags: MaybeNull}, "key": {buf: true}, "value": {buf: true}},
+	"bpf_map_elem":       {"key": {buf: true, flags: Rdonly}, "value": {buf: true}},
 	"bpf_prog":           {"prog": {flags: MaybeNull}},
 	"bpf_link":           {"link": {flags: MaybeNull}},
 	"cgroup":             {"cgroup": {flags: MaybeNull | Trusted}},
@@ -48,8 +50,8 @@ var iterTargets = map[string]map[string]iterArg{
 	"unix":               {"unix_sk": {flags: MaybeNull}},
 	"netlink":            {"sk": {flags: MaybeNull}},
 	"ipv6_route":         {"rt": {flags: MaybeNull}},
-	"sockmap":            {"key": {buf: true}, "sk": {flags: MaybeNull}},
-	"bpf_sk_storage_map": {"map": {flags: MaybeNull}, "sk": {flags: MaybeNull}, "value": {buf: true}},
+	"sockmap":            {"key": {buf: true, flags: Rdonly}, "sk": {flags: MaybeNull}},
+	"bpf_sk_storage_map": {"sk": {flags: MaybeNull}, "value": {buf: true}},
 	"dmabuf":             {"dmabuf": {flags: MaybeNull}},
 }
 
@@ -81,10 +83,9 @@ func (v *verifier) iterArgLoad(a access, param btf.FuncParam, target btf.Type) (
 		return Reg{}, false, nil
 	}
 	if ia.buf {
-		// PTR_TO_BUF, whose bounds the kernel checks against the
-		// map's key and value sizes when the iterator is attached:
-		// bpfvm has no such pointer.
-		return Reg{}, true, v.errorf(a.pc, "iterator %s argument %s: bpfvm does not support iterator buffers", v.opts.Attach.Iter, param.Name)
+		// PTR_TO_BUF, whose bounds the attach checks against the
+		// map's key and value sizes.
+		return Reg{Type: PtrToBuf, Flags: MaybeNull | ia.flags&Rdonly, ID: v.newID(), Scalar: Const(0)}, true, nil
 	}
 	if !isStructType(target) {
 		return Reg{}, false, nil

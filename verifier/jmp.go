@@ -172,6 +172,10 @@ func (v *verifier) branchTaken(op uint8, dst, src *Reg, is32 bool) int {
 		// Untrusted memory (a pointer to a non-struct loaded from a
 		// kernel object: a function pointer, a string) may be NULL.
 		notNull = !ptr.maybeNull() && ptr.Flags&Untrusted == 0
+	case PtrToBTFID:
+		// Trusted kernel objects (what an iterator's _next gives, a
+		// tp_btf argument) are never NULL.
+		notNull = !ptr.maybeNull() && isTrustedReg(ptr)
 	}
 	if notNull && other.Type == ScalarValue && other.IsConst() && other.Const() == 0 && !is32 {
 		switch op {

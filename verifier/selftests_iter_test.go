@@ -55,8 +55,9 @@ func TestIterPrograms(t *testing.T) {
 		{name: "copy_from_user_task of a NULL task", typ: ebpf.Tracing, attach: ebpf.AttachTraceIter, attachTo: "task", flags: verifier.FlagSleepable,
 			asm: "r4 = *(u64 *)(r1 +8)\nr1 = r10\nr1 += -8\nr2 = 8\nr3 = 0\nr5 = 0\ncall 191\nr0 = 0\nexit",
 			err: "R4 type=trusted_ptr_or_null_ expected=ptr_, trusted_ptr_, rcu_ptr_", kmsg: true},
-		{name: "map element key", typ: ebpf.Tracing, attach: ebpf.AttachTraceIter, attachTo: "bpf_map_elem", asm: "r2 = *(u64 *)(r1 +16)\nr0 = 0\nexit",
-			err: "bpfvm does not support iterator buffers", noKernel: true},
+		// The kernel refuses map element iterators here (EPERM, with
+		// a log): TestIterBuffers has their buffers.
+		{name: "map element key", typ: ebpf.Tracing, attach: ebpf.AttachTraceIter, attachTo: "bpf_map_elem", asm: "r2 = *(u64 *)(r1 +16)\nr0 = 0\nexit", noKernel: true},
 	}
 	runCases(t, cases)
 }

@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"github.com/bpfvm/bpfvm/helper"
 	"github.com/bpfvm/bpfvm/isa"
 )
 
@@ -258,6 +259,12 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *
 					e.use |= helperReads(proto, s, r)
 					continue
 				}
+				if n := iterArgSlots(ins, r); n > 0 && s.regs[r].kind != fpUnknown {
+					// An iterator kfunc reads (or checks) the
+					// iterator's slots, nothing else.
+					e.use |= slotsOf(int32(s.regs[r].off), 8*n)
+					continue
+				}
 				e.use = ^uint64(0)
 				escapes = escapes || ins.Op == isa.OpCallX || ins.IsLocalCall() || callback
 			}
@@ -272,6 +279,20 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *
 // mapSizes returns the key and value sizes of the map of an index; ok is
 // false for none.
 type mapSizes func(idx int64) (key, value int, ok bool)
+
+// iterArgSlots is the number of stack slots of the iterator an iterator
+// kfunc call takes in r (its first argument), 0 for other calls and
+// registers.
+func iterArgSlots(ins isa.Instruction, r isa.Register) int {
+	if ins.Src != isa.Register(isa.CallKfunc) || r != isa.R1 {
+		return 0
+	}
+	k := helper.LookupKfunc(ins.Imm)
+	if k == nil || k.Flags&(helper.KfIterNew|helper.KfIterNext|helper.KfIterDestroy) == 0 {
+		return 0
+	}
+	return iterKinds[iterKindOf(k.Name)]
+}
 
 // helperReads returns the slots of this frame a helper call may read
 // through argument register r, a pointer into the frame (the kernel marks

@@ -59,6 +59,11 @@ const (
 	// PtrToArena is an arena pointer in the kernel's address space: a
 	// 32-bit offset into the program's arena (arena.go).
 	PtrToArena
+	// PtrToBuf is a buffer of a map iterator (bpf_map_elem's key and
+	// value): read, and written unless Rdonly, at constant non-negative
+	// offsets, its size checked when the program is attached, which the
+	// furthest accesses decide (Result.MaxRdonlyAccess, MaxRdwrAccess).
+	PtrToBuf
 )
 
 // Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY, MEM_RINGBUF,
@@ -108,6 +113,7 @@ var regTypeNames = [...]string{
 	PtrToBTFID:       "ptr_",
 	PtrToConstDynptr: "dynptr_ptr",
 	PtrToArena:       "arena",
+	PtrToBuf:         "buf",
 }
 
 func (t RegType) String() string {

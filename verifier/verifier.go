@@ -255,6 +255,11 @@ type Result struct {
 	// raw_tracepoint_writable program's buffer (the kernel's
 	// max_tp_access): how much of it the tracepoint must give.
 	MaxTPAccess uint32
+	// MaxRdonlyAccess and MaxRdwrAccess are the ends of the furthest
+	// accesses to an iterator's read-only buffers (a map element's key)
+	// and writable ones (its value), which the attach checks against
+	// the map's sizes (the kernel's max_rdonly_access, max_rdwr_access).
+	MaxRdonlyAccess, MaxRdwrAccess uint32
 }
 
 // Verify checks that insns is safe to run. Map loads are LD_IMM64 with a map
@@ -279,7 +284,7 @@ func verify(insns []isa.Instruction, opts Options, exact bool, hook func(pc int)
 	if opts.LogLevel != 0 {
 		v.logStats(opts.LogLevel&4 != 0)
 	}
-	res := &Result{Log: v.log.String(), Stats: v.stats, Aux: v.aux, LogTrueSize: v.log.trueSize(), MaxCtxOffset: v.maxCtx, MaxTPAccess: v.maxTP}
+	res := &Result{Log: v.log.String(), Stats: v.stats, Aux: v.aux, LogTrueSize: v.log.trueSize(), MaxCtxOffset: v.maxCtx, MaxTPAccess: v.maxTP, MaxRdonlyAccess: v.maxRdonly, MaxRdwrAccess: v.maxRdwr}
 	if v.log.truncated() {
 		// The kernel's ENOSPC, which it returns for rejected programs
 		// too; the rejection stays in the chain (errors.As an *Error).
@@ -311,6 +316,9 @@ type verifier struct {
 	stats     Stats
 	maxCtx    uint32 // Result.MaxCtxOffset
 	maxTP     uint32 // Result.MaxTPAccess
+	// maxRdonly and maxRdwr are Result.MaxRdonlyAccess and
+	// MaxRdwrAccess.
+	maxRdonly, maxRdwr uint32
 
 	cur *State
 	pc  int
