@@ -74,7 +74,7 @@ func TestCiliumBPFTests(t *testing.T) {
 			var want map[string]ciliumOutcome
 			if kernel {
 				start := time.Now()
-				want, err = ciliumKernel(spec)
+				want, err = ciliumTestsKernel(spec)
 				t.Logf("kernel: %d tests in %v", len(want), time.Since(start))
 				if err != nil {
 					mu.Lock()
@@ -96,7 +96,7 @@ func TestCiliumBPFTests(t *testing.T) {
 					vmMu.Lock()
 					defer vmMu.Unlock()
 					start := time.Now()
-					got, err := ciliumVM(spec, c.opts)
+					got, err := ciliumTestsVM(spec, c.opts)
 					t.Logf("%d tests in %v", len(got), time.Since(start))
 					if err != nil {
 						t.Errorf("bpfvm: %v", err)
@@ -444,9 +444,9 @@ func ciliumRunOut(data []byte) []byte {
 	return make([]byte, len(data)+256+2)
 }
 
-// ciliumKernel loads spec into the kernel and runs its tests there, in a
+// ciliumTestsKernel loads spec into the kernel and runs its tests there, in a
 // network namespace of their own, on a thread that dies with it.
-func ciliumKernel(spec *ebpf.CollectionSpec) (map[string]ciliumOutcome, error) {
+func ciliumTestsKernel(spec *ebpf.CollectionSpec) (map[string]ciliumOutcome, error) {
 	coll, err := ebpf.NewCollection(spec.Copy())
 	if err != nil {
 		var ve *ebpf.VerifierError
@@ -505,8 +505,8 @@ func ciliumKernel(spec *ebpf.CollectionSpec) (map[string]ciliumOutcome, error) {
 	return a.out, a.err
 }
 
-// ciliumVM loads spec into bpfvm with opts and runs its tests.
-func ciliumVM(spec *ebpf.CollectionSpec, opts bpfvm.CollectionOptions) (map[string]ciliumOutcome, error) {
+// ciliumTestsVM loads spec into bpfvm with opts and runs its tests.
+func ciliumTestsVM(spec *ebpf.CollectionSpec, opts bpfvm.CollectionOptions) (map[string]ciliumOutcome, error) {
 	coll, err := bpfvm.NewCollectionWithOptions(spec.Copy(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("load: %v", firstLines(err.Error(), 3))
