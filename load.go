@@ -71,6 +71,16 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 		FuncArgs: v.target.Slots(), FuncRet: v.target.HasReturn(), KernelTypes: v.kernelTypes,
 		Budget: opts.Budget, Output: opts.Output, Task: opts.Task, CPUs: c,
 	}
+	if pt.Hook != nil {
+		// The structures a netfilter test run lays out, at the offsets
+		// of the BTF the program reads them with; a run without them
+		// fails (runner.Run).
+		kt := opts.KernelTypes
+		if kt == nil {
+			kt = defaultKernelTypes(opts)
+		}
+		run.Objects, _ = runner.ObjectsOf(kt)
+	}
 	if c == nil {
 		run.CPUs, run.OwnCPUs = runner.NewCPUs(0), true
 		defer func() {

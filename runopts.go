@@ -41,6 +41,7 @@ var errNoCPU = errs.New("no such device or address", syscall.ENXIO)
 //     current CPU (runner.CPUs).
 //   - Socket filters and tc (the skb types): a CPU, a BatchSize or flags
 //     other than RunSKBChecksumComplete are EINVAL.
+//   - Netfilter: flags, a CPU or a BatchSize are EINVAL.
 //   - Syscall programs: flags are EINVAL, CPU and BatchSize ignored, as
 //     bpf_prog_test_run_syscall.
 //   - Other types, which the kernel lacks, follow its raw tracepoints: a
@@ -74,6 +75,10 @@ func (p *Program) runCPU(opts *RunOptions) (cpu int, on bool, err error) {
 		}
 		if opts.Flags&RunSKBChecksumComplete != 0 {
 			return 0, false, fmt.Errorf("BPF_F_TEST_SKB_CHECKSUM_COMPLETE: %w", ErrNotSupported)
+		}
+	case ebpf.Netfilter:
+		if opts.Flags != 0 || opts.CPU != 0 || opts.BatchSize != 0 {
+			return 0, false, fmt.Errorf("flags %#x, CPU %d, batch size %d: %w", opts.Flags, opts.CPU, opts.BatchSize, maps.ErrInvalid)
 		}
 	default:
 		if opts.BatchSize != 0 || opts.CPU != 0 && opts.Flags&RunOnCPU == 0 {

@@ -122,10 +122,9 @@ func helperSockRedirectHash(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error) 
 
 // helperSkSelectReuseport is bpf_sk_select_reuseport(reuse, map, key,
 // flags): the socket at key of a reuseport array, sockmap or sockhash
-// takes the packet (recorded as Result.Redirect), -ENOENT without one.
-// The flags are unused, as in the kernel. The kernel also checks that the
-// socket is in the reuseport group of the program's socket; bpfvm's
-// sockets have no groups.
+// takes the packet (recorded as Result.Redirect), -ENOENT without one,
+// and the errors of the kernel's check that it is in the run's reuseport
+// group (runner.ReuseportSelect). The flags are unused, as in the kernel.
 func helperSkSelectReuseport(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error) {
 	m, key, err := socketMapKey(e, r2, r3)
 	if err != nil {
@@ -134,6 +133,9 @@ func helperSkSelectReuseport(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error)
 	cookie, ok := m.Socket(key)
 	if !ok {
 		return neg(enoent), nil
+	}
+	if errno := runner.Of(e).ReuseportSelect(cookie, m.Spec().Type == maps.ReuseportSockArray); errno != 0 {
+		return uint64(errno), nil
 	}
 	var index uint64
 	if m.Spec().Type != maps.SockHash {

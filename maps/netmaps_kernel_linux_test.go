@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"unsafe"
@@ -63,7 +64,13 @@ func sockArrayScript(reuse bool) []step {
 	if reuse {
 		delEmpty, delOut = ErrKeyNotExist, ErrFull
 	}
-	return []step{
+	busy := func(s ...step) []step {
+		if reuse {
+			return s
+		}
+		return nil
+	}
+	return slices.Concat([]step{
 		get(0, -1, ErrKeyNotExist),
 		upd(0, 0, UpdateExist, ErrKeyNotExist),
 		upd(0, 0, UpdateNoExist, nil),
@@ -72,19 +79,30 @@ func sockArrayScript(reuse bool) []step {
 		upd(0, 1, UpdateAny, nil),
 		get(0, 1, nil),
 		upd(3, 2, UpdateAny, nil),
+	}, busy(
+		// A socket is in one reuseport array slot at a time: another
+		// slot, or the same one again, is EBUSY until it leaves.
+		upd(2, 2, UpdateAny, ErrBusy),
+		upd(3, 2, UpdateAny, ErrBusy),
+		upd(2, 1, UpdateAny, ErrBusy),
+	), []step{
 		upd(4, 2, UpdateAny, ErrFull),
 		upd(1, 2, 3, ErrInvalid),
 		upd(1, 2, UpdateLock, ErrInvalid),
 		del(1, delEmpty),
 		del(4, delOut),
 		del(3, nil),
+	}, busy(
+		upd(2, 2, UpdateAny, nil),
+		del(2, nil),
+	), []step{
 		get(3, -1, ErrKeyNotExist),
 		pop(0, -1, ErrNotSupported),
 		next(0, 1, nil),
 		next(3, -1, ErrKeyNotExist),
 		next(9, 0, nil),
 		keys(0, 1, 2, 3),
-	}
+	})
 }
 
 // emptySockScript is what needs no socket: lookups and deletes of a 4-byte
@@ -123,8 +141,9 @@ func TestKernelSocketMaps(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// Fresh sockets: the kernel refuses a socket in a
-			// reuseport array while another map holds it (EBUSY),
-			// which bpfvm's sockets, without state, do not model.
+			// reuseport array while a reuseport array holds it
+			// (EBUSY), which bpfvm models, and while another map
+			// does, which it does not.
 			fds, cookies := testSockets(t, 3)
 			var ids []uint32
 			for _, c := range cookies {

@@ -222,11 +222,60 @@ func (a *sockArray) SetSocket(key unsafe.Pointer, cookie, flags uint64) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := checkExists(atomic.LoadUint64(a.slot(i)) != 0, flags); err != nil {
+	old := atomic.LoadUint64(a.slot(i))
+	if err := checkExists(old != 0, flags); err != nil {
 		return err
+	}
+	if a.spec.Type == ReuseportSockArray {
+		if err := reuseportHold(cookie, a, i, old); err != nil {
+			return err
+		}
 	}
 	atomic.StoreUint64(a.slot(i), cookie)
 	return nil
+}
+
+// reuseportSlot is the reuseport array slot a socket is in.
+type reuseportSlot struct {
+	a *sockArray
+	i uint32
+}
+
+// reuseportHeld are the sockets in a reuseport array slot, by cookie:
+// the kernel's sk_user_data, which a socket has one of, so that a
+// socket is in at most one slot of one array at a time (EBUSY for
+// another, the same slot again included) until it leaves it (replaced,
+// deleted, its array freed).
+var reuseportHeld struct {
+	sync.Mutex
+	slots map[uint64]reuseportSlot
+}
+
+// reuseportHold puts socket cookie in slot i of a, which held old (0 for
+// none), which leaves it; EBUSY if cookie is in a slot already.
+func reuseportHold(cookie uint64, a *sockArray, i uint32, old uint64) error {
+	reuseportHeld.Lock()
+	defer reuseportHeld.Unlock()
+	if _, busy := reuseportHeld.slots[cookie]; busy {
+		return fmt.Errorf("socket %#x is in a reuseport array already: %w", cookie, ErrBusy)
+	}
+	if reuseportHeld.slots == nil {
+		reuseportHeld.slots = map[uint64]reuseportSlot{}
+	}
+	if old != 0 {
+		delete(reuseportHeld.slots, old)
+	}
+	reuseportHeld.slots[cookie] = reuseportSlot{a, i}
+	return nil
+}
+
+// reuseportRelease takes socket cookie out of slot i of a.
+func reuseportRelease(cookie uint64, a *sockArray, i uint32) {
+	reuseportHeld.Lock()
+	defer reuseportHeld.Unlock()
+	if reuseportHeld.slots[cookie] == (reuseportSlot{a, i}) {
+		delete(reuseportHeld.slots, cookie)
+	}
 }
 
 // Lookup gives no value: a program's lookup in a socket map gives a socket
@@ -252,6 +301,9 @@ func (a *sockArray) Delete(key unsafe.Pointer) error {
 	}
 	a.mu.Lock()
 	old := atomic.SwapUint64(a.slot(i), 0)
+	if old != 0 && reuse {
+		reuseportRelease(old, a, i)
+	}
 	a.mu.Unlock()
 	if old != 0 {
 		return nil
@@ -297,7 +349,16 @@ func (a *sockArray) NextKey(key, next []byte) error {
 	return arrayNextKey(a.spec.MaxEntries, key, next)
 }
 
-func (a *sockArray) free() error { return a.mem.Free() }
+func (a *sockArray) free() error {
+	if a.spec.Type == ReuseportSockArray {
+		for i := range a.spec.MaxEntries {
+			if c := atomic.LoadUint64(a.slot(i)); c != 0 {
+				reuseportRelease(c, a, i)
+			}
+		}
+	}
+	return a.mem.Free()
+}
 
 // sockHash is a sockhash: a hash of socket cookies by key.
 type sockHash struct {

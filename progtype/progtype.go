@@ -247,6 +247,9 @@ type Type struct {
 	// Keys, for a type whose programs fill a struct bpf_flow_keys
 	// (flow_dissector), is its test run; nil for none.
 	Keys *KeysRun
+	// Hook, for a type whose programs run at a netfilter hook
+	// (netfilter), is its test run; nil for the others.
+	Hook *HookRun
 	// BTFArgs says the context is the arguments of the program's attach
 	// target, u64 slots typed by its BTF prototype (the tracing types):
 	// the verifier checks accesses against the target (Fields is empty).

@@ -8,9 +8,11 @@ import "encoding/binary"
 // u16 behind, in halves). sk, a struct bpf_sock pointer, is not modelled:
 // never readable here; migrating_sk, a nullable one, is NULL in bpfvm's
 // runs. The kernel has no test run for
-// it; bpfvm's runs give the program the input as the packet, its length
-// as len, and take the protocols, bind_inany and hash from the context
-// input.
+// it; bpfvm's runs give the program the input as the packet (from its
+// transport header, as the kernel's lookups see it), its length as len,
+// and take the protocols, bind_inany and hash from the context input; the
+// run's Net.Socket is the member of the reuseport group the packet
+// arrived at, whose group bpf_sk_select_reuseport selects in.
 var SKReuseport = &Type{
 	Name:        "sk_reuseport",
 	ContextSize: 56,

@@ -63,6 +63,11 @@ type Program struct {
 	// holds the return value (fexit, fmod_ret) for bpf_get_func_ret.
 	FuncArgs uint32
 	FuncRet  bool
+	// Objects, for a program of a type with a netfilter test run
+	// (progtype.Type.Hook), are the kernel structures' fields its runs lay
+	// out, from the kernel BTF it was loaded against (ObjectsOf); nil
+	// makes such runs fail with progtype.ErrNotSupported.
+	Objects *Objects
 	// KernelTypes is the kernel's BTF the program was verified against,
 	// which bpf_btf_find_by_name_kind searches (nil: none).
 	KernelTypes *btf.Spec

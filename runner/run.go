@@ -202,11 +202,24 @@ func Run(p *Program, in *Input, out *Output) error {
 		// The kernel refuses to attach such a program to the tracepoint.
 		return fmt.Errorf("the program accesses %d bytes of the tracepoint's buffer, which has %d: %w", p.MaxTP, len(tpBuf), maps.ErrInvalid)
 	}
-	if err := r.memory(ctxArea + headroom + len(in.Data) + tailroom + len(tpBuf)); err != nil {
+	var hook progtype.HookRunState
+	objects := 0
+	if pt.Hook != nil {
+		if p.Objects == nil {
+			return fmt.Errorf("%s test run without the kernel's structures: %w", pt.Name, progtype.ErrNotSupported)
+		}
+		var err error
+		if hook, err = pt.Hook.Check(p.Objects.hookInput(in), in.Data); err != nil {
+			return err
+		}
+		objects = p.Objects.objectsSize()
+	}
+	if err := r.memory(ctxArea + headroom + len(in.Data) + tailroom + len(tpBuf) + objects); err != nil {
 		return err
 	}
 	r.prog = p
 	r.tpBuf, r.tpLen = 0, 0
+	r.nfObjs, r.nfLen = 0, 0
 	if len(tpBuf) > 0 {
 		off := ctxArea + headroom + len(in.Data) + tailroom
 		r.tpBuf, r.tpLen = r.buf.Addr()+uint64(off), uint64(len(tpBuf))
@@ -227,6 +240,9 @@ func Run(p *Program, in *Input, out *Output) error {
 			return fmt.Errorf("context: %w", err)
 		}
 		clear(ctx[:pt.ContextSize])
+	} else if pt.Hook != nil {
+		// The context input is the hook state's (hookInput).
+		clear(ctx[:pt.ContextSize])
 	} else if err := readContext(in, ctx[:pt.ContextSize]); err != nil {
 		return err
 	}
@@ -234,7 +250,7 @@ func Run(p *Program, in *Input, out *Output) error {
 		return err
 	}
 	var given []byte
-	if in.ContextOut != nil {
+	if in.ContextOut != nil && pt.Hook == nil {
 		given = bytes.Clone(ctx[:pt.ContextSize])
 	}
 	frame := buf[ctxArea+headroom : ctxArea+headroom+len(in.Data)]
@@ -248,6 +264,10 @@ func Run(p *Program, in *Input, out *Output) error {
 	pkt := frame
 	if pt.NetworkHeader {
 		pkt = frame[ethHeader:]
+	}
+	if pt.Hook != nil {
+		off := ctxArea + headroom + len(in.Data) + tailroom + len(tpBuf)
+		pkt = r.beginNF(p, hook, ctx, frame, ctxArea+headroom, off)
 	}
 	pktStart := base + uint64(ctxArea+headroom+len(frame)-len(pkt))
 	// Field by field: a composite literal would be built on the stack
@@ -355,6 +375,11 @@ func Run(p *Program, in *Input, out *Output) error {
 		if err := finishSKLookup(r, ctx, out); err != nil {
 			return err
 		}
+	}
+	if pt.Hook != nil {
+		// The kernel's netfilter test run gives no packet or context
+		// back.
+		return nil
 	}
 	// The kernel's XDP test run returns the metadata in front of the packet.
 	outStart := r.pkt.Data

@@ -45,14 +45,17 @@ type Runner struct {
 	// tpBuf and tpLen locate a writable raw tracepoint's buffer, after
 	// the packet's tailroom (0: none).
 	tpBuf, tpLen uint64
-	hs           helperState  // helpers' per-runner state (state.go)
-	sk           skbState     // the socket buffer of a run on one (skb.go)
-	tr           traceState   // the world of a tracing run (trace.go)
-	ns           netState     // the host world's socket slots (net.go)
-	cache        vm.Cache     // the engines' state kept from run to run
-	between      func() error // r.nextRun, made once: what engines call between repetitions
-	pace         vm.Pacer     // nextRun's looks at the run's context
-	_            cacheLinePad
+	// nfObjs and nfLen locate a netfilter run's kernel objects, after
+	// the tracepoint's buffer (0: none).
+	nfObjs, nfLen uint64
+	hs            helperState  // helpers' per-runner state (state.go)
+	sk            skbState     // the socket buffer of a run on one (skb.go)
+	tr            traceState   // the world of a tracing run (trace.go)
+	ns            netState     // the host world's socket slots (net.go)
+	cache         vm.Cache     // the engines' state kept from run to run
+	between       func() error // r.nextRun, made once: what engines call between repetitions
+	pace          vm.Pacer     // nextRun's looks at the run's context
+	_             cacheLinePad
 }
 
 // cacheLinePad keeps what is on either side of it off each other's cache
@@ -132,6 +135,9 @@ func (r *Runner) progRegions(regions []vm.Region, p *Program) []vm.Region {
 	}
 	if r.tpLen > 0 {
 		regions = append(regions, vm.Region{Start: r.tpBuf, End: r.tpBuf + r.tpLen, Writable: true})
+	}
+	if r.nfLen > 0 {
+		regions = append(regions, r.nfRegion())
 	}
 	if socks := r.socketRegion(); socks.End != 0 {
 		regions = append(regions, socks)

@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/bpfvm/bpfvm/isa"
 )
@@ -365,11 +366,17 @@ func (v *verifier) checkDynptrKfunc(pc int, id int32) error {
 		if err != nil {
 			return err
 		}
-		if ctx.Type != PtrToCtx {
-			return v.errorf(pc, "arg#0 expected pointer to ctx, but got %s", regTypeString(ctx))
-		}
-		if err := v.checkPtrOffReg(pc, isa.R1, ctx, false); err != nil {
-			return err
+		if id == isa.KfuncDynptrFromSkb && !slices.Contains(v.pt.ContextNames, "__sk_buff") {
+			if err := v.skbObjectArg(pc, ctx); err != nil {
+				return err
+			}
+		} else {
+			if ctx.Type != PtrToCtx {
+				return v.errorf(pc, "arg#0 expected pointer to ctx, but got %s", regTypeString(ctx))
+			}
+			if err := v.checkPtrOffReg(pc, isa.R1, ctx, false); err != nil {
+				return err
+			}
 		}
 		if err := scalar(1); err != nil {
 			return err
@@ -495,5 +502,26 @@ func (v *verifier) sliceBuffer(pc int, buf, size *Reg) error {
 		return err
 	}
 	v.markRegPrecise(isa.R4)
+	return nil
+}
+
+// skbObjectArg checks bpf_dynptr_from_skb's first argument in a program
+// whose context is not a struct __sk_buff (netfilter, tracing): there the
+// kernel takes the argument as a PTR_TO_BTF_ID one, which a trusted
+// struct sk_buff passes as the type __sk_buff projects
+// (process_kf_arg_ptr_to_btf_id's taking_projection).
+func (v *verifier) skbObjectArg(pc int, reg *Reg) error {
+	if !isTrustedReg(reg) {
+		return v.errorf(pc, "R1 must be referenced or trusted")
+	}
+	if err := v.checkPtrOffReg(pc, isa.R1, reg, true); err != nil {
+		return err
+	}
+	if reg.Type != PtrToBTFID {
+		return v.errorf(pc, "arg#0 is %s expected %s or socket", regTypeString(reg), regTypeString(&Reg{Type: PtrToBTFID, Flags: Trusted}))
+	}
+	if have := v.btfType(reg); have.TypeName() != "sk_buff" || reg.Off != 0 {
+		return v.errorf(pc, "kernel function bpf_dynptr_from_skb args#0 expected pointer to STRUCT __sk_buff but R1 has a pointer to %s %s", kindName(have), have.TypeName())
+	}
 	return nil
 }

@@ -161,7 +161,9 @@ func (v *verifier) branchTaken(op uint8, dst, src *Reg, is32 bool) int {
 	notNull := false
 	switch ptr.Type {
 	case PtrToMapValue, PtrToMapKey, PtrToMem, ConstPtrToMap, PtrToSocket, PtrToTCPSock, PtrToSockCommon:
-		notNull = !ptr.maybeNull()
+		// Untrusted memory (a pointer to a non-struct loaded from a
+		// kernel object: a function pointer, a string) may be NULL.
+		notNull = !ptr.maybeNull() && ptr.Flags&Untrusted == 0
 	}
 	if notNull && other.Type == ScalarValue && other.IsConst() && other.Const() == 0 && !is32 {
 		switch op {

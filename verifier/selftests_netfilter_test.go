@@ -39,6 +39,18 @@ func TestSelftestNetfilter(t *testing.T) {
 		nf(vcase{name: "skb_load_bytes", asm: "r2 = 0\nr3 = r10\nr3 += -8\nr4 = 4\ncall bpf_skb_load_bytes#26\nr0 = 1\nexit", err: "program of this type cannot use helper bpf_skb_load_bytes#26", kmsg: true}),
 		nf(vcase{name: "perf_event_output", asm: "call bpf_perf_event_output#25\nr0 = 1\nexit", err: "program of this type cannot use helper bpf_perf_event_output#25", kmsg: true}),
 		nf(vcase{name: "skb pointer to a helper", asm: "r1 = *(u64 *)(r1 +8)\ncall bpf_get_hash_recalc#34\nr0 = 1\nexit", err: "program of this type cannot use helper bpf_get_hash_recalc#34", kmsg: true}),
+		// bpf_dynptr_from_skb takes the trusted struct sk_buff for its
+		// struct __sk_buff argument (the kernel's taking_projection).
+		nf(vcase{name: "dynptr from skb", asm: "r1 = *(u64 *)(r1 +8)\nr2 = 0\nr3 = r10\nr3 += -16\ncall bpf_dynptr_from_skb#0\nr0 = 1\nexit"}),
+		nf(vcase{name: "dynptr from skb slice", asm: "r1 = *(u64 *)(r1 +8)\nr2 = 0\nr3 = r10\nr3 += -16\ncall bpf_dynptr_from_skb#0\nr1 = r10\nr1 += -16\nr2 = 0\nr3 = r10\nr3 += -40\nr4 = 20\ncall bpf_dynptr_slice#0\nif r0 == 0 goto out\nr1 = *(u8 *)(r0 +0)\nout: r0 = 1\nexit"}),
+		nf(vcase{name: "dynptr from skb write slice", asm: "r1 = *(u64 *)(r1 +8)\nr2 = 0\nr3 = r10\nr3 += -16\ncall bpf_dynptr_from_skb#0\nr1 = r10\nr1 += -16\nr2 = 0\nr3 = r10\nr3 += -40\nr4 = 20\ncall bpf_dynptr_slice#0\nif r0 == 0 goto out\n*(u8 *)(r0 +0) = 1\nout: r0 = 1\nexit", err: "cannot write into rdonly_mem", kmsg: true}),
+		nf(vcase{name: "dynptr from ctx", asm: "r2 = 0\nr3 = r10\nr3 += -16\ncall bpf_dynptr_from_skb#0\nr0 = 1\nexit", err: "R1 must be referenced or trusted", kmsg: true}),
+		nf(vcase{name: "dynptr from state", asm: "r1 = *(u64 *)(r1 +0)\nr2 = 0\nr3 = r10\nr3 += -16\ncall bpf_dynptr_from_skb#0\nr0 = 1\nexit", err: "kernel function bpf_dynptr_from_skb args#0 expected pointer to STRUCT __sk_buff but R1 has a pointer to STRUCT nf_hook_state", kmsg: true}),
+		nf(vcase{name: "dynptr from skb offset", asm: "r1 = *(u64 *)(r1 +8)\nr1 += 8\nr2 = 0\nr3 = r10\nr3 += -16\ncall bpf_dynptr_from_skb#0\nr0 = 1\nexit", err: "kernel function bpf_dynptr_from_skb args#0 expected pointer to STRUCT __sk_buff but R1 has a pointer to STRUCT sk_buff", kmsg: true}),
+		nf(vcase{name: "dynptr from skb dev", asm: "r1 = *(u64 *)(r1 +8)\nr1 = *(u64 *)(r1 +16)\nr2 = 0\nr3 = r10\nr3 += -16\ncall bpf_dynptr_from_skb#0\nr0 = 1\nexit", err: "R1 must be referenced or trusted", kmsg: true}),
+		nf(vcase{name: "dynptr from stack", asm: "r1 = r10\nr1 += -32\nr2 = 0\nr3 = r10\nr3 += -16\ncall bpf_dynptr_from_skb#0\nr0 = 1\nexit", err: "R1 must be referenced or trusted", kmsg: true}),
+		// okfn, a function pointer, is untrusted memory, which may be NULL.
+		nf(vcase{name: "state okfn may be NULL", asm: "r2 = *(u64 *)(r1 +0)\nr3 = *(u64 *)(r2 +40)\nr0 = 1\nif r3 != 0 goto out\nr0 = 2\nout: exit", err: "At program exit the register R0 has smin=2 smax=2 should have been in [0, 1]", kmsg: true}),
 		nf(vcase{name: "skb pointer arithmetic", asm: "r2 = *(u64 *)(r1 +8)\nr2 += 112\nr3 = *(u32 *)(r2 +0)\nr0 = 1\nexit"}),
 	})
 }
