@@ -173,6 +173,7 @@ func newCollection(spec *ebpf.CollectionSpec, opts CollectionOptions) (_ *Collec
 		}
 		popts := opts.Programs
 		popts.flags, popts.poisons, popts.AttachType, popts.AttachTo, popts.targets = ps.Flags, enc.poisons, ps.AttachType, ps.AttachTo, targets
+		popts.localTypes = enc.locals
 		if enc.funcs != nil {
 			popts.Funcs = enc.funcs
 		}
@@ -271,6 +272,8 @@ type encoded struct {
 	funcs []verifier.FuncInfo
 	// poisons are the instructions CO-RE poisoned.
 	poisons []loader.Poison
+	// locals are the local types CO-RE numbered (bpf_core_type_id_local).
+	locals map[btf.TypeID]btf.Type
 }
 
 // convertFuncs encodes a ProgramSpec's instructions (with its subprograms
@@ -280,7 +283,7 @@ type encoded struct {
 func convertFuncs(spec *ebpf.ProgramSpec, targets *coreTargets) (encoded, error) {
 	insns := make(asm.Instructions, len(spec.Instructions))
 	copy(insns, spec.Instructions)
-	poisons, err := loader.RelocateCORE(insns, spec.ByteOrder, targets.get)
+	poisons, locals, err := loader.RelocateCORELocal(insns, spec.ByteOrder, targets.get)
 	if err != nil {
 		return encoded{}, err
 	}
@@ -298,7 +301,7 @@ func convertFuncs(spec *ebpf.ProgramSpec, targets *coreTargets) (encoded, error)
 		}
 		pc += int(ins.Size() / asm.InstructionSize)
 	}
-	return encoded{insns: prog, refs: refs, funcs: funcs, poisons: poisons}, nil
+	return encoded{insns: prog, refs: refs, funcs: funcs, poisons: poisons, locals: locals}, nil
 }
 
 // lineInfos returns a program's BTF line_info, one record per instruction

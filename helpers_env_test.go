@@ -207,7 +207,7 @@ func TestHelperUnknown(t *testing.T) {
 		src, want string
 		helper    bool
 	}{
-		{"call 149\nexit", "unknown helper bpf_snprintf_btf#149", true},
+		{"r1 = 0\ncall 154\nexit", "unknown helper bpf_this_cpu_ptr#154", true},
 		{"call 99999\nexit", "invalid func unknown#99999", false},
 	} {
 		insns, err := isa.Assemble(c.src)

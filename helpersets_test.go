@@ -39,13 +39,13 @@ func TestHelperSetLoads(t *testing.T) {
 		err       string
 		errHelper bool
 	}{
-		{name: "in set, lacking", typ: ebpf.XDP, asm: "call bpf_skc_to_tcp6_sock#136", err: "bpf_skc_to_tcp6_sock#136", errHelper: true},
+		{name: "in set, lacking", typ: ebpf.XDP, asm: "r1 = 0\ncall bpf_this_cpu_ptr#154", err: "bpf_this_cpu_ptr#154", errHelper: true},
 		{name: "in set, lacking, tc", typ: ebpf.SchedCLS, asm: "call bpf_skb_ecn_set_ce#97", err: "bpf_skb_ecn_set_ce#97", errHelper: true},
 		{name: "outside set", typ: ebpf.SocketFilter, asm: "r2 = 0\ncall bpf_skb_pull_data#39", err: "program of this type cannot use helper bpf_skb_pull_data#39"},
 		{name: "outside set, implemented", typ: ebpf.XDP, asm: "r2 = 0\nr3 = r10\nr3 += -8\nr4 = 8\ncall bpf_skb_load_bytes#26", err: "program of this type cannot use helper bpf_skb_load_bytes#26"},
 		{name: "unprivileged, CAP_BPF tier", typ: ebpf.SocketFilter, opts: bpfvm.ProgramOptions{Unprivileged: true}, asm: "call bpf_jiffies64#118", err: "program of this type cannot use helper bpf_jiffies64#118"},
-		{name: "unprivileged, CAP_PERFMON tier, lacking", typ: ebpf.SocketFilter, opts: bpfvm.ProgramOptions{Unprivileged: true}, asm: "call bpf_skc_to_tcp_sock#137", err: "program of this type cannot use helper bpf_skc_to_tcp_sock#137"},
-		{name: "privileged, CAP_PERFMON tier, lacking", typ: ebpf.SocketFilter, asm: "call bpf_skc_to_tcp_sock#137", err: "bpf_skc_to_tcp_sock#137", errHelper: true},
+		{name: "unprivileged, CAP_PERFMON tier, lacking", typ: ebpf.SocketFilter, opts: bpfvm.ProgramOptions{Unprivileged: true}, asm: "r1 = 0\ncall bpf_this_cpu_ptr#154", err: "program of this type cannot use helper bpf_this_cpu_ptr#154"},
+		{name: "privileged, CAP_PERFMON tier, lacking", typ: ebpf.SocketFilter, asm: "r1 = 0\ncall bpf_this_cpu_ptr#154", err: "bpf_this_cpu_ptr#154", errHelper: true},
 		{name: "in set", typ: ebpf.SchedACT, asm: "call bpf_jiffies64#118"},
 		{name: "unverified", typ: ebpf.SchedCLS, opts: bpfvm.ProgramOptions{NoVerify: true}, asm: "r2 = 0\ncall bpf_xdp_adjust_head#44"},
 		{name: "host type without a set", opts: bpfvm.ProgramOptions{Type: host}, asm: "r2 = 0\ncall bpf_xdp_adjust_head#44"},

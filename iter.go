@@ -20,14 +20,37 @@ type IterOptions struct {
 	// program as a struct task_struct laid out by the target BTF, with
 	// its pid, tgid and comm (and zero elsewhere).
 	Tasks []Task
+	// Map is the map iter/bpf_map_elem walks, element by element (the
+	// kernel's link_create map_fd): an array, hash or LRU hash map,
+	// per-CPU or not. The program sees the element's key in a read-only
+	// buffer and its value in a writable one (for a per-CPU map every
+	// CPU's value, each padded to 8 bytes), which the walk writes back
+	// to the map when a run changed it.
+	Map *Map
+	// Maps are what iter/bpf_map walks, in order (the kernel walks every
+	// map of the machine by id): each is shown as a struct bpf_map laid
+	// out by the target BTF with its id, name, type, flags and sizes.
+	Maps []*Map
 	// Trace is the rest of the world the runs see (memory for the probe
 	// reads, the current task...); its Seq is Iterate's own.
 	Trace *Trace
+	// Net is the host's network and cgroups the runs see (the cgroup
+	// kfuncs and iterators), nil for none.
+	Net *Net
 }
 
 // ErrIterTarget is returned by Iterate for a program that is not an
 // iterator, or one whose target bpfvm cannot walk.
 var ErrIterTarget = errors.New("iterator target not supported")
+
+// iterElem is one element of a walk: what goes in the context's argument
+// slots after the meta and in the images (fill, given where the images
+// start), and what follows a run that returned 0 (done, given the context
+// as the run left it).
+type iterElem struct {
+	fill func(ctx []byte, image uint32) error
+	done func(ctx []byte, image uint32) error
+}
 
 // Iterate runs an iterator program over what opts describe, as reading
 // the kernel's iterator file does (cilium/ebpf's link.AttachIter and
@@ -37,6 +60,13 @@ var ErrIterTarget = errors.New("iterator target not supported")
 // bpf_seq_printf and bpf_seq_write. A run returning 1 asks the kernel to
 // show its element again later; bpfvm drops that run's output and ends
 // the walk there, as a read of the file would end.
+//
+// iter/task walks opts.Tasks, iter/bpf_map opts.Maps and
+// iter/bpf_map_elem the elements of opts.Map, which the attach needs: as
+// the kernel's bpf_iter_attach_map, a program that reads further into the
+// key or value buffers than the map's key and value go is refused with
+// EACCES (errors.Is os.ErrPermission), as is a map of another type with
+// EINVAL.
 func (p *Program) Iterate(opts *IterOptions) (io.Reader, error) {
 	if opts == nil {
 		opts = &IterOptions{}
@@ -44,14 +74,23 @@ func (p *Program) Iterate(opts *IterOptions) (io.Reader, error) {
 	if p.typ != ebpf.Tracing || p.opts.AttachType != ebpf.AttachTraceIter {
 		return nil, fmt.Errorf("program %s: %w: not an iterator", p.name, ErrIterTarget)
 	}
-	if p.opts.AttachTo != "task" {
-		return nil, fmt.Errorf("program %s: %w: iter/%s", p.name, ErrIterTarget, p.opts.AttachTo)
-	}
 	kt := p.opts.KernelTypes
 	if kt == nil {
 		kt = defaultKernelTypes(p.opts)
 	}
-	layout, err := taskLayoutOf(kt)
+	var elems []iterElem
+	var last iterElem
+	var err error
+	switch p.opts.AttachTo {
+	case "task":
+		elems, err = taskElems(kt, opts.Tasks)
+	case "bpf_map":
+		elems, err = mapListElems(kt, opts.Maps)
+	case "bpf_map_elem":
+		elems, last, err = p.mapElems(kt, opts.Map)
+	default:
+		return nil, fmt.Errorf("program %s: %w: iter/%s", p.name, ErrIterTarget, p.opts.AttachTo)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("program %s: %w", p.name, err)
 	}
@@ -61,33 +100,65 @@ func (p *Program) Iterate(opts *IterOptions) (io.Reader, error) {
 		world = *opts.Trace
 	}
 	ctx := make([]byte, progtype.IterContextSize)
-	for i := 0; i <= len(opts.Tasks); i++ {
+	ctxOut := make([]byte, progtype.IterContextSize)
+	for i := 0; i <= len(elems); i++ {
 		clear(ctx)
-		// The meta after the argument slots, then the task's image.
+		// The meta after the argument slots, then the element's images.
 		meta, image := uint32(progtype.IterArea), uint32(progtype.IterArea+iterMetaSize)
 		binary.NativeEndian.PutUint64(ctx[0:], progtype.IterPointer(meta))
-		// meta->seq: zero bytes after the image (the helpers write to
-		// the run's Seq; nothing reads the seq_file itself).
-		binary.NativeEndian.PutUint64(ctx[meta:], progtype.IterPointer(image+layout.size))
+		// meta->seq points at zero bytes (the helpers write to the
+		// run's Seq; nothing reads the seq_file itself).
+		binary.NativeEndian.PutUint64(ctx[meta:], progtype.IterPointer(uint32(len(ctx)-iterSeqSize)))
 		// meta->seq_num: the element's number; the last run's is the
 		// last element's, as the kernel counts only elements found.
-		binary.NativeEndian.PutUint64(ctx[meta+16:], uint64(min(i, max(len(opts.Tasks)-1, 0))))
-		if i < len(opts.Tasks) {
-			layout.fill(ctx[image:], &opts.Tasks[i])
-			binary.NativeEndian.PutUint64(ctx[8:], progtype.IterPointer(image))
+		binary.NativeEndian.PutUint64(ctx[meta+16:], uint64(min(i, max(len(elems)-1, 0))))
+		el := last
+		if i < len(elems) {
+			el = elems[i]
+		}
+		if el.fill != nil {
+			if err := el.fill(ctx, image); err != nil {
+				return nil, fmt.Errorf("program %s: element %d: %w", p.name, i, err)
+			}
 		}
 		var seq bytes.Buffer
 		world.Seq = &seq
-		res, err := p.Execute(&RunOptions{Context: ctx, Trace: &world})
+		res, err := p.Execute(&RunOptions{Context: ctx, ContextOut: ctxOut, Trace: &world, Net: opts.Net})
 		if err != nil {
 			return nil, fmt.Errorf("program %s: element %d: %w", p.name, i, err)
 		}
 		if res.R0 != 0 {
 			break
 		}
+		if el.done != nil {
+			if err := el.done(ctxOut, image); err != nil {
+				return nil, fmt.Errorf("program %s: element %d: %w", p.name, i, err)
+			}
+		}
 		out.Write(seq.Bytes())
 	}
 	return &out, nil
+}
+
+// iterSeqSize is the room for the seq_file at the end of an iterator's
+// context: zero bytes the meta points at.
+const iterSeqSize = 256
+
+// taskElems are iter/task's elements: each task's image.
+func taskElems(kt *btf.Spec, tasks []Task) ([]iterElem, error) {
+	layout, err := taskLayoutOf(kt)
+	if err != nil {
+		return nil, err
+	}
+	elems := make([]iterElem, len(tasks))
+	for i := range tasks {
+		elems[i].fill = func(ctx []byte, image uint32) error {
+			layout.fill(ctx[image:], &tasks[i])
+			binary.NativeEndian.PutUint64(ctx[8:], progtype.IterPointer(image))
+			return nil
+		}
+	}
+	return elems, nil
 }
 
 // iterMetaSize is the size of struct bpf_iter_meta (seq, session_id,
@@ -120,7 +191,7 @@ func taskLayoutOf(spec *btf.Spec) (*taskLayout, error) {
 		}
 		*f.off = off
 	}
-	if l.size+8 > progtype.IterContextSize-progtype.IterArea-iterMetaSize {
+	if l.size+8 > progtype.IterContextSize-progtype.IterArea-iterMetaSize-iterSeqSize {
 		return nil, fmt.Errorf("task_struct of %d bytes does not fit an iterator's context", l.size)
 	}
 	return l, nil

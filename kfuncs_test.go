@@ -96,12 +96,12 @@ func TestIterNum(t *testing.T) {
 // A kfunc bpfvm lacks is a load error naming it.
 func TestUnknownKfunc(t *testing.T) {
 	spec := &ebpf.ProgramSpec{Name: "k", Type: ebpf.XDP, License: "GPL", Instructions: asm.Instructions{
-		asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: -1}.WithReference("bpf_obj_new_impl"),
+		asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: -1}.WithReference("bpf_percpu_obj_new_impl"),
 		asm.Return(),
 	}}
 	_, err := bpfvm.NewProgram(spec)
-	if !errors.Is(err, loader.ErrUnknownKfunc) || err == nil || !strings.Contains(err.Error(), "bpf_obj_new_impl") {
-		t.Errorf("load: %v, want an unknown kfunc error naming bpf_obj_new_impl", err)
+	if !errors.Is(err, loader.ErrUnknownKfunc) || err == nil || !strings.Contains(err.Error(), "bpf_percpu_obj_new_impl") {
+		t.Errorf("load: %v, want an unknown kfunc error naming bpf_percpu_obj_new_impl", err)
 	}
 	// Kfunc ids bpfvm lacks and the internal helper ids kfuncs run under
 	// are rejected in raw programs.

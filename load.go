@@ -61,15 +61,27 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	if err := typeHelpers(insns, pt, hs); err != nil {
 		return nil, err
 	}
-	v, err := verify(insns, pt, ms, hs, opts)
+	// A program loaded on its own runs on CPUs of its own, made before
+	// verification: the verifier bounds the CPU number by their count.
+	own := c == nil
+	if own {
+		c = runner.NewCPUs(0)
+		defer func() {
+			if err != nil {
+				c.Drop()
+			}
+		}()
+	}
+	v, err := verify(insns, pt, ms, hs, c.Len(), opts)
 	if err != nil {
 		return nil, err
 	}
 	checked := v.aux == nil || opts.checked()
 	run := &runner.Program{
 		Name: name, Kind: typ, Type: pt, Verified: v.aux != nil, Checked: checked, MaxCtx: v.maxCtx, MaxTP: v.maxTP,
+		MaxRdonly: v.maxRdonly, MaxRdwr: v.maxRdwr,
 		FuncArgs: v.target.Slots(), FuncRet: v.target.HasReturn(), KernelTypes: v.kernelTypes,
-		Budget: opts.Budget, Output: opts.Output, Task: opts.Task, CPUs: c,
+		Budget: opts.Budget, Output: opts.Output, Task: opts.Task, CPUs: c, OwnCPUs: own,
 	}
 	if pt.Hook != nil {
 		// The structures a netfilter test run lays out, at the offsets
@@ -80,14 +92,6 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 			kt = defaultKernelTypes(opts)
 		}
 		run.Objects, _ = runner.ObjectsOf(kt)
-	}
-	if c == nil {
-		run.CPUs, run.OwnCPUs = runner.NewCPUs(0), true
-		defer func() {
-			if err != nil {
-				run.CPUs.Drop()
-			}
-		}()
 	}
 	e, err := build(insns, v, ms, hs, run, opts)
 	if err != nil {
@@ -188,7 +192,10 @@ type verified struct {
 	stats    verifier.Stats
 	maxCtx   uint32 // verifier.Result.MaxCtxOffset
 	maxTP    uint32 // verifier.Result.MaxTPAccess
-	target   *verifier.AttachTarget
+	// maxRdonly, maxRdwr are verifier.Result.MaxRdonlyAccess and
+	// MaxRdwrAccess.
+	maxRdonly, maxRdwr uint32
+	target             *verifier.AttachTarget
 	// kernelTypes is the target BTF the program was verified against
 	// (nil: none was needed).
 	kernelTypes *btf.Spec
@@ -199,7 +206,7 @@ const maxLogSize = 1 << 30
 
 // verify runs the verifier unless the options or the program type say not
 // to (the result then has no aux).
-func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Set, opts ProgramOptions) (*verified, error) {
+func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Set, cpus int, opts ProgramOptions) (*verified, error) {
 	var kt *btf.Spec
 	var target *verifier.AttachTarget
 	if pt.BTFArgs {
@@ -217,7 +224,10 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		pt = pt.ForTarget(opts.AttachTo, opts.flags&verifier.FlagSleepable != 0)
 	}
 	if opts.NoVerify || pt.ContextSize == 0 {
-		return &verified{target: target}, nil
+		if err := helper.CheckUnverifiedKfuncs(insns); err != nil {
+			return nil, err
+		}
+		return &verified{target: target, kernelTypes: kt}, nil
 	}
 	// A helper bpfvm lacks is a load error of its own, before the verifier
 	// would call it an invalid function; one the program type may not call
@@ -249,6 +259,8 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 		Funcs:        opts.Funcs,
 		Lines:        opts.Lines,
 		KernelTypes:  opts.KernelTypes,
+		CPUs:         cpus,
+		LocalTypes:   opts.localTypes,
 	}
 	kernelObjects := slices.ContainsFunc(pt.Fields, func(f progtype.Field) bool { return f.Kind == progtype.KernelObject })
 	if vopts.KernelTypes == nil && (needsKernelTypes(insns, hs) || slices.ContainsFunc(ms, hasKptrs) || kernelObjects) {
@@ -288,7 +300,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 	if a := programArena(ms); a != nil {
 		rewrite.LowerArena(ctx, res.Aux, a.Spec().Flags&maps.FlagNoUserConv != 0)
 	}
-	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset, maxTP: res.MaxTPAccess, target: target, kernelTypes: vopts.KernelTypes}, nil
+	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset, maxTP: res.MaxTPAccess, maxRdonly: res.MaxRdonlyAccess, maxRdwr: res.MaxRdwrAccess, target: target, kernelTypes: vopts.KernelTypes}, nil
 }
 
 // defaultKernelTypes is the kernel BTF verification uses when the options
@@ -411,6 +423,11 @@ func rewriteFor(e Engine, insns []isa.Instruction, v *verified, hs *helper.Set, 
 		// verifier never reached must not run (DESIGN.md, "Dead code
 		// stops the run").
 		rewrite.SanitizeDeadCode(rp, !opts.Unprivileged)
+		// Then the Spectre mitigations of unprivileged programs, also
+		// by the aux of each instruction (DESIGN.md, "Spectre").
+		if _, _, err := rewrite.Spectre(rp); err != nil {
+			return out, err
+		}
 		if err := rewrite.GuardContextStores(rp); err != nil {
 			return out, err
 		}
@@ -418,6 +435,9 @@ func rewriteFor(e Engine, insns []isa.Instruction, v *verified, hs *helper.Set, 
 			return out, err
 		}
 		if err := rewrite.ZextArena(rp); err != nil {
+			return out, err
+		}
+		if _, err := rewrite.GraphArgs(rp); err != nil {
 			return out, err
 		}
 		if !opts.NoInline {

@@ -158,6 +158,9 @@ type ProgramOptions struct {
 	// poisons are the instructions CO-RE poisoned, which the loaders copy
 	// here to explain a rejection at one.
 	poisons []loader.Poison
+	// localTypes are the program's own BTF types by the ids CO-RE's
+	// bpf_core_type_id_local gave it (bpf_obj_new's argument).
+	localTypes map[btf.TypeID]btf.Type
 	// targets are the load's CO-RE targets, whose vmlinux is the kernel
 	// BTF verification uses when KernelTypes is nil (nil: found anew).
 	targets *coreTargets
@@ -316,9 +319,40 @@ type Net = runner.Net
 // Trace is the host's side of a run of a tracing program (RunOptions.Trace).
 type Trace = runner.Trace
 
+// TaskInfo is a task of the traced world (Trace.Tasks), which the
+// open-coded task iterators walk.
+type TaskInfo = runner.TaskInfo
+
+// VMA is a memory area of a task of the traced world (TaskInfo.VMAs).
+type VMA = runner.VMA
+
 // TraceMemory is a region of the traced world's kernel or user memory
 // (Trace.Memory).
 type TraceMemory = runner.Memory
+
+// KernelObject is an object of the traced world's kernel memory
+// (Trace.Objects): a kernel struct laid out by the kernel's BTF, at an
+// address of the world's, which tracing programs read through BTF
+// pointers (probe loads), the probe-read helpers, and the helpers taking
+// kernel objects.
+type KernelObject = runner.KernelObject
+
+// ErrNoField is returned by KernelObject.Set and Offset for a path that
+// names no member.
+var ErrNoField = runner.ErrNoField
+
+// NewKernelObject returns a zeroed kernel object of the struct or union
+// named name at addr, laid out by types: the BTF the program is loaded
+// against (ProgramOptions.KernelTypes), nil for the default target (the
+// host's vmlinux, else kernelbtf.Shipped). Its members are set by name
+// (KernelObject.Set).
+func NewKernelObject(types *btf.Spec, name string, addr uint64) (*KernelObject, error) {
+	return runner.NewKernelObject(types, name, addr)
+}
+
+func init() {
+	runner.DefaultKernelTypes = func() *btf.Spec { return defaultKernelTypes(ProgramOptions{}) }
+}
 
 // PerfValue is a perf counter's reading (Trace.Counter).
 type PerfValue = runner.PerfValue
@@ -461,6 +495,7 @@ func NewProgramWithOptions(spec *ebpf.ProgramSpec, opts ProgramOptions) (*Progra
 		return nil, fmt.Errorf("program %s references map %s: load it with NewCollection", spec.Name, enc.refs[0])
 	}
 	opts.flags, opts.poisons, opts.AttachType, opts.AttachTo, opts.targets = spec.Flags, enc.poisons, spec.AttachType, spec.AttachTo, targets
+	opts.localTypes = enc.locals
 	return newProgram(spec.Name, spec.Type, enc.insns, nil, nil, opts)
 }
 

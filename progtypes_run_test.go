@@ -269,6 +269,10 @@ func TestProgTypeContextInputs(t *testing.T) {
 		// and a u16 load of the field's high half reads it, as the
 		// kernel's conversion does.
 		{name: "connect4 port high half", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupInet4Connect, asm: "r2 = *(u16 *)(r1 +26)\n*(u32 *)(r1 +4) = r2\nr0 = 1\nexit", ctx: u32(72, 0, 2, 24, 0x5000), ret: 1, outOff: 4, out: 0x5000},
+		// bpf_set_retval sets what bpf_get_retval reads back in the run
+		// (0 at its start): -13 (EACCES) into user_ip4.
+		{name: "connect4 get_retval at start", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupInet4Connect, asm: "r6 = r1\ncall bpf_get_retval\n*(u32 *)(r6 +4) = r0\nr0 = 1\nexit", ctx: u32(72, 0, 2, 4, 7), ret: 1, outOff: 4, out: 0},
+		{name: "connect4 set_retval", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupInet4Connect, asm: "r6 = r1\nr1 = -13\ncall bpf_set_retval\nr7 = r0\ncall bpf_get_retval\nr0 += r7\n*(u32 *)(r6 +4) = r0\nr0 = 1\nexit", ctx: u32(72, 0, 2), ret: 1, outOff: 4, out: 0xfffffff3},
 		{name: "connect4 port input truncated", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupInet4Connect, asm: "r2 = *(u32 *)(r1 +24)\n*(u32 *)(r1 +4) = r2\nr0 = 1\nexit", ctx: u32(72, 0, 2, 24, 0x12345000), ret: 1, outOff: 4, out: 0x5000},
 		{name: "sk_reuseport eth_protocol high half", typ: ebpf.SkReuseport, asm: "r0 = *(u16 *)(r1 +22)\nexit", ctx: u32(56, 20, 0xdd86), ret: 0xdd86},
 		{name: "sendmsg6 source", typ: ebpf.CGroupSockAddr, attach: ebpf.AttachCGroupUDP6Sendmsg, asm: "r2 = 7\n*(u64 *)(r1 +48) = r2\nr0 = 1\nexit", ctx: u32(72, 0, 10), ret: 1, outOff: 48, out: 7},

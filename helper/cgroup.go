@@ -16,6 +16,23 @@ var cgroupHelpers = []Helper{
 	{Proto: Proto{Name: "bpf_get_local_storage", Args: [5]ArgType{ArgConstMapPtr, ArgAnything}, Ret: RetMapValue}, Func: helperGetLocalStorage},
 	{Proto: Proto{Name: "bpf_skb_under_cgroup", Args: [5]ArgType{ArgCtx, ArgConstMapPtr, ArgAnything}}, Func: skbOnly(helperSkbUnderCgroup)},
 	{Proto: Proto{Name: "bpf_current_task_under_cgroup", Args: [5]ArgType{ArgConstMapPtr, ArgAnything}}, Func: helperCurrentTaskUnderCgroup},
+	{Proto: Proto{Name: "bpf_get_retval"}, Func: helperGetRetval},
+	{Proto: Proto{Name: "bpf_set_retval", Args: [5]ArgType{ArgAnything}}, Func: helperSetRetval},
+}
+
+// helperGetRetval is bpf_get_retval(): the return value the hook's
+// syscall will give, as the programs before in the run set it
+// (kernel/bpf/cgroup.c's bpf_cg_run_ctx.retval); 0 at the start of a
+// run, sign-extended from the kernel's int.
+func helperGetRetval(e *vm.Env, _, _, _, _, _ uint64) (uint64, error) {
+	return uint64(int64(runner.Of(e).CgroupRetval())), nil
+}
+
+// helperSetRetval is bpf_set_retval(retval): sets the syscall's return
+// value to the low 32 bits of retval, for the rest of the run; returns 0.
+func helperSetRetval(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
+	runner.Of(e).SetCgroupRetval(int32(r1))
+	return 0, nil
 }
 
 // helperGetLocalStorage is bpf_get_local_storage(map, flags): the storage

@@ -88,6 +88,9 @@ var families = [][]Helper{
 	lockHelpers,
 	cgroupHelpers,
 	sockMapHelpers,
+	skcastHelpers,
+	kernelObjHelpers,
+	btfShowHelpers,
 	syscallHelpers,
 }
 

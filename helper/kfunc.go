@@ -121,7 +121,7 @@ func KfuncHook(pt *progtype.Type) KfuncHooks {
 		return HookXDP
 	case "sched_cls":
 		return HookTC
-	case "tp_btf", "fentry", "fexit", "fmod_ret", "tracepoint", "raw_tracepoint", "perf_event", "lsm":
+	case "tp_btf", "fentry", "fexit", "fmod_ret", "iter", "tracepoint", "raw_tracepoint", "perf_event", "lsm":
 		return HookTracing
 	case "syscall":
 		return HookSyscall
@@ -152,6 +152,7 @@ func (k *Kfunc) Allowed(pt *progtype.Type) bool {
 // kfuncFamilies are the kfuncs bpfvm implements, by family.
 var kfuncFamilies = [][]Kfunc{
 	iterKfuncs,
+	itersKfuncs,
 	castKfuncs,
 	rcuKfuncs,
 	taskKfuncs,
@@ -160,6 +161,7 @@ var kfuncFamilies = [][]Kfunc{
 	dynptrKfuncs,
 	throwKfuncs,
 	arenaKfuncs,
+	graphKfuncs,
 	sleepKfuncs,
 }
 
@@ -226,6 +228,18 @@ func CheckKfuncs(insns []isa.Instruction) error {
 			if isa.IsKfuncHelper(ins.Imm) {
 				return fmt.Errorf("insn %d: %w %s", pc, vm.ErrHelper, isa.HelperLabel(ins.Imm))
 			}
+		}
+	}
+	return nil
+}
+
+// CheckUnverifiedKfuncs rejects calls of the kfuncs that only verified
+// programs may make: the graph kfuncs, which trust the verifier for the
+// roots' and nodes' memory and get their object types from its rewrite.
+func CheckUnverifiedKfuncs(insns []isa.Instruction) error {
+	for pc, ins := range insns {
+		if ins.Op == isa.OpCall && uint8(ins.Src) == isa.CallKfunc && ins.Imm >= isa.KfuncObjNew && ins.Imm <= isa.KfuncRbtreeRight {
+			return fmt.Errorf("insn %d: kfunc %s needs a verified program: %w", pc, kfuncName(ins.Imm), vm.ErrHelper)
 		}
 	}
 	return nil

@@ -1,5 +1,7 @@
 package helper
 
+import "github.com/cilium/ebpf"
+
 // ArgType says what a helper expects in an argument register, as the
 // kernel's enum bpf_arg_type.
 type ArgType uint8
@@ -181,6 +183,14 @@ const (
 	// struct Proto.RetBTF names, never NULL (RET_PTR_TO_BTF_ID_TRUSTED:
 	// bpf_get_current_task_btf).
 	RetBTFIDTrusted
+	// RetBTFID is a plain pointer to a kernel object of the struct
+	// Proto.RetBTF names, never NULL (RET_PTR_TO_BTF_ID:
+	// bpf_task_pt_regs).
+	RetBTFID
+	// RetBTFIDOrNull is a pointer to a kernel object of the struct
+	// Proto.RetBTF names, or NULL (RET_PTR_TO_BTF_ID_OR_NULL: the socket
+	// casts bpf_skc_to_*).
+	RetBTFIDOrNull
 	// RetDynptrMemOrNull is memory inside the dynptr argument, of the
 	// constant size argument's size, or NULL (RET_PTR_TO_DYNPTR_MEM_OR_NULL:
 	// bpf_dynptr_data).
@@ -200,8 +210,15 @@ type Proto struct {
 	// arg_btf_id).
 	ArgBTF [5]string
 	Ret    RetType
-	// RetBTF names the struct a RetBTFIDTrusted return points to.
+	// RetBTF names the struct a RetBTFIDTrusted, RetBTFID or
+	// RetBTFIDOrNull return points to.
 	RetBTF string
+	// Allowed, when set, says whether a program attached as attach to
+	// target (a function, a tracepoint, an iterator's bpf_iter_<name>;
+	// hook is an LSM program's hook) may call the helper at all: the
+	// kernel's allowed, bpf_d_path's allow-list. The verifier refuses
+	// the others with "helper call is not allowed in probe".
+	Allowed func(attach ebpf.AttachType, target, hook string) bool
 	// MightSleep says only sleepable programs may call the helper (the
 	// kernel's might_sleep: bpf_copy_from_user).
 	MightSleep bool
@@ -231,7 +248,7 @@ type Proto struct {
 // UsesBTF reports whether verifying or running a call needs the kernel's
 // BTF: its arguments or return value are typed by it, or it reads it.
 func (p *Proto) UsesBTF() bool {
-	if p.Ret == RetBTFIDTrusted || p.ReadsBTF {
+	if p.Ret == RetBTFIDTrusted || p.Ret == RetBTFIDOrNull || p.Ret == RetBTFID || p.ReadsBTF {
 		return true
 	}
 	for _, a := range p.Args {

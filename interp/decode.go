@@ -238,6 +238,8 @@ const (
 	opNop      // second slot of LD_IMM64; never executed
 	opCPUIndex // internal isa.OpCPUIndex: dst = env.CPU
 	opDead     // internal isa.OpDead: stop with vm.ErrDeadCode
+	opNospec   // internal isa.OpNospec: a speculation barrier, nothing to do here
+	opMasked   // internal isa.OpMaskedALU: pointer arithmetic with a masked offset
 
 	numOps
 )
@@ -315,6 +317,12 @@ func decodeOp(ins isa.Instruction) uint8 {
 	}
 	if ins.Op == isa.OpDead {
 		return opDead
+	}
+	if ins.Op == isa.OpNospec {
+		return opNospec
+	}
+	if ins.Op == isa.OpMaskedALU {
+		return opMasked
 	}
 	if ins.IsIterNumNext() {
 		return opIterNumNext

@@ -368,6 +368,9 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			r[in.dst] = uint64(env.CPU)
 		case opDead:
 			return fail(vm.ErrDeadCode)
+		case opNospec:
+		case opMasked:
+			r[in.dst] = isa.MaskedALU(isa.Instruction{Off: int16(in.off), Imm: int32(in.imm)}, r[in.dst], r[in.src])
 
 		// Loads and stores.
 		case opLdImm64:

@@ -113,6 +113,23 @@ func format(prog []Instruction, pc int, helper HelperNamer) string {
 	if ins.Op == OpCPUIndex {
 		return fmt.Sprintf("r%d = cpu_index", ins.Dst)
 	}
+	if ins.Op == OpNospec && ins == (Instruction{Op: OpNospec}) {
+		return "nospec ; speculation barrier"
+	}
+	if ins.Op == OpMaskedALU {
+		op := "+"
+		if ins.Off&MaskSub != 0 {
+			op = "-"
+		}
+		neg := ""
+		if ins.Off&MaskNeg != 0 {
+			neg = "-"
+		}
+		if ins.Off&MaskOffDst != 0 {
+			return fmt.Sprintf("r%d = r%d %s mask(%sr%d, %d)", ins.Dst, ins.Src, op, neg, ins.Dst, uint32(ins.Imm))
+		}
+		return fmt.Sprintf("r%d %s= mask(%sr%d, %d)", ins.Dst, op, neg, ins.Src, uint32(ins.Imm))
+	}
 	if ins.Op == OpDead && ins == (Instruction{Op: OpDead}) {
 		return "dead ; not reached by the verifier: stops the run"
 	}

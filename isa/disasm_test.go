@@ -150,7 +150,10 @@ func TestFormat(t *testing.T) {
 		{"r0 = *(probe u32 *)(r0 +0)", []Instruction{ins(ClassLDX|ModeProbe, 0, 0, 0, 0)}},
 		{"r0 = *(probe s16 *)(r0 +0)", []Instruction{ins(ClassLDX|ModeProbeSX|SizeH, 0, 0, 0, 0)}},
 		{"BUG_ldx_59", []Instruction{ins(ClassLDX|ModeProbeSX|SizeDW, 0, 0, 0, 0)}},
-		{"BUG_st_c2", []Instruction{ins(ClassST|ModeATOMIC, 0, 0, 0, 0)}},
+		{"nospec ; speculation barrier", []Instruction{ins(OpNospec, 0, 0, 0, 0)}},
+		{"BUG_st_c2", []Instruction{ins(ClassST|ModeATOMIC, 1, 0, 0, 0)}},
+		{"r1 += mask(r2, 31)", []Instruction{ins(OpMaskedALU, 1, 2, 0, 31)}},
+		{"r1 = r2 - mask(-r1, 8)", []Instruction{ins(OpMaskedALU, 1, 2, MaskOffDst|MaskSub|MaskNeg, 8)}},
 		{"BUG_43", []Instruction{ins(ClassSTX|ModeIND, 0, 0, 0, 0)}},
 		{"BUG_db", []Instruction{ins(ClassSTX|ModeATOMIC|SizeDW, 0, 0, 0, 0x02)}},
 	}

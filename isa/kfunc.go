@@ -8,8 +8,10 @@ package isa
 // Ids are grouped by family, each in a range of its own, so that families
 // added side by side do not collide: 1-15 the number iterator and the
 // casts, 16-31 RCU and preemption, 32-47 tasks, 48-63 cgroups, 64-127
-// cpumasks, 128-191 dynptrs, 192-255 exceptions and the arena, 300-339
-// the sleepable ones (user memory).
+// cpumasks, 128-191 dynptrs, 200-239 allocated objects and their
+// graphs (lists, rbtrees), 256-299 the open-coded iterators but the
+// number one, 300-339 the sleepable ones (user memory); the exceptions
+// and the arena took 6-8.
 const (
 	KfuncIterNumNew     int32 = 1 // int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end)
 	KfuncIterNumNext    int32 = 2 // int *bpf_iter_num_next(struct bpf_iter_num *it)
@@ -72,8 +74,44 @@ const (
 	KfuncArenaAlloc              int32 = 7   // void __arena *bpf_arena_alloc_pages(void *map, void __arena *addr, u32 page_cnt, int node_id, u64 flags)
 	KfuncArenaFree               int32 = 8   // void bpf_arena_free_pages(void *map, void __arena *ptr, u32 page_cnt)
 
+	KfuncObjNew          int32 = 200 // void *bpf_obj_new_impl(u64 local_type_id__k, void *meta__ign)
+	KfuncObjDrop         int32 = 201 // void bpf_obj_drop_impl(void *p__alloc, void *meta__ign)
+	KfuncRefcountAcquire int32 = 202 // void *bpf_refcount_acquire_impl(void *p__refcounted_kptr, void *meta__ign)
+	KfuncListPushFront   int32 = 203 // int bpf_list_push_front_impl(struct bpf_list_head *head, struct bpf_list_node *node, void *meta__ign, u64 off)
+	KfuncListPushBack    int32 = 204 // int bpf_list_push_back_impl(same)
+	KfuncListPopFront    int32 = 205 // struct bpf_list_node *bpf_list_pop_front(struct bpf_list_head *head)
+	KfuncListPopBack     int32 = 206 // struct bpf_list_node *bpf_list_pop_back(struct bpf_list_head *head)
+	KfuncListFront       int32 = 207 // struct bpf_list_node *bpf_list_front(struct bpf_list_head *head)
+	KfuncListBack        int32 = 208 // struct bpf_list_node *bpf_list_back(struct bpf_list_head *head)
+	KfuncRbtreeAdd       int32 = 209 // int bpf_rbtree_add_impl(struct bpf_rb_root *root, struct bpf_rb_node *node, less, void *meta__ign, u64 off)
+	KfuncRbtreeRemove    int32 = 210 // struct bpf_rb_node *bpf_rbtree_remove(struct bpf_rb_root *root, struct bpf_rb_node *node)
+	KfuncRbtreeFirst     int32 = 211 // struct bpf_rb_node *bpf_rbtree_first(struct bpf_rb_root *root)
+	KfuncRbtreeRoot      int32 = 212 // struct bpf_rb_node *bpf_rbtree_root(struct bpf_rb_root *root)
+	KfuncRbtreeLeft      int32 = 213 // struct bpf_rb_node *bpf_rbtree_left(struct bpf_rb_root *root, struct bpf_rb_node *node)
+	KfuncRbtreeRight     int32 = 214 // struct bpf_rb_node *bpf_rbtree_right(struct bpf_rb_root *root, struct bpf_rb_node *node)
+
 	KfuncCopyFromUserStr     int32 = 300 // int bpf_copy_from_user_str(void *dst, u32 dst__sz, const void __user *unsafe_ptr__ign, u64 flags)
 	KfuncCopyFromUserTaskStr int32 = 301 // int bpf_copy_from_user_task_str(void *dst, u32 dst__sz, const void __user *unsafe_ptr__ign, struct task_struct *tsk, u64 flags)
+)
+
+// Open-coded iterators over bits, tasks, a task's memory areas and
+// cgroups (kernel/bpf/helpers.c, task_iter.c, cgroup_iter.c): 256-299.
+const (
+	KfuncIterBitsNew        int32 = 256 // int bpf_iter_bits_new(struct bpf_iter_bits *it, const u64 *unsafe_ptr__ign, u32 nr_words)
+	KfuncIterBitsNext       int32 = 257 // int *bpf_iter_bits_next(struct bpf_iter_bits *it)
+	KfuncIterBitsDestroy    int32 = 258 // void bpf_iter_bits_destroy(struct bpf_iter_bits *it)
+	KfuncIterTaskNew        int32 = 259 // int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task__nullable, unsigned int flags)
+	KfuncIterTaskNext       int32 = 260 // struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it)
+	KfuncIterTaskDestroy    int32 = 261 // void bpf_iter_task_destroy(struct bpf_iter_task *it)
+	KfuncIterTaskVMANew     int32 = 262 // int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, u64 addr)
+	KfuncIterTaskVMANext    int32 = 263 // struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it)
+	KfuncIterTaskVMADestroy int32 = 264 // void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it)
+	KfuncIterCSSNew         int32 = 265 // int bpf_iter_css_new(struct bpf_iter_css *it, struct cgroup_subsys_state *start, unsigned int flags)
+	KfuncIterCSSNext        int32 = 266 // struct cgroup_subsys_state *bpf_iter_css_next(struct bpf_iter_css *it)
+	KfuncIterCSSDestroy     int32 = 267 // void bpf_iter_css_destroy(struct bpf_iter_css *it)
+	KfuncIterCSSTaskNew     int32 = 268 // int bpf_iter_css_task_new(struct bpf_iter_css_task *it, struct cgroup_subsys_state *css, unsigned int flags)
+	KfuncIterCSSTaskNext    int32 = 269 // struct task_struct *bpf_iter_css_task_next(struct bpf_iter_css_task *it)
+	KfuncIterCSSTaskDestroy int32 = 270 // void bpf_iter_css_task_destroy(struct bpf_iter_css_task *it)
 )
 
 var kfuncNames = [...]string{
@@ -138,8 +176,40 @@ var kfuncNames = [...]string{
 	KfuncArenaAlloc:              "bpf_arena_alloc_pages",
 	KfuncArenaFree:               "bpf_arena_free_pages",
 
+	KfuncObjNew:          "bpf_obj_new_impl",
+	KfuncObjDrop:         "bpf_obj_drop_impl",
+	KfuncRefcountAcquire: "bpf_refcount_acquire_impl",
+	KfuncListPushFront:   "bpf_list_push_front_impl",
+	KfuncListPushBack:    "bpf_list_push_back_impl",
+	KfuncListPopFront:    "bpf_list_pop_front",
+	KfuncListPopBack:     "bpf_list_pop_back",
+	KfuncListFront:       "bpf_list_front",
+	KfuncListBack:        "bpf_list_back",
+	KfuncRbtreeAdd:       "bpf_rbtree_add_impl",
+	KfuncRbtreeRemove:    "bpf_rbtree_remove",
+	KfuncRbtreeFirst:     "bpf_rbtree_first",
+	KfuncRbtreeRoot:      "bpf_rbtree_root",
+	KfuncRbtreeLeft:      "bpf_rbtree_left",
+	KfuncRbtreeRight:     "bpf_rbtree_right",
+
 	KfuncCopyFromUserStr:     "bpf_copy_from_user_str",
 	KfuncCopyFromUserTaskStr: "bpf_copy_from_user_task_str",
+
+	KfuncIterBitsNew:        "bpf_iter_bits_new",
+	KfuncIterBitsNext:       "bpf_iter_bits_next",
+	KfuncIterBitsDestroy:    "bpf_iter_bits_destroy",
+	KfuncIterTaskNew:        "bpf_iter_task_new",
+	KfuncIterTaskNext:       "bpf_iter_task_next",
+	KfuncIterTaskDestroy:    "bpf_iter_task_destroy",
+	KfuncIterTaskVMANew:     "bpf_iter_task_vma_new",
+	KfuncIterTaskVMANext:    "bpf_iter_task_vma_next",
+	KfuncIterTaskVMADestroy: "bpf_iter_task_vma_destroy",
+	KfuncIterCSSNew:         "bpf_iter_css_new",
+	KfuncIterCSSNext:        "bpf_iter_css_next",
+	KfuncIterCSSDestroy:     "bpf_iter_css_destroy",
+	KfuncIterCSSTaskNew:     "bpf_iter_css_task_new",
+	KfuncIterCSSTaskNext:    "bpf_iter_css_task_next",
+	KfuncIterCSSTaskDestroy: "bpf_iter_css_task_destroy",
 }
 
 // KfuncID returns bpfvm's id of the kfunc called name.

@@ -30,7 +30,7 @@ func CheckFields(ins Instruction) error {
 
 // ValidateXlated is Validate for programs after rewriting, which may also
 // hold the internal instructions rewrites emit (OpCPUIndex, OpMayGotoTimed,
-// OpIterNumNext, OpDead): what the engines accept; the loaders never do. It
+// OpIterNumNext, OpDead, OpNospec, OpMaskedALU): what the engines accept; the loaders never do. It
 // also refuses what Validate leaves to the verifier, so that the engines
 // never run a write to R10, verified or not.
 func ValidateXlated(prog []Instruction) error { return validate(prog, true, checkAll) }
@@ -84,6 +84,18 @@ func validate(prog []Instruction, internal bool, lvl int) error {
 		if internal && ins.Op == OpDead {
 			if ins.Dst != 0 || ins.Src != 0 || ins.Off != 0 || ins.Imm != 0 {
 				return insnErr(i, "internal dead code uses reserved fields")
+			}
+			continue
+		}
+		if internal && ins.Op == OpNospec {
+			if ins.Dst != 0 || ins.Src != 0 || ins.Off != 0 || ins.Imm != 0 {
+				return insnErr(i, "internal speculation barrier uses reserved fields")
+			}
+			continue
+		}
+		if internal && ins.Op == OpMaskedALU {
+			if ins.Dst >= R10 || ins.Src > MaxRegister || ins.Off&^(MaskSub|MaskNeg|MaskOffDst|MaskImm) != 0 {
+				return insnErr(i, "internal masked pointer arithmetic uses invalid fields")
 			}
 			continue
 		}

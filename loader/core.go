@@ -41,6 +41,15 @@ type Poison struct {
 // it reaches them, so code behind a bpf_core_field_exists() that is false
 // for the target still loads. The poisoned instructions are returned.
 func RelocateCORE(insns asm.Instructions, bo binary.ByteOrder, targets func() ([]*btf.Spec, error)) ([]Poison, error) {
+	poisons, _, err := RelocateCORELocal(insns, bo, targets)
+	return poisons, err
+}
+
+// RelocateCORELocal is RelocateCORE, also returning the local types the
+// relocations numbered, by id: what bpf_core_type_id_local gives the
+// program (bpf_obj_new's argument), the ids of the BTF cilium/ebpf loads
+// with the program.
+func RelocateCORELocal(insns asm.Instructions, bo binary.ByteOrder, targets func() ([]*btf.Spec, error)) ([]Poison, map[btf.TypeID]btf.Type, error) {
 	var relos []*btf.CORERelocation
 	var at, pcs []int // each relocation's instruction: index in insns, wire index
 	pc := 0
@@ -53,42 +62,50 @@ func RelocateCORE(insns asm.Instructions, bo binary.ByteOrder, targets func() ([
 		pc += int(insns[i].Size() / asm.InstructionSize)
 	}
 	if len(relos) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	specs, err := targets()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCORE, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrCORE, err)
 	}
 	if len(specs) == 0 {
-		return nil, fmt.Errorf("%w: no target BTF", ErrCORE)
+		return nil, nil, fmt.Errorf("%w: no target BTF", ErrCORE)
 	}
 	if bo == nil {
 		bo = binary.LittleEndian
 	}
 	var local btf.Builder
-	fixups, err := btf.CORERelocate(relos, specs, bo, local.Add)
+	locals := map[btf.TypeID]btf.Type{}
+	add := func(t btf.Type) (btf.TypeID, error) {
+		id, err := local.Add(t)
+		if err == nil {
+			locals[id] = t
+		}
+		return id, err
+	}
+	fixups, err := btf.CORERelocate(relos, specs, bo, add)
 	if err != nil {
 		// The error names the type but not the instruction: find the
 		// first relocation that fails on its own.
 		for j, r := range relos {
 			var b btf.Builder
 			if _, err := btf.CORERelocate([]*btf.CORERelocation{r}, specs, bo, b.Add); err != nil {
-				return nil, fmt.Errorf("%w: instruction %d: %s: %w", ErrCORE, pcs[j], r, err)
+				return nil, nil, fmt.Errorf("%w: instruction %d: %s: %w", ErrCORE, pcs[j], r, err)
 			}
 		}
-		return nil, fmt.Errorf("%w: %w", ErrCORE, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrCORE, err)
 	}
 	var poisoned []Poison
 	for j := range fixups {
 		ins := &insns[at[j]]
 		if err := applyFixup(&fixups[j], ins); err != nil {
-			return nil, fmt.Errorf("%w: instruction %d: %s: %w", ErrCORE, pcs[j], relos[j], err)
+			return nil, nil, fmt.Errorf("%w: instruction %d: %s: %w", ErrCORE, pcs[j], relos[j], err)
 		}
 		if IsCOREPoison(*ins) {
 			poisoned = append(poisoned, Poison{Insn: pcs[j], Relocation: relos[j]})
 		}
 	}
-	return poisoned, nil
+	return poisoned, locals, nil
 }
 
 // IsCOREPoison reports whether ins is an instruction CO-RE poisoned.

@@ -172,8 +172,8 @@ func (a *array) store(dst uint64, src []byte, flags uint64) {
 	}
 	// The old value's references go (array_map_update_elem's
 	// bpf_obj_free_fields).
-	if hasKptr(a.fields) {
-		freeKptrs(dst, a.fields)
+	if hasFreeFields(a.fields) {
+		freeFields(dst, a.fields)
 	}
 }
 
@@ -217,8 +217,8 @@ func (a *array) UpdateBytes(key, value []byte, flags uint64) error {
 	}
 	for cpu := range a.ncpu {
 		storeValue(a.elem(i, cpu), value[uint64(cpu)*a.vsize:][:a.spec.ValueSize], a.fields)
-		if hasKptr(a.fields) {
-			freeKptrs(a.elem(i, cpu), a.fields)
+		if hasFreeFields(a.fields) {
+			freeFields(a.elem(i, cpu), a.fields)
 		}
 	}
 	return nil
@@ -255,10 +255,10 @@ func (a *array) key(key []byte) (uint32, error) {
 }
 
 func (a *array) free() error {
-	if hasKptr(a.fields) {
+	if hasFreeFields(a.fields) {
 		for i := range a.spec.MaxEntries {
 			for cpu := range a.ncpu {
-				freeKptrs(a.elem(i, cpu), a.fields)
+				freeFields(a.elem(i, cpu), a.fields)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -95,6 +96,12 @@ type Field struct {
 	Offset, Size uint32
 	// Pointee is the name of the struct a kernel pointer points to.
 	Pointee string
+	// Contains is the struct a list or rbtree root holds (its
+	// "contains:type:node" declaration tag), NodeOff the offset of its
+	// node member, NodeName that member's name.
+	Contains *btf.Struct
+	NodeOff  uint32
+	NodeName string
 }
 
 // Errors of field discovery, with the kernel's errnos.
@@ -156,7 +163,7 @@ func ParseFields(value btf.Type, valueSize uint32) ([]Field, error) {
 	if err != nil || uint32(sz) != valueSize {
 		return nil, fmt.Errorf("value BTF of %d bytes for a value of %d: %w", sz, valueSize, ErrInvalid)
 	}
-	p := fieldParser{mask: mapFieldKinds}
+	p := fieldParser{mask: mapFieldKinds, structs: reachableStructs(value)}
 	var found []Field
 	switch t := value.(type) {
 	case *btf.Datasec:
@@ -189,7 +196,7 @@ func ParseFields(value btf.Type, valueSize uint32) ([]Field, error) {
 // it (unlike a creation the kernel refuses).
 func CheckValueBTF(t btf.Type) error {
 	var err error
-	p := fieldParser{mask: metaFieldKinds}
+	p := fieldParser{mask: metaFieldKinds, structs: reachableStructs(t)}
 	walkTypes(t, map[btf.Type]bool{}, func(t btf.Type) bool {
 		st, ok := t.(*btf.Struct)
 		if !ok || !mayBeObject(st) {
@@ -232,6 +239,17 @@ func memberTypes(ms []btf.Member) []btf.Type {
 		out[i] = m.Type
 	}
 	return out
+}
+
+// WalkStructs calls visit on every struct reachable from t, once each,
+// until visit returns false.
+func WalkStructs(t btf.Type, visit func(*btf.Struct) bool) {
+	walkTypes(t, map[btf.Type]bool{}, func(t btf.Type) bool {
+		if st, ok := t.(*btf.Struct); ok {
+			return visit(st)
+		}
+		return true
+	})
 }
 
 // walkTypes calls visit on t and every type reachable from it, once each,
@@ -295,6 +313,17 @@ func checkFieldRecord(found []Field, valueSize uint32) ([]Field, error) {
 		}
 		next = f.Offset + f.Size
 	}
+	var kinds FieldKind
+	for _, f := range found {
+		kinds |= f.Kind
+	}
+	if kinds&(ListHead|RBRoot) != 0 && kinds&SpinLock == 0 {
+		return nil, fmt.Errorf("a graph root without a bpf_spin_lock: %w", ErrInvalid)
+	}
+	if kinds&ListNode != 0 && kinds&RBNode != 0 && kinds&Refcount == 0 {
+		// Only a refcounted object may be in a list and a tree.
+		return nil, fmt.Errorf("list and rbtree nodes without a bpf_refcount: %w", ErrInvalid)
+	}
 	slices.SortStableFunc(found, func(a, b Field) int { return int(int64(a.Offset) - int64(b.Offset)) })
 	return found, nil
 }
@@ -302,6 +331,41 @@ func checkFieldRecord(found []Field, valueSize uint32) ([]Field, error) {
 // fieldParser walks BTF for the fields of the kinds in mask.
 type fieldParser struct {
 	mask FieldKind
+	// structs finds a struct of the BTF by name, for the contains:
+	// declaration tags of graph roots.
+	structs func(name string) *btf.Struct
+}
+
+// reachableStructs finds structs by name among the types reachable from t:
+// the BTF cilium/ebpf gives the kernel with a map is its key's and value's
+// types and what they refer to.
+func reachableStructs(t btf.Type) func(string) *btf.Struct {
+	var byName map[string]*btf.Struct
+	return func(name string) *btf.Struct {
+		if byName == nil {
+			byName = map[string]*btf.Struct{}
+			walkTypes(t, map[btf.Type]bool{}, func(t btf.Type) bool {
+				if st, ok := t.(*btf.Struct); ok && st.Name != "" && byName[st.Name] == nil {
+					byName[st.Name] = st
+				}
+				return true
+			})
+		}
+		return byName[name]
+	}
+}
+
+// ObjectFields finds the special fields of an allocated object of struct
+// type t (bpf_obj_new's type), as the kernel's btf_parse_struct_metas
+// records them for the program's BTF: structs resolves the contains:
+// declaration tags of its graph roots.
+func ObjectFields(t *btf.Struct, structs func(name string) *btf.Struct) ([]Field, error) {
+	p := fieldParser{mask: metaFieldKinds, structs: structs}
+	fs, err := p.structFields(t, 0)
+	if err == nil {
+		fs, err = checkFieldRecord(fs, t.Size)
+	}
+	return fs, err
 }
 
 // structFields finds the fields among the members of t (btf_find_struct_field);
@@ -314,7 +378,7 @@ func (p fieldParser) structFields(t *btf.Struct, level int) ([]Field, error) {
 			// Valid C code cannot generate such BTF.
 			return nil, fmt.Errorf("member %s at bit %d: %w", m.Name, m.Offset, ErrInvalid)
 		}
-		fs, err := p.one(m.Type, uint32(m.Offset/8), 0, &seen, fieldsMax-len(out), level)
+		fs, err := p.one(m.Type, m.Tags, uint32(m.Offset/8), 0, &seen, fieldsMax-len(out), level)
 		if err != nil {
 			return nil, err
 		}
@@ -333,7 +397,7 @@ func (p fieldParser) datasecFields(t *btf.Datasec) ([]Field, error) {
 		if !ok {
 			continue
 		}
-		fs, err := p.one(v.Type, vsi.Offset, vsi.Size, &seen, fieldsMax-len(out), 0)
+		fs, err := p.one(v.Type, v.Tags, vsi.Offset, vsi.Size, &seen, fieldsMax-len(out), 0)
 		if err != nil {
 			return nil, err
 		}
@@ -346,7 +410,7 @@ func (p fieldParser) datasecFields(t *btf.Datasec) ([]Field, error) {
 // (btf_find_field_one): a special struct, a tagged pointer, or the fields
 // of a nested struct, each repeated for every element of an array. room
 // is how many fields may still be found.
-func (p fieldParser) one(t btf.Type, off, expected uint32, seen *FieldKind, room, level int) ([]Field, error) {
+func (p fieldParser) one(t btf.Type, tags []string, off, expected uint32, seen *FieldKind, room, level int) ([]Field, error) {
 	nelems := uint32(1)
 	i := 0
 	for ; i < maxResolveDepth; i++ {
@@ -388,15 +452,56 @@ func (p fieldParser) one(t btf.Type, off, expected uint32, seen *FieldKind, room
 		return nil, nil
 	}
 	if kind&(ListHead|RBRoot) != 0 {
-		// The kernel wants the member's "contains:type:field"
-		// declaration tag, which the map BTF cilium/ebpf builds from
-		// the value type does not carry.
-		return nil, fmt.Errorf("%s at %d without a contains: declaration tag: %w", kind, off, ErrInvalid)
+		if f, err = p.graphRoot(f, tags); err != nil {
+			return nil, err
+		}
 	}
 	if room <= 0 {
 		return nil, fmt.Errorf("more than %d special fields: %w", fieldsMax, errTooManyFields)
 	}
 	return repeatFields([]Field{f}, nelems, size, room)
+}
+
+// graphRoot reads the "contains:type:node" declaration tag of a list or
+// rbtree root (btf_parse_graph_root): the struct, found by name in the
+// BTF, and its node member of the root's node kind, aligned. Each is
+// EINVAL when missing.
+func (p fieldParser) graphRoot(f Field, tags []string) (Field, error) {
+	var spec string
+	for _, t := range tags {
+		if rest, ok := strings.CutPrefix(t, "contains:"); ok {
+			if spec != "" {
+				return f, fmt.Errorf("%s at %d with two contains: tags: %w", f.Kind, f.Offset, ErrInvalid)
+			}
+			spec = rest
+		}
+	}
+	name, node, ok := strings.Cut(spec, ":")
+	if spec == "" || !ok || name == "" || node == "" {
+		return f, fmt.Errorf("%s at %d without a contains:type:node declaration tag: %w", f.Kind, f.Offset, ErrInvalid)
+	}
+	var st *btf.Struct
+	if p.structs != nil {
+		st = p.structs(name)
+	}
+	if st == nil {
+		return f, fmt.Errorf("%s at %d contains struct %s, not in the BTF: %w", f.Kind, f.Offset, name, ErrInvalid)
+	}
+	want := "bpf_list_node"
+	if f.Kind == RBRoot {
+		want = "bpf_rb_node"
+	}
+	for _, m := range st.Members {
+		if m.Name != node {
+			continue
+		}
+		if mt, ok := m.Type.(*btf.Struct); !ok || mt.Name != want || m.Offset%64 != 0 {
+			return f, fmt.Errorf("%s at %d: member %s of struct %s is not an aligned %s: %w", f.Kind, f.Offset, node, name, want, ErrInvalid)
+		}
+		f.Contains, f.NodeOff, f.NodeName = st, m.Offset.Bytes(), node
+		return f, nil
+	}
+	return f, fmt.Errorf("%s at %d: struct %s has no member %s: %w", f.Kind, f.Offset, name, node, ErrInvalid)
 }
 
 // nested finds the fields of a nested struct (btf_find_nested_struct),

@@ -520,11 +520,11 @@ func (m *hashMap) unlink(e uint64) {
 	if m.unlinked != nil {
 		m.unlinked(e)
 	}
-	if hasKptr(m.fields) {
+	if hasFreeFields(m.fields) {
 		// The element's references go with it (free_htab_elem's
 		// bpf_obj_free_fields).
 		for cpu := range m.ncpu {
-			freeKptrs(m.value(e)+uint64(cpu)*m.vsize, m.fields)
+			freeFields(m.value(e)+uint64(cpu)*m.vsize, m.fields)
 		}
 	}
 	m.elems.retire(e)
@@ -657,13 +657,13 @@ func (m *hashMap) NextKey(key, next []byte) error {
 func (m *hashMap) len() int { return int(m.count.Load()) }
 
 func (m *hashMap) free() error {
-	if hasKptr(m.fields) && m.buckets != 0 {
+	if hasFreeFields(m.fields) && m.buckets != 0 {
 		// The elements still linked hold their kptrs' references,
 		// which go with the map (htab_free_prealloced_fields).
 		for b := uint64(0); b <= uint64(m.mask); b++ {
 			for e := load(m.buckets + b*8); e != 0; e = load(e + HashElemNext) {
 				for cpu := range m.ncpu {
-					freeKptrs(m.value(e)+uint64(cpu)*m.vsize, m.fields)
+					freeFields(m.value(e)+uint64(cpu)*m.vsize, m.fields)
 				}
 			}
 		}

@@ -57,6 +57,11 @@ type Program struct {
 	// MaxTP is the end of the furthest access to a writable raw
 	// tracepoint's buffer the verifier saw (verifier.Result.MaxTPAccess).
 	MaxTP uint32
+	// MaxRdonly and MaxRdwr are the ends of the furthest accesses to a
+	// map iterator's key and value buffers the verifier saw
+	// (verifier.Result.MaxRdonlyAccess, MaxRdwrAccess), which the walk
+	// checks against the map's sizes.
+	MaxRdonly, MaxRdwr uint32
 	// FuncArgs is the number of u64 argument slots of the function a
 	// trampoline program (fentry, fexit, fmod_ret, lsm) is attached to,
 	// what bpf_get_func_arg_cnt returns; FuncRet says the slot after them
@@ -68,8 +73,10 @@ type Program struct {
 	// out, from the kernel BTF it was loaded against (ObjectsOf); nil
 	// makes such runs fail with progtype.ErrNotSupported.
 	Objects *Objects
-	// KernelTypes is the kernel's BTF the program was verified against,
-	// which bpf_btf_find_by_name_kind searches (nil: none).
+	// KernelTypes is the kernel's BTF the program was verified against
+	// (nil: none): what bpf_btf_find_by_name_kind searches, and by which
+	// helpers read the kernel objects a program passes them (the socket
+	// casts, bpf_d_path, bpf_snprintf_btf's type ids).
 	KernelTypes *btf.Spec
 	// Maps are the maps the program references, by index.
 	Maps []maps.Map

@@ -105,6 +105,7 @@ func (r *Runner) startEnv(ctx context.Context) {
 	e.Value = r
 	e.TailCalls, e.FP = 0, 0
 	e.MacHeader, e.NetHeader = 0, 0
+	e.Kernel = nil // beginTrace's, for tracing runs
 	e.SetContext(ctx)
 	r.pace = vm.Pacer{}
 	e.Cache = &r.cache

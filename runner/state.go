@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"slices"
 	"unsafe"
 
 	"github.com/bpfvm/bpfvm/maps"
@@ -38,6 +39,14 @@ type helperState struct {
 	key uint64
 	// line is the output line of bpf_trace_printk, reused.
 	line []byte
+
+	// retval is the return value a cgroup hook's syscall gives
+	// (bpf_get_retval, bpf_set_retval): 0 at the start of every run.
+	retval int32
+
+	// iters are the states of the run's open-coded iterators that do
+	// not fit their stack slots (IterState); the slots hold handles.
+	iters []any
 }
 
 // Scratch layout: scratchLevels nesting levels of two key slots each.
@@ -79,7 +88,42 @@ func (r *Runner) resetRun() {
 	r.sk.clones = r.sk.clones[:0]
 	r.tr.signals = r.tr.signals[:0]
 	r.hs.scratchDepth = 0
+	r.hs.retval = 0
+	clear(r.hs.iters)
+	r.hs.iters = r.hs.iters[:0]
 	r.resetSelected()
+}
+
+// CgroupRetval is the return value the cgroup hook's syscall gives, as
+// bpf_set_retval last set it in this run (bpf_get_retval).
+func (r *Runner) CgroupRetval() int32 { return r.hs.retval }
+
+// SetCgroupRetval sets the return value of the cgroup hook's syscall
+// (bpf_set_retval).
+func (r *Runner) SetCgroupRetval(v int32) { r.hs.retval = v }
+
+// NewIterState keeps the state of an open-coded iterator for the rest of
+// the run and returns its handle (never 0), which the iterator's stack
+// slot holds: a program cannot write the slot, and a handle that is not
+// one of the run's finds nothing.
+func (r *Runner) NewIterState(s any) uint64 {
+	r.hs.iters = append(r.hs.iters, s)
+	return uint64(len(r.hs.iters))
+}
+
+// IterState returns the state of handle h, nil if there is none.
+func (r *Runner) IterState(h uint64) any {
+	if h == 0 || h > uint64(len(r.hs.iters)) {
+		return nil
+	}
+	return r.hs.iters[h-1]
+}
+
+// DropIterState forgets the state of handle h (the iterator's _destroy).
+func (r *Runner) DropIterState(h uint64) {
+	if h != 0 && h <= uint64(len(r.hs.iters)) {
+		r.hs.iters[h-1] = nil
+	}
 }
 
 // nextRun ends a repetition and prepares the next: the engines call it
@@ -262,4 +306,14 @@ func (r *Runner) Commit(e *vm.Env, addr uint64, discard bool) bool {
 		return true
 	}
 	return false
+}
+
+// GrantRegion lets the rest of the run access reg (in checked mode) unless
+// a region equal to it does already: the slabs of allocated objects, which
+// kfuncs hand out one object at a time.
+func (r *Runner) GrantRegion(e *vm.Env, reg vm.Region) {
+	if !e.Checked || slices.Contains(r.regions, reg) {
+		return
+	}
+	r.AddRegion(e, reg)
 }

@@ -1,6 +1,10 @@
 package runner
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/bpfvm/bpfvm/vm"
+)
 
 // The world of a tracing program's run (a progtype.Type with Trace set):
 // what its helpers read beyond the context. In the kernel it is the
@@ -29,6 +33,12 @@ type Trace struct {
 	// and legacy variants read. A read must lie inside one region; any
 	// other faults, as a read of unmapped memory does in the kernel.
 	Memory []Memory
+	// Objects are the world's kernel objects (typed kernel memory),
+	// which probe loads through BTF pointers and the probe-read helpers
+	// read as they read Memory, and the helpers taking kernel objects
+	// (socket casts, bpf_d_path, bpf_snprintf_btf) read by their types.
+	// They must not overlap each other or Memory.
+	Objects []*KernelObject
 	// FuncIP is the address of the probed function, what bpf_get_func_ip
 	// returns to a kprobe: 0, as for a kprobe not on a function's entry,
 	// unless given.
@@ -56,6 +66,42 @@ type Trace struct {
 	// reads it (syscall programs): addresses by name; a name it lacks is
 	// not found.
 	Symbols map[string]uint64
+	// Tasks are the world's tasks, which the open-coded task iterators
+	// walk (bpf_iter_task, bpf_iter_css_task, bpf_iter_task_vma), in
+	// the kernel's task-list order: init_task (pid 0) first where the
+	// world has it, each process's threads after its leader.
+	Tasks []TaskInfo
+}
+
+// TaskInfo is a task of the world: its struct task_struct's address
+// (give the world's Memory there for the program's reads of it), its
+// ids, its cgroup v2 and its memory areas.
+type TaskInfo struct {
+	Addr      uint64
+	PID, TGID uint32
+	// CgroupID is the id of the task's cgroup (0: the root cgroup).
+	CgroupID uint64
+	// VMAs are the task's memory areas in address order, what
+	// bpf_iter_task_vma walks; nil is a task without memory (a kernel
+	// thread), for which the walk cannot start (-ENOENT).
+	VMAs []VMA
+}
+
+// VMA is a memory area of a task: its struct vm_area_struct's address
+// and the addresses it maps, [Start, End).
+type VMA struct {
+	Addr, Start, End uint64
+}
+
+// TaskAt returns the index in Tasks of the task whose struct
+// task_struct is at addr, or -1.
+func (t *Trace) TaskAt(addr uint64) int {
+	for i := range t.Tasks {
+		if t.Tasks[i].Addr == addr {
+			return i
+		}
+	}
+	return -1
 }
 
 // Memory is a region of the traced world's memory at Addr: kernel memory,
@@ -81,6 +127,12 @@ type Signal struct {
 // Read returns the n bytes at addr of the world's kernel (or, with user,
 // user) memory, or false when no region holds them all.
 func (t *Trace) Read(addr, n uint64, user bool) ([]byte, bool) {
+	if o := t.object(addr); o != nil && !user {
+		if off := addr - o.Addr; n <= uint64(len(o.Data))-off {
+			return o.Data[off : off+n], true
+		}
+		return nil, false
+	}
 	for _, m := range t.Memory {
 		if m.User == user && addr >= m.Addr && addr-m.Addr <= uint64(len(m.Data)) && n <= uint64(len(m.Data))-(addr-m.Addr) {
 			o := addr - m.Addr
@@ -93,6 +145,9 @@ func (t *Trace) Read(addr, n uint64, user bool) ([]byte, bool) {
 // ReadSpan returns the world's kernel (or user) memory from addr to the
 // end of the region holding addr, or nil: what a string read may cover.
 func (t *Trace) ReadSpan(addr uint64, user bool) []byte {
+	if o := t.object(addr); o != nil && !user {
+		return o.Data[addr-o.Addr:]
+	}
 	for _, m := range t.Memory {
 		if m.User == user && addr >= m.Addr && addr-m.Addr < uint64(len(m.Data)) {
 			return m.Data[addr-m.Addr:]
@@ -105,6 +160,7 @@ func (t *Trace) ReadSpan(addr uint64, user bool) []byte {
 type traceState struct {
 	world   *Trace
 	signals []Signal
+	kernel  []vm.KernelMemory // the world's kernel memory (vm.Env.Kernel)
 }
 
 // noTrace is the world of a run without one.
@@ -114,6 +170,11 @@ var noTrace Trace
 func (r *Runner) beginTrace(t *Trace) {
 	r.tr.world = t
 	r.tr.signals = r.tr.signals[:0]
+	if t != nil {
+		// Probe loads read the world's kernel memory.
+		r.tr.kernel = t.kernelMemory(r.tr.kernel[:0])
+		r.env.Kernel = r.tr.kernel
+	}
 }
 
 // Trace returns the world of the run (never nil).

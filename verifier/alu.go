@@ -111,6 +111,9 @@ func (v *verifier) checkALU(pc int, ins isa.Instruction) error {
 	if dst.Type.IsPointer() || src.Type.IsPointer() {
 		return v.pointerALU(pc, ins, dst, &src, op, is64, x)
 	}
+	if err := v.sanitizeValALU(pc, ins); err != nil {
+		return err
+	}
 	signed := (op == isa.ALUDiv || op == isa.ALUMod) && ins.Off == 1
 	if isShift(op) && !shiftComputable(src.Scalar, is64) || op == isa.ALUDiv || op == isa.ALUMod {
 		// The kernel computes a shift's result only for a constant
@@ -319,10 +322,15 @@ func (v *verifier) pointerALU(pc int, ins isa.Instruction, dst, src *Reg, op uin
 			return v.errorf(pc, "value %d makes %s pointer be out of bounds", s.Smin, name)
 		}
 	}
-	if v.opts.Unprivileged && x {
-		if err := v.sanitizePtrALU(pc, ins.Dst, offReg, ptr, s, op); err != nil {
-			return err
-		}
+	var san sanitizeInfo
+	ptrIsDst := ptr == dst
+	if err := v.sanitizePtrALU(pc, ins, ptr, s, ptrIsDst, &san, false); err != nil {
+		return err
+	}
+	// The speculative copy shares the frame: fetch the registers again.
+	dst = &v.cur.cur().Regs[ins.Dst]
+	if ptrIsDst {
+		ptr = dst
 	}
 	res := *ptr
 	if s.IsConst() {
@@ -357,46 +365,10 @@ func (v *verifier) pointerALU(pc int, ins isa.Instruction, dst, src *Reg, op uin
 			return err
 		}
 	}
+	if err := v.sanitizePtrALU(pc, ins, &res, s, ptrIsDst, &san, true); err != nil {
+		return err
+	}
 	*dst = res
-	return nil
-}
-
-// sanitizePtrALU applies the kernel's rules for pointer arithmetic with a
-// register in unprivileged programs (sanitize_ptr_alu, which masks the
-// offset at run time against speculative out-of-bounds use): only stack
-// and map value pointers, an offset whose sign is known, and a pointer
-// that stays within what the mask can limit.
-func (v *verifier) sanitizePtrALU(pc int, dstReg, offReg isa.Register, ptr *Reg, off Scalar, op uint8) error {
-	if !off.IsConst() && (off.Smin < 0) != (off.Smax < 0) {
-		return v.errorf(pc, "R%d has unknown scalar with mixed signed bounds, pointer arithmetic with it prohibited for !root", offReg)
-	}
-	offNeg := off.Smin < 0
-	toLeft := op == isa.ALUAdd && offNeg || op == isa.ALUSub && !offNeg
-	var max, limit uint32
-	switch ptr.Type {
-	case PtrToStack:
-		max = MaxStack
-		if toLeft {
-			max++
-		}
-		limit = uint32(-(int64(ptr.Scalar.Var.Value) + int64(ptr.Off)))
-	case PtrToMapValue:
-		max = ptr.Map.Spec.ValueSize
-		b := ptr.Umax
-		if toLeft {
-			b = uint64(ptr.Smin)
-		}
-		limit = uint32(b + uint64(int64(ptr.Off)))
-	default:
-		return v.errorf(pc, "R%d has pointer with unsupported alu operation, pointer arithmetic with it prohibited for !root", dstReg)
-	}
-	if limit >= max {
-		what := "add"
-		if op == isa.ALUSub {
-			what = "sub"
-		}
-		return v.errorf(pc, "R%d tried to %s beyond pointer bounds, pointer arithmetic with it prohibited for !root", dstReg, what)
-	}
 	return nil
 }
 

@@ -151,6 +151,9 @@ func (v *verifier) closeLoop(e *explored) {
 			for _, h := range outer {
 				s.openLoop(h)
 			}
+			if len(s.openFor) == 0 {
+				s.doneAt = v.seen // closed: its paths' ways are walked
+			}
 			if len(s.openFor) == 0 && s.evicted && s.branches == 0 {
 				// Finished, forgotten, and now closed.
 				v.freeExplored(s)

@@ -252,10 +252,26 @@ func (v *verifier) btfAccess(ptr *Reg, a access) (Reg, error) {
 		return Reg{}, v.errorf(a.pc, "R%d is ptr_%s invalid negative access: off=%d", a.reg, tname, off)
 	case !ptr.Scalar.Var.IsConst() || ptr.Scalar.Var.Value != 0:
 		return Reg{}, v.errorf(a.pc, "R%d is ptr_%s invalid variable offset: off=%d, var_off=%s", a.reg, tname, off, ptr.Scalar.Var)
-	case a.write:
+	case a.write && ptr.Flags&Alloc == 0:
 		// The kernel lets program types write some fields of some
 		// structs (a conntrack's mark); bpfvm none.
 		return Reg{}, v.errorf(a.pc, "only read is supported")
+	}
+	if ptr.Flags&Alloc != 0 {
+		// An object of the program's own type: its special fields are
+		// the kfuncs' (graph.go); the rest is plain memory.
+		if err := v.allocAccess(ptr, a, off); err != nil {
+			return Reg{}, err
+		}
+		if a.write {
+			if v.leaks(a) {
+				return Reg{}, v.errorf(a.pc, "R%d leaks addr into mem", a.valReg)
+			}
+			if sz, err := btf.Sizeof(v.btfType(ptr)); err != nil || off+int64(a.size) > int64(sz) {
+				return Reg{}, v.errorf(a.pc, "access beyond struct %s at off %d size %d", tname, off, a.size)
+			}
+			return Reg{}, nil
+		}
 	}
 	untrusted := false
 	t, o := v.btfType(ptr), uint32(off)
@@ -277,11 +293,6 @@ func (v *verifier) btfAccess(ptr *Reg, a access) (Reg, error) {
 	}
 }
 
-// inRCU reports whether the path runs in an RCU read section (the
-// kernel's in_rcu_cs): every program that does not sleep, a sleepable one
-// between bpf_rcu_read_lock and bpf_rcu_read_unlock.
-func (v *verifier) inRCU() bool { return !v.sleepable || v.cur.RCULock }
-
 // walkedFlags is the trust of a pointer read through ptr (the kernel's
 // rules in check_ptr_to_btf_access, inside an RCU read section or not,
 // inRCU): an untrusted pointer's
@@ -294,7 +305,8 @@ func (v *verifier) walkedFlags(ptr *Reg, step walkStep, untrusted bool) uint8 {
 		flags = Untrusted
 	}
 	switch {
-	case ptr.Flags&Untrusted != 0:
+	case ptr.Flags&(Untrusted|Alloc) != 0:
+		// What an allocated object points to, the program stored.
 		return Untrusted
 	case ptr.Flags&(Trusted|RCU) != 0 || ptr.RefID != 0:
 		switch btfSafeMember(v.btfName(ptr), step.field, step.next.TypeName()) {

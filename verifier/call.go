@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/bpfvm/bpfvm/helper"
 	"github.com/bpfvm/bpfvm/isa"
 	"github.com/bpfvm/bpfvm/maps"
@@ -66,6 +68,16 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	}
 	if p == nil {
 		return v.errorf(pc, "invalid func %s#%d", name, id)
+	}
+	if p.Allowed != nil {
+		var attach ebpf.AttachType
+		var target, hook string
+		if a := v.opts.Attach; a != nil {
+			attach, target, hook = a.Attach, a.Name, a.Hook
+		}
+		if !p.Allowed(attach, target, hook) {
+			return v.errorf(pc, "helper call is not allowed in probe")
+		}
 	}
 	if p.MightSleep && !v.sleepable {
 		return v.errorf(pc, "helper call might sleep in a non-sleepable prog")
@@ -236,7 +248,14 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			v.markRegPrecise(regno)
 		case ArgSockCommon, ArgSockRelease, ArgSockBTF, ArgSockBTFOrNull:
 			orNull := at == ArgSockBTFOrNull && (reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 || isSocketOrNull(reg))
-			if !isSocket(reg) && !orNull {
+			if at != ArgSockCommon && reg.Type == PtrToBTFID && reg.Flags&(Untrusted|RCU|Alloc) == 0 && (!reg.maybeNull() || at == ArgSockBTFOrNull) {
+				// btf_id_sock_common_types: a plain or trusted
+				// pointer to a kernel socket, of sock_common or a
+				// struct starting with one.
+				if err := v.sockBTFArg(pc, regno, reg, at == ArgSockRelease); err != nil {
+					return err
+				}
+			} else if !isSocket(reg) && !orNull {
 				want := "sock_common, sock, tcp_sock, xdp_sock"
 				if at != ArgSockCommon {
 					want += ", ptr_, trusted_ptr_"
@@ -382,6 +401,11 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	switch p.Ret {
 	case RetInteger:
 		*r0 = unknownScalar()
+		if name == "bpf_get_smp_processor_id" && v.opts.CPUs > 0 {
+			// A CPU number: below nr_cpu_ids (the kernel's
+			// do_refine_retval_range).
+			r0.Scalar = URange(0, uint64(v.opts.CPUs-1))
+		}
 	case RetVoid:
 		*r0 = Reg{Type: NotInit}
 	case RetKptrOrNull:
@@ -437,6 +461,21 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 			return v.errorf(pc, "%s: %v", name, err)
 		}
 		*r0 = v.btfPtr(t, Trusted)
+	case RetBTFID:
+		t, err := v.kernelStruct(p.RetBTF)
+		if err != nil {
+			return v.errorf(pc, "%s: %v", name, err)
+		}
+		*r0 = v.btfPtr(t, 0)
+	case RetBTFIDOrNull:
+		t, err := v.kernelStruct(p.RetBTF)
+		if err != nil {
+			return v.errorf(pc, "%s: %v", name, err)
+		}
+		*r0 = v.btfPtr(t, MaybeNull)
+		if p.Cast {
+			r0.RefID = argRef
+		}
 	case RetSocketOrNull, RetSockCommonOrNull, RetTCPSockOrNull:
 		t := PtrToSocket
 		switch p.Ret {
@@ -623,6 +662,25 @@ func (v *verifier) queueCallback(pc int, name string, sub int, m *MapInfo) error
 		callee.Regs[2] = Reg{Type: PtrToMapKey, Map: m, Scalar: Const(0)}
 		callee.Regs[3] = Reg{Type: PtrToMapValue, Map: m, Scalar: Const(0)}
 		callee.Regs[4] = caller.Regs[3]
+	case "bpf_find_vma":
+		// callback(task, vma, ctx): the task, trusted as the running
+		// kernel shows it, and a plain pointer to the vm_area_struct
+		// found (set_find_vma_callback_state).
+		task, err := v.kernelStruct("task_struct")
+		if err != nil {
+			return v.errorf(pc, "%s: %v", name, err)
+		}
+		vma, err := v.kernelStruct("vm_area_struct")
+		if err != nil {
+			return v.errorf(pc, "%s: %v", name, err)
+		}
+		callee.Regs[1] = v.btfPtr(task, Trusted)
+		callee.Regs[2] = v.btfPtr(vma, 0)
+		callee.Regs[3] = caller.Regs[4]
+	case "bpf_rbtree_add_impl":
+		// less(node, other): non-owning references to objects of the
+		// tree's type.
+		callee.Regs[1], callee.Regs[2] = v.cbArg, v.cbArg
 	default:
 		return v.errorf(pc, "callbacks of %s are not supported", name)
 	}
@@ -657,6 +715,8 @@ func (v *verifier) checkMemArgType(pc int, regno isa.Register, reg *Reg, at ArgT
 		// Read-only memory only where the helper only reads; untrusted
 		// memory (probe loads only) nowhere.
 		ok = (reg.Flags&Rdonly == 0 || !at.Writes()) && reg.Flags&Untrusted == 0
+	case PtrToBuf:
+		ok = true
 	}
 	if at == ArgConstStr {
 		want, ok = "map_value", reg.Type == PtrToMapValue
@@ -724,6 +784,11 @@ func (v *verifier) checkHelperMem(pc int, regno isa.Register, reg *Reg, size int
 			return v.errorf(pc, "R%d cannot write into %s", regno, regTypeString(reg))
 		}
 		return v.boundsCheck(reg, a, int64(reg.MemSize), "memory, mem_size")
+	case PtrToBuf:
+		if write && reg.Flags&Rdonly != 0 {
+			return v.errorf(pc, "R%d cannot write into %s", regno, regTypeString(reg))
+		}
+		return v.bufAccess(reg, regno, int64(reg.Off), size, pc)
 	}
 	// NULL, which only arguments that may be NULL let through.
 	if zeroOK && size == 0 && reg.Type == ScalarValue && reg.IsConst() && reg.Const() == 0 {
@@ -917,7 +982,7 @@ func (v *verifier) checkExit(pc int) (bool, error) {
 			return false, v.errorf(pc, "At callback return the register R0 is not a known value (%s)", regTypeString(r0))
 		}
 		if r0.Smin < 0 || r0.Smax > 1 {
-			return false, v.errorf(pc, "At callback return the register R0 has %s should have been in [0, 1]", r0.Scalar)
+			return false, v.errorf(pc, "At callback return the register R0 has%s should have been in [0, 1]", signedBounds(r0))
 		}
 		v.markRegPrecise(isa.R0)
 		// Back to the helper call, which may call the callback again.

@@ -35,7 +35,7 @@ func (v *verifier) explore() error {
 		if pruned {
 			switch {
 			case v.log.level > 0 && popped != nil:
-				v.log.printf("\nfrom %d to %d: safe\n", popped.from, pc)
+				v.log.printf("\nfrom %d to %d%s: safe\n", popped.from, pc, specSuffix(v.cur))
 			case v.log.level > 0:
 				v.log.printf("%d: safe\n", pc)
 			}
@@ -45,11 +45,17 @@ func (v *verifier) explore() error {
 				// Level 2 names the branch; both print its registers
 				// (print_insn_state: all are scratched after a pop).
 				if v.log.level&2 != 0 {
-					v.log.printf("\nfrom %d to %d: %s\n", popped.from, pc, v.stateString(v.cur, false))
+					v.log.printf("\nfrom %d to %d%s: %s\n", popped.from, pc, specSuffix(v.cur), v.stateString(v.cur, false))
 				}
 				v.log.printf("%d: %s\n", pc, v.stateString(v.cur, false))
 			}
-			v.aux[pc].Seen = true
+			spec := v.cur.speculative
+			if !spec && !v.aux[pc].Seen {
+				// Code reached only speculatively stays dead for
+				// the rewrite (the kernel's sanitize_mark_insn_seen).
+				v.aux[pc].Seen = true
+				v.seen++
+			}
 			v.jmpCounted = v.jmpPoints[pc]
 			if v.jmpCounted {
 				v.jmpHist++
@@ -60,9 +66,28 @@ func (v *verifier) explore() error {
 			if pc != v.nextPC && !v.opts.Unprivileged {
 				v.appendHist(pc, 0) // reached by a jump
 			}
-			var err error
-			if done, err = v.step(pc, ins); err != nil {
-				return err
+			if spec && v.aux[pc].Nospec {
+				// Behind a barrier: speculation stops here.
+				done = true
+			} else {
+				var err error
+				done, err = v.step(pc, ins)
+				switch {
+				case err != nil && spec && recoverable(err):
+					// A speculative path may not get here: a
+					// barrier before the instruction stops it, and
+					// the path ends (the kernel's nospec error
+					// recovery).
+					v.aux[pc].Nospec = true
+					v.aux[pc].ALUState = 0
+					v.ret = nil
+					done = true
+				case err != nil:
+					return err
+				case spec && v.aux[pc].NospecResult:
+					// A barrier after a store ends speculation.
+					done = true
+				}
 			}
 			if v.regInvariants && !done {
 				if err := v.checkRegInvariants(pc); err != nil {
@@ -109,6 +134,14 @@ func (v *verifier) explore() error {
 		}
 		popped = &p
 	}
+}
+
+// specSuffix marks a speculative path in the log, as the kernel.
+func specSuffix(st *State) string {
+	if st.speculative {
+		return " (speculative execution)"
+	}
+	return ""
 }
 
 // push queues the state st to be explored from pc later.

@@ -69,9 +69,9 @@ func TestHelperSets(t *testing.T) {
 		cannot("xdp l4_csum_replace", xdp, "r2 = 0\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_l4_csum_replace#11\n", "bpf_l4_csum_replace#11"),
 		cannot("xdp skb_vlan_push", xdp, "call bpf_skb_vlan_push#18\n", "bpf_skb_vlan_push#18"),
 		cannot("xdp get_socket_cookie", xdp, "call bpf_get_socket_cookie#46\n", "bpf_get_socket_cookie#46"),
-		lacking("xdp skc_to_tcp6_sock", xdp, "call bpf_skc_to_tcp6_sock#136\n", "bpf_skc_to_tcp6_sock#136"),
+		{name: "xdp skc_to_tcp6_sock", typ: xdp, btf: true, asm: "call bpf_skc_to_tcp6_sock#136\n" + out, err: "R1 type=ctx expected=sock_common, sock, tcp_sock, xdp_sock, ptr_, trusted_ptr_", kmsg: true},
 		ok("xdp xdp_load_bytes", xdp, buf+"r2 = 0\nr3 = r10\nr3 += -8\nr4 = 8\ncall bpf_xdp_load_bytes#189\n"),
-		lacking("xdp skc_to_udp6_sock", xdp, "call bpf_skc_to_udp6_sock#140\n", "bpf_skc_to_udp6_sock#140"),
+		{name: "xdp skc_to_udp6_sock", typ: xdp, btf: true, asm: "call bpf_skc_to_udp6_sock#140\n" + out, err: "R1 type=ctx expected=sock_common, sock, tcp_sock, xdp_sock, ptr_, trusted_ptr_", kmsg: true},
 		// tc: tc_cls_act_func_proto, for both tc types.
 		ok("cls store_bytes", cls, storeBytes),
 		ok("act l3_csum_replace", act, "r2 = 0\nr3 = 0\nr4 = 0\nr5 = 0\ncall bpf_l3_csum_replace#10\n"),

@@ -80,10 +80,18 @@ func (v *verifier) checkCondJump(pc int, ins isa.Instruction, op uint8) error {
 	if taken >= 0 {
 		// The values decided the branch: they matter.
 		v.markOperandsPrecise(ins, x)
-		v.pc = pc + 1
+		next, other := pc+1, target
 		if taken == 1 {
-			v.pc = target
+			next, other = target, pc+1
 		}
+		if v.opts.Unprivileged {
+			// The CPU may mispredict the branch: explore the other
+			// side speculatively (spectre.go).
+			if err := v.speculate(&ins, other, pc, nil); err != nil {
+				return err
+			}
+		}
+		v.pc = next
 		return nil
 	}
 	if (dst.Type.IsPointer() || src.Type.IsPointer()) && v.opts.Unprivileged && !v.allowedPtrCompare(dst, &src, op, x, is32) {
@@ -164,6 +172,10 @@ func (v *verifier) branchTaken(op uint8, dst, src *Reg, is32 bool) int {
 		// Untrusted memory (a pointer to a non-struct loaded from a
 		// kernel object: a function pointer, a string) may be NULL.
 		notNull = !ptr.maybeNull() && ptr.Flags&Untrusted == 0
+	case PtrToBTFID:
+		// Trusted kernel objects (what an iterator's _next gives, a
+		// tp_btf argument) are never NULL.
+		notNull = !ptr.maybeNull() && isTrustedReg(ptr)
 	}
 	if notNull && other.Type == ScalarValue && other.IsConst() && other.Const() == 0 && !is32 {
 		switch op {

@@ -37,6 +37,9 @@ func (v *verifier) checkKfuncCall(pc int, id int32) error {
 	case isa.KfuncArenaAlloc, isa.KfuncArenaFree:
 		return v.arenaKfunc(pc, id) // arena.go
 	}
+	if isGraphKfunc(id) {
+		return v.graphKfunc(pc, id, k) // graph.go
+	}
 	if isDynptrKfunc(id) {
 		return v.checkDynptrKfunc(pc, id) // dynptr.go
 	}
@@ -48,12 +51,15 @@ func (v *verifier) checkKfuncCall(pc int, id int32) error {
 	if sleepable && !v.sleepable {
 		return v.errorf(pc, "program must be sleepable to call sleepable kfunc %s", name)
 	}
-	if k.Flags&helper.KfRCUProtected != 0 && !v.cur.RCULock {
-		return v.errorf(pc, "kernel func %s requires RCU critical section protection", name)
-	}
 	meta, err := v.checkKfuncArgs(pc, k, proto)
 	if err != nil {
 		return err
+	}
+	if k.Flags&helper.KfRCUProtected != 0 && !v.inRCU() {
+		return v.errorf(pc, "kernel func %s requires RCU critical section protection", name)
+	}
+	if meta.iterOK {
+		return v.iterKfuncDone(pc, k, proto, meta.iter) // iter.go
 	}
 	st := v.cur
 	switch id {
@@ -71,6 +77,7 @@ func (v *verifier) checkKfuncCall(pc int, id int32) error {
 		st.forEachReg(func(r *Reg) bool { return r.Type == PtrToBTFID && r.Flags&RCU != 0 }, func(r *Reg) {
 			r.Flags = r.Flags&^(RCU|MaybeNull) | Untrusted
 		})
+		v.untrustRCUIters() // iter.go
 	case isa.KfuncPreemptDisable:
 		st.PreemptDepth++
 	case isa.KfuncPreemptEnable:

@@ -23,6 +23,10 @@ type kfuncMeta struct {
 	// refObj is the reference of the referenced argument, the one a
 	// KF_RELEASE kfunc releases.
 	refObj uint32
+	// iter is where the iterator argument of an iterator kfunc is
+	// (iterArg), iterOK whether there is one.
+	iter   slotRef
+	iterOK bool
 }
 
 // kfuncArgKind is how an argument is checked (the kernel's enum
@@ -116,6 +120,13 @@ func (v *verifier) checkKfuncArgs(pc int, k *helper.Kfunc, proto *btf.FuncProto)
 		reg := &f.Regs[regno]
 		t := skipModifiers(p.Type)
 		if argSuffix(p, "ign") {
+			continue
+		}
+		if i == 0 && isIterKfunc(k) {
+			// The kernel's KF_ARG_PTR_TO_ITER (iter.go).
+			if err := v.iterArg(pc, k, reg, &meta); err != nil {
+				return meta, err
+			}
 			continue
 		}
 		if isScalarType(t) {

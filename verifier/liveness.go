@@ -142,17 +142,52 @@ func (v *verifier) liveAt(st *State, i, pc int) regSet {
 
 // stackLiveAt returns the slots of frame i of st that matter: those live at
 // pc for the frame being verified, all for callers (a callee may reach
-// their stacks through pointers).
-func (v *verifier) stackLiveAt(st *State, i, pc int) uint64 {
-	if v.opts.Unprivileged || v.exact || i != len(st.Frames)-1 {
+// their stacks through pointers). doneAt is, for a remembered state whose
+// paths have all been explored (no branch pending, no loop open past it),
+// v.seen when they were (explored.doneAt); -1 for any other state.
+//
+// A state still being explored gets the liveness of the whole program.
+// A finished one gets that of the instructions verification has reached
+// (Aux.Seen), as the kernel's stack liveness (kernel/bpf/liveness.c)
+// accumulates reads and writes only at the instructions the walk visits
+// and cleans a state only once its paths are done: every path from it
+// has been walked, so every instruction a run from it may execute is
+// among them, and code a constant decides against (Cilium's .rodata
+// configuration) reads nothing. It is computed again when a state
+// finished after the last computation, over more instructions.
+//
+// Unprivileged programs keep the whole program's liveness: their
+// speculative paths reach code that Aux.Seen leaves out (the rewrite
+// must treat it as dead), yet a pruned state's speculative paths would
+// read it.
+func (v *verifier) stackLiveAt(st *State, i, pc, doneAt int) uint64 {
+	if v.exact || i != len(st.Frames)-1 {
 		return ^uint64(0)
+	}
+	if doneAt >= 0 && !v.opts.Unprivileged {
+		if v.stackLiveSeen == nil || v.stackLiveSeenAt < doneAt {
+			v.stackLiveSeen = computeStackLiveness(v.insns, v.subs, v.callbackSites, v.callArgs, v.proto, v.mapSizes, func(pc int) bool { return v.aux[pc].Seen })
+			v.stackLiveSeenAt = v.seen
+			v.stats.LivenessPasses++
+		}
+		return v.stackLiveSeen[pc]
 	}
 	if v.stackLive == nil {
 		// Computed at the first comparison: programs without prune
 		// points never need it.
-		v.stackLive = computeStackLiveness(v.insns, v.subs, v.callbackSites, v.callArgs, v.proto)
+		v.stackLive = computeStackLiveness(v.insns, v.subs, v.callbackSites, v.callArgs, v.proto, v.mapSizes, nil)
 	}
 	return v.stackLive[pc]
+}
+
+// mapSizes returns the key and value sizes of the program's map of index
+// idx, for the stack liveness of map helpers' key and value arguments.
+func (v *verifier) mapSizes(idx int64) (key, value int, ok bool) {
+	if idx < 0 || idx >= int64(len(v.opts.Maps)) {
+		return 0, 0, false
+	}
+	sp := v.opts.Maps[idx].Spec
+	return int(sp.KeySize), int(sp.ValueSize), true
 }
 
 // callArgs returns the argument registers a call passes: for a helper or a

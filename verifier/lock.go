@@ -32,7 +32,7 @@ func (st *State) heldLock() *Ref {
 // checkCallInLock refuses a call of a helper (id, or a kernel function
 // when kfunc is set) while the state holds a lock.
 func (v *verifier) checkCallInLock(pc int, id int32, kfunc bool) error {
-	if v.cur.heldLock() != nil && (kfunc || id != helperSpinUnlock) {
+	if v.cur.heldLock() != nil && (kfunc && !graphLockAllowed(id) || !kfunc && id != helperSpinUnlock) {
 		return v.errorf(pc, "function calls are not allowed while holding a lock")
 	}
 	return nil
@@ -127,5 +127,7 @@ func (v *verifier) spinLockArg(pc int, regno isa.Register, reg *Reg, lock bool) 
 			break
 		}
 	}
+	// What the lock protected is no longer safe to touch.
+	v.cur.invalidateNonOwning()
 	return nil
 }

@@ -269,7 +269,9 @@ func (v *verifier) frameString(f *Frame) string {
 	}
 	for i := range f.Stack {
 		s := &f.Stack[i]
-		if s.Types == [8]uint8{} {
+		if s.Types == [8]uint8{} || s.Types[0] == StackIter && s.Iter.Part != 0 {
+			// An iterator shows at its first slot only, as the
+			// kernel prints it.
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("fp%d=%s", -8*(i+1), v.slotString(s)))

@@ -229,6 +229,14 @@ func (v *verifier) memAccess(ptr *Reg, a access) (Reg, error) {
 		return v.loadedScalar(a.size), nil
 	case PtrToTPBuffer:
 		return v.tpBufferAccess(ptr, a)
+	case PtrToBuf:
+		if a.write && ptr.Flags&Rdonly != 0 {
+			return Reg{}, v.errorf(a.pc, "R%d cannot write into %s", a.reg, regTypeString(ptr))
+		}
+		if err := v.bufAccess(ptr, a.reg, int64(ptr.Off)+int64(a.off), a.size, a.pc); err != nil {
+			return Reg{}, err
+		}
+		return v.loadedScalar(a.size), nil
 	case ConstPtrToMap:
 		return v.mapPtrAccess(ptr, a)
 	case PtrToBTFID:
@@ -320,7 +328,7 @@ func memOrObject(t RegType) bool { return t == PtrToMem || t == PtrToBTFID }
 // probed reports whether loads through ptr are probe loads: of a kernel
 // object or of untrusted memory.
 func probed(ptr *Reg) bool {
-	return ptr.Type == PtrToBTFID || ptr.Type == PtrToMem && ptr.Flags&Untrusted != 0
+	return ptr.Type == PtrToBTFID && ptr.Flags&Alloc == 0 || ptr.Type == PtrToMem && ptr.Flags&Untrusted != 0
 }
 
 // xdpSockAccess checks an access to an xskmap socket: only its 4-byte
@@ -388,6 +396,24 @@ func (v *verifier) tpBufferAccess(ptr *Reg, a access) (Reg, error) {
 	}
 	v.maxTP = max(v.maxTP, uint32(off)+uint32(a.size))
 	return v.loadedScalar(a.size), nil
+}
+
+// bufAccess checks an access of size bytes at off into an iterator's
+// buffer (the kernel's check_buffer_access): a non-negative constant
+// offset, the furthest end recorded for the attach.
+func (v *verifier) bufAccess(ptr *Reg, regno isa.Register, off int64, size, pc int) error {
+	info, far := "rdwr", &v.maxRdwr
+	if ptr.Flags&Rdonly != 0 {
+		info, far = "rdonly", &v.maxRdonly
+	}
+	if off < 0 {
+		return v.errorf(pc, "R%d invalid %s buffer access: off=%d, size=%d", regno, info, off, size)
+	}
+	if !ptr.Scalar.Var.IsConst() || ptr.Scalar.Var.Value != 0 {
+		return v.errorf(pc, "R%d invalid variable buffer offset: off=%d, var_off=%s", regno, off, ptr.Scalar.Var)
+	}
+	*far = max(*far, uint32(off)+uint32(size))
+	return nil
 }
 
 // loadedScalar is what a load of size bytes from plain memory yields.

@@ -67,6 +67,8 @@ const (
 	RetKptrOrNull       = helper.RetKptrOrNull
 	RetDynptrMemOrNull  = helper.RetDynptrMemOrNull
 	RetBTFIDTrusted     = helper.RetBTFIDTrusted
+	RetBTFIDOrNull      = helper.RetBTFIDOrNull
+	RetBTFID            = helper.RetBTFID
 )
 
 // BuiltinProto returns the prototype of a kernel helper bpfvm implements,

@@ -80,6 +80,9 @@ type explored struct {
 	// exploration has not finished: its marks are not final.
 	backedges []*backedge
 	openFor   []*explored
+	// doneAt is v.seen when the last of branches and openFor went: every
+	// path from the state had been walked then (stackLiveAt).
+	doneAt int
 }
 
 // pathDone accounts for the end of the current path in its ancestors.
@@ -89,6 +92,7 @@ func (v *verifier) pathDone() {
 		if p.branches > 0 {
 			break
 		}
+		p.doneAt = v.seen
 		if len(p.backedges) > 0 {
 			v.closeLoop(p)
 		}
@@ -114,7 +118,7 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 		// converge after some rounds by forgetting the scalars that keep
 		// changing; the imprecise ones are widened every round at the
 		// may_goto (jmp.go), as the kernel does, this catches the rest.
-		if v.statesEqual(e.st, v.cur, pc, true) {
+		if v.statesEqual(e.st, v.cur, pc, true, -1) {
 			e.hit++
 			v.loopHit(e, pc)
 			return true, nil
@@ -128,19 +132,23 @@ func (v *verifier) pruneAgainst(pc int, e *explored, mayGoto bool) (bool, error)
 			// converged when a round brings nothing new, all scalars
 			// compared (the kernel's RANGE_WITHIN); the helper bounds
 			// it. Nothing else is pruned against an ancestor here.
-			if v.statesEqual(e.st, v.cur, pc, true) {
+			if v.statesEqual(e.st, v.cur, pc, true, -1) {
 				e.hit++
 				v.loopHit(e, pc)
 				return true, nil
 			}
 			return false, nil
 		}
-		if e.st.callbackIter == v.cur.callbackIter && v.statesEqual(e.st, v.cur, pc, true) && v.statesEqual(v.cur, e.st, pc, true) && !iterDepthsDiffer(e.st, v.cur) && e.st.mayGotoDepth == v.cur.mayGotoDepth {
+		if e.st.callbackIter == v.cur.callbackIter && v.statesEqual(e.st, v.cur, pc, true, -1) && v.statesEqual(v.cur, e.st, pc, true, -1) && !iterDepthsDiffer(e.st, v.cur) && e.st.mayGotoDepth == v.cur.mayGotoDepth {
 			return false, v.errorf(pc, "infinite loop detected at insn %d", pc)
 		}
 		return false, nil
 	}
-	if v.statesEqual(e.st, v.cur, pc, len(e.openFor) > 0) {
+	doneAt := e.doneAt
+	if len(e.openFor) > 0 {
+		doneAt = -1
+	}
+	if v.statesEqual(e.st, v.cur, pc, len(e.openFor) > 0, doneAt) {
 		e.hit++
 		if len(e.openFor) > 0 {
 			// e's marks are not final: compared exactly, and traced
@@ -276,6 +284,8 @@ func (v *verifier) freeExplored(e *explored) {
 type idMap struct {
 	old, cur []uint32
 	tmp      uint32
+	// exact makes scalars cover only equal ones (explore_alu_limits).
+	exact bool
 }
 
 // checkScalar checks the ids linking scalars: an unlinked scalar in old
@@ -312,13 +322,18 @@ func (m *idMap) check(old, cur uint32) bool {
 
 // statesEqual reports whether old covers cur. With all set, imprecise
 // scalars of old are compared too (loop heads, whose precision marks are
-// not final yet, and infinite loop detection).
-func (v *verifier) statesEqual(old, cur *State, pc int, all bool) bool {
+// not final yet, and infinite loop detection). doneAt says whether old is
+// a remembered state whose paths are all explored (stackLiveAt).
+func (v *verifier) statesEqual(old, cur *State, pc int, all bool, doneAt int) bool {
 	all = all || v.opts.Unprivileged || v.exact
+	if old.speculative && !cur.speculative {
+		// A speculative path's state never covers a real one.
+		return false
+	}
 	if len(old.Frames) != len(cur.Frames) || len(old.Refs) != len(cur.Refs) || old.RCULock != cur.RCULock || old.PreemptDepth != cur.PreemptDepth {
 		return false
 	}
-	var ids idMap
+	ids := idMap{exact: v.exploreALULimits}
 	for i, of := range old.Frames {
 		cf := cur.Frames[i]
 		if of.CallSite != cf.CallSite || of.Subprog != cf.Subprog || of.CallbackDepth > cf.CallbackDepth {
@@ -333,7 +348,7 @@ func (v *verifier) statesEqual(old, cur *State, pc int, all bool) bool {
 				return false
 			}
 		}
-		if !v.stacksafe(of, cf, &ids, all, v.stackLiveAt(old, i, pc)) {
+		if !v.stacksafe(of, cf, &ids, all, v.stackLiveAt(old, i, pc, doneAt)) {
 			return false
 		}
 	}
@@ -357,7 +372,12 @@ func regsafe(old, cur *Reg, ids *idMap, all bool) bool {
 	}
 	switch old.Type {
 	case ScalarValue:
-		if !old.Precise && !all {
+		if ids.exact {
+			// Masking limits depend on the exact bounds.
+			if old.Scalar != cur.Scalar {
+				return false
+			}
+		} else if !old.Precise && !all {
 			return true
 		}
 		if !within(cur.Scalar, old.Scalar) {
@@ -393,75 +413,113 @@ func regsafe(old, cur *Reg, ids *idMap, all bool) bool {
 	return old.DynptrKind == cur.DynptrKind && ids.check(old.ID, cur.ID) && ids.check(old.RefID, cur.RefID) && ids.check(old.Dynptr, cur.Dynptr)
 }
 
-// stacksafe compares the stacks of two frames.
+// stacksafe reports whether the slots of old in live cover those of cur
+// (the kernel's stacksafe), byte by byte from a slot's top (the kernel's
+// slot_type order: our Types[7-k] is its slot_type[k]):
+//   - a byte old never wrote covers any, and so does an unknown one when
+//     the program is privileged (allow_uninit_stack: it may read
+//     uninitialised stack, as unknown bytes);
+//   - a whole slot that is an 8-byte spilled scalar or reads as an
+//     unbounded scalar (unknown bytes, or never written ones when
+//     privileged) compares with such a slot as registers do
+//     (scalar_reg_for_stack): an imprecise spilled scalar covers unknown
+//     bytes, unknown bytes cover a spilled scalar;
+//   - else the types must be equal (unknown covers zero), and spills,
+//     iterators and dynptrs compare whole.
+//
+// A 4-byte spill compares with unknown bytes as bytes, as in 6.18 (later
+// kernels compare half slots as registers too).
+//
+// bpfvm is stricter than the kernel in one place: a spilled pointer in
+// cur is not covered by bytes old never wrote or knew nothing of (the
+// kernel lets a privileged old state's unknown scalar cover it), and
+// more permissive in one: zero bytes in old cover a spilled constant 0.
 func (v *verifier) stacksafe(old, cur *Frame, ids *idMap, all bool, live uint64) bool {
+	var beyond Slot
 	for i := range old.Stack {
 		if i < 64 && live&(1<<i) == 0 {
 			continue // no path from here reads it
 		}
 		os := &old.Stack[i]
-		var cs *Slot
-		if i < len(cur.Stack) {
+		cs, in := &beyond, i < len(cur.Stack)
+		if in {
 			cs = &cur.Stack[i]
-		} else {
-			cs = &Slot{}
 		}
-		first := 0
-		if os.isSpill() {
-			first = os.spillSize()
-			if first == 8 && os.Spilled.Type == ScalarValue && v.allMisc(cs) {
-				// Eight unknown bytes read back as an unbounded scalar:
-				// a spilled scalar that covers one covers them (the
-				// kernel's scalar_reg_for_stack). An array a loop wrote
-				// through a variable offset meets its zero-filled self.
-				unbound := unknownScalar()
-				if !regsafe(&os.Spilled, &unbound, ids, all) {
-					return false
-				}
-				continue
-			}
-			// The same spill (of the same size) must be there; bytes
-			// past a narrow spill compare as bytes.
-			if cs.spillSize() != first || !regsafe(&os.Spilled, &cs.Spilled, ids, all) {
+		if !v.slotSafe(os, cs, in, ids, all) {
+			return false
+		}
+	}
+	return true
+}
+
+// slotSafe compares one slot for stacksafe; in says cur's stack reaches
+// it.
+func (v *verifier) slotSafe(os, cs *Slot, in bool, ids *idMap, all bool) bool {
+	priv := !v.opts.Unprivileged
+	ptrSpill := cs.isSpill() && cs.Spilled.Type != ScalarValue
+	for k := 0; k < 8; k++ {
+		b := 7 - k
+		ot := os.Types[b]
+		if ot == StackInvalid || priv && ot == StackMisc {
+			if priv && ptrSpill && in {
 				return false
 			}
+			continue
 		}
-		for b := first; b < len(os.Types); b++ {
-			t, ct := os.Types[b], cs.Types[b]
-			switch t {
-			case StackInvalid:
-				// Unprivileged paths never read such bytes. Privileged
-				// ones read them as unknown scalars, which covers any
-				// scalar but not a pointer.
-				if !v.opts.Unprivileged && ct == StackSpill && cs.Spilled.Type != ScalarValue {
+		if !in {
+			return false // used, and not in cur's stack
+		}
+		if k == 0 {
+			or, cr := v.scalarAfter(os), v.scalarAfter(cs)
+			if or != nil && cr != nil {
+				if !regsafe(or, cr, ids, all) {
 					return false
 				}
-			case StackMisc:
-				if ct == StackInvalid {
-					return false
-				}
-				if ct == StackSpill && cs.Spilled.Type != ScalarValue {
-					return false
-				}
-			case StackZero:
-				if ct != StackZero && !(ct == StackSpill && cs.Spilled.Type == ScalarValue && cs.Spilled.IsConst() && cs.Spilled.Const() == 0) {
-					return false
-				}
-			case StackSpill:
-				// Spill bytes only start a slot; a lone one cannot occur.
+				break // the rest of the slot is the register's
+			}
+		}
+		ct := cs.Types[b]
+		switch {
+		case ot == StackMisc && ct == StackZero:
+			continue
+		case ot == StackZero && ct == StackSpill && cs.Spilled.Type == ScalarValue && cs.Spilled.IsConst() && cs.Spilled.Const() == 0:
+			continue
+		case ot != ct:
+			return false
+		case k != 7:
+			continue
+		}
+		switch ot {
+		case StackSpill:
+			if cs.spillSize() != os.spillSize() || !regsafe(&os.Spilled, &cs.Spilled, ids, all) {
 				return false
-			case StackIter:
-				if !iterSafe(os, cs, ids) {
-					return false
-				}
-			case StackDynptr:
-				if !dynptrSafe(os, cs, ids) {
-					return false
-				}
+			}
+		case StackIter:
+			if !iterSafe(os, cs, ids) {
+				return false
+			}
+		case StackDynptr:
+			if !dynptrSafe(os, cs, ids) {
+				return false
 			}
 		}
 	}
 	return true
+}
+
+// scalarAfter is the scalar the whole slot s reads as, if it reads as
+// one: an 8-byte spilled scalar, or an unbounded one for unknown bytes
+// (and never written ones when privileged); nil otherwise (the kernel's
+// scalar_reg_for_stack).
+func (v *verifier) scalarAfter(s *Slot) *Reg {
+	if s.spillSize() == 8 && s.Spilled.Type == ScalarValue {
+		return &s.Spilled
+	}
+	if !v.allMisc(s) {
+		return nil
+	}
+	u := unknownScalar()
+	return &u
 }
 
 // allMisc reports whether every byte of a slot is unknown data, which a

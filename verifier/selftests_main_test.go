@@ -15,7 +15,7 @@ func TestMain(m *testing.M) {
 		fmt.Printf("kernel comparison: %d cases compared, %d agree\n", n, kernelAgreed.Load())
 	}
 	if n := unprivCompared.Load(); n > 0 {
-		fmt.Printf("unprivileged sweep: %d cases compared, %d agree\n", n, unprivAgreed.Load())
+		fmt.Printf("unprivileged sweep: %d cases compared, %d agree; processed %d, the kernel %d\n", n, unprivAgreed.Load(), unprivProcessed.Load(), unprivKernelProcessed.Load())
 	}
 	os.Exit(code)
 }

@@ -88,6 +88,7 @@ func (v *verifier) stackWrite(f *Frame, a access, off int) error {
 	if slot.isSpill() && a.size != 8 && slot.Spilled.Type.IsPointer() && v.opts.Unprivileged {
 		return v.errorf(a.pc, "attempt to corrupt spilled pointer on stack")
 	}
+	v.stackWriteNospec(slot, a) // spectre.go
 	if a.size == 8 && a.val != nil && a.val.Type == PtrToStack && f.Number != len(v.cur.Frames)-1 {
 		// A stack pointer kept in another function's frame could
 		// outlive the frame it points into (a callee's, once it

@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"github.com/bpfvm/bpfvm/helper"
 	"github.com/bpfvm/bpfvm/isa"
 )
 
@@ -34,13 +35,15 @@ const (
 	fpNone    fpKind = iota // not reached yet
 	fpNot                   // not a pointer into this frame
 	fpConst                 // the constant c on every path (a helper's size argument)
+	fpMap                   // a map on every path (LD_IMM64), c its key and value sizes (mapKV)
 	fpExact                 // fp+off on every path
 	fpMaybe                 // fp+off, or not a stack pointer
 	fpUnknown               // may point anywhere in this frame
 )
 
 // fpVal is a register's kind and, for fpExact and fpMaybe, its offset;
-// for fpConst, its value.
+// for fpConst, its value; for fpMap, the largest key and value sizes of
+// the maps it may be (mapKV).
 type fpVal struct {
 	kind fpKind
 	off  int16
@@ -49,12 +52,27 @@ type fpVal struct {
 
 func (a fpVal) mayStack() bool { return a.kind >= fpExact }
 
+// fpMapOf is a map register whose map has keys and values of those sizes
+// (at most).
+func fpMapOf(key, value int) fpVal {
+	return fpVal{kind: fpMap, c: int64(uint32(key))<<32 | int64(uint32(value))}
+}
+
+// mapKV returns the key and value sizes of an fpMap.
+func (a fpVal) mapKV() (key, value int) { return int(uint64(a.c) >> 32), int(uint32(a.c)) }
+
 func joinFP(a, b fpVal) fpVal {
 	switch {
 	case a.kind == fpNone:
 		return b
 	case b.kind == fpNone || a == b:
 		return a
+	case a.kind == fpMap && b.kind == fpMap:
+		// One of two maps: a helper reads at most the larger key or
+		// value through the pointer it is given.
+		ak, av := a.mapKV()
+		bk, bv := b.mapKV()
+		return fpMapOf(max(ak, bk), max(av, bv))
 	case a.kind == fpUnknown || b.kind == fpUnknown:
 		return fpVal{kind: fpUnknown}
 	case !a.mayStack() && !b.mayStack():
@@ -131,7 +149,7 @@ type stackEffect struct{ use, def uint64 }
 // fpStep applies instruction ins to s and returns its stack effect and
 // whether a pointer into the frame escapes. callback tells helper calls
 // that call back into the program, args the registers a call passes.
-func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *Proto) (e stackEffect, escapes bool) {
+func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *Proto, sizes mapSizes) (e stackEffect, escapes bool) {
 	x := ins.Op&isa.SrcX != 0
 	not := fpVal{kind: fpNot}
 	access := func(base fpVal, off int32, size int) uint64 {
@@ -217,6 +235,11 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *
 	case isa.ClassLD:
 		if ins.IsLdImm64() {
 			s.regs[ins.Dst] = not
+			if src := uint8(ins.Src); (src == isa.PseudoMapFD || src == isa.PseudoMapIdx) && sizes != nil {
+				if key, value, ok := sizes(int64(ins.Imm)); ok {
+					s.regs[ins.Dst] = fpMapOf(key, value)
+				}
+			}
 			break
 		}
 		for r := isa.R0; r <= isa.R5; r++ {
@@ -236,6 +259,12 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *
 					e.use |= helperReads(proto, s, r)
 					continue
 				}
+				if n := iterArgSlots(ins, r); n > 0 && s.regs[r].kind != fpUnknown {
+					// An iterator kfunc reads (or checks) the
+					// iterator's slots, nothing else.
+					e.use |= slotsOf(int32(s.regs[r].off), 8*n)
+					continue
+				}
 				e.use = ^uint64(0)
 				escapes = escapes || ins.Op == isa.OpCallX || ins.IsLocalCall() || callback
 			}
@@ -247,12 +276,32 @@ func fpStep(ins isa.Instruction, s *fpState, callback bool, args regSet, proto *
 	return e, escapes
 }
 
+// mapSizes returns the key and value sizes of the map of an index; ok is
+// false for none.
+type mapSizes func(idx int64) (key, value int, ok bool)
+
+// iterArgSlots is the number of stack slots of the iterator an iterator
+// kfunc call takes in r (its first argument), 0 for other calls and
+// registers.
+func iterArgSlots(ins isa.Instruction, r isa.Register) int {
+	if ins.Src != isa.Register(isa.CallKfunc) || r != isa.R1 {
+		return 0
+	}
+	k := helper.LookupKfunc(ins.Imm)
+	if k == nil || k.Flags&(helper.KfIterNew|helper.KfIterNext|helper.KfIterDestroy) == 0 {
+		return 0
+	}
+	return iterKinds[iterKindOf(k.Name)]
+}
+
 // helperReads returns the slots of this frame a helper call may read
 // through argument register r, a pointer into the frame (the kernel marks
 // the same ones read in check_helper_mem_access): the bytes the size
-// argument covers when it is a constant, else all from the pointer up,
-// where every access must end; none for memory the helper only fills (raw
-// mode) or does not access.
+// argument covers when it is a constant, a map's key or value size for
+// its key or value when the map argument is a map on every path (the
+// largest of the maps it may be), else
+// all from the pointer up, where every access must end; none for memory
+// the helper only fills (raw mode) or does not access.
 func helperReads(p *Proto, s *fpState, r isa.Register) uint64 {
 	v := s.regs[r]
 	upward := ^uint64(0)
@@ -275,6 +324,16 @@ func helperReads(p *Proto, s *fpState, r isa.Register) uint64 {
 		return slotsOf(int32(v.off), 4)
 	case t == ArgFixedMem && v.kind != fpUnknown:
 		return slotsOf(int32(v.off), int(p.ArgSize[r-isa.R1]))
+	case (t == ArgMapKey || t == ArgMapValue || t == ArgMapValueOrNull) && v.kind != fpUnknown:
+		for i, a := range p.Args {
+			if m := s.regs[isa.R1+isa.Register(i)]; a == ArgConstMapPtr && m.kind == fpMap {
+				key, value := m.mapKV()
+				if t == ArgMapKey {
+					return slotsOf(int32(v.off), key)
+				}
+				return slotsOf(int32(v.off), value)
+			}
+		}
 	case t == ArgMem || t == ArgMemOrNull || t == ArgWriteMem || t == ArgWriteMemOrNull:
 		if r < isa.R5 && v.kind != fpUnknown {
 			if n := s.regs[r+1]; n.kind == fpConst && n.c > 0 && n.c <= MaxStack {
@@ -302,8 +361,10 @@ func readsMemory(ins isa.Instruction) bool {
 }
 
 // computeStackLiveness returns, for every instruction, the slots of its
-// function's frame live before it (bit i: fp-8*(i+1)).
-func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites []bool, args func(isa.Instruction) regSet, proto func(int32) *Proto) []uint64 {
+// function's frame live before it (bit i: fp-8*(i+1)). With in set, only
+// the instructions in reports are part of the program: the others, and
+// the edges into them, are taken as never run.
+func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites []bool, args func(isa.Instruction) regSet, proto func(int32) *Proto, sizes mapSizes, in func(pc int) bool) []uint64 {
 	n := len(insns)
 	escaped := make([]bool, len(subs))
 	// Forward: what registers and slots may hold, to the fixpoint.
@@ -311,7 +372,7 @@ func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites
 	reached := make([]bool, n)
 	var work []int
 	for _, sp := range subs {
-		if sp.Start >= n {
+		if sp.Start >= n || in != nil && !in(sp.Start) {
 			continue
 		}
 		st := &states[sp.Start]
@@ -338,13 +399,13 @@ func computeStackLiveness(insns []isa.Instruction, subs []subprog, callbackSites
 		} else if insns[pc].Op == isa.OpCallX {
 			passed = argRegs
 		}
-		effects[pc], esc = fpStep(insns[pc], &out, callbackSites[pc], passed, p)
+		effects[pc], esc = fpStep(insns[pc], &out, callbackSites[pc], passed, p, sizes)
 		if esc {
 			escaped[subprogAt(subs, pc)] = true
 		}
 		a, b := successors(insns, pc)
 		for _, t := range [2]int{a, b} {
-			if t < 0 {
+			if t < 0 || in != nil && !in(t) {
 				continue
 			}
 			if !reached[t] {

@@ -59,6 +59,11 @@ const (
 	// PtrToArena is an arena pointer in the kernel's address space: a
 	// 32-bit offset into the program's arena (arena.go).
 	PtrToArena
+	// PtrToBuf is a buffer of a map iterator (bpf_map_elem's key and
+	// value): read, and written unless Rdonly, at constant non-negative
+	// offsets, its size checked when the program is attached, which the
+	// furthest accesses decide (Result.MaxRdonlyAccess, MaxRdwrAccess).
+	PtrToBuf
 )
 
 // Type flags, as the kernel's PTR_MAYBE_NULL, MEM_RDONLY, MEM_RINGBUF,
@@ -80,6 +85,10 @@ const (
 	RCU
 	// Alloc marks an object the program allocated (bpf_obj_new).
 	Alloc
+	// NonOwn marks a non-owning reference to an allocated object (the
+	// kernel's NON_OWN_REF): one a list or rbtree owns, valid while its
+	// root's lock is held (graph.go).
+	NonOwn
 )
 
 var regTypeNames = [...]string{
@@ -104,6 +113,7 @@ var regTypeNames = [...]string{
 	PtrToBTFID:       "ptr_",
 	PtrToConstDynptr: "dynptr_ptr",
 	PtrToArena:       "arena",
+	PtrToBuf:         "buf",
 }
 
 func (t RegType) String() string {
@@ -320,6 +330,10 @@ type State struct {
 	// mayGotoDepth counts the may_goto instructions this path went on
 	// past: a cycle through one is bounded by its budget.
 	mayGotoDepth int
+	// speculative marks a path the CPU may take only by mispredicting a
+	// branch (the kernel's speculative states, spectre.go): explored for
+	// unprivileged programs, its errors end the path behind a barrier.
+	speculative bool
 	// pool holds frames no state refers to any more, for reuse; all
 	// states of a verification share it.
 	pool *framePool
@@ -418,6 +432,7 @@ func (s *State) copyTo(c *State) {
 	c.Refs = append(c.Refs[:0], s.Refs...)
 	c.RCULock, c.PreemptDepth = s.RCULock, s.PreemptDepth
 	c.parent, c.callbackIter, c.mayGotoDepth, c.pool = s.parent, s.callbackIter, s.mayGotoDepth, s.pool
+	c.speculative = s.speculative
 }
 
 // cloneState copies the current path's state s, reusing the memory of a

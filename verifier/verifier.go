@@ -108,9 +108,18 @@ type Options struct {
 	// contexts give, and what bpf_rdonly_cast's type ids name. Nil
 	// refuses what needs it.
 	KernelTypes *btf.Spec
+	// LocalTypes are the program's own BTF types by the ids the program
+	// names them with (bpf_core_type_id_local's, what bpf_obj_new takes):
+	// the types of the objects the program allocates. Nil is a program
+	// without BTF.
+	LocalTypes map[btf.TypeID]btf.Type
 	// Attach is the attach target of a tracing program
 	// (progtype.Type.BTFArgs), found in KernelTypes (ResolveAttach).
 	Attach *AttachTarget
+	// CPUs is the number of CPUs the program runs on: what
+	// bpf_get_smp_processor_id returns is below it, as the kernel bounds
+	// it by nr_cpu_ids. 0 leaves it unbounded.
+	CPUs int
 }
 
 // Program load flags (the kernel's BPF_F_* prog_flags) and what they do
@@ -172,6 +181,10 @@ type Stats struct {
 	// indirect call), or a state covered by one whose marks are not final
 	// yet (inside a loop still being explored, backedge.go).
 	PrecisionFallbacks int
+	// LivenessPasses counts the stack liveness computations over the
+	// instructions reached so far, for comparisons with finished states
+	// (one each time such a state finished after the last).
+	LivenessPasses int
 }
 
 // InsnAux holds what verification learned about one instruction, for the
@@ -210,6 +223,19 @@ type InsnAux struct {
 	// when there is none; LoopNoInline is set when paths disagreed.
 	LoopCallback int
 	LoopNoInline bool
+	// Nospec asks for a speculation barrier before the instruction: a
+	// speculative path failed there (spectre.go).
+	Nospec bool
+	// NospecResult asks for a speculation barrier after the instruction,
+	// a store that Spectre v4 could bypass (spectre.go).
+	NospecResult bool
+	// ALUState and ALULimit say how the rewrite masks the offset of the
+	// pointer arithmetic at this instruction (spectre.go): the offset
+	// may move the pointer by at most ALULimit bytes.
+	ALUState ALUSanitize
+	ALULimit uint32
+	// Graph is what the rewrite passes to a graph kfunc call (graph.go).
+	Graph *GraphCall
 }
 
 // Result is the outcome of a successful verification.
@@ -229,6 +255,11 @@ type Result struct {
 	// raw_tracepoint_writable program's buffer (the kernel's
 	// max_tp_access): how much of it the tracepoint must give.
 	MaxTPAccess uint32
+	// MaxRdonlyAccess and MaxRdwrAccess are the ends of the furthest
+	// accesses to an iterator's read-only buffers (a map element's key)
+	// and writable ones (its value), which the attach checks against
+	// the map's sizes (the kernel's max_rdonly_access, max_rdwr_access).
+	MaxRdonlyAccess, MaxRdwrAccess uint32
 }
 
 // Verify checks that insns is safe to run. Map loads are LD_IMM64 with a map
@@ -253,7 +284,7 @@ func verify(insns []isa.Instruction, opts Options, exact bool, hook func(pc int)
 	if opts.LogLevel != 0 {
 		v.logStats(opts.LogLevel&4 != 0)
 	}
-	res := &Result{Log: v.log.String(), Stats: v.stats, Aux: v.aux, LogTrueSize: v.log.trueSize(), MaxCtxOffset: v.maxCtx, MaxTPAccess: v.maxTP}
+	res := &Result{Log: v.log.String(), Stats: v.stats, Aux: v.aux, LogTrueSize: v.log.trueSize(), MaxCtxOffset: v.maxCtx, MaxTPAccess: v.maxTP, MaxRdonlyAccess: v.maxRdonly, MaxRdwrAccess: v.maxRdwr}
 	if v.log.truncated() {
 		// The kernel's ENOSPC, which it returns for rejected programs
 		// too; the rejection stays in the chain (errors.As an *Error).
@@ -285,11 +316,18 @@ type verifier struct {
 	stats     Stats
 	maxCtx    uint32 // Result.MaxCtxOffset
 	maxTP     uint32 // Result.MaxTPAccess
+	// maxRdonly and maxRdwr are Result.MaxRdonlyAccess and
+	// MaxRdwrAccess.
+	maxRdonly, maxRdwr uint32
 
-	cur     *State
-	pc      int
-	pending []pending
-	nextID  uint32
+	cur *State
+	pc  int
+	// exploreALULimits compares scalars exactly when pruning, once
+	// pointer arithmetic with an unknown offset was masked (the kernel's
+	// explore_alu_limits).
+	exploreALULimits bool
+	pending          []pending
+	nextID           uint32
 
 	live          []regSet // registers live before each instruction
 	stackLive     []uint64 // own stack slots live before each instruction (nil: not computed yet)
@@ -299,6 +337,14 @@ type verifier struct {
 	callbackSites []bool // helper calls that take a callback
 	explored      [][]*explored
 	states        int // remembered states alive
+
+	// stackLiveSeen is stackLive over the instructions reached (Aux.Seen)
+	// when v.seen was stackLiveSeenAt, for finished states (stackLiveAt);
+	// seen counts the instructions reached so far.
+	stackLiveSeen   []uint64
+	stackLiveSeenAt int
+	seen            int
+
 	// jumps counts the jump instructions processed; lastAddJumps and
 	// lastAddInsns are the counts when a state was last remembered.
 	jumps                      int
@@ -327,9 +373,15 @@ type verifier struct {
 	// kptrTypes are the kernel structs kptrs point to, by name
 	// (fields.go).
 	kptrTypes map[string]btf.Type
-	free      []*State // states to reuse (state.go)
-	exact     bool     // compare every scalar and slot (tests)
-	hook      func(pc int)
+	// objRecords are the special fields of allocated objects' types
+	// (graph.go), by type.
+	objRecords map[btf.Type][]maps.Field
+	// cbArg is the argument a graph kfunc's callback gets (R1 and R2 of
+	// bpf_rbtree_add's less), for queueCallback.
+	cbArg Reg
+	free  []*State // states to reuse (state.go)
+	exact bool     // compare every scalar and slot (tests)
+	hook  func(pc int)
 
 	// The instruction history of the current path (precise.go).
 	hist []histEntry
@@ -442,6 +494,11 @@ func (v *verifier) run() error {
 	v.regInvariants = v.opts.Flags&FlagTestRegInvariants != 0
 	v.callbackSites = make([]bool, len(v.insns))
 	for pc, ins := range v.insns {
+		if ins.Op == isa.OpCall && ins.Src == isa.Register(isa.CallKfunc) && ins.Imm == isa.KfuncRbtreeAdd {
+			// bpf_rbtree_add_impl calls less back (graph.go).
+			v.callbackSites[pc] = true
+			v.prunePoints[pc], v.jmpPoints[pc] = true, true
+		}
 		if ins.Op != isa.OpCall || ins.Src != isa.Register(isa.CallHelper) {
 			continue
 		}

@@ -187,8 +187,8 @@ func unprivSweep(t *testing.T, c vcase, typ ebpf.ProgramType, infos []verifier.M
 	if c.btf || c.attachTo != "" || typ != ebpf.SocketFilter && typ != ebpf.CGroupSKB {
 		return
 	}
-	_, err := verifier.Verify(insns, verifier.Options{Type: progTypeAttach(typ, c.attach), Maps: infos, Unprivileged: true, Flags: c.flags, Funcs: funcs})
-	klog, _, ran, kerr := kernelLoad(t, true, typ, c.attach, "", c.flags, c.maps, c.values, !c.unfrozen, insns, funcs)
+	res, err := verifier.Verify(insns, verifier.Options{Type: progTypeAttach(typ, c.attach), Maps: infos, Unprivileged: true, Flags: c.flags, Funcs: funcs})
+	klog, n, ran, kerr := kernelLoad(t, true, typ, c.attach, "", c.flags, c.maps, c.values, !c.unfrozen, insns, funcs)
 	if !ran {
 		return
 	}
@@ -197,12 +197,22 @@ func unprivSweep(t *testing.T, c vcase, typ ebpf.ProgramType, infos []verifier.M
 		t.Errorf("unprivileged: bpfvm %v; kernel %v: %s", err, kerr, lastLines(klog, 2))
 		return
 	}
+	if n > 0 {
+		// Speculative paths count too (the Spectre mitigations).
+		unprivProcessed.Add(int64(res.Stats.Processed))
+		unprivKernelProcessed.Add(int64(n))
+		if res.Stats.Processed > n {
+			t.Errorf("unprivileged: processed %d instructions, the kernel %d", res.Stats.Processed, n)
+			return
+		}
+	}
 	unprivAgreed.Add(1)
 }
 
 // unprivCompared and unprivAgreed count the unprivileged sweep's
-// comparisons.
-var unprivCompared, unprivAgreed atomic.Int64
+// comparisons, unprivProcessed and unprivKernelProcessed the
+// instructions each verifier processed in them.
+var unprivCompared, unprivAgreed, unprivProcessed, unprivKernelProcessed atomic.Int64
 
 // lastLines returns the last n non-empty lines of a log.
 func lastLines(log string, n int) string {

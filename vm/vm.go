@@ -5,6 +5,7 @@ package vm
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"unsafe"
@@ -130,12 +131,25 @@ type Env struct {
 	// to; ArenaUser is the upper half of its user addresses, which casts
 	// to the user's address space put above the low 32 bits.
 	Arena, ArenaUser uint64
+	// Kernel is the traced world's kernel memory, at the world's own
+	// addresses, which probe loads read where neither the stack nor a
+	// region holds the bytes (nil: none). Only probe loads see it: it is
+	// not the host's memory, and checked accesses never reach it.
+	Kernel []KernelMemory
 	// Cache, when set, keeps what an engine sets up for a run (the JIT's
 	// execution context) for the next run with the same Cache, which
 	// saves taking it from a shared pool. Runs with the same Cache must
 	// not overlap, except runs nested in one (callbacks and tail calls
 	// made from helpers), which engines tell apart.
 	Cache *Cache
+}
+
+// KernelMemory is a span of the traced world's kernel memory: the bytes
+// Data at the world's addresses [Addr, Addr+len(Data)), which probe loads
+// read (Env.Kernel). Runs only read Data.
+type KernelMemory struct {
+	Addr uint64
+	Data []byte
 }
 
 // Cache is engine state kept from one run to the next by an owner whose
@@ -213,15 +227,40 @@ func (e *Env) Load(addr, size uint64) (uint64, error) {
 }
 
 // Probe is a probe load (isa.ModeProbe) of size bytes at addr: what is
-// there if the run may read it, in the stack or a region, and otherwise
-// 0, checked or not (the kernel's BPF_PROBE_MEM, whose faults read 0).
-// It never reaches the emulated context: verified programs, the only
-// ones with probe loads, read their context as a region.
+// there if the run may read it, in the stack or a region, else the
+// world's kernel memory there (Kernel), and otherwise 0, checked or not
+// (the kernel's BPF_PROBE_MEM, whose faults read 0 through its exception
+// table). It never reaches the emulated context: verified programs, the
+// only ones with probe loads, read their context as a region.
 func (e *Env) Probe(addr, size uint64) uint64 {
 	if e.Stack.contains(addr, size) || e.inRegions(addr, size, false) {
 		return LoadSized(addr, size)
 	}
+	if b := e.KernelBytes(addr, size); b != nil {
+		switch size {
+		case 1:
+			return uint64(b[0])
+		case 2:
+			return uint64(binary.NativeEndian.Uint16(b))
+		case 4:
+			return uint64(binary.NativeEndian.Uint32(b))
+		}
+		return binary.NativeEndian.Uint64(b)
+	}
 	return 0
+}
+
+// KernelBytes returns the size bytes at addr of the world's kernel
+// memory (Kernel), or nil when no span holds them all.
+func (e *Env) KernelBytes(addr, size uint64) []byte {
+	for i := range e.Kernel {
+		k := &e.Kernel[i]
+		n := uint64(len(k.Data))
+		if o := addr - k.Addr; addr >= k.Addr && o <= n && size <= n-o && size > 0 {
+			return k.Data[o : o+size]
+		}
+	}
+	return nil
 }
 
 // Store performs a checked store of the low size bytes of v at addr.

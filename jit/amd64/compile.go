@@ -570,23 +570,29 @@ func (c *compiler) probeLoad(ins isa.Instruction, size int) {
 	a.movRI32(rdx, sizeIndex(size))
 	a.call(c.probe)
 	a.jcc(ccNE, zero)
-	a.load(size, ins.Op&0xe0 == isa.ModeProbeSX, regMap[ins.Dst], m)
+	a.load(size, ins.Op&0xe0 == isa.ModeProbeSX, regMap[ins.Dst], mem{rax, 0})
 	a.jmp(done)
 	a.bind(zero)
 	a.aluRR(4, aluXor, regMap[ins.Dst], regMap[ins.Dst])
 	a.bind(done)
 }
 
-// probeRoutine tells whether a probe load may read: rax = address, edx =
-// size index. It sets ZF if the bytes lie in the whole stack (dead frames
-// too: a probe load only reads) or in a region of the table, as
-// vm.Env.Probe, and clears it otherwise. It preserves every register but
-// rdx.
+// probeRoutine tells whether a probe load may read, and where: rax =
+// address, edx = size index. It sets ZF if the bytes lie in the whole
+// stack (dead frames too: a probe load only reads) or in a region of the
+// table, leaving rax, or in the world's kernel memory (the kernel table),
+// turning rax into the host address of the bytes, as vm.Env.Probe; it
+// clears ZF otherwise. It preserves every register but rax and rdx.
 func (c *compiler) probeRoutine() {
 	a := c.a
 	regions, loop, next, ok, fail := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
+	kloop, knext, kfail := a.newLabel(), a.newLabel(), a.newLabel()
 	a.bind(c.probe)
 	c.routineEntry()
+	// An address with the top bit set is no memory of this process's
+	// (a kernel-half address): only the kernel table can hold it.
+	a.testRR(8, rax, rax)
+	a.jcc(ccS, fail)
 	c.within(mem{regCtx, offProbeStack}, mem{regCtx, offProbeStackLen}, regions)
 	a.jmp(ok)
 	a.bind(regions)
@@ -599,6 +605,19 @@ func (c *compiler) probeRoutine() {
 	a.aluRI(8, aluAdd, rdi, entrySize)
 	a.jmp(loop)
 	a.bind(fail)
+	// The kernel table: start, length, host address.
+	a.load(8, false, rdi, mem{regCtx, offKernPtr})
+	a.bind(kloop)
+	a.aluRM(8, aluCmp, rdi, mem{regCtx, offKernEnd})
+	a.jcc(ccAE, kfail)
+	c.within(mem{rdi, 0}, mem{rdi, 8}, knext)
+	a.aluRM(8, aluSub, rax, mem{rdi, 0})
+	a.aluRM(8, aluAdd, rax, mem{rdi, 16})
+	a.jmp(ok)
+	a.bind(knext)
+	a.aluRI(8, aluAdd, rdi, entrySize)
+	a.jmp(kloop)
+	a.bind(kfail)
 	a.testRR(8, rsi, rsi) // ZF clear: rsi >= 1
 	c.routineExit()
 	a.ret()
@@ -896,6 +915,10 @@ func (c *compiler) insn(pc int) error {
 			c.a.jmp(c.exitStub(exitWord(pc, exitDead), -1))
 			return nil
 		}
+		if ins.Op == isa.OpMaskedALU {
+			c.maskedALU(ins) // spectre.go
+			return nil
+		}
 		if ins.IsAddrSpaceCast() {
 			c.addrSpaceCast(ins) // arena.go
 			return nil
@@ -928,6 +951,10 @@ func (c *compiler) insn(pc int) error {
 		}
 		c.a.load(size, signed, regMap[ins.Dst], mem{regMap[ins.Src], int32(ins.Off)})
 	case isa.ClassST:
+		if ins.Op == isa.OpNospec {
+			c.a.lfence() // spectre.go
+			return nil
+		}
 		trusted := ins.IsTrusted()
 		if ins.Op&0xe0 != isa.ModeMEM && !trusted {
 			return errUnsupported

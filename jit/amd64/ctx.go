@@ -56,6 +56,11 @@ type header struct {
 	// it serves an exit that between must see (a helper, a tail call).
 	reps, repsDone      uint64
 	repR1, repR2, repFP uint64
+	// kernPtr and kernEnd bound the kernel table, the world's kernel
+	// memory probe loads read (env.Kernel): entries of the region
+	// table's size after its regions, start, length and the host
+	// address of the bytes.
+	kernPtr, kernEnd uint64
 }
 
 // Offsets into header, for the code generator.
@@ -93,6 +98,8 @@ var (
 	offOwnRand       = int32(unsafe.Offsetof(header{}.ownRand))
 	offProbeStack    = int32(unsafe.Offsetof(header{}.probeStack))
 	offProbeStackLen = int32(unsafe.Offsetof(header{}.probeStackLen))
+	offKernPtr       = int32(unsafe.Offsetof(header{}.kernPtr))
+	offKernEnd       = int32(unsafe.Offsetof(header{}.kernEnd))
 )
 
 // A region table entry: start, length, writable (0 or 1).
@@ -255,7 +262,7 @@ func (c *execCtx) sync(env *vm.Env, table bool) bool {
 		h.ctxFlag, h.ctxStart, h.ctxLen = cflag, cstart, clen
 		changed = true
 	}
-	if len(env.Regions) > min(c.cap, maxEntries) && !c.grow(len(env.Regions)) {
+	if n := len(env.Regions) + len(env.Kernel); n > min(c.cap, maxEntries) && !c.grow(n) {
 		return false
 	}
 	t := (*[maxEntries]entry)(vm.Ptr(h.tablePtr))
@@ -280,6 +287,18 @@ func (c *execCtx) sync(env *vm.Env, table bool) bool {
 	if end := h.tablePtr + uint64(k)*entrySize; h.tableEnd != end {
 		h.tableEnd, changed = end, true
 	}
+	// The kernel table follows: the probe routine walks it after the
+	// regions, the check routine never.
+	h.kernPtr = h.tableEnd
+	for i := range env.Kernel {
+		km := &env.Kernel[i]
+		if len(km.Data) == 0 {
+			continue
+		}
+		t[k] = entry{km.Addr, uint64(len(km.Data)), uint64(uintptr(unsafe.Pointer(unsafe.SliceData(km.Data))))}
+		k++
+	}
+	h.kernEnd = h.tablePtr + uint64(k)*entrySize
 	if changed {
 		// The hot region may be gone or have changed.
 		h.hotLim = [4]uint64{}

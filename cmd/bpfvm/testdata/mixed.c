@@ -18,11 +18,13 @@ int rejected(struct xdp_md *ctx)
 }
 
 // A syscall program calling a helper bpfvm does not implement
-// (bpf_task_pt_regs), which the kernel loads.
+// (bpf_get_branch_snapshot), which the kernel loads.
 SEC("syscall")
 int probe(void *ctx)
 {
-	return bpf_task_pt_regs(bpf_get_current_task_btf()) != 0;
+	char entries[16];
+
+	return bpf_get_branch_snapshot(entries, sizeof(entries), 0) > 0;
 }
 
 // A section libbpf and cilium/ebpf know no type for: unspecified.
