@@ -153,11 +153,29 @@ func (mm *Memory) bounds(off, size uint32) bool {
 	return uint64(off)+uint64(size) <= uint64(len(mm.b))
 }
 
+// touch gives an arena the pages of n bytes at off that user space
+// reaches (maps.ArenaMap.UserTouch), as the kernel's fault handler does
+// for an arena's mapping; other maps' values are there already.
+func (mm *Memory) touch(off int64, n int) error {
+	a, ok := mm.m.(*maps.ArenaMap)
+	if !ok {
+		return nil
+	}
+	n = min(n, len(mm.b)-int(off))
+	if err := a.UserTouch(uint64(off), uint64(n)); err != nil {
+		return fmt.Errorf("memory: %w", err)
+	}
+	return nil
+}
+
 // ReadAt implements io.ReaderAt: it copies the values from off into p, and
 // returns io.EOF if they end first.
 func (mm *Memory) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 || off >= int64(len(mm.b)) {
 		return 0, fmt.Errorf("read offset %d out of range", off)
+	}
+	if err := mm.touch(off, len(p)); err != nil {
+		return 0, err
 	}
 	n := copy(p, mm.b[off:])
 	runtime.KeepAlive(mm) // its cleanup may unmap the values
@@ -176,6 +194,9 @@ func (mm *Memory) WriteAt(p []byte, off int64) (int, error) {
 	}
 	if off < 0 || off >= int64(len(mm.b)) {
 		return 0, fmt.Errorf("write offset %d out of range", off)
+	}
+	if err := mm.touch(off, len(p)); err != nil {
+		return 0, err
 	}
 	n := copy(mm.b[off:], p)
 	runtime.KeepAlive(mm) // its cleanup may unmap the values

@@ -229,6 +229,11 @@ const (
 	opStAH
 	opStAW
 	opStADW
+	opLdxASB // isa.ModeArenaSX loads
+	opLdxASH
+	opLdxASW
+	opAtomicA32 // isa.ModeArenaAtomic: imm is the operation's op (opAtomicAdd32 ...)
+	opAtomicA64
 	opCastUser // address space cast to the user's: env.ArenaUser | the low 32 bits, or 0
 	opNop      // second slot of LD_IMM64; never executed
 	opCPUIndex // internal isa.OpCPUIndex: dst = env.CPU
@@ -293,6 +298,11 @@ func decode(prog []isa.Instruction) ([]insn, error) {
 			}
 		case opCallLocal:
 			in.off = ins.Imm
+		case opAtomicA32, opAtomicA64:
+			// The operation as a plain atomic of the size decodes.
+			plain := ins
+			plain.Op = plain.Op&^0xe0 | isa.ModeATOMIC
+			in.imm = int64(decodeOp(plain))
 		case opMayGotoTimed:
 			in.imm = int64(mayGotoBudget(ins))
 		}
@@ -324,10 +334,20 @@ func decodeOp(ins isa.Instruction) uint8 {
 		return opLdxPB + sizeIndex(ins.Op)
 	}
 	if ins.IsArena() {
-		switch ins.Class() {
-		case isa.ClassLDX:
+		switch c, m := ins.Class(), ins.Op&0xe0; {
+		case c == isa.ClassLDX && m == isa.ModeArenaSX:
+			return opLdxASB + sizeIndex(ins.Op)
+		case c == isa.ClassLDX:
 			return opLdxAB + sizeIndex(ins.Op)
-		case isa.ClassSTX:
+		case m == isa.ModeArenaAtomic:
+			if _, ok := atomicOps[ins.Imm]; !ok {
+				return opInvalid
+			}
+			if ins.Op&0x18 == isa.SizeDW {
+				return opAtomicA64
+			}
+			return opAtomicA32
+		case c == isa.ClassSTX:
 			return opStxAB + sizeIndex(ins.Op)
 		}
 		return opStAB + sizeIndex(ins.Op)

@@ -931,12 +931,40 @@ func (p *Program) runWith(env *vm.Env, entry int, args [5]uint64, budget uint64)
 			r[in.dst] = vm.LoadSized(r[in.src]+uint64(in.off), ldSize[in.op-opLdxTB])
 		case opStTB, opStTH, opStTW, opStTDW:
 			vm.StoreSized(r[in.dst]+uint64(in.off), ldSize[in.op-opStTB], uint64(in.imm))
+		// Arena accesses: a page the arena does not hold reads 0 and
+		// drops writes.
 		case opLdxAB, opLdxAH, opLdxAW, opLdxADW:
-			r[in.dst] = vm.LoadSized(env.Arena+uint64(uint32(r[in.src]))+uint64(int64(in.off)), ldSize[in.op-opLdxAB])
+			w, size := int64(uint32(r[in.src]))+int64(in.off), ldSize[in.op-opLdxAB]
+			r[in.dst] = 0
+			if vm.ArenaMapped(env.Arena, w, size) {
+				r[in.dst] = vm.LoadSized(env.Arena+uint64(w), size)
+			}
+		case opLdxASB, opLdxASH, opLdxASW:
+			w, size := int64(uint32(r[in.src]))+int64(in.off), ldSize[in.op-opLdxASB]
+			r[in.dst] = 0
+			if vm.ArenaMapped(env.Arena, w, size) {
+				r[in.dst] = extend(opLdxSB+(in.op-opLdxASB), vm.LoadSized(env.Arena+uint64(w), size))
+			}
 		case opStxAB, opStxAH, opStxAW, opStxADW:
-			vm.StoreSized(env.Arena+uint64(uint32(r[in.dst]))+uint64(int64(in.off)), ldSize[in.op-opStxAB], r[in.src])
+			w, size := int64(uint32(r[in.dst]))+int64(in.off), ldSize[in.op-opStxAB]
+			if vm.ArenaMapped(env.Arena, w, size) {
+				vm.StoreSized(env.Arena+uint64(w), size, r[in.src])
+			}
 		case opStAB, opStAH, opStAW, opStADW:
-			vm.StoreSized(env.Arena+uint64(uint32(r[in.dst]))+uint64(int64(in.off)), ldSize[in.op-opStAB], uint64(in.imm))
+			w, size := int64(uint32(r[in.dst]))+int64(in.off), ldSize[in.op-opStAB]
+			if vm.ArenaMapped(env.Arena, w, size) {
+				vm.StoreSized(env.Arena+uint64(w), size, uint64(in.imm))
+			}
+		case opAtomicA32:
+			if w := int64(uint32(r[in.dst])) + int64(in.off); vm.ArenaMapped(env.Arena, w, 4) {
+				op := insn{op: uint8(in.imm), src: in.src}
+				atomic32(&op, vm.Ptr(env.Arena+uint64(w)), &r)
+			}
+		case opAtomicA64:
+			if w := int64(uint32(r[in.dst])) + int64(in.off); vm.ArenaMapped(env.Arena, w, 8) {
+				op := insn{op: uint8(in.imm), src: in.src}
+				atomic64(&op, vm.Ptr(env.Arena+uint64(w)), &r)
+			}
 		case opCastUser:
 			if lo := uint32(r[in.src]); lo != 0 {
 				r[in.dst] = env.ArenaUser | uint64(lo)

@@ -22,12 +22,28 @@ func (ins Instruction) IsAddrSpaceCast() bool {
 // rewrite puts in place of accesses through arena pointers: the kernel's
 // BPF_PROBE_MEM32, with its encoding. The address is the arena's base
 // (vm.Env.Arena) plus the register's low 32 bits plus the offset, which
-// always lands in the arena's window. Only the engines accept them
-// (ValidateXlated).
-const ModeArena uint8 = 0xa0
+// always lands in the arena's window; a page the arena does not hold
+// reads 0 and drops writes (vm.ArenaMapped). ModeArenaSX is the
+// sign-extending loads' (LDX; the LDX-only mode ATOMIC's encoding), and
+// ModeArenaAtomic the atomic operations' (STX, the immediate the
+// operation; the STX-only encoding 0xe0, the kernel's BPF_PROBE_ATOMIC):
+// on a page the arena does not hold they change no register. Only the
+// engines accept them (ValidateXlated).
+const (
+	ModeArena       uint8 = 0xa0
+	ModeArenaSX     uint8 = ModeATOMIC
+	ModeArenaAtomic uint8 = 0xe0
+)
 
-// IsArena reports whether ins is a ModeArena load or store.
+// IsArena reports whether ins is an arena access: a ModeArena load or
+// store, a ModeArenaSX load or a ModeArenaAtomic operation.
 func (ins Instruction) IsArena() bool {
-	c := ins.Class()
-	return (c == ClassLDX || c == ClassST || c == ClassSTX) && ins.Op&0xe0 == ModeArena
+	c, m := ins.Class(), ins.Op&0xe0
+	switch {
+	case (c == ClassLDX || c == ClassST || c == ClassSTX) && m == ModeArena:
+		return true
+	case c == ClassLDX && m == ModeArenaSX:
+		return ins.Op&0x18 != SizeDW
+	}
+	return c == ClassSTX && m == ModeArenaAtomic
 }

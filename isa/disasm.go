@@ -154,6 +154,9 @@ func format(prog []Instruction, pc int, helper HelperNamer) string {
 		if mode == ModeArena {
 			return fmt.Sprintf("r%d = *(arena %s *)(r%d %+d)", ins.Dst, sizeName(ins.Op), ins.Src, ins.Off)
 		}
+		if mode == ModeArenaSX && ins.Op&0x18 != SizeDW {
+			return fmt.Sprintf("r%d = *(arena %s *)(r%d %+d)", ins.Dst, signedSizeName(ins.Op), ins.Src, ins.Off)
+		}
 		if ins.IsProbe() {
 			name := sizeName(ins.Op)
 			if mode == ModeProbeSX {
@@ -335,11 +338,14 @@ func formatSTX(ins Instruction) string {
 		return fmt.Sprintf("*(%s *)(r%d %+d) = r%d", sizeName(ins.Op), ins.Dst, ins.Off, ins.Src)
 	case ModeArena:
 		return fmt.Sprintf("*(arena %s *)(r%d %+d) = r%d", sizeName(ins.Op), ins.Dst, ins.Off, ins.Src)
-	case ModeATOMIC:
+	case ModeATOMIC, ModeArenaAtomic:
 	default:
 		return fmt.Sprintf("BUG_%02x", ins.Op)
 	}
 	size := sizeName(ins.Op)
+	if ins.Op&0xe0 == ModeArenaAtomic {
+		size = "arena " + size
+	}
 	width := ""
 	if ins.Op&0x18 == SizeDW {
 		width = "64"

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math/bits"
 	"sync"
+	"syscall"
 	"unsafe"
 
+	"github.com/bpfvm/bpfvm/internal/errs"
 	"github.com/bpfvm/bpfvm/vm"
 )
 
@@ -26,10 +28,10 @@ const ArenaPage = 4096
 // access adds the instruction's 16-bit offset to a 32-bit arena offset,
 // so it lands at most 32 KiB outside (the kernel's GUARD_SZ is twice
 // that).
-const ArenaGuard = 1 << 16
+const ArenaGuard = vm.ArenaGuard
 
 // arenaWindow is the span a 32-bit arena offset addresses.
-const arenaWindow = 1 << 32
+const arenaWindow = vm.ArenaWindow
 
 // arenaInfo describes arenas: no keys, no values, max_entries pages,
 // map_extra the user address of their first page; programs reach them by
@@ -65,6 +67,10 @@ func validateArena(s Spec) error {
 // ErrRange is the kernel's ERANGE.
 var ErrRange = errors.New("numerical result out of range")
 
+// ErrFault is the kernel's EFAULT: user space touched an arena page that
+// BPF_F_SEGV_ON_FAULT keeps from being faulted in.
+var ErrFault = errs.New("bad address", syscall.EFAULT)
+
 // ArenaMap is an arena: memory programs and user space share, handed out
 // in pages by bpf_arena_alloc_pages. Programs address it with 32-bit
 // offsets (the low half of an arena pointer) from the base of a 4 GiB
@@ -75,16 +81,18 @@ var ErrRange = errors.New("numerical result out of range")
 // addresses: the user address U of a page is at Base + U's low 32 bits,
 // as the kernel maps the user VMA and its kernel window.
 //
-// Unlike the kernel, a page not allocated is plain memory (it reads what
-// was written there, zero unless a program wrote it, and takes writes),
-// where the kernel's reads of it give 0 and its writes are dropped; freed
-// pages are zeroed.
+// As in the kernel, programs read 0 from a page the arena does not hold
+// and their writes to it are dropped (the page table, vm.ArenaTable, which
+// the engines test at each access); user space's first access to a page
+// gives it to the arena (the kernel's arena_vm_fault), or fails with
+// BPF_F_SEGV_ON_FAULT (UserTouch). Freed pages are zeroed.
 type ArenaMap struct {
 	header
-	spec Spec
-	mem  *vm.Mem
-	base uint64 // the window: offset 0, past the low guard
-	user uint64 // the user address of the first page (user_vm_start)
+	spec  Spec
+	mem   *vm.Mem
+	base  uint64 // the window: offset 0, past the low guard
+	table uint64 // the page table's byte of window page 0 (vm.ArenaTable)
+	user  uint64 // the user address of the first page (user_vm_start)
 
 	mu   sync.Mutex
 	used []uint64 // a bit per page: allocated
@@ -94,12 +102,14 @@ func newArena(spec Spec) (Map, error) {
 	if bits.UintSize < 64 {
 		return nil, fmt.Errorf("map %s: arenas need a 64-bit host: %w", spec.Name, ErrNotSupported)
 	}
-	window := uint64(arenaWindow + 2*ArenaGuard)
+	// The page table, then the window and its guards.
+	window := uint64(vm.ArenaTableSize + arenaWindow + 2*ArenaGuard)
 	mem, err := vm.Reserve(int(window)) // 64-bit int here
 	if err != nil {
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
 	}
-	a := &ArenaMap{spec: spec, mem: mem, base: mem.Addr() + ArenaGuard, user: spec.MapExtra}
+	base := mem.Addr() + vm.ArenaTableSize + ArenaGuard
+	a := &ArenaMap{spec: spec, mem: mem, base: base, table: vm.ArenaTableAt(base), user: spec.MapExtra}
 	if a.user == 0 {
 		// No address asked for: the one user space would get from
 		// mmap, page aligned, its low half 0 (bpfvm's user view is the
@@ -153,15 +163,44 @@ func (a *ArenaMap) isFree(p, n uint64) bool {
 	return true
 }
 
-// mark sets or clears the pages [p, p+n).
+// mark sets or clears the pages [p, p+n), in the allocator's bits and
+// the engines' page table.
 func (a *ArenaMap) mark(p, n uint64, used bool) {
+	var b uint8
+	if used {
+		b = 1
+	}
 	for i := p; i < p+n; i++ {
 		if used {
 			a.used[i/64] |= 1 << (i % 64)
 		} else {
 			a.used[i/64] &^= 1 << (i % 64)
 		}
+		*(*uint8)(vm.Ptr(a.table + (a.firstOff()>>vm.ArenaPageShift + i))) = b
 	}
+}
+
+// UserTouch is user space's access to n bytes at offset off of the user
+// view (UserView): each page not yet the arena's becomes one, zeroed, as
+// the kernel's fault handler of the arena's mapping gives it a page; with
+// BPF_F_SEGV_ON_FAULT the access fails instead (the kernel's SIGSEGV).
+func (a *ArenaMap) UserTouch(off, n uint64) error {
+	if n == 0 {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for p := off / ArenaPage; p <= (off+n-1)/ArenaPage && p < a.pages(); p++ {
+		if !a.isFree(p, 1) {
+			continue
+		}
+		if a.spec.Flags&FlagSegvOnFault != 0 {
+			return fmt.Errorf("arena page %d not allocated (BPF_F_SEGV_ON_FAULT): %w", p, ErrFault)
+		}
+		clear(vm.Slice(a.base+a.firstOff()+p*ArenaPage, ArenaPage))
+		a.mark(p, 1, true)
+	}
+	return nil
 }
 
 // AllocPages is bpf_arena_alloc_pages(arena, addr, n, node, flags): n
@@ -196,9 +235,9 @@ func (a *ArenaMap) AllocPages(addr uint64, n uint32, node int32, flags uint64) u
 			return 0
 		}
 	}
-	a.mark(p, cnt, true)
 	off := a.firstOff() + p*ArenaPage
 	clear(vm.Slice(a.base+off, cnt*ArenaPage))
+	a.mark(p, cnt, true)
 	return a.user&^0xffff_ffff | off
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/bpfvm/bpfvm/vm"
 )
 
 // Arenas are created under the kernel's rules (arena_map_alloc), compared
@@ -103,5 +105,46 @@ func TestArenaPages(t *testing.T) {
 	v := a.UserView()
 	if v.End-v.Start != 4*4096 {
 		t.Errorf("user view of %d bytes", v.End-v.Start)
+	}
+}
+
+// The page table the engines test follows the allocator and user space's
+// faults: a page is the arena's once allocated or touched by user space
+// (unless BPF_F_SEGV_ON_FAULT), and no longer once freed; a touched page
+// cannot be allocated again.
+func TestArenaPageTable(t *testing.T) {
+	for _, segv := range []bool{false, true} {
+		s := Spec{Type: Arena, MaxEntries: 4, Flags: FlagMmapable, MapExtra: 1 << 32}
+		if segv {
+			s.Flags |= FlagSegvOnFault
+		}
+		m, err := New(s, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := m.(*ArenaMap)
+		held := func(page uint64) bool { return vm.ArenaMapped(a.Base(), int64(page*ArenaPage), 1) }
+		if held(1) || held(0) {
+			t.Errorf("segv=%v: pages held before any allocation", segv)
+		}
+		if u := a.AllocPages(1<<32+ArenaPage, 1, -1, 0); u != 1<<32+ArenaPage || !held(1) || held(2) {
+			t.Errorf("segv=%v: allocated %#x, page 1 held %v, page 2 %v", segv, u, held(1), held(2))
+		}
+		err = a.UserTouch(2*ArenaPage+8, 16)
+		if segv != (err != nil) || segv && !errors.Is(err, ErrFault) || held(2) == segv {
+			t.Errorf("segv=%v: touch of page 2: %v, held %v", segv, err, held(2))
+		}
+		if !segv && a.AllocPages(1<<32+2*ArenaPage, 1, -1, 0) != 0 {
+			t.Errorf("a page user space touched was allocated again")
+		}
+		a.FreePages(1<<32+ArenaPage, 2)
+		if held(1) || held(2) {
+			t.Errorf("segv=%v: freed pages still held", segv)
+		}
+		// Guards and pages past the arena's are never held.
+		if vm.ArenaMapped(a.Base(), -8, 8) || held(4) || vm.ArenaMapped(a.Base(), 1<<32-8, 16) {
+			t.Errorf("segv=%v: guard or page past the arena held", segv)
+		}
+		m.Close()
 	}
 }

@@ -8,8 +8,9 @@ import (
 // LowerArena turns the verified program's arena accesses into what the
 // engines run, in place, one instruction for one (as the kernel's
 // convert_ctx_accesses and do_misc_fixups): loads and stores through
-// arena pointers (verifier.PtrToArena) become isa.ModeArena accesses,
-// which add the arena's base to the pointer's low 32 bits; a cast to the
+// arena pointers (verifier.PtrToArena) become isa.ModeArena accesses
+// (sign-extending loads ModeArenaSX, atomics ModeArenaAtomic), which add
+// the arena's base to the pointer's low 32 bits; a cast to the
 // kernel's address space keeps the low 32 bits (w = w); a cast to the
 // user's stays for the engines (the user address's upper half is the
 // run's), or keeps the low 32 bits too with noUserConv
@@ -29,10 +30,14 @@ func LowerArena(insns []isa.Instruction, aux []verifier.InsnAux, noUserConv bool
 		if pc >= len(aux) || aux[pc].PtrType != verifier.PtrToArena {
 			continue
 		}
-		switch c := ins.Class(); {
-		case c == isa.ClassLDX && ins.Op&0xe0 == isa.ModeMEM,
-			(c == isa.ClassST || c == isa.ClassSTX) && ins.Op&0xe0 == isa.ModeMEM:
+		switch c, m := ins.Class(), ins.Op&0xe0; {
+		case c == isa.ClassLDX && m == isa.ModeMEM,
+			(c == isa.ClassST || c == isa.ClassSTX) && m == isa.ModeMEM:
 			ins.Op = ins.Op&^0xe0 | isa.ModeArena
+		case c == isa.ClassLDX && m == isa.ModeMEMSX:
+			ins.Op = ins.Op&^0xe0 | isa.ModeArenaSX
+		case c == isa.ClassSTX && m == isa.ModeATOMIC:
+			ins.Op = ins.Op&^0xe0 | isa.ModeArenaAtomic
 		}
 	}
 }

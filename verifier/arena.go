@@ -114,16 +114,32 @@ func (v *verifier) arenaKfunc(pc int, id int32) error {
 }
 
 // arenaAccess is a load or store through an arena pointer: any offset,
-// any size, a load giving an unknown scalar (check_mem_access). The
-// engines lower plain loads and stores only (isa.ModeArena): atomics and
-// sign-extending loads are not supported yet.
+// any size, a load giving an unknown scalar (check_mem_access). The engines lower loads,
+// sign-extending loads, stores and atomic operations (isa.ModeArena,
+// ModeArenaSX, ModeArenaAtomic); load-acquire and store-release are not
+// supported yet.
 func (v *verifier) arenaAccess(ptr *Reg, a access) (Reg, error) {
 	ins := v.insns[a.pc]
-	if ins.Class() == isa.ClassSTX && ins.Op&0xe0 == isa.ModeATOMIC {
-		return Reg{}, v.errorf(a.pc, "BPF_ATOMIC on R%d %s is not supported by bpfvm yet", a.reg, regTypeString(ptr))
+	if ins.Class() == isa.ClassSTX && ins.Op&0xe0 == isa.ModeATOMIC && (ins.Imm == isa.AtomicLoadAcquire || ins.Imm == isa.AtomicStoreRelease) {
+		return Reg{}, v.errorf(a.pc, "BPF_ATOMIC load-acquire or store-release on R%d %s is not supported by bpfvm yet", a.reg, regTypeString(ptr))
 	}
-	if a.signed {
-		return Reg{}, v.errorf(a.pc, "sign-extending load through R%d %s is not supported by bpfvm yet", a.reg, regTypeString(ptr))
-	}
-	return v.loadedScalar(a.size), nil
+	return v.loadedScalar(a.size), nil // sign-extended by checkLoad
 }
+
+// arenaAtomicOK reports whether the x86-64 kernel's JIT takes the atomic
+// operation imm through an arena pointer (bpf_jit_supports_insn): all but
+// the fetching and, or and xor, which it would compile as cmpxchg loops.
+func arenaAtomicOK(imm int32) bool {
+	switch imm {
+	case isa.AtomicAnd | isa.AtomicFetch, isa.AtomicOr | isa.AtomicFetch, isa.AtomicXor | isa.AtomicFetch:
+		return false
+	}
+	return true
+}
+
+// arenaFetch is what an atomic operation's fetch through an arena pointer
+// leaves in its register: the old value, of the operation's width, or on
+// a page the arena does not hold the register as it was (the kernel's
+// fault handler skips the instruction and changes no register), so any
+// 64-bit value.
+func arenaFetch() Reg { return unknownScalar() }

@@ -294,9 +294,8 @@ func (v *verifier) btfAccess(ptr *Reg, a access) (Reg, error) {
 }
 
 // walkedFlags is the trust of a pointer read through ptr (the kernel's
-// rules in check_ptr_to_btf_access; programs that are not sleepable
-// always run in an RCU read section, sleepable ones never, as bpfvm has
-// no bpf_rcu_read_lock): an untrusted pointer's
+// rules in check_ptr_to_btf_access, inside an RCU read section or not,
+// inRCU): an untrusted pointer's
 // pointers are untrusted; a trusted or RCU one's are trusted or RCU where
 // the kernel lists the member as such (btfSafe) or tags it __rcu, and
 // otherwise untrusted; a plain pointer's are plain.
@@ -316,7 +315,7 @@ func (v *verifier) walkedFlags(ptr *Reg, step walkStep, untrusted bool) uint8 {
 		case safeTrustedOrNull:
 			return flags | Trusted | MaybeNull
 		}
-		if v.sleepable {
+		if !v.inRCU() {
 			// Outside an RCU read section every other pointer read
 			// through a trusted one is untrusted (not the plain
 			// PTR_TO_BTF_ID of compatibility).

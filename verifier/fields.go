@@ -129,8 +129,9 @@ func (v *verifier) checkKptrAccess(a access, f maps.Field) (Reg, error) {
 // kptrLoad is what loading kptr f gives (the kernel's mark_btf_ld_reg with
 // btf_ld_kptr_type): a pointer to the pointee that may be NULL, with a
 // fresh id for its null check. A referenced kptr of a type the kernel
-// frees after an RCU grace period (rcuProtected) is RCU-protected in programs that run in an
-// RCU read section (those that are not sleepable); the others are
+// frees after an RCU grace period (rcuProtected) is RCU-protected where
+// the program runs in an RCU read section (inRCU: those that are not
+// sleepable, sleepable ones inside bpf_rcu_read_lock); the others are
 // untrusted.
 func (v *verifier) kptrLoad(a access, f maps.Field) (Reg, error) {
 	switch f.Kind {
@@ -148,7 +149,7 @@ func (v *verifier) kptrLoad(a access, f maps.Field) (Reg, error) {
 		return Reg{}, v.errorf(a.pc, "R%d load of %s at off=%d: %v", v.insns[a.pc].Dst, f.Kind, f.Offset, err)
 	}
 	flags := MaybeNull | Untrusted
-	if f.Kind == maps.Kptr && rcuProtected[f.Pointee] && !v.sleepable {
+	if f.Kind == maps.Kptr && rcuProtected[f.Pointee] && v.inRCU() {
 		flags = MaybeNull | RCU
 	}
 	return v.btfPtr(t, flags), nil

@@ -114,6 +114,10 @@ func (v *verifier) checkAtomic(pc int, ins isa.Instruction) error {
 	switch ptr.Type {
 	case PtrToCtx, PtrToPacket, PtrToPacketMeta, PtrToFlowKeys, PtrToSockCommon, PtrToSocket, PtrToTCPSock:
 		return v.errorf(pc, "BPF_ATOMIC stores into R%d %s is not allowed", ins.Dst, regTypeString(ptr))
+	case PtrToArena:
+		if !arenaAtomicOK(ins.Imm) { // arena.go
+			return v.errorf(pc, "BPF_ATOMIC stores into R%d %s is not allowed", ins.Dst, regTypeString(ptr))
+		}
 	}
 	if ins.Imm&isa.AtomicFetch != 0 && ins.Imm != isa.AtomicCmpXchg {
 		// The fetch forms load the old value into src.
@@ -139,6 +143,9 @@ func (v *verifier) checkAtomic(pc int, ins isa.Instruction) error {
 		loaded = unknownScalar()
 	}
 	loaded.Scalar.Truncate(size)
+	if ptr.Type == PtrToArena {
+		loaded = arenaFetch() // arena.go
+	}
 	f := v.cur.cur()
 	switch {
 	case ins.Imm == isa.AtomicCmpXchg:

@@ -1,6 +1,7 @@
 package verifier_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -33,6 +34,10 @@ func TestSyscallPrograms(t *testing.T) {
 	rcuLock, rcuUnlock := "call kernel-function#16\n", "call kernel-function#17\n"
 	preemptOff, preemptOn := "call kernel-function#18\n", "call kernel-function#19\n"
 	alloc := "r1 = map[fd:0] ll\nr2 = 0\nr3 = 1\nr4 = -1\nr5 = 0\ncall kernel-function#7\n"
+	task, _ := hostStruct(t, hostBTF(t), "task_struct")
+	// bpf_task_acquire(current->real_parent), an __rcu member, and its
+	// release.
+	parent := fmt.Sprintf("call 158\nr1 = *(u64 *)(r0 +%d)\ncall kernel-function#32\nif r0 == 0 goto +2\nr1 = r0\ncall kernel-function#33\n", memberOff(t, task, "real_parent"))
 	runCases(t, []vcase{
 		sys("return 0", "r0 = 0\nexit", ""),
 		sys("return any value", "r0 = -5\nexit", ""),
@@ -79,6 +84,10 @@ func TestSyscallPrograms(t *testing.T) {
 		withMaps(sys("arena alloc", alloc+"r0 = 0\nexit", ""), arena),
 		withMaps(sys("arena alloc and free", alloc+"r2 = r0\nr1 = map[fd:0] ll\nr3 = 1\ncall kernel-function#8\nr0 = 0\nexit", ""), arena),
 		withMaps(sys("arena alloc in rcu", rcuLock+alloc+rcuUnlock+"r0 = 0\nexit", "kernel func bpf_arena_alloc_pages is sleepable within rcu_read_lock region"), arena),
+		// RCU pointers exist in a sleepable program only inside
+		// bpf_rcu_read_lock (the kernel's in_rcu_cs).
+		btfCase(sys("rcu member outside rcu", parent+"r0 = 0\nexit", "R1 must be a rcu pointer")),
+		btfCase(sys("rcu member inside rcu", rcuLock+parent+rcuUnlock+"r0 = 0\nexit", "")),
 		// The maps of sleepable programs.
 		withMaps(sys("hash", "r1 = map[fd:0] ll\nr0 = 0\nexit", ""), hash),
 		withMaps(sys("perf event array", "r1 = map[fd:0] ll\nr0 = 0\nexit", "Sleepable programs can only use array, hash, ringbuf and local storage maps"), perf),

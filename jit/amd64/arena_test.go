@@ -11,19 +11,33 @@ import (
 	"github.com/bpfvm/bpfvm/vm"
 )
 
-// arenaWindow is a test arena: a 4 GiB window with 64 KiB guards, as
-// maps.ArenaMap maps it, shared by the tests.
-var arenaWindow = sync.OnceValues(func() (*vm.Mem, error) { return vm.Reserve(1<<32 + 2<<16) })
+// arenaWindow is a test arena: its page table, a 4 GiB window with 64 KiB
+// guards, as maps.ArenaMap maps it, shared by the tests. The pages the
+// programs reach near each end of the window alternate between held and
+// not (arenaPages).
+var arenaWindow = sync.OnceValues(func() (*vm.Mem, error) {
+	m, err := vm.Reserve(vm.ArenaTableSize + 1<<32 + 2<<16)
+	if err == nil {
+		table := vm.ArenaTableAt(m.Addr() + vm.ArenaTableSize + 1<<16)
+		for q := uint64(0); q < 16; q += 2 {
+			*(*uint8)(vm.Ptr(table + q)) = 1
+			*(*uint8)(vm.Ptr(table + 1<<20 - 1 - q)) = 1
+		}
+	}
+	return m, err
+})
 
 const arenaUser = 0x7_0000_0000 // the upper half of the user addresses
 
 // genArena turns fuzz input into a program of arena accesses and address
-// space casts (ModeArena, as the rewrite lowers them): pointers in R1-R5,
-// whose low 32 bits stay within 32 KiB of either end of the window, so
-// that the runs touch only what arenaReset clears; loaded values and cast
-// results go to R6-R9, folded into R0.
+// space casts (ModeArena, ModeArenaSX, ModeArenaAtomic, as the rewrite
+// lowers them): pointers in R1-R5, whose low 32 bits stay within 32 KiB
+// of either end of the window, so that the runs touch only what
+// arenaReset clears; loaded values and cast results go to R6-R9, folded
+// into R0; atomics are aligned, their fetches go to R0 or R6-R9.
 func genArena(data []byte) []isa.Instruction {
 	var prog []isa.Instruction
+	var los [isa.R5 + 1]uint32
 	for r := isa.R1; r <= isa.R5; r++ {
 		var lo uint32
 		if len(data) >= 2 {
@@ -33,6 +47,7 @@ func genArena(data []byte) []isa.Instruction {
 			}
 			data = data[2:]
 		}
+		los[r] = lo
 		ld := isa.LdImm64(r, 0, uint64(r)<<40|uint64(lo))
 		prog = append(prog, ld[0], ld[1])
 	}
@@ -47,7 +62,7 @@ func genArena(data []byte) []isa.Instruction {
 		off := int16(binary.LittleEndian.Uint16(b[2:]))
 		size := sizes[b[0]>>4&3]
 		imm := int32(binary.LittleEndian.Uint16(b[4:])) - 1<<15
-		switch b[0] % 5 {
+		switch b[0] % 7 {
 		case 0:
 			prog = append(prog, isa.Instruction{Op: isa.ClassSTX | isa.ModeArena | size, Dst: ptr, Src: val, Off: off})
 		case 1:
@@ -61,6 +76,26 @@ func genArena(data []byte) []isa.Instruction {
 		case 4:
 			prog = append(prog, isa.Instruction{Op: isa.ClassALU64 | isa.ALUMov | isa.SrcX, Dst: out, Src: ptr, Off: isa.AddrSpaceCast, Imm: isa.CastToKernel},
 				isa.Instruction{Op: isa.ClassALU64 | isa.ALUSub | isa.SrcX, Dst: isa.R0, Src: out})
+		case 5:
+			if size == isa.SizeDW {
+				size = isa.SizeW
+			}
+			prog = append(prog, isa.Instruction{Op: isa.ClassLDX | isa.ModeArenaSX | size, Dst: out, Src: ptr, Off: off},
+				isa.Instruction{Op: isa.ClassALU64 | isa.ALUAdd | isa.SrcX, Dst: isa.R0, Src: out})
+		case 6:
+			ops := []int32{isa.AtomicAdd, isa.AtomicOr, isa.AtomicAnd, isa.AtomicXor,
+				isa.AtomicAdd | isa.AtomicFetch, isa.AtomicOr | isa.AtomicFetch, isa.AtomicAnd | isa.AtomicFetch,
+				isa.AtomicXor | isa.AtomicFetch, isa.AtomicXchg, isa.AtomicCmpXchg}
+			n := int16(4)
+			if size = isa.SizeW; b[0]&0x80 != 0 {
+				size, n = isa.SizeDW, 8
+			}
+			off -= int16(los[ptr]+uint32(off)) & (n - 1)
+			src := out
+			if b[5]&1 != 0 {
+				src = isa.R0
+			}
+			prog = append(prog, isa.Instruction{Op: isa.ClassSTX | isa.ModeArenaAtomic | size, Dst: ptr, Src: src, Off: off, Imm: ops[int(b[4])%len(ops)]})
 		}
 	}
 	return append(prog, isa.Instruction{Op: isa.OpExit})
@@ -79,7 +114,7 @@ func arenaDiff(t *testing.T, data []byte) {
 	if err != nil {
 		t.Skipf("no window: %v", err)
 	}
-	base := w.Addr() + 1<<16
+	base := w.Addr() + vm.ArenaTableSize + 1<<16
 	prog := genArena(data)
 	for _, blind := range []bool{false, true} {
 		diff(t, diffCase{

@@ -1406,17 +1406,32 @@ func (c *compiler) atomic(pc int, ins isa.Instruction, size int) error {
 	if size != 4 && size != 8 {
 		return errUnsupported
 	}
-	m := mem{regMap[ins.Dst], int32(ins.Off)}
-	src := regMap[ins.Src]
-	switch ins.Imm {
+	if !atomicRMW(ins.Imm) {
+		return errUnsupported
+	}
+	c.checkAccess(pc, ins.Dst, ins.Off, size, true, true)
+	c.atomicOp(ins, size, mem{regMap[ins.Dst], int32(ins.Off)})
+	return nil
+}
+
+// atomicRMW reports whether imm is a read-modify-write atomic operation
+// the JIT compiles (not a load-acquire or store-release).
+func atomicRMW(imm int32) bool {
+	switch imm {
 	case isa.AtomicAdd, isa.AtomicOr, isa.AtomicAnd, isa.AtomicXor,
 		isa.AtomicAdd | isa.AtomicFetch, isa.AtomicOr | isa.AtomicFetch,
 		isa.AtomicAnd | isa.AtomicFetch, isa.AtomicXor | isa.AtomicFetch,
 		isa.AtomicXchg, isa.AtomicCmpXchg:
-	default:
-		return errUnsupported
+		return true
 	}
-	c.checkAccess(pc, ins.Dst, ins.Off, size, true, true)
+	return false
+}
+
+// atomicOp emits the read-modify-write of an atomic instruction on m
+// (whose base is neither rax nor rdx, which it clobbers).
+func (c *compiler) atomicOp(ins isa.Instruction, size int, m mem) {
+	a := c.a
+	src := regMap[ins.Src]
 	op := func(imm int32) int {
 		switch imm &^ isa.AtomicFetch {
 		case isa.AtomicOr:
@@ -1450,5 +1465,4 @@ func (c *compiler) atomic(pc int, ins isa.Instruction, size int) error {
 		a.lockCmpxchg(size, m, src)
 		a.movRR(size, r0, rax)
 	}
-	return nil
 }
