@@ -1,29 +1,25 @@
 #!/bin/sh
 # cilium-objects.sh builds Cilium's datapath objects (bpf_lxc, bpf_host,
-# bpf_overlay, bpf_xdp, bpf_sock, bpf_wireguard) from the Go module proxy's
-# copy of Cilium's source, outside the repository, with Cilium's own
+# bpf_overlay, bpf_xdp, bpf_sock, bpf_wireguard) from a checkout of
+# Cilium's repository (CILIUM_SRC), outside this one, with Cilium's own
 # Makefile (its default build: the MAX_BASE_OPTIONS configuration the
 # complexity tests load). Nothing of Cilium is committed here.
 #
 # Usage: scripts/cilium-objects.sh [outdir]   (default /tmp/cilium-objs)
 # Then:  BPFVM_CILIUM_OBJS=<outdir> go test . -run TestCiliumObjects
 #
-# Environment: CILIUM_VERSION (v1.20.2), CLANG (clang-19).
+# Environment: CILIUM_SRC (required; measured on v1.20.2), CLANG (clang-19).
 set -eu
 
-version=${CILIUM_VERSION:-v1.20.2}
 clang=${CLANG:-clang-19}
 out=${1:-/tmp/cilium-objs}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# A throwaway module so that go mod download works from anywhere.
-(cd "$work" && go mod init ciliumobjs >/dev/null 2>&1 &&
-	go mod download "github.com/cilium/cilium@$version")
-src="$(go env GOMODCACHE)/github.com/cilium/cilium@$version"
+src=${CILIUM_SRC:?set CILIUM_SRC to a checkout of Cilium (e.g. its v1.20.2 tag)}
 [ -d "$src/bpf" ] || { echo "no $src/bpf" >&2; exit 1; }
 
-# The module cache is read-only: build in a writable copy of what the
+# Build in a writable copy of what the
 # Makefiles need (the bpf tree and the root's Makefile.defs and .quiet).
 tree="$work/cilium"
 mkdir -p "$tree"
@@ -37,5 +33,5 @@ make -C "$tree/bpf" -j"$(nproc)" CLANG="$clang" V=0 $objs
 
 mkdir -p "$out"
 for o in $objs; do cp "$tree/bpf/$o" "$out/"; done
-echo "$version built with $clang into $out:"
+echo "$src built with $clang into $out:"
 ls -l "$out"

@@ -6,16 +6,15 @@
 #   scripts/cilium-tests.sh [OUTDIR]
 #   BPFVM_CILIUM_TESTS=OUTDIR go test . -run TestCiliumBPFTests -v
 #
-# The source is the Cilium Go module, from the module proxy, in the module
-# cache (read-only, so it is copied into OUTDIR/src first). The flags are
+# CILIUM_SRC names a checkout of Cilium's repository (the tests were
+# measured on v1.20.2); it is copied into OUTDIR/src and built there. The flags are
 # the Cilium loader's (pkg/datapath/loader/compile.go, StandardCFlags) plus
 # what bpf/tests/Makefile adds; the scapy packets header that some tests
 # include is generated as that Makefile generates it. Nothing is written
-# into the repo. Set CILIUM_VERSION to build another release, CLANG for
+# into the repo. Set CLANG for
 # another compiler, JOBS for the parallelism.
 set -euo pipefail
 
-version=${CILIUM_VERSION:-v1.20.2}
 out=${1:-${BPFVM_CILIUM_TESTS:-/tmp/bpfvm-cilium-tests}}
 clang=${CLANG:-clang-19}
 jobs=${JOBS:-2}
@@ -33,10 +32,8 @@ if [ ${#need[@]} -gt 0 ]; then
 	$sudo apt-get install -y "${need[@]}" >/dev/null
 fi
 
-src=$(go env GOMODCACHE)/github.com/cilium/cilium@$version
-if [ ! -d "$src/bpf/tests" ]; then
-	(cd "$(mktemp -d)" && go mod download github.com/cilium/cilium@"$version")
-fi
+src=${CILIUM_SRC:?set CILIUM_SRC to a checkout of Cilium (e.g. its v1.20.2 tag)}
+[ -d "$src/bpf/tests" ] || { echo "cilium-tests: no bpf/tests in $src" >&2; exit 1; }
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
