@@ -68,7 +68,7 @@ func newProgram(name string, typ ebpf.ProgramType, insns []isa.Instruction, ms [
 	checked := v.aux == nil || opts.checked()
 	run := &runner.Program{
 		Name: name, Kind: typ, Type: pt, Verified: v.aux != nil, Checked: checked, MaxCtx: v.maxCtx, MaxTP: v.maxTP,
-		FuncArgs: v.target.Slots(), FuncRet: v.target.HasReturn(),
+		FuncArgs: v.target.Slots(), FuncRet: v.target.HasReturn(), KernelTypes: v.kernelTypes,
 		Budget: opts.Budget, Output: opts.Output, Task: opts.Task, CPUs: c,
 	}
 	if pt.Hook != nil {
@@ -189,6 +189,9 @@ type verified struct {
 	maxCtx   uint32 // verifier.Result.MaxCtxOffset
 	maxTP    uint32 // verifier.Result.MaxTPAccess
 	target   *verifier.AttachTarget
+	// kernelTypes is the target BTF the program was verified against
+	// (nil: none was needed).
+	kernelTypes *btf.Spec
 }
 
 // maxLogSize caps the verifier log buffer the retries grow to.
@@ -285,7 +288,7 @@ func verify(insns []isa.Instruction, pt *progtype.Type, ms []*Map, hs *helper.Se
 	if a := programArena(ms); a != nil {
 		rewrite.LowerArena(ctx, res.Aux, a.Spec().Flags&maps.FlagNoUserConv != 0)
 	}
-	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset, maxTP: res.MaxTPAccess, target: target}, nil
+	return &verified{aux: res.Aux, ctxInsns: ctx, log: res.Log, stats: res.Stats, maxCtx: res.MaxCtxOffset, maxTP: res.MaxTPAccess, target: target, kernelTypes: vopts.KernelTypes}, nil
 }
 
 // defaultKernelTypes is the kernel BTF verification uses when the options

@@ -1,6 +1,7 @@
 package bpfvm
 
 import (
+	"encoding/binary"
 	"fmt"
 	"syscall"
 
@@ -41,6 +42,8 @@ var errNoCPU = errs.New("no such device or address", syscall.ENXIO)
 //   - Socket filters and tc (the skb types): a CPU, a BatchSize or flags
 //     other than RunSKBChecksumComplete are EINVAL.
 //   - Netfilter: flags, a CPU or a BatchSize are EINVAL.
+//   - Syscall programs: flags are EINVAL, CPU and BatchSize ignored, as
+//     bpf_prog_test_run_syscall.
 //   - Other types, which the kernel lacks, follow its raw tracepoints: a
 //     CPU needs RunOnCPU (else EINVAL) and must exist (else ENXIO), and a
 //     BatchSize is EINVAL.
@@ -49,6 +52,13 @@ var errNoCPU = errs.New("no such device or address", syscall.ENXIO)
 func (p *Program) runCPU(opts *RunOptions) (cpu int, on bool, err error) {
 	n := uint32(p.run.CPUs.Len())
 	switch p.typ {
+	case ebpf.Syscall:
+		// bpf_prog_test_run_syscall refuses flags and ignores the CPU
+		// and batch size.
+		if opts.Flags != 0 {
+			return 0, false, fmt.Errorf("flags %#x: %w", opts.Flags, maps.ErrInvalid)
+		}
+		return 0, false, nil
 	case ebpf.XDP:
 		if opts.Flags&^RunXDPLiveFrames != 0 || opts.BatchSize != 0 && opts.Flags&RunXDPLiveFrames == 0 {
 			return 0, false, fmt.Errorf("flags %#x, batch size %d: %w", opts.Flags, opts.BatchSize, maps.ErrInvalid)
@@ -101,7 +111,7 @@ func (p *Program) traceRun(opts *RunOptions) error {
 	if !tr.Kernel {
 		return nil
 	}
-	if opts.Repeat != 0 || opts.ContextOut != nil {
+	if opts.Repeat != 0 || opts.ContextOut != nil && !tr.WriteBack {
 		return fmt.Errorf("a %s test run takes no repetitions or context output: %w", p.run.Type.Name, maps.ErrInvalid)
 	}
 	n := 0
@@ -112,8 +122,30 @@ func (p *Program) traceRun(opts *RunOptions) error {
 		}
 		n = len(b)
 	}
-	if n < int(p.run.MaxCtx) || n > int(p.run.Type.ContextSize) {
-		return fmt.Errorf("context of %d bytes, the program reads %d and takes at most %d: %w", n, p.run.MaxCtx, p.run.Type.ContextSize, maps.ErrInvalid)
+	limit := p.run.Type.ContextSize
+	if tr.MaxInput != 0 {
+		limit = tr.MaxInput
+	}
+	if n < int(p.run.MaxCtx) || n > int(limit) {
+		return fmt.Errorf("context of %d bytes, the program reaches %d and takes at most %d: %w", n, p.run.MaxCtx, limit, maps.ErrInvalid)
+	}
+	if opts.ContextOut != nil {
+		// The kernel writes the context back to the input; cilium/ebpf
+		// gives it as ContextOut, which must match the input's length
+		// (without an input, cilium/ebpf passes the output buffer to
+		// the kernel, which refuses it).
+		if opts.Context == nil {
+			return fmt.Errorf("a %s test run takes no context output: %w", p.run.Type.Name, maps.ErrInvalid)
+		}
+		m := 0
+		if b, ok := opts.ContextOut.([]byte); ok {
+			m = len(b)
+		} else if m = binary.Size(opts.ContextOut); m < 0 {
+			return fmt.Errorf("ContextOut of type %T: %w", opts.ContextOut, maps.ErrInvalid)
+		}
+		if m != n {
+			return fmt.Errorf("length mismatch: Context (%d bytes) and ContextOut (%d bytes): %w", n, m, maps.ErrInvalid)
+		}
 	}
 	return nil
 }

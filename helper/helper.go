@@ -88,6 +88,7 @@ var families = [][]Helper{
 	lockHelpers,
 	cgroupHelpers,
 	sockMapHelpers,
+	syscallHelpers,
 }
 
 // Table is a set of helpers by id and variant.

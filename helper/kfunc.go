@@ -160,6 +160,7 @@ var kfuncFamilies = [][]Kfunc{
 	dynptrKfuncs,
 	throwKfuncs,
 	arenaKfuncs,
+	sleepKfuncs,
 }
 
 // kfuncRegistry indexes kfuncFamilies by id, filling in the ids.

@@ -222,12 +222,16 @@ type Proto struct {
 	// another type, carrying its reference if any (the kernel's
 	// is_ptr_cast_function: bpf_sk_fullsock, bpf_tcp_sock).
 	Cast bool
+	// ReadsBTF says the helper reads the kernel's BTF when it runs
+	// (bpf_btf_find_by_name_kind): the load finds it as for a call typed
+	// by it (runner.Program.KernelTypes).
+	ReadsBTF bool
 }
 
-// UsesBTF reports whether verifying a call needs the kernel's BTF: its
-// arguments or return value are typed by it.
+// UsesBTF reports whether verifying or running a call needs the kernel's
+// BTF: its arguments or return value are typed by it, or it reads it.
 func (p *Proto) UsesBTF() bool {
-	if p.Ret == RetBTFIDTrusted {
+	if p.Ret == RetBTFIDTrusted || p.ReadsBTF {
 		return true
 	}
 	for _, a := range p.Args {

@@ -8,7 +8,8 @@ package isa
 // Ids are grouped by family, each in a range of its own, so that families
 // added side by side do not collide: 1-15 the number iterator and the
 // casts, 16-31 RCU and preemption, 32-47 tasks, 48-63 cgroups, 64-127
-// cpumasks, 128-191 dynptrs, 192-255 exceptions and the arena.
+// cpumasks, 128-191 dynptrs, 192-255 exceptions and the arena, 300-339
+// the sleepable ones (user memory).
 const (
 	KfuncIterNumNew     int32 = 1 // int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end)
 	KfuncIterNumNext    int32 = 2 // int *bpf_iter_num_next(struct bpf_iter_num *it)
@@ -70,6 +71,9 @@ const (
 	KfuncThrow                   int32 = 6   // void bpf_throw(u64 cookie)
 	KfuncArenaAlloc              int32 = 7   // void __arena *bpf_arena_alloc_pages(void *map, void __arena *addr, u32 page_cnt, int node_id, u64 flags)
 	KfuncArenaFree               int32 = 8   // void bpf_arena_free_pages(void *map, void __arena *ptr, u32 page_cnt)
+
+	KfuncCopyFromUserStr     int32 = 300 // int bpf_copy_from_user_str(void *dst, u32 dst__sz, const void __user *unsafe_ptr__ign, u64 flags)
+	KfuncCopyFromUserTaskStr int32 = 301 // int bpf_copy_from_user_task_str(void *dst, u32 dst__sz, const void __user *unsafe_ptr__ign, struct task_struct *tsk, u64 flags)
 )
 
 var kfuncNames = [...]string{
@@ -133,6 +137,9 @@ var kfuncNames = [...]string{
 	KfuncThrow:                   "bpf_throw",
 	KfuncArenaAlloc:              "bpf_arena_alloc_pages",
 	KfuncArenaFree:               "bpf_arena_free_pages",
+
+	KfuncCopyFromUserStr:     "bpf_copy_from_user_str",
+	KfuncCopyFromUserTaskStr: "bpf_copy_from_user_task_str",
 }
 
 // KfuncID returns bpfvm's id of the kfunc called name.

@@ -48,7 +48,10 @@ var Kprobe = &Type{
 	Fields:       []Field{{Name: "regs", Offset: 0, Size: PtRegsSize, Read: true, Memory: true}},
 	ContextNames: []string{"pt_regs"},
 	Helpers:      kprobeHelpers,
-	Trace:        &TraceRun{},
+	// uprobe.s/ and usdt.s/ programs: the kernel takes sleepable kprobes
+	// and refuses to attach them but to uprobes.
+	Sleepable: true,
+	Trace:     &TraceRun{},
 }
 
 // uprobeSession is BPF_TRACE_UPROBE_SESSION, which cilium/ebpf does not

@@ -15,7 +15,8 @@
 // cgroup_device), kprobe.go, tracepoint.go, raw_tracepoint.go,
 // perf_event.go, tracing.go (tp_btf, fentry, fexit, fmod_ret, whose context
 // is their attach target's arguments: BTFArgs), lsm.go (LSM programs, typed
-// by their hook's prototype), iter.go (iterators); helpers.go holds the shared helper sets
+// by their hook's prototype), iter.go (iterators), syscall.go (syscall
+// programs); helpers.go holds the shared helper sets
 // (bpf_base_func_proto, bpf_sk_base_func_proto, cgroup_common_func_proto,
 // cgroup_current_func_proto) they compose, tracing_helpers.go the tracing
 // types' (bpf_tracing_func_proto and the sets over it). Where the kernel's rules depend
@@ -138,7 +139,11 @@ type Field struct {
 	// Memory makes the field plain memory (__sk_buff.cb[]): loads and, if
 	// Write, stores of any size inside it, aligned to that size.
 	Memory bool
-	Kind   Kind
+	// StartLimit, for a Memory field, is the context offset every access
+	// must start below (0 for none): a syscall program's accesses start
+	// below U16_MAX and may end at 65536.
+	StartLimit uint32
+	Kind       Kind
 	// Object names the kernel struct a KernelObject field points to.
 	Object string
 	// Backing is the width of the kernel's storage behind a scalar field
@@ -280,6 +285,14 @@ type TraceRun struct {
 	// tracepoint, perf_event) run on any context input, zero past its
 	// end, repeat, and give the context back as they leave it.
 	Kernel bool
+	// WriteBack, with Kernel, says the kernel's test run copies the
+	// context back to the input after the run (bpf_prog_test_run_syscall)
+	// and has no context output of its own: RunOptions.ContextOut
+	// receives the context, as long as the input, as cilium/ebpf maps it.
+	WriteBack bool
+	// MaxInput, with Kernel, is the largest context input the run takes
+	// (0: ContextSize).
+	MaxInput uint32
 }
 
 // KeysRun is the test run of a type whose programs fill a struct
@@ -411,7 +424,9 @@ func (f *Field) allows(off, size uint32, op Op, c Cap) bool {
 		return false
 	case f.Kind != Scalar:
 		return op == Load && off == f.Offset && size == f.Size
-	case f.Memory, size == f.Size:
+	case f.Memory:
+		return f.StartLimit == 0 || off < f.StartLimit
+	case size == f.Size:
 		return true
 	case f.Wide && size == 8:
 		return true
@@ -647,6 +662,9 @@ func OfAttach(t ebpf.ProgramType, a ebpf.AttachType) (*Type, error) {
 		return RawTracepointWritable, nil
 	case ebpf.PerfEvent:
 		return PerfEvent, nil
+	case ebpf.Syscall:
+		// bpf_prog_load_check_attach: none but 0.
+		return byAttach(map[ebpf.AttachType]*Type{0: Syscall})
 	}
 	return nil, fmt.Errorf("program type %s: %w", t, ErrNotSupported)
 }

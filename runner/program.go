@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpfvm/bpfvm/maps"
 	"github.com/bpfvm/bpfvm/progtype"
@@ -67,6 +68,9 @@ type Program struct {
 	// out, from the kernel BTF it was loaded against (ObjectsOf); nil
 	// makes such runs fail with progtype.ErrNotSupported.
 	Objects *Objects
+	// KernelTypes is the kernel's BTF the program was verified against,
+	// which bpf_btf_find_by_name_kind searches (nil: none).
+	KernelTypes *btf.Spec
 	// Maps are the maps the program references, by index.
 	Maps []maps.Map
 	// Regions are the map memory checked runs may access from the start.

@@ -52,6 +52,10 @@ type Trace struct {
 	// thing runs write: runs sharing a Trace with a Seq must not be
 	// concurrent.
 	Seq *bytes.Buffer
+	// Symbols is the kernel's symbol table as bpf_kallsyms_lookup_name
+	// reads it (syscall programs): addresses by name; a name it lacks is
+	// not found.
+	Symbols map[string]uint64
 }
 
 // Memory is a region of the traced world's memory at Addr: kernel memory,

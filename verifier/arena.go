@@ -74,9 +74,10 @@ func (v *verifier) arenaALU(pc int, ins isa.Instruction, dst *Reg) error {
 // takes any map pointer as its void *p__map and the kfuncs do nothing
 // for another), the rest scalars; both give scalars in R0.
 func (v *verifier) arenaKfunc(pc int, id int32) error {
-	// KF_SLEEPABLE in the kernel, and no program bpfvm verifies may
-	// sleep (verifier.FlagSleepable is refused).
-	if v.opts.Flags&FlagSleepable == 0 {
+	// KF_SLEEPABLE in kernel 6.18: sleepable programs only (syscall
+	// programs, sleepable iterators ...), outside RCU and preemption
+	// sections.
+	if !v.sleepable {
 		return v.errorf(pc, "program must be sleepable to call sleepable kfunc %s", isa.KfuncName(id))
 	}
 	nargs := 5
@@ -99,6 +100,9 @@ func (v *verifier) arenaKfunc(pc int, id int32) error {
 		case reg.Type != ScalarValue:
 			return v.errorf(pc, "R%d is not a scalar", r)
 		}
+	}
+	if err := v.sleepInSection(pc, isa.KfuncName(id)); err != nil {
+		return err
 	}
 	clearCallerSaved(f)
 	if id == isa.KfuncArenaFree {

@@ -70,6 +70,13 @@ func (v *verifier) checkHelperCall(pc int, id int32) error {
 	if p.MightSleep && !v.sleepable {
 		return v.errorf(pc, "helper call might sleep in a non-sleepable prog")
 	}
+	if p.MightSleep && v.cur.RCULock {
+		// A sleepable program's bpf_rcu_read_lock section may not sleep.
+		return v.errorf(pc, "sleepable helper %s#%d in rcu_read_lock region", name, id)
+	}
+	if p.MightSleep && v.cur.PreemptDepth > 0 {
+		return v.errorf(pc, "sleepable helper %s#%d in non-preemptible region", name, id)
+	}
 	if p.Name != "" {
 		name = p.Name
 	}

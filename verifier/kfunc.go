@@ -44,8 +44,8 @@ func (v *verifier) checkKfuncCall(pc int, id int32) error {
 	if err != nil {
 		return err
 	}
-	if k.Flags&helper.KfSleepable != 0 {
-		// No program bpfvm verifies is sleepable.
+	sleepable := k.Flags&helper.KfSleepable != 0
+	if sleepable && !v.sleepable {
 		return v.errorf(pc, "program must be sleepable to call sleepable kfunc %s", name)
 	}
 	if k.Flags&helper.KfRCUProtected != 0 && !v.cur.RCULock {
@@ -78,6 +78,12 @@ func (v *verifier) checkKfuncCall(pc int, id int32) error {
 			return v.errorf(pc, "unmatched attempt to enable preemption (kernel function %s)", name)
 		}
 		st.PreemptDepth--
+	default:
+		if sleepable {
+			if err := v.sleepInSection(pc, name); err != nil {
+				return err
+			}
+		}
 	}
 	if k.Flags&helper.KfRelease != 0 {
 		if !st.releaseRef(meta.refObj) {
@@ -91,6 +97,19 @@ func (v *verifier) checkKfuncCall(pc int, id int32) error {
 		return err
 	}
 	f.Regs[0] = r0
+	return nil
+}
+
+// sleepInSection refuses a call of the sleepable kfunc name where the
+// path may not sleep: inside bpf_rcu_read_lock or bpf_preempt_disable
+// (check_kfunc_call, after the arguments).
+func (v *verifier) sleepInSection(pc int, name string) error {
+	if v.cur.RCULock {
+		return v.errorf(pc, "kernel func %s is sleepable within rcu_read_lock region", name)
+	}
+	if v.cur.PreemptDepth > 0 {
+		return v.errorf(pc, "kernel func %s is sleepable within non-preemptible region", name)
+	}
 	return nil
 }
 

@@ -44,7 +44,14 @@ func resolveLSM(spec *btf.Spec, target *AttachTarget, name string) (*AttachTarge
 // (can_be_sleepable), LSM programs only at the hooks the kernel lists,
 // fentry, fexit and fmod_ret programs only at functions on the kernel's
 // error injection list, which bpfvm does not know: it refuses them.
+// Syscall programs must be sleepable.
 func (v *verifier) checkSleepable() error {
+	if v.pt.Name == progtype.Syscall.Name && !v.sleepable {
+		return v.errorf(0, "Syscall programs can only be sleepable")
+	}
+	if !v.sleepable {
+		return nil
+	}
 	if !v.pt.Sleepable {
 		return v.errorf(0, "Only fentry/fexit/fmod_ret, lsm, iter, uprobe, and struct_ops programs can be sleepable")
 	}

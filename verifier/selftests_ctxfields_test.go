@@ -92,6 +92,11 @@ var ctxTypes = []struct {
 	{ebpf.RawTracepoint, 0, 96, 0, 0},
 	{ebpf.RawTracepointWritable, 0, 96, 0, 0},
 	{ebpf.PerfEvent, 0, 184, 0, 0},
+	// A syscall program's context is the caller's buffer of up to
+	// U16_MAX bytes: its start, and the end of what an instruction's
+	// offset reaches (a ctx pointer cannot be moved).
+	{ebpf.Syscall, 0, 48, 0, 0},
+	{ebpf.Syscall, 0, 1<<15 - 8, 0, 1<<15 - 48},
 }
 
 // TestCtxFieldsExhaustive compares every context access of every size at
@@ -151,7 +156,11 @@ func TestCtxFieldsExhaustive(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						_, ours := verifier.Verify(insns, verifier.Options{Type: pt})
+						var flags uint32
+						if ty.typ == ebpf.Syscall {
+							flags = verifier.FlagSleepable // as its section loads
+						}
+						_, ours := verifier.Verify(insns, verifier.Options{Type: pt, Flags: flags})
 						if ours != nil && !errors.Is(ours, verifier.ErrRejected) {
 							t.Errorf("%s: %v does not wrap ErrRejected", name, ours)
 						}
@@ -159,7 +168,7 @@ func TestCtxFieldsExhaustive(t *testing.T) {
 							gaps++
 							continue
 						}
-						klog, ran := kernelVerdictAttach(t, ty.typ, ty.attach, 0, nil, nil, true, insns, nil, ours)
+						klog, ran := kernelVerdictAttach(t, ty.typ, ty.attach, flags, nil, nil, true, insns, nil, ours)
 						if !ran {
 							continue
 						}

@@ -433,10 +433,8 @@ func (v *verifier) run() error {
 	if err := v.checkLdImm64(); err != nil {
 		return err
 	}
-	if v.sleepable {
-		if err := v.checkSleepable(); err != nil {
-			return err
-		}
+	if err := v.checkSleepable(); err != nil {
+		return err
 	}
 	v.cur = v.initialState()
 	v.prunePoints, v.jmpPoints = findPrunePoints(v.insns)

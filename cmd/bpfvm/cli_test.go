@@ -152,7 +152,7 @@ func TestExitCodes(t *testing.T) {
 		// Refused programs name the file and the program, and types by
 		// their kernel names.
 		{[]string{"run", mixed, "-p", "rejected", pkt}, 1, `^$`, "testdata/mixed.o: program rejected: load program: invalid access to packet"},
-		{[]string{"run", mixed, "-p", "probe"}, 1, `^$`, "testdata/mixed.o: program probe: program type syscall: not supported"},
+		{[]string{"run", mixed, "-p", "probe"}, 1, `^$`, "testdata/mixed.o: program probe: insn 2: unknown helper bpf_task_pt_regs#175"},
 		{[]string{"run", "testdata/unsupported_map.o", "-p", "report", pkt}, 1, `^$`, "testdata/unsupported_map.o: program report: map socks: type user_ringbuf:"},
 		{[]string{"verify", "testdata/unsupported_map.o"}, 1, `^$`, "map socks: type user_ringbuf:"},
 		{[]string{"run", mixed, "-p", "ok"}, 1, `^$`, "testdata/mixed.o: program ok: "},
@@ -255,9 +255,9 @@ func TestVerifyOutput(t *testing.T) {
 			t.Errorf("bpfvm %s: output lacks %q:\n%s", name, tc.contains, stdout)
 		}
 	}
-	// The rest of mixed.o: the syscall program fails to load, named on stderr.
+	// The rest of mixed.o: the syscall program calls a helper bpfvm lacks and fails to load, named on stderr.
 	_, stdout, stderr := runCLI(t, "", "verify", "testdata/mixed.o")
-	if !strings.Contains(stderr, "bpfvm verify: testdata/mixed.o: program probe: program type syscall: not supported") ||
+	if !strings.Contains(stderr, "bpfvm verify: testdata/mixed.o: program probe: insn 2: unknown helper bpf_task_pt_regs#175") ||
 		!strings.Contains(stdout, "unspec: "+notVerified) || strings.Contains(stdout, "unspec: accepted") {
 		t.Errorf("stdout %q, stderr %q", stdout, stderr)
 	}
@@ -279,7 +279,7 @@ func veristatRow(out, file, prog string) []string {
 // summary and -q.
 func TestVeristat(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "", "veristat", "-e", "file,prog,verdict,insns", "testdata/mixed.o", "../../testdata/loops.o")
-	if code != 1 || !strings.Contains(stderr, "bpfvm veristat: testdata/mixed.o: program probe: program type syscall: not supported") {
+	if code != 1 || !strings.Contains(stderr, "bpfvm veristat: testdata/mixed.o: program probe: insn 2: unknown helper bpf_task_pt_regs#175") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 	for _, tc := range []struct{ file, prog, verdict, insns string }{
@@ -462,11 +462,11 @@ func TestJSONOutput(t *testing.T) {
 		{[]string{"run", "--json", mixed, "-p", "nope"}, 2, `^\{"error":"usage: no program \\"nope\\" in testdata/mixed.o; programs: ok, probe, rejected, unspec"\}\n$`},
 		{[]string{"-j", "run", "testdata/missing.o", "-p", "x"}, 1, `^\{"error":"open testdata/missing.o: no such file or directory"\}\n$`},
 		{[]string{"verify", "-j", mixed}, 1, `^\[\{"program":"ok","verdict":"accepted"\},` +
-			`\{"program":"probe","verdict":"error","error":"testdata/mixed.o: program probe: program type syscall: not supported"\},` +
+			`\{"program":"probe","verdict":"error","error":"testdata/mixed.o: program probe: insn 2: unknown helper bpf_task_pt_regs#175"\},` +
 			`\{"program":"rejected","verdict":"rejected","error":"invalid access to packet, off=0 size=1, R1\(id=0,off=0,r=0\)","log":\[.*"; return data\[0\]; @ mixed.c:17",.*"processed 2 insns \(limit 1000000\) [^"]*"\]\},` +
 			`\{"program":"unspec","verdict":"not verified"\}\]\n$`},
 		{[]string{"-j", "dump", "-p", "ok", mixed}, 0, `^\{"programs":\[\{"name":"ok","section":"xdp","type":"xdp","insns":2,"xlated":\[\{"src":"return XDP_PASS;","disasm":"\(b7\) r0 = 2"\},\{"disasm":"\(95\) exit"\}\]\}\],"maps":\[\]\}\n$`},
-		{[]string{"-j", "dump", "--xlated", mixed}, 1, `"name":"probe","section":"syscall","type":"syscall","insns":2,"error":"testdata/mixed.o: program probe: program type syscall: not supported"`},
+		{[]string{"-j", "dump", "--xlated", mixed}, 1, `"name":"probe","section":"syscall","type":"syscall","insns":8,"error":"testdata/mixed.o: program probe: insn 2: unknown helper bpf_task_pt_regs#175"`},
 		// veristat: -o json, and --json (-j is its jobs) as bpfvm -j.
 		{[]string{"veristat", "-q", "-o", "json", "-e", "file,prog,verdict,insns", mixed}, 1, `^\[\{"file_name":"mixed.o","prog_name":"ok","verdict":"success","total_insns":2\},` +
 			`\{"file_name":"mixed.o","prog_name":"probe","verdict":"error","total_insns":null\},` +
@@ -601,7 +601,7 @@ func TestVeristatVerbose(t *testing.T) {
 			`verification time \d+ usec\nstack depth 0\nprocessed 2 insns .*\n(.*\n)*\nFile `, ""},
 		{[]string{"-v", "-l", "2", "-f", "/ok"}, `\n0: \(b7\) r0 = 2 +; R0=2\n`, ""},
 		{[]string{"-v", "-f", "/rejected"}, `VERDICT: failure, VERIFIER LOG:\n(.*\n)*invalid access to packet, off=0 size=1, R1\(id=0,off=0,r=0\)\n`, ""},
-		{[]string{"-v", "-f", "/probe"}, `VERDICT: error, VERIFIER LOG:\ntestdata/mixed.o: program probe: program type syscall: not supported\n`, ""},
+		{[]string{"-v", "-f", "/probe"}, `VERDICT: error, VERIFIER LOG:\ntestdata/mixed.o: program probe: insn 2: unknown helper bpf_task_pt_regs#175\n`, ""},
 		{[]string{"-v", "-f", "nope/"}, `^Skipping 'testdata/mixed.o' due to filters...\n`, "PROCESSING"},
 		// Without -v, -l changes nothing, as in veristat.
 		{[]string{"-l", "2", "-f", "/ok"}, `^File `, "PROCESSING"},

@@ -17,11 +17,12 @@ int rejected(struct xdp_md *ctx)
 	return data[0];
 }
 
-// A syscall program: a type bpfvm does not run.
+// A syscall program calling a helper bpfvm does not implement
+// (bpf_task_pt_regs), which the kernel loads.
 SEC("syscall")
 int probe(void *ctx)
 {
-	return 0;
+	return bpf_task_pt_regs(bpf_get_current_task_btf()) != 0;
 }
 
 // A section libbpf and cilium/ebpf know no type for: unspecified.
