@@ -63,14 +63,16 @@ type lpmTrie struct {
 	vals     *vm.Mem
 	vbase    uint64
 
-	root  atomic.Uint64
+	// The root's address is the header field LPMFieldRoot, where inlined
+	// lookups read it (rootLoad, rootStore).
 	nodes pool
 
 	mu      sync.Mutex
 	entries uint32 // elements (not intermediate nodes)
 }
 
-// Node layout of LPM tries.
+// Node layout of LPM tries, exported for the inlined lookup
+// (rewrite/inline_lpm.go).
 const (
 	lpmChild0    = 0
 	lpmChild1    = 8
@@ -80,6 +82,24 @@ const (
 	lpmData      = 32
 
 	lpmIM = 1 // intermediate node: no value, exactly two children
+
+	LPMNodeChild0    = lpmChild0    // uint64: the 0 child's address, 0 for none (then the 1 child's)
+	LPMNodePrefixLen = lpmPrefixLen // uint32
+	LPMNodeFlags     = lpmFlags     // uint32: LPMNodeIM for an intermediate node
+	LPMNodeValue     = lpmValue     // uint64: the value's address
+	LPMNodeData      = lpmData      // the prefix's data, padded to 8 bytes with zeros
+	LPMNodeIM        = lpmIM
+)
+
+// Header field offsets of LPM tries, relative to HeaderFields.
+const (
+	// LPMFieldRoot is the root node's address (uint64, 0 for an empty
+	// trie), which writers store atomically.
+	LPMFieldRoot = 0
+	// LPMFieldRootAddr is the address of LPMFieldRoot (uint64), which
+	// never changes: inlined lookups fold it and load the root through
+	// it.
+	LPMFieldRootAddr = 8
 )
 
 // Creation limits of the kernel's trie_alloc.
@@ -139,7 +159,14 @@ func newLPM(spec Spec, opts Options) (Map, error) {
 		t.free()
 		return nil, fmt.Errorf("map %s: %w", spec.Name, err)
 	}
+	*(*uint64)(t.field(LPMFieldRootAddr)) = uint64(uintptr(t.field(LPMFieldRoot)))
 	return t, nil
+}
+
+// rootLoad and rootStore access the root link, in the header.
+func (t *lpmTrie) rootLoad() uint64 { return atomic.LoadUint64((*uint64)(t.field(LPMFieldRoot))) }
+func (t *lpmTrie) rootStore(n uint64) {
+	atomic.StoreUint64((*uint64)(t.field(LPMFieldRoot)), n)
 }
 
 func (t *lpmTrie) Spec() Spec { return t.spec }
@@ -215,7 +242,7 @@ func (t *lpmTrie) lookup(klen uint32, kdata []byte) uint64 {
 		var x [8]byte
 		copy(x[:], kdata)
 		k := binary.BigEndian.Uint64(x[:])
-		for n := t.root.Load(); n != 0; {
+		for n := t.rootLoad(); n != 0; {
 			p := vm.Ptr(n)
 			plen := *(*uint32)(unsafe.Add(p, lpmPrefixLen))
 			d := bits.ReverseBytes64(*(*uint64)(unsafe.Add(p, lpmData))) ^ k
@@ -236,7 +263,7 @@ func (t *lpmTrie) lookup(klen uint32, kdata []byte) uint64 {
 	}
 	var buf [lpmDataMax / 8]uint64
 	kw := keyWords(&buf, kdata)
-	for n := t.root.Load(); n != 0; {
+	for n := t.rootLoad(); n != 0; {
 		m := t.match(n, klen, kw)
 		if m == t.maxLen {
 			return n
@@ -353,7 +380,7 @@ func (t *lpmTrie) insert(nn, im uint64, klen uint32, kdata []byte, kw []uint64, 
 	slot := uint64(0) // 0: the root
 	var n uint64
 	var m uint32
-	for n = t.root.Load(); n != 0; n = t.slotLoad(slot) {
+	for n = t.rootLoad(); n != 0; n = t.slotLoad(slot) {
 		m = t.match(n, klen, kw)
 		if t.prefixLen(n) != m || t.prefixLen(n) == klen {
 			break
@@ -405,14 +432,14 @@ func (t *lpmTrie) insert(nn, im uint64, klen uint32, kdata []byte, kw []uint64, 
 // slotLoad and slotStore access a link: a child field, or the root for 0.
 func (t *lpmTrie) slotLoad(slot uint64) uint64 {
 	if slot == 0 {
-		return t.root.Load()
+		return t.rootLoad()
 	}
 	return load(slot)
 }
 
 func (t *lpmTrie) slotStore(slot, n uint64) {
 	if slot == 0 {
-		t.root.Store(n)
+		t.rootStore(n)
 		return
 	}
 	store(slot, n)
@@ -432,7 +459,7 @@ func (t *lpmTrie) remove(key, out []byte) error {
 	var trim, trim2 uint64 // the link to the node and the link to its parent
 	var parent, n uint64
 	var m uint32
-	for n = t.root.Load(); n != 0; n = t.slotLoad(trim) {
+	for n = t.rootLoad(); n != 0; n = t.slotLoad(trim) {
 		m = t.match(n, klen, kw)
 		if t.prefixLen(n) != m || t.prefixLen(n) == klen {
 			break
@@ -531,7 +558,7 @@ func (t *lpmTrie) NextKey(key, next []byte) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	root := t.root.Load()
+	root := t.rootLoad()
 	if root == 0 {
 		return ErrKeyNotExist
 	}

@@ -137,6 +137,11 @@ func lookupSeqFold(s maps.Spec, opts InlineOptions, fold int) []isa.Instruction 
 			return nil
 		}
 		return hashLookup(q, s)
+	case maps.LPMTrie:
+		if opts.Interpreter {
+			return nil
+		}
+		return lpmLookup(q, s)
 	}
 	return nil
 }

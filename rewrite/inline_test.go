@@ -426,16 +426,23 @@ func TestInlineKeepsCallsOutOfRange(t *testing.T) {
 }
 
 // Lookups in maps without an inline sequence stay helper calls: LPM tries
-// (a trie walk), and maps whose lookup is a helper's business.
+// with keys longer than 4 bytes of data (IPv6), and any LPM trie on the
+// interpreter, whose Go walk is faster than interpreting one; LPM tries of
+// IPv4 keys inline for the JIT.
 func TestInlineKeepsCall(t *testing.T) {
-	for _, s := range []maps.Spec{
-		{Type: maps.LPMTrie, KeySize: 8, ValueSize: 4, MaxEntries: 4, Flags: maps.FlagNoPrealloc},
-		{Type: maps.LPMTrie, KeySize: 20, ValueSize: 8, MaxEntries: 4, Flags: maps.FlagNoPrealloc},
+	for _, tc := range []struct {
+		s      maps.Spec
+		interp bool
+		inline bool
+	}{
+		{maps.Spec{Type: maps.LPMTrie, KeySize: 8, ValueSize: 4, MaxEntries: 4, Flags: maps.FlagNoPrealloc}, false, true},
+		{maps.Spec{Type: maps.LPMTrie, KeySize: 8, ValueSize: 4, MaxEntries: 4, Flags: maps.FlagNoPrealloc}, true, false},
+		{maps.Spec{Type: maps.LPMTrie, KeySize: 7, ValueSize: 4, MaxEntries: 4, Flags: maps.FlagNoPrealloc}, false, false},
+		{maps.Spec{Type: maps.LPMTrie, KeySize: 20, ValueSize: 8, MaxEntries: 4, Flags: maps.FlagNoPrealloc}, false, false},
+		{maps.Spec{Type: maps.LPMTrie, KeySize: 20, ValueSize: 8, MaxEntries: 4, Flags: maps.FlagNoPrealloc}, true, false},
 	} {
-		for _, interp := range []bool{false, true} {
-			if seq := lookupSeq(s, InlineOptions{Interpreter: interp}); seq != nil {
-				t.Errorf("type %d (interpreter %v): inlined", s.Type, interp)
-			}
+		if seq := lookupSeq(tc.s, InlineOptions{Interpreter: tc.interp}); (seq != nil) != tc.inline {
+			t.Errorf("LPM key %d (interpreter %v): inlined %v, want %v", tc.s.KeySize, tc.interp, seq != nil, tc.inline)
 		}
 	}
 }
