@@ -219,7 +219,7 @@ func (v *verifier) regString(r *Reg) string {
 	case NotInit:
 		return "?"
 	case ScalarValue:
-		return r.Scalar.String()
+		return scalarRegString(r)
 	case PtrToStack:
 		if r.IsConst() {
 			return fmt.Sprintf("fp%d", int64(r.Off)+int64(r.Const()))
@@ -257,6 +257,24 @@ func (v *verifier) regString(r *Reg) string {
 		name += v.btfName(r)
 	}
 	return name + "(" + strings.Join(parts, ",") + ")"
+}
+
+// scalarRegString prints a scalar register as the kernel's print_reg_state:
+// "P" first when it is precise, then the constant, or "scalar(" with the
+// id that links it to its copies ahead of its ranges.
+func scalarRegString(r *Reg) string {
+	s := r.Scalar.String()
+	if r.ID != 0 && strings.HasPrefix(s, "scalar(") {
+		sep := ","
+		if s == "scalar()" {
+			sep = ""
+		}
+		s = fmt.Sprintf("scalar(id=%d%s%s", linkBase(r.ID), sep, s[len("scalar("):])
+	}
+	if r.Precise {
+		s = "P" + s
+	}
+	return s
 }
 
 // frameString prints a frame's initialised registers and stack.
