@@ -54,7 +54,16 @@ func rawKernelProgram(t *testing.T, typ ebpf.ProgramType, insns []isa.Instructio
 	ne.PutUint32(attr[28:], uint32(len(log)))
 	ne.PutUint64(attr[32:], uint64(uintptr(unsafe.Pointer(&log[0]))))
 	ne.PutUint32(attr[44:], unix.BPF_F_SLEEPABLE)
-	fd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_PROG_LOAD, uintptr(unsafe.Pointer(&attr[0])), unsafe.Sizeof(attr))
+	// The verifier gives EAGAIN when a signal (the Go runtime's
+	// preemption) interrupts it; cilium/ebpf retries such loads too.
+	var fd uintptr
+	var errno unix.Errno
+	for range 10 {
+		fd, _, errno = unix.Syscall(unix.SYS_BPF, unix.BPF_PROG_LOAD, uintptr(unsafe.Pointer(&attr[0])), unsafe.Sizeof(attr))
+		if errno != unix.EAGAIN {
+			break
+		}
+	}
 	if errno != 0 {
 		if errno == unix.EPERM {
 			t.Skipf("kernel: %v", errno)

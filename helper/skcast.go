@@ -3,7 +3,6 @@ package helper
 import (
 	"encoding/binary"
 	"strings"
-	"sync"
 
 	"github.com/cilium/ebpf/btf"
 
@@ -122,7 +121,7 @@ func readSock(e *vm.Env, r *runner.Runner, addr uint64) (sockFacts, bool) {
 		s.tcpProt = proto == runner.ProtoTCP
 		return s, true
 	}
-	l := sockLayoutOf(r.Program().KernelTypes)
+	l := sockLayoutOf(r.Program())
 	if l == nil {
 		return sockFacts{}, false
 	}
@@ -174,18 +173,18 @@ type sockLayout struct {
 	ulpData, conn uint32
 }
 
-var sockLayouts sync.Map // *btf.Spec -> *sockLayout (nil: incomplete)
+// sockLayoutKey keys the program's sockLayout (runner.Program.Layout).
+type sockLayoutKey struct{}
 
-// sockLayoutOf returns the socket layout of spec, nil if it lacks one.
-func sockLayoutOf(spec *btf.Spec) *sockLayout {
-	if spec == nil {
-		return nil
-	}
-	if l, ok := sockLayouts.Load(spec); ok {
-		return l.(*sockLayout)
-	}
-	l := findSockLayout(spec)
-	sockLayouts.Store(spec, l)
+// sockLayoutOf returns the layout of the program's kernel BTF, nil if it lacks
+// one.
+func sockLayoutOf(p *runner.Program) *sockLayout {
+	l, _ := p.Layout(sockLayoutKey{}, func(spec *btf.Spec) any {
+		if spec == nil {
+			return (*sockLayout)(nil)
+		}
+		return findSockLayout(spec)
+	}).(*sockLayout)
 	return l
 }
 

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"io"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cilium/ebpf"
@@ -78,6 +79,8 @@ type Program struct {
 	// helpers read the kernel objects a program passes them (the socket
 	// casts, bpf_d_path, bpf_snprintf_btf's type ids).
 	KernelTypes *btf.Spec
+	// layouts memoises what helpers derive from KernelTypes (Layout).
+	layouts sync.Map
 	// Maps are the maps the program references, by index.
 	Maps []maps.Map
 	// Regions are the map memory checked runs may access from the start.
@@ -188,4 +191,15 @@ func (p *Program) free() {
 	for _, m := range p.Maps {
 		m.Release()
 	}
+}
+
+// Layout returns what build derives from the program's KernelTypes (a
+// helper's offsets of kernel structures), built at the first call for key
+// and kept with the program, so runs do not search the BTF again.
+func (p *Program) Layout(key any, build func(*btf.Spec) any) any {
+	if v, ok := p.layouts.Load(key); ok {
+		return v
+	}
+	v, _ := p.layouts.LoadOrStore(key, build(p.KernelTypes))
+	return v
 }
