@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -31,12 +33,39 @@ type IterOptions struct {
 	// map of the machine by id): each is shown as a struct bpf_map laid
 	// out by the target BTF with its id, name, type, flags and sizes.
 	Maps []*Map
+	// Files are what iter/task_file walks, in order: each task's open
+	// files (the kernel shows a process's once, at its leader).
+	Files []TaskFile
+	// Sockets are what iter/tcp and iter/udp walk, in order: iter/tcp
+	// those whose object is a TCP socket's (tcp_sock, tcp6_sock,
+	// tcp_timewait_sock, tcp_request_sock: Socket.KernelObject's),
+	// iter/udp the udp_sock and udp6_sock ones.
+	Sockets []IterSocket
 	// Trace is the rest of the world the runs see (memory for the probe
 	// reads, the current task...); its Seq is Iterate's own.
 	Trace *Trace
 	// Net is the host's network and cgroups the runs see (the cgroup
 	// kfuncs and iterators), nil for none.
 	Net *Net
+}
+
+// TaskFile is an open file of a task, as iter/task_file shows it: the
+// task's struct task_struct, the fd and the struct file. Iterate adds the
+// objects to the runs' world (what they point to, such as the file's
+// inode, goes in Trace.Objects).
+type TaskFile struct {
+	Task *KernelObject
+	FD   uint32
+	File *KernelObject
+}
+
+// IterSocket is a socket as iter/tcp and iter/udp show it: its kernel
+// object (Socket.KernelObject), which Iterate adds to the runs' world,
+// the uid owning it and, for UDP, its hash bucket.
+type IterSocket struct {
+	Sock   *KernelObject
+	UID    uint32
+	Bucket int32
 }
 
 // ErrIterTarget is returned by Iterate for a program that is not an
@@ -61,7 +90,8 @@ type iterElem struct {
 // show its element again later; bpfvm drops that run's output and ends
 // the walk there, as a read of the file would end.
 //
-// iter/task walks opts.Tasks, iter/bpf_map opts.Maps and
+// iter/task walks opts.Tasks, iter/task_file opts.Files, iter/tcp and
+// iter/udp opts.Sockets, iter/bpf_map opts.Maps and
 // iter/bpf_map_elem the elements of opts.Map, which the attach needs: as
 // the kernel's bpf_iter_attach_map, a program that reads further into the
 // key or value buffers than the map's key and value go is refused with
@@ -81,9 +111,14 @@ func (p *Program) Iterate(opts *IterOptions) (io.Reader, error) {
 	var elems []iterElem
 	var last iterElem
 	var err error
+	var objs []*KernelObject
 	switch p.opts.AttachTo {
 	case "task":
 		elems, err = taskElems(kt, opts.Tasks)
+	case "task_file":
+		elems, objs = fileElems(opts.Files)
+	case "tcp", "udp":
+		elems, objs = sockElems(opts.Sockets, p.opts.AttachTo)
 	case "bpf_map":
 		elems, err = mapListElems(kt, opts.Maps)
 	case "bpf_map_elem":
@@ -98,6 +133,11 @@ func (p *Program) Iterate(opts *IterOptions) (io.Reader, error) {
 	world := Trace{}
 	if opts.Trace != nil {
 		world = *opts.Trace
+	}
+	for _, o := range objs {
+		if o != nil && world.ObjectAt(o.Addr) != o {
+			world.Objects = append(slices.Clip(world.Objects), o)
+		}
 	}
 	ctx := make([]byte, progtype.IterContextSize)
 	ctxOut := make([]byte, progtype.IterContextSize)
@@ -159,6 +199,54 @@ func taskElems(kt *btf.Spec, tasks []Task) ([]iterElem, error) {
 		}
 	}
 	return elems, nil
+}
+
+// fileElems are iter/task_file's elements (bpf_iter__task_file: meta,
+// task, fd, file) and the objects they point to.
+func fileElems(files []TaskFile) ([]iterElem, []*KernelObject) {
+	elems := make([]iterElem, len(files))
+	var objs []*KernelObject
+	for i := range files {
+		f := &files[i]
+		objs = append(objs, f.Task, f.File)
+		elems[i].fill = func(ctx []byte, _ uint32) error {
+			binary.NativeEndian.PutUint64(ctx[8:], objAddr(f.Task))
+			binary.NativeEndian.PutUint64(ctx[16:], uint64(f.FD))
+			binary.NativeEndian.PutUint64(ctx[24:], objAddr(f.File))
+			return nil
+		}
+	}
+	return elems, objs
+}
+
+// sockElems are iter/tcp's (bpf_iter__tcp: meta, sk_common, uid) or
+// iter/udp's (bpf_iter__udp: meta, udp_sk, uid, bucket) elements: the
+// sockets of the protocol, by their objects' types.
+func sockElems(socks []IterSocket, proto string) ([]iterElem, []*KernelObject) {
+	var elems []iterElem
+	var objs []*KernelObject
+	for i := range socks {
+		s := &socks[i]
+		if s.Sock == nil || s.Sock.Type == nil || !strings.HasPrefix(s.Sock.Type.TypeName(), proto) {
+			continue
+		}
+		objs = append(objs, s.Sock)
+		elems = append(elems, iterElem{fill: func(ctx []byte, _ uint32) error {
+			binary.NativeEndian.PutUint64(ctx[8:], s.Sock.Addr)
+			binary.NativeEndian.PutUint64(ctx[16:], uint64(s.UID))
+			binary.NativeEndian.PutUint64(ctx[24:], uint64(int64(s.Bucket)))
+			return nil
+		}})
+	}
+	return elems, objs
+}
+
+// objAddr is the address of o, 0 for none.
+func objAddr(o *KernelObject) uint64 {
+	if o == nil {
+		return 0
+	}
+	return o.Addr
 }
 
 // iterMetaSize is the size of struct bpf_iter_meta (seq, session_id,

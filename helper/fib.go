@@ -89,7 +89,7 @@ func helperFIBLookup(e *vm.Env, _, r2, r3, r4, _ uint64) (uint64, error) {
 		return neg(eafnosupport), nil
 	}
 	if skb && rc == fibSuccess && !checkMTU {
-		d, _ := r.Device(le.Uint32(p[fibIfindex:]))
+		d := r.DeviceRef(le.Uint32(p[fibIfindex:]))
 		ctx := r.SkbContext()
 		pktLen := binary.LittleEndian.Uint32(ctx[runner.SkbLen:])
 		gso := binary.LittleEndian.Uint32(ctx[runner.SkbGSOSize:]) != 0
@@ -119,8 +119,8 @@ func fibLookup(r *runner.Runner, p []byte, flags uint32, checkMTU bool) int64 {
 		src = netip.AddrFrom4([4]byte(p[fibSrc : fibSrc+4]))
 	}
 	ifindex := le.Uint32(p[fibIfindex:])
-	dev, ok := r.Device(ifindex)
-	if !ok {
+	dev := r.DeviceRef(ifindex)
+	if dev == nil {
 		return -enodev
 	}
 	if !dev.Forwarding {
@@ -150,7 +150,7 @@ func fibLookup(r *runner.Runner, p []byte, flags uint32, checkMTU bool) int64 {
 	default:
 		return fibNotFwded
 	}
-	nh, _ := r.Device(rt.Ifindex)
+	nh := r.DeviceRef(rt.Ifindex)
 	var mtu uint32
 	if checkMTU {
 		mtu = routeMTU(rt, nh, v6)
@@ -216,7 +216,7 @@ func fibLookup(r *runner.Runner, p []byte, flags uint32, checkMTU bool) int64 {
 // routeMTU is the MTU of a route out of device nh: its own, else the
 // device's, at most IP_MAX_MTU (IPv4), at least IPV6_MIN_MTU and at most
 // IP6_MAX_MTU (IPv6).
-func routeMTU(rt *runner.Route, nh runner.Device, v6 bool) uint32 {
+func routeMTU(rt *runner.Route, nh *runner.Device, v6 bool) uint32 {
 	if rt.MTU != 0 {
 		return rt.MTU
 	}

@@ -101,68 +101,31 @@ type FIBQuery struct {
 // those out of it.
 func (r *Runner) RouteLookup(q FIBQuery) *Route {
 	n := r.Net()
-	var tables []uint32
+	x := r.fibIndex()
 	if q.Direct {
 		t := q.Table
 		if t == 0 {
 			t = TableMain
 		}
-		tables = []uint32{t}
-	} else {
-		tables = append(tables, TableLocal)
-		for _, ru := range n.Rules {
-			if q.Mark&ru.Mask == ru.Mark&ru.Mask {
-				tables = append(tables, ru.Table)
+		return x.tableLookup(n, t, q)
+	}
+	// The local table, the rules' tables in order, main, default: asked
+	// in turn without gathering them (no allocation per lookup).
+	if rt := x.tableLookup(n, TableLocal, q); rt != nil {
+		return rt
+	}
+	for i := range n.Rules {
+		ru := &n.Rules[i]
+		if q.Mark&ru.Mask == ru.Mark&ru.Mask {
+			if rt := x.tableLookup(n, ru.Table, q); rt != nil {
+				return rt
 			}
 		}
-		tables = append(tables, TableMain, TableDefault)
 	}
-	for _, t := range tables {
-		if rt := n.tableLookup(r, t, q); rt != nil {
-			return rt
-		}
+	if rt := x.tableLookup(n, TableMain, q); rt != nil {
+		return rt
 	}
-	return nil
-}
-
-// tableLookup is RouteLookup in table t.
-func (n *Net) tableLookup(r *Runner, t uint32, q FIBQuery) *Route {
-	var best *Route
-	bestScore := 0
-	for i := range n.Routes {
-		rt := &n.Routes[i]
-		table := rt.Table
-		if table == 0 {
-			table = TableMain
-		}
-		if table != t || rt.Dst.Addr().Is6() != q.Dst.Is6() || !rt.Dst.Contains(q.Dst) {
-			continue
-		}
-		oifMatch := true
-		if !rt.Type.dropping() {
-			d, ok := r.Device(rt.Ifindex)
-			if !ok || d.Down {
-				continue
-			}
-			if q.Output && rt.Ifindex != q.Ifindex {
-				if !q.Dst.Is6() {
-					continue
-				}
-				oifMatch = false
-			}
-		}
-		// Longer prefixes first, then the device of an output lookup
-		// (IPv6), then lower metrics.
-		score := 1
-		if oifMatch {
-			score = 2
-		}
-		if best == nil || rt.Dst.Bits() > best.Dst.Bits() ||
-			rt.Dst.Bits() == best.Dst.Bits() && (score > bestScore || score == bestScore && rt.Metric < best.Metric) {
-			best, bestScore = rt, score
-		}
-	}
-	return best
+	return x.tableLookup(n, TableDefault, q)
 }
 
 // Neighbor returns the valid neighbour entry of addr on device ifindex.

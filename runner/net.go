@@ -291,11 +291,14 @@ type netState struct {
 	noReuseport bool
 	// overflowed are the listeners the run made SYN cookies for.
 	overflowed []uint64
+	// fib is the run's index of the world's routes (fibindex.go).
+	fib fibIndex
 }
 
 // beginNet sets up the host world of a run: the slots of its sockets.
 func (r *Runner) beginNet(net *Net) error {
 	r.sk.net = net
+	r.ns.fib.built = false // the index is the run's world's (fibindex.go)
 	r.ns.nsocks = 0
 	r.ns.overflowed = r.ns.overflowed[:0]
 	if net == nil || len(net.Sockets) == 0 {

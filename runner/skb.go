@@ -356,15 +356,28 @@ func (r *Runner) SocketCookie() uint64 {
 // Device returns the host's device ifindex; ok is false when there is
 // none.
 func (r *Runner) Device(ifindex uint32) (Device, bool) {
-	for _, d := range r.Net().Devices {
-		if d.Ifindex == ifindex {
-			return d, true
+	if d := r.Net().device(ifindex); d != nil {
+		return *d, true
+	}
+	return Device{}, false
+}
+
+// DeviceRef is Device without the copy: the world's entry, read-only, nil
+// when there is none.
+func (r *Runner) DeviceRef(ifindex uint32) *Device { return r.Net().device(ifindex) }
+
+// device returns the world's device ifindex (the loopback device unless
+// Devices names ifindex 1), nil for none; it does not copy the entry.
+func (n *Net) device(ifindex uint32) *Device {
+	for i := range n.Devices {
+		if d := &n.Devices[i]; d.Ifindex == ifindex {
+			return d
 		}
 	}
 	if ifindex == loopback.Ifindex {
-		return loopback, true
+		return &loopback
 	}
-	return Device{}, false
+	return nil
 }
 
 // SkbContext returns the run's struct __sk_buff, nil when the program
