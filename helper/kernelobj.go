@@ -30,7 +30,7 @@ const threadSize = 16 << 10
 // world puts a pt_regs object for the program to read.
 func helperTaskPtRegs(e *vm.Env, r1, _, _, _, _ uint64) (uint64, error) {
 	r := runner.Of(e)
-	k := kernelLayoutOf(r.Program())
+	k := layoutOf(r.Program(), kernelLayoutKey{}, findKernelLayout)
 	if k == nil {
 		return 0, nil
 	}
@@ -48,7 +48,7 @@ func helperFindVMA(e *vm.Env, r1, r2, r3, r4, r5 uint64) (uint64, error) {
 		return neg(einval), nil
 	}
 	r := runner.Of(e)
-	k := kernelLayoutOf(r.Program())
+	k := layoutOf(r.Program(), kernelLayoutKey{}, findKernelLayout)
 	if r1 == 0 || k == nil {
 		return neg(enoent), nil
 	}
@@ -124,7 +124,7 @@ func helperDPath(e *vm.Env, r1, r2, r3, _, _ uint64) (uint64, error) {
 		return 0, err
 	}
 	r := runner.Of(e)
-	k := kernelLayoutOf(r.Program())
+	k := layoutOf(r.Program(), kernelLayoutKey{}, findKernelLayout)
 	w := r.Trace()
 	if k == nil {
 		return neg(efault), nil
@@ -209,18 +209,6 @@ type kernelLayout struct {
 
 // kernelLayoutKey keys the program's kernelLayout (runner.Program.Layout).
 type kernelLayoutKey struct{}
-
-// kernelLayoutOf returns the layout of the program's kernel BTF, nil if it lacks
-// one.
-func kernelLayoutOf(p *runner.Program) *kernelLayout {
-	l, _ := p.Layout(kernelLayoutKey{}, func(spec *btf.Spec) any {
-		if spec == nil {
-			return (*kernelLayout)(nil)
-		}
-		return findKernelLayout(spec)
-	}).(*kernelLayout)
-	return l
-}
 
 func findKernelLayout(spec *btf.Spec) *kernelLayout {
 	l := &kernelLayout{}

@@ -121,7 +121,7 @@ func readSock(e *vm.Env, r *runner.Runner, addr uint64) (sockFacts, bool) {
 		s.tcpProt = proto == runner.ProtoTCP
 		return s, true
 	}
-	l := sockLayoutOf(r.Program())
+	l := layoutOf(r.Program(), sockLayoutKey{}, findSockLayout)
 	if l == nil {
 		return sockFacts{}, false
 	}
@@ -175,18 +175,6 @@ type sockLayout struct {
 
 // sockLayoutKey keys the program's sockLayout (runner.Program.Layout).
 type sockLayoutKey struct{}
-
-// sockLayoutOf returns the layout of the program's kernel BTF, nil if it lacks
-// one.
-func sockLayoutOf(p *runner.Program) *sockLayout {
-	l, _ := p.Layout(sockLayoutKey{}, func(spec *btf.Spec) any {
-		if spec == nil {
-			return (*sockLayout)(nil)
-		}
-		return findSockLayout(spec)
-	}).(*sockLayout)
-	return l
-}
 
 func findSockLayout(spec *btf.Spec) *sockLayout {
 	l := &sockLayout{mptcpBit: -1}

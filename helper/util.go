@@ -1,7 +1,9 @@
 package helper
 
 import (
+	"github.com/bpfvm/bpfvm/runner"
 	"github.com/bpfvm/bpfvm/vm"
+	"github.com/cilium/ebpf/btf"
 )
 
 // More kernel errno values helpers return negated (see helper.go).
@@ -61,4 +63,18 @@ func probeString(e *vm.Env, addr uint64, limit int) (s []byte, used int, ok bool
 		return b[:limit-1], limit, true
 	}
 	return nil, 0, false
+}
+
+// layoutOf returns what find reads out of the program's kernel BTF (the
+// offsets of kernel structures a helper walks), built once per program
+// under key (runner.Program.Layout); nil without BTF or when find finds
+// too little.
+func layoutOf[L any](p *runner.Program, key any, find func(*btf.Spec) *L) *L {
+	l, _ := p.Layout(key, func(spec *btf.Spec) any {
+		if spec == nil {
+			return (*L)(nil)
+		}
+		return find(spec)
+	}).(*L)
+	return l
 }
