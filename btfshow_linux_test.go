@@ -129,12 +129,7 @@ func TestBTFShowKernel(t *testing.T) {
 		t.Skipf("kernel attach: %v", err)
 	}
 	defer it.Close()
-	krd, err := it.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer krd.Close()
-	theirs, err := io.ReadAll(krd)
+	theirs, err := readIter(t, it)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,18 @@ import (
 	"github.com/cilium/ebpf/link"
 )
 
+// readIter reads one pass of the kernel iterator it: what its program
+// printed, and the read's error.
+func readIter(t *testing.T, it *link.Iter) ([]byte, error) {
+	t.Helper()
+	rd, err := it.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	return io.ReadAll(rd)
+}
+
 // kernelIterTasks runs iter.o in the kernel: its read_user gives the
 // error bpfvm gives without the memory, and its task walk has the shape
 // of bpfvm's output (TestIterTasks).
@@ -29,12 +41,7 @@ func kernelIterTasks(t *testing.T, spec *ebpf.CollectionSpec) {
 	// The kernel's read_user reads this process's memory at 0x10000,
 	// which is not mapped: the error bpfvm gives without the memory.
 	if ru, err := link.AttachIter(link.IterOptions{Program: kc.Programs["read_user"]}); err == nil {
-		rd, err := ru.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _ := io.ReadAll(rd)
-		rd.Close()
+		out, _ := readIter(t, ru)
 		ru.Close()
 		if string(out) != "error -14\n" {
 			t.Errorf("kernel read_user: %q, want %q", out, "error -14\n")
@@ -45,12 +52,7 @@ func kernelIterTasks(t *testing.T, spec *ebpf.CollectionSpec) {
 		t.Skipf("kernel attach: %v", err)
 	}
 	defer it.Close()
-	rd, err := it.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	out, err := io.ReadAll(rd)
+	out, err := readIter(t, it)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -188,12 +188,7 @@ func TestIterObjects(t *testing.T) {
 		if err != nil {
 			t.Fatalf("kernel attach %s: %v", prog, err)
 		}
-		rd, err := it.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _ := io.ReadAll(rd)
-		rd.Close()
+		out, _ := readIter(t, it)
 		it.Close()
 		var k []string
 		for l := range strings.Lines(string(out)) {

@@ -4,7 +4,6 @@ package bpfvm_test
 
 import (
 	"errors"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -30,12 +29,7 @@ func kernelFirstTask(t *testing.T, spec *ebpf.CollectionSpec) {
 		t.Skipf("kernel attach: %v", err)
 	}
 	defer it.Close()
-	rd, err := it.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.ReadAll(rd)
-	rd.Close()
+	readIter(t, it)
 	var first int32
 	var n uint64
 	if err := kc.Variables["first_pid"].Get(&first); err != nil {
@@ -87,12 +81,7 @@ func kernelIterMaps(t *testing.T, spec *ebpf.CollectionSpec, wantList string) {
 		t.Skipf("kernel attach: %v", err)
 	}
 	defer it.Close()
-	rd, err := it.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := io.ReadAll(rd)
-	rd.Close()
+	out, _ := readIter(t, it)
 	var ours strings.Builder
 	for _, l := range strings.SplitAfter(string(out), "\n") {
 		if strings.HasPrefix(l, "itm_") {
@@ -120,12 +109,7 @@ func kernelIterMaps(t *testing.T, spec *ebpf.CollectionSpec, wantList string) {
 		t.Fatalf("kernel attach dump_elem: %v", err)
 	}
 	defer eit.Close()
-	erd, err := eit.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	eout, _ := io.ReadAll(erd)
-	erd.Close()
+	eout, _ := readIter(t, eit)
 	if want := "0: 10\n1: 20\n2: 30\n3: 40\nitm_arr end 3\n"; string(eout) != want {
 		t.Errorf("kernel dump_elem: %q, want bpfvm's %q", eout, want)
 	}
